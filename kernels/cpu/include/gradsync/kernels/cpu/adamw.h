@@ -1,0 +1,34 @@
+// AdamW (Loshchilov & Hutter) over a flat range of n parameters, at step t (1-based):
+//
+//   m     = beta1 * m + (1 - beta1) * g
+//   v     = beta2 * v + (1 - beta2) * g^2
+//   m_hat = m / (1 - beta1^t)
+//   v_hat = v / (1 - beta2^t)
+//   p     = p - lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)      (wd term only if decay)
+//
+// The decay is decoupled: it shrinks p directly instead of being added to g, so it is not
+// rescaled by the adaptive denominator. The bias corrections 1 - beta^t are computed in double
+// (beta^t underflows slowly and loses digits in float for long runs); the per-element math is
+// float. Elements are updated independently, in order: deterministic.
+// Preconditions: every buffer holds n elements, t >= 1.
+#pragma once
+
+#include <cstdint>
+
+namespace gradsync::kernels::cpu {
+
+struct AdamWHyper {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  int64_t step = 1;   // t, counting from 1
+  bool decay = true;  // apply weight_decay to this range (false for biases and norm gains)
+};
+
+// Updates params, m and v in place from grads.
+void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
+                 const AdamWHyper& hyper);
+
+}  // namespace gradsync::kernels::cpu

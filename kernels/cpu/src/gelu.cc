@@ -1,0 +1,41 @@
+#include "gradsync/kernels/cpu/gelu.h"
+
+#include <cmath>
+
+namespace gradsync::kernels::cpu {
+namespace {
+
+template <typename T>
+constexpr T kSqrt2OverPi = static_cast<T>(0.797884560802865355879892119868763737L);
+template <typename T>
+constexpr T kCubic = static_cast<T>(0.044715);
+
+}  // namespace
+
+template <typename T>
+void GeluForward(T* out, const T* inp, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = inp[i];
+    const T u = kSqrt2OverPi<T> * (x + kCubic<T> * x * x * x);
+    out[i] = T{0.5} * x * (T{1} + std::tanh(u));
+  }
+}
+
+template <typename T>
+void GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = inp[i];
+    const T u = kSqrt2OverPi<T> * (x + kCubic<T> * x * x * x);
+    const T t = std::tanh(u);
+    const T du_dx = kSqrt2OverPi<T> * (T{1} + T{3} * kCubic<T> * x * x);
+    const T grad = T{0.5} * (T{1} + t) + T{0.5} * x * (T{1} - t * t) * du_dx;
+    dinp[i] += grad * dout[i];
+  }
+}
+
+template void GeluForward<float>(float*, const float*, int64_t);
+template void GeluForward<double>(double*, const double*, int64_t);
+template void GeluBackward<float>(float*, const float*, const float*, int64_t);
+template void GeluBackward<double>(double*, const double*, const double*, int64_t);
+
+}  // namespace gradsync::kernels::cpu

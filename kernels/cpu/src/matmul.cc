@@ -1,0 +1,71 @@
+#include "gradsync/kernels/cpu/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+namespace gradsync::kernels::cpu {
+namespace {
+
+// One entry point for both precisions, so the kernels below are written once.
+void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace
+
+template <typename T>
+void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n,
+                   int64_t in_features, int64_t out_features) {
+  // BLAS rejects zero leading dimensions, and there is nothing to compute anyway.
+  if (n == 0 || out_features == 0) return;
+  T beta = 0;
+  if (bias != nullptr) {
+    for (int64_t r = 0; r < n; ++r) std::copy_n(bias, out_features, out + r * out_features);
+    beta = 1;
+  }
+  if (in_features == 0) {
+    if (bias == nullptr) std::fill_n(out, n * out_features, T{0});
+    return;
+  }
+  Gemm(CblasNoTrans, CblasTrans, n, out_features, in_features, inp, in_features, weight,
+       in_features, beta, out, out_features);
+}
+
+template <typename T>
+void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                    int64_t n, int64_t in_features, int64_t out_features) {
+  if (n == 0 || out_features == 0) return;
+  if (in_features > 0) {
+    if (dinp != nullptr) {
+      Gemm(CblasNoTrans, CblasNoTrans, n, in_features, out_features, dout, out_features, weight,
+           in_features, T{1}, dinp, in_features);
+    }
+    if (dweight != nullptr) {
+      Gemm(CblasTrans, CblasNoTrans, out_features, in_features, n, dout, out_features, inp,
+           in_features, T{1}, dweight, in_features);
+    }
+  }
+  if (dbias != nullptr) {
+    for (int64_t r = 0; r < n; ++r) {
+      const T* row = dout + r * out_features;
+      for (int64_t o = 0; o < out_features; ++o) dbias[o] += row[o];
+    }
+  }
+}
+
+template void MatmulForward<float>(float*, const float*, const float*, const float*, int64_t,
+                                   int64_t, int64_t);
+template void MatmulForward<double>(double*, const double*, const double*, const double*, int64_t,
+                                    int64_t, int64_t);
+template void MatmulBackward<float>(float*, float*, float*, const float*, const float*,
+                                    const float*, int64_t, int64_t, int64_t);
+template void MatmulBackward<double>(double*, double*, double*, const double*, const double*,
+                                     const double*, int64_t, int64_t, int64_t);
+
+}  // namespace gradsync::kernels::cpu

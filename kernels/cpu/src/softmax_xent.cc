@@ -1,0 +1,42 @@
+#include "gradsync/kernels/cpu/softmax_xent.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gradsync::kernels::cpu {
+
+template <typename T>
+XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n,
+                            int64_t v, T scale, int32_t ignore_index) {
+  XentSum result;
+  for (int64_t r = 0; r < n; ++r) {
+    const T* z = logits + r * v;
+    T* dz = dlogits == nullptr ? nullptr : dlogits + r * v;
+    const int32_t target = targets[r];
+    if (target == ignore_index) {
+      if (dz != nullptr) std::fill_n(dz, v, T{0});
+      continue;
+    }
+    const double max = static_cast<double>(*std::max_element(z, z + v));
+    double sum = 0.0;
+    for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - max);
+    const double log_sum = std::log(sum);
+    result.loss_sum += log_sum - (static_cast<double>(z[target]) - max);
+    ++result.count;
+    if (dz == nullptr) continue;
+    // Each element is read before it is written, so dz may alias z.
+    const double inv_sum = 1.0 / sum;
+    for (int64_t j = 0; j < v; ++j) {
+      const double p = std::exp(static_cast<double>(z[j]) - max) * inv_sum;
+      dz[j] = static_cast<T>(scale * (p - (j == target ? 1.0 : 0.0)));
+    }
+  }
+  return result;
+}
+
+template XentSum SoftmaxCrossEntropy<float>(float*, const float*, const int32_t*, int64_t, int64_t,
+                                            float, int32_t);
+template XentSum SoftmaxCrossEntropy<double>(double*, const double*, const int32_t*, int64_t,
+                                             int64_t, double, int32_t);
+
+}  // namespace gradsync::kernels::cpu

@@ -1,0 +1,33 @@
+// The final-weights file: every parameter's name, shape and fp32 values, with a checksum.
+//
+// Layout (little-endian):
+//   "GSWEIGHT" | u32 version (1) | u32 param count | u64 total elements | u64 layout hash
+//   per parameter: u32 name length | name | u32 rank | i64 dims[rank]
+//   f32 values[total elements], parameters in layout order
+//   u64 FNV-1a of every byte before it
+// Written to a temporary file, fsynced and renamed, so a reader never sees half a file.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/nn/param_layout.h"
+
+namespace gradsync::ckpt {
+
+struct WeightsFile {
+  nn::ParamLayout layout;
+  std::vector<float> values;
+};
+
+// Creates parent directories as needed. INTERNAL/PERMISSION_DENIED with the path on I/O errors.
+absl::Status SaveWeights(const std::string& path, const nn::ParamLayout& layout,
+                         std::span<const float> values);
+
+// DATA_LOSS naming the path and the problem for a truncated, corrupt or foreign file.
+absl::StatusOr<WeightsFile> LoadWeights(const std::string& path);
+
+}  // namespace gradsync::ckpt

@@ -1,0 +1,160 @@
+#include "gradsync/ckpt/weights_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "gradsync/core/digest.h"
+
+namespace gradsync::ckpt {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'S', 'W', 'E', 'I', 'G', 'H', 'T'};
+constexpr uint32_t kVersion = 1;
+
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+class Reader {
+ public:
+  Reader(const std::string& data, const std::string& path) : data_(data), path_(path) {}
+
+  template <typename T>
+  absl::Status Get(T* v, const char* what) {
+    if (pos_ + sizeof(T) > data_.size()) return Truncated(what);
+    std::memcpy(v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return absl::OkStatus();
+  }
+  absl::Status Bytes(size_t n, std::string* out, const char* what) {
+    if (pos_ + n > data_.size()) return Truncated(what);
+    out->assign(data_.data() + pos_, n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+  absl::Status Truncated(const char* what) const {
+    return absl::DataLossError(absl::StrCat(path_, ": truncated while reading ", what, " at byte ", pos_));
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  const std::string& data_;
+  const std::string& path_;
+  size_t pos_ = 0;
+};
+
+absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
+  const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(errno));
+  return errno == EACCES ? absl::PermissionDeniedError(msg) : absl::InternalError(msg);
+}
+
+}  // namespace
+
+absl::Status SaveWeights(const std::string& path, const nn::ParamLayout& layout,
+                         std::span<const float> values) {
+  if (static_cast<int64_t>(values.size()) != layout.total_numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("weights for ", path, ": ", values.size(),
+                                                   " values for a layout of ", layout.total_numel()));
+  }
+  std::string buf(kMagic, sizeof(kMagic));
+  Put<uint32_t>(&buf, kVersion);
+  Put<uint32_t>(&buf, static_cast<uint32_t>(layout.size()));
+  Put<uint64_t>(&buf, static_cast<uint64_t>(layout.total_numel()));
+  Put<uint64_t>(&buf, layout.Hash());
+  for (const nn::ParamInfo& p : layout.params()) {
+    Put<uint32_t>(&buf, static_cast<uint32_t>(p.name.size()));
+    buf.append(p.name);
+    Put<uint32_t>(&buf, static_cast<uint32_t>(p.shape.size()));
+    for (int64_t d : p.shape) Put<int64_t>(&buf, d);
+  }
+  buf.append(reinterpret_cast<const char*>(values.data()), values.size_bytes());
+  Put<uint64_t>(&buf, Fnv1a64(std::as_bytes(std::span<const char>(buf))));
+
+  std::error_code ec;
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create", tmp);
+  size_t done = 0;
+  while (done < buf.size()) {
+    const ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      absl::Status s = ErrnoStatus("cannot write", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    absl::Status s = ErrnoStatus("cannot sync", tmp);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("cannot rename to", path);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < sizeof(kMagic) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": not a gradsync weights file (bad magic)"));
+  }
+  if (data.size() < sizeof(kMagic) + sizeof(uint64_t)) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated"));
+  }
+  uint64_t stored = 0;
+  std::memcpy(&stored, data.data() + data.size() - sizeof(stored), sizeof(stored));
+  const std::string_view body(data.data(), data.size() - sizeof(stored));
+  if (Fnv1a64(std::as_bytes(std::span<const char>(body.data(), body.size()))) != stored) {
+    return absl::DataLossError(absl::StrCat(path, ": checksum mismatch (corrupt or truncated)"));
+  }
+  Reader r(data, path);
+  std::string magic;
+  uint32_t version = 0, count = 0;
+  uint64_t total = 0, hash = 0;
+  if (auto s = r.Bytes(sizeof(kMagic), &magic, "magic"); !s.ok()) return s;
+  if (auto s = r.Get(&version, "version"); !s.ok()) return s;
+  if (version != kVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": unsupported version ", version));
+  }
+  if (auto s = r.Get(&count, "parameter count"); !s.ok()) return s;
+  if (auto s = r.Get(&total, "element count"); !s.ok()) return s;
+  if (auto s = r.Get(&hash, "layout hash"); !s.ok()) return s;
+  WeightsFile out;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t len = 0, rank = 0;
+    std::string name;
+    if (auto s = r.Get(&len, "name length"); !s.ok()) return s;
+    if (auto s = r.Bytes(len, &name, "name"); !s.ok()) return s;
+    if (auto s = r.Get(&rank, "rank"); !s.ok()) return s;
+    std::vector<int64_t> shape(rank);
+    for (auto& d : shape) {
+      if (auto s = r.Get(&d, "shape"); !s.ok()) return s;
+    }
+    out.layout.Add(std::move(name), std::move(shape), true);
+  }
+  if (static_cast<uint64_t>(out.layout.total_numel()) != total) {
+    return absl::DataLossError(absl::StrCat(path, ": shapes add up to ", out.layout.total_numel(),
+                                            " elements, header says ", total));
+  }
+  std::string raw;
+  if (auto s = r.Bytes(total * sizeof(float), &raw, "values"); !s.ok()) return s;
+  out.values.resize(total);
+  std::memcpy(out.values.data(), raw.data(), raw.size());
+  return out;
+}
+
+}  // namespace gradsync::ckpt

@@ -1,0 +1,26 @@
+// Datasets with random access by sample index: any rank can build any batch from indices alone,
+// so data sharding keeps no per-rank state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::data {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  // Fills `out` with the samples at `indices`, in order. Indices must be < size().
+  virtual void Fill(std::span<const int64_t> indices, nn::Batch* out) const = 0;
+};
+
+// The dataset a job spec describes (defaults filled in). INVALID_ARGUMENT names the field.
+absl::StatusOr<std::unique_ptr<Dataset>> CreateDataset(const gradsync::v1::JobSpec& spec);
+
+}  // namespace gradsync::data

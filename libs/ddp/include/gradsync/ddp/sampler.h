@@ -1,0 +1,65 @@
+// Data sharding across ranks with nothing to remember: like PyTorch's DistributedSampler, but
+// every epoch's order is a pure function of (seed, epoch), and a position in the epoch is one
+// number (the global sample cursor). Any rank, after any restart and at any world size, computes
+// the same samples for the same cursor.
+//
+// One optimizer step consumes a global batch of G = world_size x micro_batch x grad_accum
+// positions of the epoch's permutation. Micro-step k of the step covers the next
+// world_size x micro_batch positions, and rank r takes the r-th run of micro_batch of them.
+// When fewer than G positions remain at the end of an epoch, the policy decides: kPartial trains
+// on what remains (later ranks may get fewer samples, or none), kDrop skips to the next epoch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gradsync::ddp {
+
+enum class LastBatch { kPartial, kDrop };
+
+struct ShardConfig {
+  int64_t num_samples = 0;
+  int world_size = 1;
+  int micro_batch = 1;
+  int grad_accum_steps = 1;
+  LastBatch last_batch = LastBatch::kPartial;
+
+  int64_t global_batch() const {
+    return static_cast<int64_t>(world_size) * micro_batch * grad_accum_steps;
+  }
+  // Optimizer steps in one epoch under the last-batch policy.
+  int64_t steps_per_epoch() const;
+};
+
+// The seed of an epoch's permutation; the coordinator's epoch plan hands it out.
+uint64_t EpochSeed(uint64_t job_seed, int epoch);
+
+// The permutation of [0, n) for an epoch seed. Fisher-Yates with gradsync's portable generator,
+// so every platform and build gives the same order.
+std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n);
+
+// The samples of one optimizer step for one rank.
+struct StepShard {
+  // indices[k] are this rank's sample indices for micro-step k (possibly empty).
+  std::vector<std::vector<int64_t>> micro_indices;
+  // Samples in the whole global step, over all ranks and micro-steps: the divisor of the mean
+  // loss, so that gradients summed across ranks are the mean over the global batch.
+  int64_t global_count = 0;
+};
+
+// The shard of `rank` for the step that starts at position `cursor` of `permutation`.
+StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation,
+                       int64_t cursor, int rank);
+
+// Where a step counter lands: epoch and the cursor within it.
+struct Position {
+  int epoch = 0;
+  int64_t cursor = 0;
+};
+Position PositionOfStep(const ShardConfig& config, int64_t step);
+
+// Total optimizer steps: max_steps when set (> 0), else epochs x steps_per_epoch; when both are
+// set, whichever ends first.
+int64_t TotalSteps(const ShardConfig& config, int64_t max_steps, int epochs);
+
+}  // namespace gradsync::ddp

@@ -1,0 +1,59 @@
+#include "gradsync/ddp/sampler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "gradsync/core/rng.h"
+
+namespace gradsync::ddp {
+
+int64_t ShardConfig::steps_per_epoch() const {
+  const int64_t g = global_batch();
+  if (g <= 0 || num_samples <= 0) return 0;
+  return last_batch == LastBatch::kDrop ? num_samples / g : (num_samples + g - 1) / g;
+}
+
+uint64_t EpochSeed(uint64_t job_seed, int epoch) {
+  return HashCombine(job_seed, 0x5eed0000ULL + static_cast<uint64_t>(epoch));
+}
+
+std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n) {
+  std::vector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  Rng rng(epoch_seed);
+  for (int64_t i = n - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(i) + 1));
+    std::swap(perm[i], perm[j]);
+  }
+  return perm;
+}
+
+StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation,
+                       int64_t cursor, int rank) {
+  const int64_t n = static_cast<int64_t>(permutation.size());
+  const int64_t end = std::min(n, cursor + config.global_batch());
+  const int64_t per_micro = static_cast<int64_t>(config.world_size) * config.micro_batch;
+  StepShard shard;
+  shard.global_count = std::max<int64_t>(0, end - cursor);
+  shard.micro_indices.resize(config.grad_accum_steps);
+  for (int k = 0; k < config.grad_accum_steps; ++k) {
+    const int64_t begin = cursor + k * per_micro + static_cast<int64_t>(rank) * config.micro_batch;
+    const int64_t stop = std::min(end, begin + config.micro_batch);
+    for (int64_t p = begin; p < stop; ++p) shard.micro_indices[k].push_back(permutation[p]);
+  }
+  return shard;
+}
+
+Position PositionOfStep(const ShardConfig& config, int64_t step) {
+  const int64_t per_epoch = config.steps_per_epoch();
+  if (per_epoch <= 0) return {};
+  return Position{static_cast<int>(step / per_epoch), (step % per_epoch) * config.global_batch()};
+}
+
+int64_t TotalSteps(const ShardConfig& config, int64_t max_steps, int epochs) {
+  const int64_t by_epochs = epochs > 0 ? epochs * config.steps_per_epoch() : 0;
+  if (max_steps > 0 && by_epochs > 0) return std::min(max_steps, by_epochs);
+  return max_steps > 0 ? max_steps : by_epochs;
+}
+
+}  // namespace gradsync::ddp

@@ -1,0 +1,9 @@
+#include "gradsync/device/device.h"
+
+namespace gradsync::device {
+
+bool BuiltWithCuda() { return false; }
+
+std::vector<GpuInfo> ListGpus() { return {}; }
+
+}  // namespace gradsync::device

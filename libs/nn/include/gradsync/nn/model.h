@@ -1,0 +1,84 @@
+// The model interface every network implements: flat parameter and gradient buffers with
+// per-parameter views, and an explicit forward + backward per layer (no autograd engine).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/nn/param_layout.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::nn {
+
+// One micro-batch. Classifiers use `features` (size x feature_dim, row-major) and `targets`
+// (size). Language models use `tokens` and `targets` (size x seq_len each).
+struct Batch {
+  int64_t size = 0;
+  int64_t feature_dim = 0;
+  std::vector<float> features;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> targets;
+};
+
+// Sum of the per-example losses of a batch and how many examples (or tokens) they cover.
+struct LossSum {
+  double sum = 0.0;
+  int64_t count = 0;
+};
+
+// Called during backward when the gradients of parameters [first, last) are final for this
+// micro-step, in reverse layer order. Used to start gradient communication early.
+using GradsReadyFn = std::function<void(int first_param, int last_param)>;
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const ParamLayout& layout() const { return layout_; }
+  std::span<float> params() { return params_; }
+  std::span<const float> params() const { return params_; }
+  std::span<float> grads() { return grads_; }
+  std::span<const float> grads() const { return grads_; }
+
+  // Fills the parameters deterministically from `seed`.
+  virtual void InitParams(uint64_t seed) = 0;
+
+  // Runs forward and backward on `batch`. The loss whose gradient is taken is
+  // loss_scale * (sum of per-example losses); gradients are ADDED to grads() so that
+  // micro-steps accumulate (the caller zeroes grads between optimizer steps). `on_ready` may be
+  // empty. Returns the unscaled loss sum, or INVALID_ARGUMENT if the batch does not fit the model.
+  virtual absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale,
+                                                  const GradsReadyFn& on_ready) = 0;
+
+  // Forward only: the loss sum over `batch`.
+  virtual absl::StatusOr<LossSum> Evaluate(const Batch& batch) = 0;
+
+  // Forward only: logits (batch.size x num_outputs) for inference.
+  virtual absl::StatusOr<std::vector<float>> Predict(const Batch& batch) = 0;
+
+  // One line naming the architecture and its dimensions.
+  virtual std::string Describe() const = 0;
+
+  void ZeroGrads();
+
+ protected:
+  // Subclasses register parameters in forward order, then call AllocateBuffers() once.
+  ParamLayout& mutable_layout() { return layout_; }
+  void AllocateBuffers();
+
+ private:
+  ParamLayout layout_;
+  std::vector<float> params_;
+  std::vector<float> grads_;
+};
+
+// Builds the model a job spec describes (spec defaults already filled in).
+// INVALID_ARGUMENT names the field (e.g. "model.preset") when the spec asks for something unknown.
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec);
+
+}  // namespace gradsync::nn

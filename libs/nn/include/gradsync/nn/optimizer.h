@@ -1,0 +1,56 @@
+// AdamW with decoupled weight decay, gradient clipping by global norm, and the learning-rate
+// schedule (linear warmup, then cosine decay or constant).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gradsync/nn/param_layout.h"
+
+namespace gradsync::nn {
+
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+class AdamW {
+ public:
+  AdamW(const ParamLayout& layout, AdamWConfig config);
+
+  // One update of `params` from `grads` at learning rate `lr`. Deterministic.
+  void Step(std::span<float> params, std::span<const float> grads, double lr);
+
+  int64_t step_count() const { return t_; }
+  std::span<const float> first_moment() const { return m_; }
+  std::span<const float> second_moment() const { return v_; }
+
+ private:
+  const ParamLayout& layout_;
+  AdamWConfig config_;
+  std::vector<float> m_, v_;
+  int64_t t_ = 0;
+};
+
+// The L2 norm of `grads` (accumulated in double).
+double GlobalNorm(std::span<const float> grads);
+
+// Scales `grads` so its global norm is at most `max_norm` (no-op if max_norm <= 0).
+// Returns the norm before clipping.
+double ClipGlobalNorm(std::span<float> grads, double max_norm);
+
+struct LrSchedule {
+  double peak_lr = 1e-3;
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 1;
+  bool cosine = true;
+  double min_lr_ratio = 0.1;
+
+  // Learning rate for optimizer step `step` (0-based).
+  double At(int64_t step) const;
+};
+
+}  // namespace gradsync::nn

@@ -1,0 +1,209 @@
+#include "mlp.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gradsync/core/rng.h"
+#include "gradsync/kernels/cpu/gelu.h"
+#include "gradsync/kernels/cpu/matmul.h"
+#include "gradsync/kernels/cpu/relu.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
+
+namespace gradsync::nn {
+namespace {
+
+namespace k = gradsync::kernels::cpu;
+
+std::string ParamCount(int64_t n) {
+  if (n < 1000) return absl::StrCat(n, " params");
+  if (n < 1000000) return absl::StrFormat("%.0fK params", n / 1e3);
+  return absl::StrFormat("%.1fM params", n / 1e6);
+}
+
+}  // namespace
+
+absl::StatusOr<Mlp::Config> Mlp::ConfigFromSpec(const gradsync::v1::JobSpec& spec) {
+  if (!spec.data().has_synthetic()) {
+    return absl::InvalidArgumentError(
+        "data.synthetic: the mlp preset takes its input and output sizes from the synthetic "
+        "data source, and none is set");
+  }
+  const gradsync::v1::SyntheticData& data = spec.data().synthetic();
+  Config config;
+  config.input_dim = data.input_dim();
+  config.num_classes = data.num_classes();
+  if (config.input_dim < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.synthetic.inputDim: must be at least 1, got ", config.input_dim));
+  }
+  if (config.num_classes < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.synthetic.numClasses: must be at least 2, got ", config.num_classes));
+  }
+  const gradsync::v1::MlpConfig& mlp = spec.model().mlp();
+  for (int i = 0; i < mlp.hidden_dims_size(); ++i) {
+    if (mlp.hidden_dims(i) < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.mlp.hiddenDims[", i, "]: must be at least 1, got ", mlp.hidden_dims(i)));
+    }
+    config.hidden_dims.push_back(mlp.hidden_dims(i));
+  }
+  if (mlp.activation() == "gelu") {
+    config.activation = Activation::kGelu;
+  } else if (mlp.activation() == "relu") {
+    config.activation = Activation::kRelu;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("model.mlp.activation: unknown activation \"",
+                                                   mlp.activation(), "\"; known: gelu, relu"));
+  }
+  return config;
+}
+
+absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(const gradsync::v1::JobSpec& spec) {
+  absl::StatusOr<Config> config = ConfigFromSpec(spec);
+  if (!config.ok()) return config.status();
+  return std::make_unique<Mlp>(*std::move(config));
+}
+
+Mlp::Mlp(Config config) : activation_(config.activation) {
+  dims_.push_back(config.input_dim);
+  dims_.insert(dims_.end(), config.hidden_dims.begin(), config.hidden_dims.end());
+  dims_.push_back(config.num_classes);
+  for (int i = 0; i < num_layers(); ++i) {
+    mutable_layout().Add(absl::StrCat("layers.", i, ".weight"), {dims_[i + 1], dims_[i]},
+                         /*weight_decay=*/true);
+    mutable_layout().Add(absl::StrCat("layers.", i, ".bias"), {dims_[i + 1]},
+                         /*weight_decay=*/false);
+  }
+  AllocateBuffers();
+  pre_.resize(num_layers());
+  post_.resize(num_layers());
+  dpre_.resize(num_layers());
+  dpost_.resize(num_layers());
+}
+
+void Mlp::InitParams(uint64_t seed) {
+  for (int i = 0; i < num_layers(); ++i) {
+    const int w = 2 * i;
+    Rng rng(HashCombine(seed, static_cast<uint64_t>(w)));
+    const double std = 1.0 / std::sqrt(static_cast<double>(dims_[i]));
+    for (float& x : layout().View(params(), w)) x = static_cast<float>(std * rng.Normal());
+    std::span<float> bias = layout().View(params(), w + 1);
+    std::fill(bias.begin(), bias.end(), 0.0f);
+  }
+}
+
+absl::Status Mlp::CheckBatch(const Batch& batch, bool need_targets) const {
+  if (batch.size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("batch size is negative: ", batch.size));
+  }
+  if (batch.feature_dim != dims_.front()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch feature_dim is ", batch.feature_dim,
+                                                   " but the model's input_dim is ",
+                                                   dims_.front()));
+  }
+  if (static_cast<int64_t>(batch.features.size()) != batch.size * batch.feature_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("batch holds ", batch.features.size(),
+                                                   " feature values, expected ", batch.size, " x ",
+                                                   batch.feature_dim));
+  }
+  if (!need_targets) return absl::OkStatus();
+  if (static_cast<int64_t>(batch.targets.size()) != batch.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch holds ", batch.targets.size(), " targets, expected ", batch.size));
+  }
+  for (int64_t i = 0; i < batch.size; ++i) {
+    const int32_t t = batch.targets[i];
+    if (t != k::kIgnoreIndex && (t < 0 || t >= dims_.back())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch target ", i, " is ", t, ", outside [0, ", dims_.back(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Mlp::ActivationForward(float* out, const float* inp, int64_t n) const {
+  if (activation_ == Activation::kGelu) {
+    k::GeluForward(out, inp, n);
+  } else {
+    k::ReluForward(out, inp, n);
+  }
+}
+
+void Mlp::ActivationBackward(float* dinp, const float* inp, const float* dout, int64_t n) const {
+  if (activation_ == Activation::kGelu) {
+    k::GeluBackward(dinp, inp, dout, n);
+  } else {
+    k::ReluBackward(dinp, inp, dout, n);
+  }
+}
+
+void Mlp::Forward(const Batch& batch) {
+  const int64_t n = batch.size;
+  const float* input = batch.features.data();
+  for (int i = 0; i < num_layers(); ++i) {
+    const float* w = layout().View(params(), 2 * i).data();
+    const float* b = layout().View(params(), 2 * i + 1).data();
+    pre_[i].resize(n * dims_[i + 1]);
+    k::MatmulForward(pre_[i].data(), input, w, b, n, dims_[i], dims_[i + 1]);
+    if (i + 1 == num_layers()) break;
+    post_[i].resize(pre_[i].size());
+    ActivationForward(post_[i].data(), pre_[i].data(), post_[i].size());
+    input = post_[i].data();
+  }
+}
+
+absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scale,
+                                             const GradsReadyFn& on_ready) {
+  if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
+  Forward(batch);
+  const int64_t n = batch.size;
+  const int last = num_layers() - 1;
+  dpre_[last].resize(pre_[last].size());
+  const k::XentSum xent = k::SoftmaxCrossEntropy(dpre_[last].data(), pre_[last].data(),
+                                                 batch.targets.data(), n, dims_.back(), loss_scale);
+  for (int i = last; i >= 0; --i) {
+    const float* input = i == 0 ? batch.features.data() : post_[i - 1].data();
+    float* dinput = nullptr;
+    if (i > 0) {
+      // The kernels accumulate, and these buffers still hold the previous call's values.
+      dpost_[i - 1].assign(post_[i - 1].size(), 0.0f);
+      dinput = dpost_[i - 1].data();
+    }
+    k::MatmulBackward(dinput, layout().View(grads(), 2 * i).data(),
+                      layout().View(grads(), 2 * i + 1).data(), dpre_[i].data(), input,
+                      layout().View(params(), 2 * i).data(), n, dims_[i], dims_[i + 1]);
+    if (on_ready) on_ready(2 * i, 2 * i + 2);
+    if (i > 0) {
+      dpre_[i - 1].assign(pre_[i - 1].size(), 0.0f);
+      ActivationBackward(dpre_[i - 1].data(), pre_[i - 1].data(), dpost_[i - 1].data(),
+                         dpre_[i - 1].size());
+    }
+  }
+  return LossSum{xent.loss_sum, xent.count};
+}
+
+absl::StatusOr<LossSum> Mlp::Evaluate(const Batch& batch) {
+  if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
+  Forward(batch);
+  const k::XentSum xent = k::SoftmaxCrossEntropy<float>(
+      nullptr, pre_.back().data(), batch.targets.data(), batch.size, dims_.back(), 1.0f);
+  return LossSum{xent.loss_sum, xent.count};
+}
+
+absl::StatusOr<std::vector<float>> Mlp::Predict(const Batch& batch) {
+  if (absl::Status s = CheckBatch(batch, /*need_targets=*/false); !s.ok()) return s;
+  Forward(batch);
+  return pre_.back();
+}
+
+std::string Mlp::Describe() const {
+  return absl::StrCat("mlp ", absl::StrJoin(dims_, "-"), " ",
+                      activation_ == Activation::kGelu ? "gelu" : "relu", ", ",
+                      ParamCount(layout().total_numel()));
+}
+
+}  // namespace gradsync::nn

@@ -1,0 +1,64 @@
+#include "gradsync/nn/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "gradsync/kernels/cpu/adamw.h"
+
+namespace gradsync::nn {
+
+AdamW::AdamW(const ParamLayout& layout, AdamWConfig config)
+    : layout_(layout),
+      config_(config),
+      m_(layout.total_numel(), 0.0f),
+      v_(layout.total_numel(), 0.0f) {}
+
+void AdamW::Step(std::span<float> params, std::span<const float> grads, double lr) {
+  ++t_;
+  kernels::cpu::AdamWHyper hyper;
+  hyper.lr = lr;
+  hyper.beta1 = config_.beta1;
+  hyper.beta2 = config_.beta2;
+  hyper.eps = config_.eps;
+  hyper.weight_decay = config_.weight_decay;
+  hyper.step = t_;
+  // One kernel call per parameter, because the decay flag is per parameter.
+  for (const ParamInfo& p : layout_.params()) {
+    hyper.decay = p.weight_decay;
+    kernels::cpu::AdamWUpdate(params.data() + p.offset, grads.data() + p.offset,
+                              m_.data() + p.offset, v_.data() + p.offset, p.numel, hyper);
+  }
+}
+
+double GlobalNorm(std::span<const float> grads) {
+  double sum = 0.0;
+  for (float g : grads) sum += static_cast<double>(g) * g;
+  return std::sqrt(sum);
+}
+
+double ClipGlobalNorm(std::span<float> grads, double max_norm) {
+  const double norm = GlobalNorm(grads);
+  if (max_norm > 0.0 && norm > max_norm) {
+    const float scale = static_cast<float>(max_norm / norm);
+    for (float& g : grads) g *= scale;
+  }
+  return norm;
+}
+
+double LrSchedule::At(int64_t step) const {
+  if (step < warmup_steps) {
+    return peak_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  }
+  if (!cosine) return peak_lr;
+  const double min_lr = min_lr_ratio * peak_lr;
+  // Cosine from the peak at the first step after warmup to min_lr at the last step
+  // (total_steps - 1); steps past the end stay at min_lr.
+  const int64_t decay_steps = total_steps - 1 - warmup_steps;
+  if (decay_steps <= 0) return step == warmup_steps ? peak_lr : min_lr;
+  const double progress =
+      std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
+  return min_lr + 0.5 * (peak_lr - min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+}  // namespace gradsync::nn

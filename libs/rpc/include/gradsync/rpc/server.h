@@ -1,0 +1,43 @@
+// Starting and stopping a gRPC server the way every gradsync service does: the given services
+// plus grpc.health.v1 and server reflection, on one listening address.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gradsync::rpc {
+
+class RunningServer {
+ public:
+  RunningServer(std::unique_ptr<grpc::Server> server, int port);
+  ~RunningServer();
+
+  // The bound TCP port (the chosen one when the address asked for port 0).
+  int port() const { return port_; }
+  grpc::Server* server() { return server_.get(); }
+
+  // Marks the server NOT_SERVING, stops accepting calls, and gives calls in flight until
+  // `grace` to finish before cancelling them. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  std::unique_ptr<grpc::Server> server_;
+  int port_;
+  bool shut_down_ = false;
+};
+
+// Binds `address` ("host:port"; port 0 picks a free one) with insecure credentials and starts
+// serving `services`, which must outlive the server. Fails with UNAVAILABLE if the address cannot
+// be bound.
+absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(
+    const std::string& address, const std::vector<grpc::Service*>& services);
+
+// A channel to `address` with the options gradsync clients use (keepalive, no proxy).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+}  // namespace gradsync::rpc

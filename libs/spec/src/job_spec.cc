@@ -1,0 +1,102 @@
+// Reading job specs: text to YAML tree, overrides, then the tree to the proto.
+#include "gradsync/spec/job_spec.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "overrides.h"
+#include "yaml-cpp/yaml.h"
+#include "yaml_to_proto.h"
+
+namespace gradsync::spec {
+namespace {
+
+// Prefixes a conversion error with the name of the text it came from.
+absl::Status InSource(absl::string_view source, const absl::Status& status) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", status.message()));
+}
+
+// yaml-cpp's exceptions, as the only kind of error this module lets out: a Status.
+absl::Status FromYamlException(absl::string_view source, const YAML::Exception& e) {
+  if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
+  return absl::InvalidArgumentError(absl::StrCat(source, ": line ", e.mark.line + 1, ", column ",
+                                                 e.mark.column + 1, ": ", e.msg));
+}
+
+absl::StatusOr<gradsync::v1::JobSpec> ParseTree(const std::string& text, absl::string_view source,
+                                                const std::vector<std::string>& overrides) {
+  const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": empty job spec"));
+  }
+  if (documents.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": expected one YAML document, got ", documents.size()));
+  }
+  YAML::Node root = documents[0];
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": the job spec must be a map of fields, got ", internal::DescribeNode(root)));
+  }
+  gradsync::v1::JobSpec spec;
+  absl::Status status = internal::ApplyOverrides(overrides, *spec.GetDescriptor(), root);
+  if (!status.ok()) return InSource(source, status);
+  status = internal::YamlToMessage(root, "", &spec);
+  if (!status.ok()) return InSource(source, status);
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<gradsync::v1::JobSpec> ParseJobSpec(std::string_view text, std::string_view source,
+                                                   const std::vector<std::string>& overrides) {
+  // The installed Abseil's string_view is its own type, not std::string_view.
+  const absl::string_view name(source.data(), source.size());
+  try {
+    return ParseTree(std::string(text), name, overrides);
+  } catch (const YAML::Exception& e) {
+    return FromYamlException(name, e);
+  }
+}
+
+absl::StatusOr<gradsync::v1::JobSpec> LoadJobSpecFile(const std::string& path,
+                                                      const std::vector<std::string>& overrides) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::string text;
+  char buffer[8192];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
+  // fread reports errors (such as the path being a directory) only through ferror and errno.
+  const int read_error = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (read_error != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(read_error)));
+  }
+  return ParseJobSpec(text, path, overrides);
+}
+
+absl::StatusOr<gradsync::v1::JobSpec> Normalize(gradsync::v1::JobSpec spec) {
+  FillDefaults(&spec);
+  absl::Status status = ValidateJobSpec(spec);
+  if (!status.ok()) return status;
+  return spec;
+}
+
+std::string ToJson(const gradsync::v1::JobSpec& spec, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  options.preserve_proto_field_names = false;
+  std::string json;
+  // Printing fails only for Any fields without a type resolver, which JobSpec does not have.
+  if (!google::protobuf::util::MessageToJsonString(spec, &json, options).ok()) return "{}";
+  return json;
+}
+
+}  // namespace gradsync::spec

@@ -1,0 +1,119 @@
+// The rules a job spec with its defaults filled must satisfy. Limits are generous sanity bounds
+// that catch typos (an extra zero, a negative sign) before a job reaches the workers.
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "checker.h"
+#include "gradsync/spec/job_spec.h"
+
+namespace gradsync::spec {
+namespace {
+
+using internal::Bound;
+using internal::Checker;
+
+constexpr size_t kMaxNameLength = 128;
+constexpr int kMaxLayers = 16;
+constexpr int64_t kMaxWidth = 65536;
+constexpr int64_t kMaxSamples = 1'000'000'000;
+constexpr int64_t kMaxWorldSize = 4096;
+constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;
+constexpr int64_t kMaxGradAccumSteps = int64_t{1} << 16;
+constexpr double kMaxLr = 10;
+constexpr double kMaxBucketCapMb = 4096;
+
+constexpr Bound kZeroInclusive{0, true};
+constexpr Bound kZeroExclusive{0, false};
+constexpr Bound kOneInclusive{1, true};
+constexpr Bound kOneExclusive{1, false};
+
+// Control characters in a name garble logs and terminals; UTF-8 bytes are allowed.
+bool IsPrintable(const std::string& text) {
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) return false;
+  }
+  return true;
+}
+
+void CheckName(const std::string& name, Checker* check) {
+  check->Require(!name.empty(), "name", "must not be empty", "\"\"");
+  check->Require(name.size() <= kMaxNameLength, "name",
+                 absl::StrCat("must be at most ", kMaxNameLength, " characters"),
+                 absl::StrCat(name.size(), " characters"));
+  check->Require(IsPrintable(name), "name", "must not contain control characters",
+                 internal::Quote(name));
+}
+
+void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
+  check->OneOf("model.preset", model.preset(), {"mlp"});
+  const gradsync::v1::MlpConfig& mlp = model.mlp();
+  check->Require(mlp.hidden_dims_size() <= kMaxLayers, "model.mlp.hiddenDims",
+                 absl::StrCat("must have at most ", kMaxLayers, " layers"),
+                 absl::StrCat(mlp.hidden_dims_size(), " layers"));
+  for (int i = 0; i < mlp.hidden_dims_size(); ++i) {
+    check->Between(absl::StrCat("model.mlp.hiddenDims[", i, "]"), mlp.hidden_dims(i), 1, kMaxWidth);
+  }
+  check->OneOf("model.mlp.activation", mlp.activation(), {"gelu", "relu"});
+}
+
+void CheckData(const gradsync::v1::DataSpec& data, Checker* check) {
+  check->Require(data.has_synthetic(), "data", "must name a data source (synthetic)", "no source");
+  if (data.has_synthetic()) {
+    const gradsync::v1::SyntheticData& synthetic = data.synthetic();
+    check->Between("data.synthetic.numSamples", synthetic.num_samples(), 1, kMaxSamples);
+    check->Between("data.synthetic.inputDim", synthetic.input_dim(), 1, kMaxWidth);
+    check->Between("data.synthetic.numClasses", synthetic.num_classes(), 2, kMaxWidth);
+    check->Between("data.synthetic.teacherHidden", synthetic.teacher_hidden(), 1, kMaxWidth);
+  }
+  check->OneOf("data.lastBatch", data.last_batch(), {"partial", "drop"});
+}
+
+void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
+  check->Between("training.worldSize", training.world_size(), 1, kMaxWorldSize);
+  check->Between("training.microBatch", training.micro_batch(), 1, kMaxMicroBatch);
+  check->Between("training.gradAccumSteps", training.grad_accum_steps(), 1, kMaxGradAccumSteps);
+  check->AtLeast("training.maxSteps", training.max_steps(), 0);
+  check->AtLeast("training.epochs", training.epochs(), 0);
+  check->Require(training.max_steps() > 0 || training.epochs() > 0, "training.epochs",
+                 "must be positive when maxSteps is 0", "0");
+  const Bound max_lr{kMaxLr, true};
+  check->Number("training.lr", training.lr(), kZeroExclusive, &max_lr);
+  check->Number("training.weightDecay", training.weight_decay(), kZeroInclusive);
+  check->Number("training.beta1", training.beta1(), kZeroInclusive, &kOneExclusive);
+  check->Number("training.beta2", training.beta2(), kZeroInclusive, &kOneExclusive);
+  check->Number("training.eps", training.eps(), kZeroExclusive);
+  check->Number("training.gradClip", training.grad_clip(), kZeroInclusive);
+  check->AtLeast("training.warmupSteps", training.warmup_steps(), 0);
+  check->OneOf("training.lrSchedule", training.lr_schedule(), {"cosine", "constant"});
+  check->Number("training.minLrRatio", training.min_lr_ratio(), kZeroInclusive, &kOneInclusive);
+  check->AtLeast("training.logEvery", training.log_every(), 1);
+}
+
+void CheckDdp(const gradsync::v1::DdpSpec& ddp, Checker* check) {
+  check->OneOf("ddp.backend", ddp.backend(), {"auto", "gloo", "nccl"});
+  const Bound max_bucket{kMaxBucketCapMb, true};
+  check->Number("ddp.bucketCapMb", ddp.bucket_cap_mb(), kZeroExclusive, &max_bucket);
+  check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive);
+}
+
+void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {
+  check->Require(IsPrintable(checkpoint.dir()), "checkpoint.dir",
+                 "must not contain control characters", internal::Quote(checkpoint.dir()));
+}
+
+}  // namespace
+
+absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
+  Checker check;
+  CheckName(spec.name(), &check);
+  CheckModel(spec.model(), &check);
+  CheckData(spec.data(), &check);
+  CheckTraining(spec.training(), &check);
+  CheckDdp(spec.ddp(), &check);
+  CheckCheckpoint(spec.checkpoint(), &check);
+  return check.status();
+}
+
+}  // namespace gradsync::spec

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gradsync builds and tests with, only those missing.
+# Idempotent: when everything is present it returns at once without touching apt.
+# CUDA and NCCL are not Debian packages here; the build finds them under /usr/local/cuda.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,164 @@
+// gradsync local up|down: a local cluster that runs in the background until stopped.
+//
+// `up` forks a supervisor that owns the cluster's processes and writes DIR/endpoints.json once
+// the coordinator serves; `down` signals the supervisor, which stops everything it started.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "args.h"
+#include "commands.h"
+#include "gradsync/core/shutdown.h"
+#include "local_cluster.h"
+#include "process.h"
+
+namespace gradsync::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string EndpointsPath(const std::string& dir) { return (fs::path(dir) / "endpoints.json").string(); }
+
+// The supervisor pid recorded in DIR/endpoints.json, or -1.
+pid_t RecordedPid(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  if (!ReadJsonFields(EndpointsPath(dir), &fields).ok()) return -1;
+  for (const auto& [k, v] : fields) {
+    int pid = 0;
+    if (k == "pid" && absl::SimpleAtoi(v, &pid)) return pid;
+  }
+  return -1;
+}
+
+// Runs in the forked supervisor: never returns.
+[[noreturn]] void Supervise(LocalClusterOptions options) {
+  ::setsid();
+  const std::string log = (fs::path(options.state_dir) / "logs" / "supervisor.log").string();
+  std::FILE* f = std::freopen(log.c_str(), "a", stdout);
+  if (f != nullptr) ::dup2(::fileno(stdout), STDERR_FILENO);
+  InstallShutdownHandlers();
+  LocalCluster cluster(options);
+  if (absl::Status s = cluster.Start(); !s.ok()) {
+    std::fprintf(stderr, "local cluster failed to start: %s\n", std::string(s.message()).c_str());
+    cluster.Stop();
+    ::_exit(1);
+  }
+  const std::string tmp = EndpointsPath(options.state_dir) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\n  \"coordinator\": \"" << cluster.coordinator_address() << "\",\n"
+        << "  \"workers\": " << options.workers << ",\n"
+        << "  \"pid\": " << ::getpid() << ",\n"
+        << "  \"logs\": \"" << cluster.log_dir() << "\"\n}\n";
+  }
+  std::rename(tmp.c_str(), EndpointsPath(options.state_dir).c_str());
+  std::fprintf(stderr, "local cluster up at %s\n", cluster.coordinator_address().c_str());
+  std::fflush(stderr);
+  WaitForShutdown();
+  cluster.Stop();
+  std::error_code ec;
+  fs::remove(EndpointsPath(options.state_dir), ec);
+  std::fprintf(stderr, "local cluster stopped\n");
+  std::fflush(stderr);
+  ::_exit(0);
+}
+
+int Up(const Args& args) {
+  auto workers = args.GetInt("workers", 1, 1, 1024);
+  auto port = args.GetInt("coordinator-port", 0, 0, 65535);
+  for (const absl::Status& s : {workers.status(), port.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
+  const std::string dir = args.Get("state-dir");
+  if (dir.empty()) {
+    std::fprintf(stderr, "gradsync local up: --state-dir is required\n");
+    return 2;
+  }
+  if (pid_t pid = RecordedPid(dir); pid > 0 && ::kill(pid, 0) == 0) {
+    std::fprintf(stderr, "a local cluster already runs from %s (supervisor pid %d); stop it with "
+                 "gradsync local down --state-dir %s\n", dir.c_str(), pid, dir.c_str());
+    return 1;
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "logs", ec);
+  fs::remove(EndpointsPath(dir), ec);
+  LocalClusterOptions options;
+  options.workers = *workers;
+  options.state_dir = fs::absolute(dir).string();
+  options.coordinator_port = *port;
+  options.device = args.Get("device", "cpu");
+
+  const pid_t child = ::fork();
+  if (child < 0) {
+    std::perror("fork");
+    return 1;
+  }
+  if (child == 0) Supervise(options);
+
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (!fs::exists(EndpointsPath(dir))) {
+    if (!Alive(child) || absl::Now() > deadline) {
+      std::fprintf(stderr, "the local cluster did not come up; see %s\n%s\n",
+                   (fs::path(dir) / "logs").c_str(),
+                   TailFile((fs::path(dir) / "logs" / "supervisor.log").string(), 10).c_str());
+      if (Alive(child)) ::kill(child, SIGTERM);
+      return 1;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::ifstream in(EndpointsPath(dir));
+  std::printf("%s", std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()).c_str());
+  return 0;
+}
+
+int Down(const Args& args) {
+  const std::string dir = args.Get("state-dir");
+  if (dir.empty()) {
+    std::fprintf(stderr, "gradsync local down: --state-dir is required\n");
+    return 2;
+  }
+  const pid_t pid = RecordedPid(dir);
+  if (pid <= 0 || ::kill(pid, 0) != 0) {
+    std::fprintf(stderr, "no local cluster runs from %s\n", dir.c_str());
+    return 1;
+  }
+  ::kill(pid, SIGTERM);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (::kill(pid, 0) == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
+  if (::kill(pid, 0) == 0) {
+    // The supervisor hung: its children die with it (they have a parent-death signal).
+    ::kill(pid, SIGKILL);
+  }
+  std::printf("local cluster in %s stopped\n", dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int LocalCommand(const std::vector<std::string>& argv) {
+  const char* usage =
+      "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P]\n"
+      "       gradsync local down --state-dir DIR\n";
+  auto args = ParseArgs("local", argv, {{"workers"}, {"state-dir"}, {"coordinator-port"}, {"device"}});
+  if (!args.ok() || args->positional.size() != 1) {
+    if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
+    std::fprintf(stderr, "%s", usage);
+    return 2;
+  }
+  if (args->positional[0] == "up") return Up(*args);
+  if (args->positional[0] == "down") return Down(*args);
+  std::fprintf(stderr, "gradsync local: unknown action \"%s\"\n%s", args->positional[0].c_str(), usage);
+  return 2;
+}
+
+}  // namespace gradsync::cli

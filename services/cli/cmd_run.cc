@@ -1,0 +1,129 @@
+// gradsync run FILE: a whole local cluster for one job, from start to summary.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "args.h"
+#include "commands.h"
+#include "display.h"
+#include "gradsync/core/shutdown.h"
+#include "job_client.h"
+#include "local_cluster.h"
+#include "spec_input.h"
+
+namespace gradsync::cli {
+namespace {
+
+std::string MakeRunDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/gradsync-run-XXXXXX");
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  return ::mkdtemp(buf.data()) != nullptr ? std::string(buf.data()) : "";
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& argv) {
+  auto args = ParseArgs("run", argv,
+                        {{"workers"}, {"set"}, {"output", true, 'o'}, {"state-dir"}, {"device"}});
+  if (!args.ok()) {
+    std::fprintf(stderr, "%s\nusage: gradsync run FILE [--workers N] [--set path=value ...] [-o json]\n",
+                 std::string(args.status().message()).c_str());
+    return 2;
+  }
+  if (args->positional.size() != 1) {
+    std::fprintf(stderr, "usage: gradsync run FILE [--workers N] [--set path=value ...] [-o json]\n");
+    return 2;
+  }
+  auto workers = args->GetInt("workers", 0, 1, 1024);
+  if (!workers.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(workers.status().message()).c_str());
+    return 2;
+  }
+  auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "invalid job spec: %s\n", std::string(spec.status().message()).c_str());
+    return 2;
+  }
+  const bool json = args->Get("output") == "json";
+  FILE* progress = json ? stderr : stdout;
+
+  LocalClusterOptions options;
+  options.workers = *workers > 0 ? *workers : spec->training().world_size();
+  options.state_dir = args->Get("state-dir", "");
+  if (options.state_dir.empty()) options.state_dir = MakeRunDir();
+  options.device = args->Get("device", "cpu");
+  if (options.state_dir.empty()) {
+    std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
+    return 1;
+  }
+  InstallShutdownHandlers();
+  std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n",
+               options.workers, options.state_dir.c_str());
+  LocalCluster cluster(options);
+  if (absl::Status s = cluster.Start(); !s.ok()) {
+    std::fprintf(stderr, "cannot start the local cluster: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+
+  JobClient client(cluster.coordinator_address());
+  auto created = client.Create(*spec);
+  if (!created.ok()) {
+    std::fprintf(stderr, "submitting the job failed: %s\n", std::string(created.status().message()).c_str());
+    return 1;
+  }
+  std::fprintf(progress, "job %s submitted to %s\n", created->id().c_str(), client.address().c_str());
+
+  // A watcher that also notices a dead child, so a crashed worker never leaves us waiting.
+  std::atomic<bool> stop{false};
+  std::atomic<bool> cluster_broken{false};
+  std::thread guard([&] {
+    while (!stop) {
+      if (ShutdownRequested()) break;
+      if (!cluster.CheckAlive().ok()) {
+        cluster_broken = true;
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    stop = true;
+  });
+  ProgressView view(progress);
+  auto final_job = client.Watch(created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
+  view.Finish();
+  const bool interrupted = ShutdownRequested();
+  const bool broken = cluster_broken.load();
+  const absl::Status alive = broken ? cluster.CheckAlive() : absl::OkStatus();
+  stop = true;
+  guard.join();
+
+  int code = 0;
+  if (interrupted) {
+    std::fprintf(stderr, "interrupted: stopping the local cluster\n");
+    (void)client.Cancel(created->name());
+    code = 130;
+  } else if (broken) {
+    std::fprintf(stderr, "the local cluster failed: %s\n", std::string(alive.message()).c_str());
+    code = 1;
+  } else if (!final_job.ok()) {
+    std::fprintf(stderr, "watching the job failed: %s\n%s", std::string(final_job.status().message()).c_str(),
+                 cluster.RecentLogs(10).c_str());
+    code = 1;
+  } else {
+    if (json) {
+      std::printf("%s\n", SummaryJson(*final_job, cluster.log_dir()).c_str());
+    } else {
+      std::printf("%s", SummaryText(*final_job).c_str());
+    }
+    code = final_job->state() == v1::SUCCEEDED ? 0 : 1;
+    if (code != 0) std::fprintf(stderr, "%s", cluster.RecentLogs(10).c_str());
+  }
+  cluster.Stop();
+  return code;
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,125 @@
+#include "display.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gradsync::cli {
+namespace {
+
+std::string Bar(double fraction, int width) {
+  const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
+  return absl::StrCat(std::string(filled, '#'), std::string(width - filled, '.'));
+}
+
+std::string Rate(double per_second) {
+  if (per_second >= 1e6) return absl::StrFormat("%.2fM", per_second / 1e6);
+  if (per_second >= 1e3) return absl::StrFormat("%.1fK", per_second / 1e3);
+  return absl::StrFormat("%.0f", per_second);
+}
+
+}  // namespace
+
+ProgressView::ProgressView(FILE* out) : out_(out), tty_(::isatty(::fileno(out)) != 0) {}
+
+void ProgressView::Update(const v1::Job& job) {
+  for (; events_shown_ < job.events_size(); ++events_shown_) {
+    const v1::JobEvent& e = job.events(events_shown_);
+    if (line_open_) {
+      std::fputc('\n', out_);
+      line_open_ = false;
+    }
+    std::fprintf(out_, "[%s] %s\n", e.type().c_str(), e.message().c_str());
+  }
+  const v1::JobProgress& p = job.progress();
+  if (!job.has_progress() || p.step() == last_step_ || p.total_steps() <= 0) return;
+  last_step_ = p.step();
+  const double frac = static_cast<double>(p.step()) / static_cast<double>(p.total_steps());
+  if (tty_) {
+    std::fprintf(out_, "\r[%s] %5.1f%% step %lld/%lld | epoch %d | loss %.4f | %s samples/s\033[K",
+                 Bar(frac, 24).c_str(), 100.0 * frac, static_cast<long long>(p.step()),
+                 static_cast<long long>(p.total_steps()), p.epoch(), p.loss(),
+                 Rate(p.samples_per_second()).c_str());
+    line_open_ = true;
+  } else {
+    std::fprintf(out_, "step %lld/%lld (%.0f%%) | epoch %d | loss %.4f | %s samples/s\n",
+                 static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), 100.0 * frac,
+                 p.epoch(), p.loss(), Rate(p.samples_per_second()).c_str());
+  }
+  std::fflush(out_);
+}
+
+void ProgressView::Finish() {
+  if (line_open_) std::fputc('\n', out_);
+  line_open_ = false;
+  std::fflush(out_);
+}
+
+std::string SummaryText(const v1::Job& job) {
+  const v1::JobResult& r = job.result();
+  std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
+  if (job.state() != v1::SUCCEEDED) {
+    absl::StrAppend(&out, "  reason      ", job.state_reason(), "\n");
+    return out;
+  }
+  absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks in %.1fs\n", r.global_step(), r.world_size(), r.train_seconds()));
+  absl::StrAppend(&out, absl::StrFormat("  loss        %.4f -> %.4f\n", r.initial_loss(), r.final_loss()));
+  absl::StrAppend(&out, absl::StrFormat("  throughput  %s samples/s (steady state)\n", Rate(r.samples_per_second())));
+  absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", r.param_digest()));
+  absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
+  return out;
+}
+
+std::string SummaryJson(const v1::Job& job, const std::string& log_dir) {
+  google::protobuf::Struct s;
+  auto& f = *s.mutable_fields();
+  const v1::JobResult& r = job.result();
+  f["name"].set_string_value(job.spec().name());
+  f["id"].set_string_value(job.id());
+  f["state"].set_string_value(v1::JobState_Name(job.state()));
+  f["stateReason"].set_string_value(job.state_reason());
+  f["globalStep"].set_number_value(static_cast<double>(r.global_step()));
+  f["initialLoss"].set_number_value(r.initial_loss());
+  f["finalLoss"].set_number_value(r.final_loss());
+  f["paramDigest"].set_string_value(r.param_digest());
+  f["weightsPath"].set_string_value(r.weights_path());
+  f["samplesPerSecond"].set_number_value(r.samples_per_second());
+  f["tokensPerSecond"].set_number_value(r.tokens_per_second());
+  f["worldSize"].set_number_value(r.world_size());
+  f["trainSeconds"].set_number_value(r.train_seconds());
+  if (!log_dir.empty()) f["logDir"].set_string_value(log_dir);
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  (void)google::protobuf::util::MessageToJsonString(s, &out, opts);
+  return out;
+}
+
+std::string JobJson(const v1::Job& job) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  (void)google::protobuf::util::MessageToJsonString(job, &out, opts);
+  return out;
+}
+
+std::string JobTable(const v1::ListJobsResponse& jobs) {
+  std::string out = absl::StrFormat("%-24s %-10s %-13s %-9s %s\n", "ID", "STATE", "STEP", "LOSS", "NAME / REASON");
+  for (const v1::Job& j : jobs.jobs()) {
+    const v1::JobProgress& p = j.progress();
+    const std::string step = p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-";
+    const double loss = j.state() == v1::SUCCEEDED ? j.result().final_loss() : p.loss();
+    const std::string loss_text = (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";
+    absl::StrAppend(&out, absl::StrFormat("%-24s %-10s %-13s %-9s %s%s\n", j.id(), v1::JobState_Name(j.state()), step,
+                                          loss_text, j.spec().name(),
+                                          j.state_reason().empty() ? "" : absl::StrCat(" (", j.state_reason(), ")")));
+  }
+  return out;
+}
+
+}  // namespace gradsync::cli

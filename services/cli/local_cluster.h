@@ -1,0 +1,58 @@
+// A whole gradsync cluster on this machine: a coordinator and N workers as child processes on
+// loopback, with their logs under <state_dir>/logs. Used by `gradsync run` and `gradsync local up`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace gradsync::cli {
+
+struct LocalClusterOptions {
+  int workers = 1;
+  std::string state_dir;
+  int coordinator_port = 0;  // 0: a free port
+  std::string device = "cpu";
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(LocalClusterOptions options);
+  ~LocalCluster();  // stops everything still running
+
+  // Starts the coordinator, waits until it serves, then starts the workers.
+  absl::Status Start();
+  // Stops workers, then the coordinator. Idempotent.
+  void Stop();
+  // OK while every child runs; otherwise names the first one that exited.
+  absl::Status CheckAlive() const;
+
+  std::string coordinator_address() const { return address_; }
+  std::string log_dir() const;
+  std::vector<pid_t> pids() const;
+  // The last lines of every child's log, for failure reports.
+  std::string RecentLogs(int lines) const;
+
+ private:
+  struct Child {
+    std::string name;
+    pid_t pid = -1;
+    std::string log;
+  };
+
+  absl::Status StartChild(const std::string& name, std::vector<std::string> argv);
+
+  LocalClusterOptions options_;
+  std::string address_;
+  std::vector<Child> children_;  // the coordinator first
+};
+
+// Reads a small JSON object file of string and number fields (endpoints files).
+absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::string, std::string>>* out);
+
+}  // namespace gradsync::cli

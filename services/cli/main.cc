@@ -1,0 +1,45 @@
+// gradsync: submit and watch jobs, or run a whole local cluster for one job.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync COMMAND [ARGS]\n"
+    "\n"
+    "  run FILE [--workers N] [--set path=value ...] [-o json]\n"
+    "                     start a local cluster, run the job to the end, print a summary\n"
+    "  local up --workers N --state-dir DIR [--coordinator-port P]\n"
+    "  local down --state-dir DIR\n"
+    "                     a local cluster in the background (endpoints in DIR/endpoints.json)\n"
+    "  submit FILE [--set path=value ...] [--wait] [-o json]\n"
+    "  get JOB [-o json]    list [-o json]    cancel JOB    watch JOB\n"
+    "                     against --address HOST:PORT (env GRADSYNC_ADDRESS, default localhost:7070)\n"
+    "\n"
+    "Job specs are YAML or JSON with the JSON names of gradsync.v1.JobSpec, e.g. training.worldSize.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  using namespace gradsync::cli;
+  if (command == "run") return RunCommand(rest);
+  if (command == "local") return LocalCommand(rest);
+  if (command == "submit") return SubmitCommand(rest);
+  if (command == "get") return GetCommand(rest);
+  if (command == "list") return ListCommand(rest);
+  if (command == "cancel") return CancelCommand(rest);
+  if (command == "watch") return WatchCommand(rest);
+  std::fprintf(stderr, "gradsync: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

@@ -1,0 +1,34 @@
+// Child processes of the CLI: start with output to a log file, stop with SIGTERM then SIGKILL.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gradsync::cli {
+
+struct ChildSpec {
+  std::vector<std::string> argv;  // argv[0] is the executable's path
+  std::string log_path;           // stdout and stderr, appended
+};
+
+// Starts the child. It gets SIGKILL if this process dies, so no child outlives its parent.
+absl::StatusOr<pid_t> Spawn(const ChildSpec& spec);
+
+// True while `pid` is running (a zombie child is reaped and counts as gone).
+bool Alive(pid_t pid);
+
+// SIGTERM to each, wait up to `grace` for all, then SIGKILL the rest and reap them.
+void StopAll(const std::vector<pid_t>& pids, absl::Duration grace);
+
+// The directory holding gradsync's binaries: this executable's own directory.
+std::string BinaryDir();
+
+// The last `lines` lines of a text file (empty if unreadable).
+std::string TailFile(const std::string& path, int lines);
+
+}  // namespace gradsync::cli

@@ -1,0 +1,142 @@
+// The coordinator's logic, free of RPC types beyond the protos: job registry, gang scheduler,
+// worker membership with heartbeat leases, generation results and the rendezvous store.
+// The gRPC handlers only translate to and from these calls. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gradsync/v1/coordinator.pb.h"
+#include "gradsync/v1/job.pb.h"
+#include "job_store.h"
+#include "kv_store.h"
+
+namespace gradsync::coordinator {
+
+struct CoordinatorOptions {
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A worker silent for this long is lost; its generation is aborted.
+  absl::Duration lease_timeout = absl::Seconds(6);
+  // Final weights go to <artifact_dir>/<job id>/ unless the spec names a checkpoint dir.
+  std::string artifact_dir = "/tmp/gradsync/artifacts";
+  // Injected so lease expiry can be tested without sleeping.
+  std::function<absl::Time()> clock = [] { return absl::Now(); };
+};
+
+class Coordinator {
+ public:
+  Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store);
+  ~Coordinator();
+
+  // Starts the lease-checking thread.
+  void Start();
+  // Stops the thread and releases every blocked call with CANCELLED. Idempotent.
+  void Shutdown();
+
+  // --- Jobs. Names are "jobs/{id}" or the bare id; NOT_FOUND for an unknown job. ---
+
+  // Fills defaults, validates (INVALID_ARGUMENT naming the field), queues and tries to schedule.
+  absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
+  absl::StatusOr<v1::Job> GetJob(const std::string& name);
+  // INVALID_ARGUMENT for a negative page size or an unknown page token.
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(int page_size, const std::string& page_token);
+  // FAILED_PRECONDITION if the job already ended.
+  absl::StatusOr<v1::Job> CancelJob(const std::string& name);
+  // Waits up to `timeout` for the job to change after version `seen` (0 returns at once).
+  // Returns the job and its new version.
+  absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJobChange(const std::string& name, int64_t seen,
+                                                            absl::Duration timeout);
+
+  // --- Workers. ---
+
+  v1::RegisterWorkerResponse RegisterWorker(const v1::RegisterWorkerRequest& request);
+  v1::HeartbeatResponse Heartbeat(const v1::HeartbeatRequest& request);
+  // The next assignment of the worker, waiting up to `timeout` (nullopt when none came).
+  // NOT_FOUND if the worker is unknown or was declared lost.
+  absl::StatusOr<std::optional<v1::Assignment>> NextAssignment(const std::string& worker_id,
+                                                               absl::Duration timeout);
+  absl::StatusOr<v1::EpochPlan> GetEpochPlan(const std::string& job_id, int epoch);
+  // A rank's outcome. When every rank of the generation has succeeded, their parameter digests
+  // are compared and the job ends SUCCEEDED or FAILED ("replica divergence").
+  absl::Status ReportResult(const v1::ReportResultRequest& request);
+
+  // Declares workers lost whose lease expired and fails their generations. Called by the lease
+  // thread; public so tests drive it with a fake clock.
+  void CheckLeases();
+
+  KvStore& kv() { return kv_; }
+
+ private:
+  enum class WorkerState { kIdle, kAssigned };
+
+  struct Worker {
+    std::string id;
+    v1::RegisterWorkerRequest info;
+    absl::Time last_seen;
+    WorkerState state = WorkerState::kIdle;
+    std::string job_id;
+    int generation = 0;
+    int rank = -1;
+    std::deque<v1::Assignment> inbox;
+    // Set when the worker's generation ended; the next heartbeat tells it to abort.
+    std::string abort_reason;
+  };
+
+  struct JobRuntime {
+    v1::Job job;
+    int64_t version = 1;
+    // Worker id per rank of the current generation.
+    std::vector<std::string> ranks;
+    bool generation_active = false;
+    std::map<int, v1::ReportResultRequest> results;
+  };
+
+  JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TouchLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddEventLocked(JobRuntime* rt, const std::string& type, const std::string& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the job's current generation: its workers are told to abort and its keys dropped.
+  void EndGenerationLocked(JobRuntime* rt, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishLocked(JobRuntime* rt, v1::JobState state, const std::string& type,
+                    const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeWorkerLocked(Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteIfAllReportedLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string NewIdLocked(const std::string& prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CoordinatorOptions options_;
+  KvStore kv_;
+
+  absl::Mutex mu_;
+  std::unique_ptr<JobStore> store_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, JobRuntime> jobs_ ABSL_GUARDED_BY(mu_);
+  // Pending jobs, oldest first.
+  std::vector<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  // Workers by id; std::map keeps registration-independent, stable iteration.
+  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> worker_order_ ABSL_GUARDED_BY(mu_);
+  uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread lease_thread_;
+};
+
+// "jobs/{id}" -> "{id}"; a bare id is returned unchanged.
+std::string JobIdFromName(const std::string& name);
+
+}  // namespace gradsync::coordinator

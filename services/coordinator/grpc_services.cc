@@ -1,0 +1,133 @@
+#include "grpc_services.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "gradsync/rpc/status.h"
+
+namespace gradsync::coordinator {
+namespace {
+
+using rpc::ToGrpc;
+
+// Long waits are cut into slices so a cancelled client or a shutdown is noticed promptly.
+constexpr absl::Duration kWaitSlice = absl::Milliseconds(500);
+// Rendezvous waits are bounded so a forgotten client cannot pin a server thread.
+constexpr int64_t kMaxKvWaitMs = 10 * 60 * 1000;
+
+template <typename T>
+grpc::Status Unwrap(absl::StatusOr<T> value, T* out) {
+  if (!value.ok()) return ToGrpc(value.status());
+  *out = *std::move(value);
+  return grpc::Status::OK;
+}
+
+absl::Status CheckNamespace(const v1::KvNamespace& ns) {
+  if (ns.job_id().empty()) return absl::InvalidArgumentError("ns.jobId: required");
+  return absl::OkStatus();
+}
+
+std::string NsOf(const v1::KvNamespace& ns) { return KvNamespaceOf(ns.job_id(), ns.generation()); }
+
+absl::Duration KvTimeout(int64_t ms) { return absl::Milliseconds(std::clamp<int64_t>(ms, 0, kMaxKvWaitMs)); }
+
+}  // namespace
+
+grpc::Status JobServiceImpl::CreateJob(grpc::ServerContext*, const v1::CreateJobRequest* req, v1::Job* out) {
+  return Unwrap(c_->CreateJob(req->spec()), out);
+}
+
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* out) {
+  return Unwrap(c_->GetJob(req->name()), out);
+}
+
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+                                      v1::ListJobsResponse* out) {
+  return Unwrap(c_->ListJobs(req->page_size(), req->page_token()), out);
+}
+
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* out) {
+  return Unwrap(c_->CancelJob(req->name()), out);
+}
+
+grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                                      grpc::ServerWriter<v1::Job>* writer) {
+  int64_t seen = 0;
+  while (!ctx->IsCancelled()) {
+    auto change = c_->WaitJobChange(req->name(), seen, seen == 0 ? absl::ZeroDuration() : kWaitSlice);
+    if (!change.ok()) return ToGrpc(change.status());
+    auto& [job, version] = *change;
+    if (version == seen) continue;
+    seen = version;
+    if (!writer->Write(job)) return grpc::Status::OK;
+    if (job.state() == v1::SUCCEEDED || job.state() == v1::FAILED || job.state() == v1::CANCELLED) {
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+}
+
+grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+                                                    v1::RegisterWorkerResponse* out) {
+  *out = c_->RegisterWorker(*req);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+                                               v1::HeartbeatResponse* out) {
+  *out = c_->Heartbeat(*req);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx,
+                                                      const v1::WatchAssignmentsRequest* req,
+                                                      grpc::ServerWriter<v1::Assignment>* writer) {
+  while (!ctx->IsCancelled()) {
+    auto next = c_->NextAssignment(req->worker_id(), kWaitSlice);
+    if (!next.ok()) return ToGrpc(next.status());
+    if (next->has_value() && !writer->Write(**next)) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker stream closed");
+    }
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "worker went away");
+}
+
+grpc::Status CoordinatorServiceImpl::KvSet(grpc::ServerContext*, const v1::KvSetRequest* req, v1::KvSetResponse*) {
+  if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  c_->kv().Set(NsOf(req->ns()), req->key(), req->value());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext*, const v1::KvGetRequest* req, v1::KvGetResponse* out) {
+  if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  auto value = c_->kv().Get(NsOf(req->ns()), req->key(), KvTimeout(req->timeout_ms()));
+  if (!value.ok()) return ToGrpc(value.status());
+  out->set_value(*std::move(value));
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext*, const v1::KvWaitRequest* req, v1::KvWaitResponse*) {
+  if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+  return ToGrpc(c_->kv().Wait(NsOf(req->ns()), keys, KvTimeout(req->timeout_ms())));
+}
+
+grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext*, const v1::KvAddRequest* req, v1::KvAddResponse* out) {
+  if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  auto value = c_->kv().Add(NsOf(req->ns()), req->key(), req->delta());
+  if (!value.ok()) return ToGrpc(value.status());
+  out->set_value(*value);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::GetEpochPlan(grpc::ServerContext*, const v1::EpochPlanRequest* req,
+                                                  v1::EpochPlan* out) {
+  return Unwrap(c_->GetEpochPlan(req->job_id(), req->epoch()), out);
+}
+
+grpc::Status CoordinatorServiceImpl::ReportResult(grpc::ServerContext*, const v1::ReportResultRequest* req,
+                                                  v1::ReportResultResponse*) {
+  return ToGrpc(c_->ReportResult(*req));
+}
+
+}  // namespace gradsync::coordinator

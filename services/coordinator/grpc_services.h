@@ -1,0 +1,49 @@
+// The coordinator's gRPC handlers. They only translate between the wire and Coordinator.
+#pragma once
+
+#include "coordinator.h"
+#include "gradsync/v1/coordinator.grpc.pb.h"
+#include "gradsync/v1/job.grpc.pb.h"
+
+namespace gradsync::coordinator {
+
+class JobServiceImpl final : public v1::JobService::Service {
+ public:
+  explicit JobServiceImpl(Coordinator* coordinator) : c_(coordinator) {}
+
+  grpc::Status CreateJob(grpc::ServerContext*, const v1::CreateJobRequest*, v1::Job*) override;
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::Job*) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                        v1::ListJobsResponse*) override;
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*, v1::Job*) override;
+  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*,
+                        grpc::ServerWriter<v1::Job>*) override;
+
+ private:
+  Coordinator* c_;
+};
+
+class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
+ public:
+  explicit CoordinatorServiceImpl(Coordinator* coordinator) : c_(coordinator) {}
+
+  grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest*,
+                              v1::RegisterWorkerResponse*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
+                         v1::HeartbeatResponse*) override;
+  grpc::Status WatchAssignments(grpc::ServerContext*, const v1::WatchAssignmentsRequest*,
+                                grpc::ServerWriter<v1::Assignment>*) override;
+  grpc::Status KvSet(grpc::ServerContext*, const v1::KvSetRequest*, v1::KvSetResponse*) override;
+  grpc::Status KvGet(grpc::ServerContext*, const v1::KvGetRequest*, v1::KvGetResponse*) override;
+  grpc::Status KvWait(grpc::ServerContext*, const v1::KvWaitRequest*, v1::KvWaitResponse*) override;
+  grpc::Status KvAdd(grpc::ServerContext*, const v1::KvAddRequest*, v1::KvAddResponse*) override;
+  grpc::Status GetEpochPlan(grpc::ServerContext*, const v1::EpochPlanRequest*,
+                            v1::EpochPlan*) override;
+  grpc::Status ReportResult(grpc::ServerContext*, const v1::ReportResultRequest*,
+                            v1::ReportResultResponse*) override;
+
+ private:
+  Coordinator* c_;
+};
+
+}  // namespace gradsync::coordinator

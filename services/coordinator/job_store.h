@@ -1,0 +1,41 @@
+// Where the coordinator keeps job resources. This interface is the seam for durable storage:
+// the in-memory store below serves until a database-backed one replaces it.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::coordinator {
+
+// Not thread-safe: the coordinator serialises access under its own lock.
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // ALREADY_EXISTS if a job with this id exists.
+  virtual absl::Status Insert(const gradsync::v1::Job& job) = 0;
+  // NOT_FOUND if the job does not exist.
+  virtual absl::Status Update(const gradsync::v1::Job& job) = 0;
+  virtual std::optional<gradsync::v1::Job> Get(const std::string& id) const = 0;
+  // Jobs in creation order, starting after `after_id` (empty: from the first).
+  virtual std::vector<gradsync::v1::Job> List(const std::string& after_id, int limit) const = 0;
+};
+
+class InMemoryJobStore : public JobStore {
+ public:
+  absl::Status Insert(const gradsync::v1::Job& job) override;
+  absl::Status Update(const gradsync::v1::Job& job) override;
+  std::optional<gradsync::v1::Job> Get(const std::string& id) const override;
+  std::vector<gradsync::v1::Job> List(const std::string& after_id, int limit) const override;
+
+ private:
+  std::map<std::string, gradsync::v1::Job> jobs_;
+  std::vector<std::string> order_;
+};
+
+}  // namespace gradsync::coordinator

@@ -1,0 +1,72 @@
+// gradsync-coordinator: job registry, gang scheduler, rendezvous store and worker leases.
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator.h"
+#include "gradsync/core/env.h"
+#include "gradsync/core/log.h"
+#include "gradsync/core/shutdown.h"
+#include "gradsync/rpc/server.h"
+#include "grpc_services.h"
+
+ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_LISTEN", "0.0.0.0:7070"),
+          "gRPC listen address host:port; port 0 picks a free port (env GRADSYNC_COORDINATOR_LISTEN)");
+ABSL_FLAG(std::string, artifact_dir, gradsync::EnvOr("GRADSYNC_ARTIFACT_DIR", "/tmp/gradsync/artifacts"),
+          "where final weights are written unless a job names its own directory (env GRADSYNC_ARTIFACT_DIR)");
+ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
+ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
+ABSL_FLAG(std::string, endpoints_file, "",
+          "if set, write {\"grpc\": \"host:port\"} here once serving (for callers that asked for port 0)");
+
+namespace {
+
+bool WriteEndpoints(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\"grpc\": \"127.0.0.1:" << port << "\"}\n";
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("gradsync coordinator: gradsync-coordinator [--listen host:port]");
+  absl::ParseCommandLine(argc, argv);
+  gradsync::SetLogComponent("coordinator");
+  gradsync::InstallShutdownHandlers();
+
+  gradsync::coordinator::CoordinatorOptions options;
+  options.artifact_dir = absl::GetFlag(FLAGS_artifact_dir);
+  options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
+  options.lease_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_lease_timeout_ms));
+  gradsync::coordinator::Coordinator coordinator(
+      options, std::make_unique<gradsync::coordinator::InMemoryJobStore>());
+  gradsync::coordinator::JobServiceImpl jobs(&coordinator);
+  gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator);
+
+  auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers});
+  if (!server.ok()) {
+    GS_LOG(ERROR) << server.status();
+    return 1;
+  }
+  coordinator.Start();
+  GS_LOG(INFO) << "serving gRPC on port " << (*server)->port() << " (JobService, CoordinatorService, health, reflection)";
+  const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
+  if (!endpoints.empty() && !WriteEndpoints(endpoints, (*server)->port())) {
+    GS_LOG(ERROR) << "cannot write " << endpoints;
+    return 1;
+  }
+
+  gradsync::WaitForShutdown();
+  GS_LOG(INFO) << "shutting down";
+  coordinator.Shutdown();
+  (*server)->Shutdown(absl::Seconds(2));
+  return 0;
+}

@@ -1,0 +1,63 @@
+// The worker's life: register with the coordinator (retrying with backoff), heartbeat, take
+// assignments one at a time, run each generation and report its result, and come back to the
+// pool. Re-registers when the coordinator forgets it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gradsync/v1/coordinator.grpc.pb.h"
+
+namespace gradsync::worker {
+
+struct AgentOptions {
+  std::string coordinator;       // host:port
+  std::string comm_host;         // address Gloo binds and advertises
+  std::string name;              // prefix of the worker id
+  v1::Device device;
+  absl::Duration max_backoff = absl::Seconds(5);
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent();
+
+  // Runs until ShutdownRequested(); returns the process exit code.
+  int Run();
+
+ private:
+  // Registers, retrying with exponential backoff until it succeeds or shutdown is requested.
+  bool RegisterWithBackoff();
+  // Reads assignments until the stream ends; returns why it ended.
+  absl::Status ServeAssignments();
+  void RunAssignment(const v1::Assignment& assignment);
+  void HeartbeatLoop();
+  void SendHeartbeat();
+  void ReportResult(const v1::ReportResultRequest& request);
+
+  const AgentOptions options_;
+  std::shared_ptr<v1::CoordinatorService::Stub> stub_;
+
+  absl::Mutex mu_;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  // The generation being run, for heartbeats.
+  v1::HeartbeatRequest current_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool reregister_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::atomic<bool> abort_{false};
+  std::atomic<bool> stop_{false};
+  std::thread heartbeat_thread_;
+  std::thread shutdown_watcher_;
+};
+
+}  // namespace gradsync::worker

@@ -1,0 +1,40 @@
+// gradsync-worker: joins a coordinator's pool and trains the generations it is assigned.
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "agent.h"
+#include "gradsync/core/env.h"
+#include "gradsync/core/log.h"
+#include "gradsync/core/shutdown.h"
+#include "gradsync/device/device.h"
+
+ABSL_FLAG(std::string, coordinator, gradsync::EnvOr("GRADSYNC_COORDINATOR", "localhost:7070"),
+          "coordinator gRPC address host:port (env GRADSYNC_COORDINATOR)");
+ABSL_FLAG(std::string, comm_host, gradsync::EnvOr("GRADSYNC_COMM_HOST", gradsync::HostName()),
+          "address other ranks reach this worker's collectives on (env GRADSYNC_COMM_HOST)");
+ABSL_FLAG(std::string, name, gradsync::EnvOr("GRADSYNC_WORKER_NAME", "worker"),
+          "prefix of this worker's id (env GRADSYNC_WORKER_NAME)");
+ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
+          "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("gradsync worker: gradsync-worker --coordinator host:port");
+  absl::ParseCommandLine(argc, argv);
+  gradsync::SetLogComponent("worker");
+  gradsync::InstallShutdownHandlers();
+
+  auto device = gradsync::device::ResolveDevice(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) {
+    GS_LOG(ERROR) << device.status();
+    return 2;
+  }
+  gradsync::worker::AgentOptions options;
+  options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.comm_host = absl::GetFlag(FLAGS_comm_host);
+  options.name = absl::GetFlag(FLAGS_name);
+  options.device = *device;
+  gradsync::worker::Agent agent(options);
+  return agent.Run();
+}

@@ -1,0 +1,33 @@
+// One rank's part of a generation: model init and broadcast, the data-parallel training loop,
+// and the final digest and weights. Plain types in, a status out; no RPC here.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gradsync/comm/communicator.h"
+#include "gradsync/v1/coordinator.pb.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::worker {
+
+struct TrainOutcome {
+  std::string param_digest;
+  v1::JobResult result;
+};
+
+struct TrainHooks {
+  // Epoch seed for epoch e (from the coordinator's epoch plan).
+  std::function<absl::StatusOr<uint64_t>(int epoch)> epoch_seed;
+  // Called by rank 0 after each logged step with figures reduced across ranks.
+  std::function<void(const v1::JobProgress&)> on_progress;
+  // Set from another thread to stop at the next step boundary with ABORTED.
+  const std::atomic<bool>* abort = nullptr;
+};
+
+absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Communicator& comm,
+                                   const TrainHooks& hooks);
+
+}  // namespace gradsync::worker

@@ -1,0 +1,215 @@
+// The coordinator's logic without a server: scheduling, leases, results, cancellation.
+#include "coordinator.h"
+
+#include "gtest/gtest.h"
+
+namespace gradsync::coordinator {
+namespace {
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  CoordinatorTest() {
+    CoordinatorOptions options;
+    options.lease_timeout = absl::Seconds(6);
+    options.artifact_dir = "/tmp/gradsync-test-artifacts";
+    options.clock = [this] { return now_; };
+    c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
+  }
+
+  std::string Register(const std::string& host) {
+    v1::RegisterWorkerRequest req;
+    req.set_hostname(host);
+    req.mutable_device()->set_kind(v1::Device::CPU);
+    return c_->RegisterWorker(req).worker_id();
+  }
+
+  v1::Job Submit(int world_size) {
+    v1::JobSpec spec;
+    spec.set_name("t");
+    spec.mutable_training()->set_world_size(world_size);
+    spec.mutable_training()->set_max_steps(10);
+    auto job = c_->CreateJob(spec);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return *job;
+  }
+
+  v1::Assignment Take(const std::string& worker) {
+    auto a = c_->NextAssignment(worker, absl::ZeroDuration());
+    EXPECT_TRUE(a.ok() && a->has_value()) << "no assignment for " << worker;
+    return a.ok() && a->has_value() ? **a : v1::Assignment();
+  }
+
+  void Report(const std::string& worker, const v1::Assignment& a, const std::string& digest,
+              const std::string& error = "") {
+    v1::ReportResultRequest r;
+    r.set_worker_id(worker);
+    r.set_job_id(a.job_id());
+    r.set_generation(a.generation());
+    r.set_rank(a.rank());
+    r.set_param_digest(digest);
+    r.set_error(error);
+    r.mutable_result()->set_global_step(10);
+    ASSERT_TRUE(c_->ReportResult(r).ok());
+  }
+
+  v1::JobState State(const v1::Job& job) { return c_->GetJob(job.name())->state(); }
+
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+  std::unique_ptr<Coordinator> c_;
+};
+
+TEST_F(CoordinatorTest, JobWaitsPendingWithAVisibleReasonUntilEnoughWorkers) {
+  Register("h0");
+  v1::Job job = Submit(2);
+  auto got = c_->GetJob(job.id());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state(), v1::PENDING);
+  EXPECT_EQ(got->state_reason(), "waiting for 2 idle workers: 1 idle of 1 registered");
+  Register("h1");
+  EXPECT_EQ(State(job), v1::RUNNING);
+  EXPECT_EQ(c_->GetJob(job.id())->generation(), 1);
+}
+
+TEST_F(CoordinatorTest, GangGetsRanksZeroToNAndTheFilledSpec) {
+  std::string w0 = Register("h0"), w1 = Register("h1"), w2 = Register("h2");
+  v1::Job job = Submit(3);
+  v1::Assignment a0 = Take(w0), a1 = Take(w1), a2 = Take(w2);
+  EXPECT_EQ(a0.rank(), 0);
+  EXPECT_EQ(a1.rank(), 1);
+  EXPECT_EQ(a2.rank(), 2);
+  EXPECT_EQ(a0.world_size(), 3);
+  EXPECT_EQ(a0.generation(), 1);
+  EXPECT_EQ(a0.spec().training().micro_batch(), 32) << "defaults must be filled in";
+  EXPECT_EQ(a0.weights_path(), "/tmp/gradsync-test-artifacts/" + job.id() + "/weights.bin");
+}
+
+TEST_F(CoordinatorTest, InvalidSpecIsRefusedNamingTheField) {
+  v1::JobSpec spec;
+  spec.mutable_training()->set_world_size(-1);
+  auto job = c_->CreateJob(spec);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find("training.worldSize"), std::string::npos) << job.status();
+}
+
+TEST_F(CoordinatorTest, EqualDigestsSucceedAndFreeTheWorkers) {
+  std::string w0 = Register("h0"), w1 = Register("h1");
+  v1::Job job = Submit(2);
+  v1::Assignment a0 = Take(w0), a1 = Take(w1);
+  Report(w1, a1, "fnv1a64:00000000000000aa");
+  EXPECT_EQ(State(job), v1::RUNNING) << "must wait for every rank";
+  Report(w0, a0, "fnv1a64:00000000000000aa");
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::SUCCEEDED);
+  EXPECT_EQ(done->result().param_digest(), "fnv1a64:00000000000000aa");
+  // Both workers are idle again: a second 2-rank job is scheduled at once.
+  v1::Job next = Submit(2);
+  EXPECT_EQ(State(next), v1::RUNNING);
+}
+
+TEST_F(CoordinatorTest, DifferentDigestsFailWithReplicaDivergence) {
+  std::string w0 = Register("h0"), w1 = Register("h1");
+  v1::Job job = Submit(2);
+  v1::Assignment a0 = Take(w0), a1 = Take(w1);
+  Report(w0, a0, "fnv1a64:00000000000000aa");
+  Report(w1, a1, "fnv1a64:00000000000000bb");
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::FAILED);
+  EXPECT_NE(done->state_reason().find("replica divergence: ranks 0 and 1 differ"), std::string::npos)
+      << done->state_reason();
+}
+
+TEST_F(CoordinatorTest, ARankErrorFailsTheJobAndAbortsTheOthers) {
+  std::string w0 = Register("h0"), w1 = Register("h1");
+  v1::Job job = Submit(2);
+  v1::Assignment a0 = Take(w0), a1 = Take(w1);
+  Report(w1, a1, "", "allreduce failed: connection reset");
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::FAILED);
+  EXPECT_NE(done->state_reason().find("rank 1"), std::string::npos);
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(w0);
+  hb.set_job_id(a0.job_id());
+  hb.set_generation(1);
+  EXPECT_EQ(c_->Heartbeat(hb).action(), v1::HeartbeatResponse::ABORT);
+}
+
+TEST_F(CoordinatorTest, ALostWorkerFailsItsJobNamingTheRank) {
+  std::string w0 = Register("h0"), w1 = Register("h1");
+  v1::Job job = Submit(2);
+  Take(w0);
+  Take(w1);
+  now_ += absl::Seconds(4);
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(w0);
+  hb.set_job_id(job.id());
+  hb.set_generation(1);
+  c_->Heartbeat(hb);  // only w0 stays alive
+  now_ += absl::Seconds(3);
+  c_->CheckLeases();
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::FAILED);
+  EXPECT_NE(done->state_reason().find("rank 1"), std::string::npos) << done->state_reason();
+  EXPECT_NE(done->state_reason().find(w1), std::string::npos) << done->state_reason();
+  EXPECT_EQ(c_->Heartbeat(hb).action(), v1::HeartbeatResponse::ABORT);
+  v1::HeartbeatRequest lost;
+  lost.set_worker_id(w1);
+  EXPECT_EQ(c_->Heartbeat(lost).action(), v1::HeartbeatResponse::REREGISTER);
+}
+
+TEST_F(CoordinatorTest, CancelEndsAPendingOrRunningJobOnce) {
+  v1::Job pending = Submit(4);
+  auto cancelled = c_->CancelJob(pending.name());
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state(), v1::CANCELLED);
+  EXPECT_EQ(c_->CancelJob(pending.name()).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(c_->CancelJob("jobs/nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(CoordinatorTest, BackfillsSmallerJobsBehindALargeOne) {
+  Register("h0");
+  v1::Job big = Submit(2);
+  v1::Job small = Submit(1);
+  EXPECT_EQ(State(big), v1::PENDING);
+  EXPECT_EQ(State(small), v1::RUNNING);
+}
+
+TEST_F(CoordinatorTest, ListPagesInCreationOrder) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Submit(8).id());
+  auto p1 = c_->ListJobs(2, "");
+  ASSERT_TRUE(p1.ok());
+  ASSERT_EQ(p1->jobs_size(), 2);
+  EXPECT_EQ(p1->jobs(0).id(), ids[0]);
+  auto p2 = c_->ListJobs(2, p1->next_page_token());
+  auto p3 = c_->ListJobs(2, p2->next_page_token());
+  EXPECT_EQ(p2->jobs(1).id(), ids[3]);
+  ASSERT_EQ(p3->jobs_size(), 1);
+  EXPECT_EQ(p3->jobs(0).id(), ids[4]);
+  EXPECT_TRUE(p3->next_page_token().empty());
+  EXPECT_EQ(c_->ListJobs(2, "bogus").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CoordinatorTest, WatchSeesEveryChange) {
+  v1::Job job = Submit(1);
+  auto first = c_->WaitJobChange(job.name(), 0, absl::ZeroDuration());
+  ASSERT_TRUE(first.ok());
+  const int64_t v = first->second;
+  auto none = c_->WaitJobChange(job.name(), v, absl::Milliseconds(10));
+  EXPECT_EQ(none->second, v);
+  Register("h0");
+  auto changed = c_->WaitJobChange(job.name(), v, absl::Seconds(1));
+  EXPECT_GT(changed->second, v);
+  EXPECT_EQ(changed->first.state(), v1::RUNNING);
+}
+
+TEST_F(CoordinatorTest, EpochPlanIsAPureFunctionOfSeedAndEpoch) {
+  v1::Job job = Submit(1);
+  auto e0 = c_->GetEpochPlan(job.id(), 0), e1 = c_->GetEpochPlan(job.id(), 1);
+  ASSERT_TRUE(e0.ok() && e1.ok());
+  EXPECT_NE(e0->seed(), e1->seed());
+  EXPECT_EQ(e0->seed(), c_->GetEpochPlan(job.id(), 0)->seed());
+  EXPECT_EQ(c_->GetEpochPlan(job.id(), -1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradsync::coordinator

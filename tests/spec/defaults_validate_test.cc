@@ -1,0 +1,176 @@
+// FillDefaults, ValidateJobSpec, Normalize and the JSON round trip.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gradsync/spec/job_spec.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::spec {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The message of validating a defaulted spec after `edit`; the validation must fail.
+template <typename Edit>
+std::string ValidationError(Edit edit) {
+  v1::JobSpec spec;
+  FillDefaults(&spec);
+  edit(&spec);
+  absl::Status status = ValidateJobSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  return std::string(status.message());
+}
+
+TEST(FillDefaultsTest, FillsAnEmptySpec) {
+  v1::JobSpec spec;
+  FillDefaults(&spec);
+  EXPECT_EQ(spec.name(), "job");
+  EXPECT_EQ(spec.model().preset(), "mlp");
+  EXPECT_THAT(spec.model().mlp().hidden_dims(), ::testing::ElementsAre(128, 128));
+  EXPECT_EQ(spec.model().mlp().activation(), "gelu");
+  ASSERT_TRUE(spec.data().has_synthetic());
+  EXPECT_EQ(spec.data().synthetic().num_samples(), 8192);
+  EXPECT_EQ(spec.data().synthetic().input_dim(), 32);
+  EXPECT_EQ(spec.data().synthetic().num_classes(), 10);
+  EXPECT_EQ(spec.data().synthetic().teacher_hidden(), 64);
+  EXPECT_EQ(spec.data().synthetic().seed(), 1234u);
+  EXPECT_EQ(spec.data().last_batch(), "partial");
+  const v1::TrainingSpec& t = spec.training();
+  EXPECT_EQ(t.world_size(), 1);
+  EXPECT_EQ(t.micro_batch(), 32);
+  EXPECT_EQ(t.grad_accum_steps(), 1);
+  EXPECT_EQ(t.max_steps(), 0);
+  EXPECT_EQ(t.epochs(), 1);
+  EXPECT_EQ(t.seed(), 0u);
+  EXPECT_DOUBLE_EQ(t.lr(), 1e-3);
+  EXPECT_DOUBLE_EQ(t.weight_decay(), 0);
+  EXPECT_DOUBLE_EQ(t.beta1(), 0.9);
+  EXPECT_DOUBLE_EQ(t.beta2(), 0.95);
+  EXPECT_DOUBLE_EQ(t.eps(), 1e-8);
+  EXPECT_DOUBLE_EQ(t.grad_clip(), 0);
+  EXPECT_EQ(t.warmup_steps(), 0);
+  EXPECT_EQ(t.lr_schedule(), "cosine");
+  EXPECT_DOUBLE_EQ(t.min_lr_ratio(), 0.1);
+  EXPECT_EQ(t.log_every(), 10);
+  EXPECT_EQ(spec.ddp().backend(), "auto");
+  EXPECT_DOUBLE_EQ(spec.ddp().bucket_cap_mb(), 25);
+  EXPECT_DOUBLE_EQ(spec.ddp().timeout_seconds(), 300);
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+}
+
+TEST(FillDefaultsTest, KeepsValuesThatAreSet) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(
+      "model: {mlp: {hiddenDims: [7]}}\n"
+      "training: {maxSteps: 50, seed: 3, weightDecay: 0.1, beta1: 0.8}\n"
+      "data: {synthetic: {numClasses: 3}}",
+      "a.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  FillDefaults(&*spec);
+  EXPECT_THAT(spec->model().mlp().hidden_dims(), ::testing::ElementsAre(7));
+  EXPECT_EQ(spec->training().max_steps(), 50);
+  EXPECT_EQ(spec->training().epochs(), 0) << "maxSteps alone must not gain an epoch limit";
+  EXPECT_EQ(spec->training().seed(), 3u);
+  EXPECT_DOUBLE_EQ(spec->training().weight_decay(), 0.1);
+  EXPECT_DOUBLE_EQ(spec->training().beta1(), 0.8);
+  EXPECT_EQ(spec->data().synthetic().num_classes(), 3);
+  EXPECT_EQ(spec->data().synthetic().input_dim(), 32);
+}
+
+TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
+  using S = v1::JobSpec;
+  EXPECT_EQ(ValidationError([](S* s) { s->mutable_training()->set_micro_batch(-1); }),
+            "training.microBatch: must be between 1 and 1048576, got -1");
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_preset("cnn"); }),
+              HasSubstr("model.preset: must be one of mlp, got \"cnn\""));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_hidden_dims(1, 0); }),
+      HasSubstr("model.mlp.hiddenDims[1]: must be between 1 and 65536, got 0"));
+  EXPECT_THAT(ValidationError([](S* s) {
+                for (int i = 0; i < 20; ++i) s->mutable_model()->mutable_mlp()->add_hidden_dims(8);
+              }),
+              HasSubstr("model.mlp.hiddenDims: must have at most 16 layers"));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_activation("tanh"); }),
+      HasSubstr("model.mlp.activation"));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_data()->mutable_synthetic()->set_num_classes(1); }),
+      HasSubstr("data.synthetic.numClasses: must be between 2 and 65536, got 1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_data()->set_last_batch("keep"); }),
+              HasSubstr("data.lastBatch"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_world_size(5000); }),
+              HasSubstr("training.worldSize: must be between 1 and 4096, got 5000"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_epochs(0); }),
+              HasSubstr("training.epochs: must be positive when maxSteps is 0"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_max_steps(-5); }),
+              HasSubstr("training.maxSteps: must be at least 0, got -5"));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_training()->set_lr(-1); }),
+      HasSubstr("training.lr: must be a finite number greater than 0 and at most 10, got -1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_lr(1.0 / 0.0); }),
+              HasSubstr("training.lr"));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_training()->set_beta2(1); }),
+      HasSubstr("training.beta2: must be a finite number at least 0 and less than 1, got 1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_weight_decay(-0.1); }),
+              HasSubstr("training.weightDecay"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_min_lr_ratio(2); }),
+              HasSubstr("training.minLrRatio"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_lr_schedule("step"); }),
+              HasSubstr("training.lrSchedule: must be one of cosine, constant, got \"step\""));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_log_every(-1); }),
+              HasSubstr("training.logEvery"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_backend("mpi"); }),
+              HasSubstr("ddp.backend: must be one of auto, gloo, nccl, got \"mpi\""));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_bucket_cap_mb(10000); }),
+              HasSubstr("ddp.bucketCapMb"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_timeout_seconds(-1); }),
+              HasSubstr("ddp.timeoutSeconds"));
+  EXPECT_THAT(ValidationError([](S* s) { s->set_name(std::string(129, 'a')); }),
+              HasSubstr("name: must be at most 128 characters"));
+  EXPECT_THAT(ValidationError([](S* s) { s->set_name("a\nb"); }),
+              HasSubstr("name: must not contain control characters, got \"a\\nb\""));
+}
+
+TEST(ValidateJobSpecTest, ReportsTheFirstProblemInSchemaOrder) {
+  EXPECT_THAT(ValidationError([](v1::JobSpec* s) {
+                s->mutable_ddp()->set_backend("mpi");
+                s->mutable_training()->set_world_size(0);
+                s->mutable_model()->set_preset("cnn");
+              }),
+              HasSubstr("model.preset"));
+}
+
+TEST(NormalizeTest, FillsThenValidates) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec("training: {worldSize: 4}", "a.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<v1::JobSpec> normal = Normalize(*spec);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  EXPECT_EQ(normal->training().world_size(), 4);
+  EXPECT_EQ(normal->training().micro_batch(), 32);
+
+  absl::StatusOr<v1::JobSpec> bad = Normalize(*ParseJobSpec("training: {worldSize: -2}", "a"));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("training.worldSize"));
+}
+
+TEST(ToJsonTest, RoundTripsThroughParse) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(
+      "name: round\ntraining: {maxSteps: 20, seed: 18446744073709551615, lr: 2.5e-4}\n"
+      "ddp: {backend: nccl}\ncheckpoint: {dir: /tmp/ckpt}",
+      "a.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<v1::JobSpec> normal = Normalize(*spec);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  for (bool pretty : {true, false}) {
+    const std::string json = ToJson(*normal, pretty);
+    EXPECT_THAT(json, HasSubstr("\"maxSteps\""));
+    EXPECT_THAT(json, HasSubstr("\"hiddenDims\""));
+    absl::StatusOr<v1::JobSpec> back = ParseJobSpec(json, "printed");
+    ASSERT_TRUE(back.ok()) << back.status() << "\n" << json;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*normal, *back)) << json;
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::spec
