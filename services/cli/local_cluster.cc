@@ -82,6 +82,16 @@ absl::Status LocalCluster::Start() {
                     absl::StrCat("--name=local", i), "--device=" + options_.device});
     if (!s.ok()) return s;
   }
+  return WriteClusterFile();
+}
+
+absl::Status LocalCluster::WriteClusterFile() const {
+  const std::string path = (fs::path(options_.state_dir) / "cluster.json").string();
+  std::ofstream out(path);
+  out << "{\n  \"coordinator\": \"" << address_ << "\",\n  \"pids\": [";
+  for (size_t i = 0; i < children_.size(); ++i) out << (i ? ", " : "") << children_[i].pid;
+  out << "]\n}\n";
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return absl::OkStatus();
 }
 

@@ -46,6 +46,8 @@ class LocalCluster {
   };
 
   absl::Status StartChild(const std::string& name, std::vector<std::string> argv);
+  // <state_dir>/cluster.json: the coordinator address and every child's pid.
+  absl::Status WriteClusterFile() const;
 
   LocalClusterOptions options_;
   std::string address_;

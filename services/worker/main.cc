@@ -9,6 +9,7 @@
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
 #include "gradsync/device/device.h"
+#include "gradsync/kernels/cpu/blas_threads.h"
 
 ABSL_FLAG(std::string, coordinator, gradsync::EnvOr("GRADSYNC_COORDINATOR", "localhost:7070"),
           "coordinator gRPC address host:port (env GRADSYNC_COORDINATOR)");
@@ -16,6 +17,8 @@ ABSL_FLAG(std::string, comm_host, gradsync::EnvOr("GRADSYNC_COMM_HOST", gradsync
           "address other ranks reach this worker's collectives on (env GRADSYNC_COMM_HOST)");
 ABSL_FLAG(std::string, name, gradsync::EnvOr("GRADSYNC_WORKER_NAME", "worker"),
           "prefix of this worker's id (env GRADSYNC_WORKER_NAME)");
+ABSL_FLAG(int, blas_threads, 1,
+          "threads per CPU matmul; 1 keeps results bitwise reproducible and ranks off each other's cores");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
 
@@ -25,6 +28,9 @@ int main(int argc, char** argv) {
   gradsync::SetLogComponent("worker");
   gradsync::InstallShutdownHandlers();
 
+  if (!gradsync::kernels::cpu::SetBlasThreads(absl::GetFlag(FLAGS_blas_threads))) {
+    GS_LOG(WARNING) << "the BLAS in use has no thread control; --blas_threads ignored";
+  }
   auto device = gradsync::device::ResolveDevice(absl::GetFlag(FLAGS_device));
   if (!device.ok()) {
     GS_LOG(ERROR) << device.status();

@@ -1,0 +1,109 @@
+#include "cli_harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gradsync::testing {
+namespace {
+
+std::vector<char*> Argv(const std::vector<std::string>& args, std::string* exe) {
+  *exe = absl::StrCat(GRADSYNC_BIN_DIR, "/", args[0]);
+  std::vector<char*> argv;
+  argv.push_back(exe->data());
+  for (size_t i = 1; i < args.size(); ++i) argv.push_back(const_cast<char*>(args[i].c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+}  // namespace
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string MakeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(base != nullptr && *base ? base : "/tmp", "/gradsync-test-XXXXXX");
+  return ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
+}
+
+std::string ExamplePath(const std::string& name) {
+  return absl::StrCat(GRADSYNC_SOURCE_DIR, "/examples/jobs/", name);
+}
+
+CommandResult RunBinary(const std::vector<std::string>& args) {
+  const std::string dir = MakeTempDir();
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  std::string exe;
+  std::vector<char*> argv = Argv(args, &exe);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+pid_t StartBinary(const std::vector<std::string>& args, const std::string& log) {
+  std::string exe;
+  std::vector<char*> argv = Argv(args, &exe);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+std::map<std::string, std::string> ParseFlatJson(const std::string& json) {
+  std::map<std::string, std::string> out;
+  google::protobuf::Struct s;
+  if (!google::protobuf::util::JsonStringToMessage(json, &s).ok()) return out;
+  for (const auto& [k, v] : s.fields()) {
+    if (v.has_string_value()) out[k] = v.string_value();
+    if (v.has_number_value()) out[k] = absl::StrCat(v.number_value());
+  }
+  return out;
+}
+
+std::vector<double> ParseNumberList(const std::string& json, const std::string& key) {
+  std::vector<double> out;
+  google::protobuf::Struct s;
+  if (!google::protobuf::util::JsonStringToMessage(json, &s).ok()) return out;
+  auto it = s.fields().find(key);
+  if (it == s.fields().end()) return out;
+  for (const auto& v : it->second.list_value().values()) out.push_back(v.number_value());
+  return out;
+}
+
+bool ProcessAlive(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+  return ::kill(pid, 0) == 0;
+}
+
+}  // namespace gradsync::testing

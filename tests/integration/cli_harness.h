@@ -1,0 +1,33 @@
+// Runs gradsync's real binaries from tests and reads what they print.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gradsync::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `bin/<args[0]>` with the remaining arguments, waits for it, captures both streams.
+CommandResult RunBinary(const std::vector<std::string>& args);
+
+// Starts `bin/<args[0]>` in the background with stdout and stderr to `log`.
+pid_t StartBinary(const std::vector<std::string>& args, const std::string& log);
+
+// A flat JSON object's fields as text (strings unquoted, numbers as printed by protobuf).
+std::map<std::string, std::string> ParseFlatJson(const std::string& json);
+std::vector<double> ParseNumberList(const std::string& json, const std::string& key);
+
+std::string ExamplePath(const std::string& name);
+std::string MakeTempDir();
+std::string ReadFile(const std::string& path);
+bool ProcessAlive(pid_t pid);
+
+}  // namespace gradsync::testing

@@ -1,0 +1,199 @@
+// End to end with real processes on loopback: the gradsync CLI starts a coordinator and workers,
+// the job trains over Gloo, and the outcomes are read back from the CLI's JSON and weights file.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli_harness.h"
+#include "gradsync/ckpt/weights_file.h"
+#include "gradsync/core/digest.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::testing {
+namespace {
+
+struct RunOutcome {
+  CommandResult cmd;
+  std::map<std::string, std::string> summary;
+  std::string state_dir;
+};
+
+// `gradsync run` of mlp.yaml, short, with extra arguments.
+RunOutcome RunMlp(std::vector<std::string> extra) {
+  RunOutcome o;
+  o.state_dir = MakeTempDir();
+  std::vector<std::string> args = {"gradsync", "run", ExamplePath("mlp.yaml"), "-o", "json",
+                                   "--state-dir", o.state_dir, "--set", "training.maxSteps=40",
+                                   "--set", "training.epochs=0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  o.cmd = RunBinary(args);
+  o.summary = ParseFlatJson(o.cmd.out);
+  return o;
+}
+
+double Num(const RunOutcome& o, const std::string& key) {
+  double v = NAN;
+  auto it = o.summary.find(key);
+  if (it != o.summary.end()) (void)absl::SimpleAtod(it->second, &v);
+  return v;
+}
+
+std::string Field(const RunOutcome& o, const std::string& key) {
+  auto it = o.summary.find(key);
+  return it == o.summary.end() ? "" : it->second;
+}
+
+std::string Diagnose(const RunOutcome& o) {
+  return absl::StrCat("exit ", o.cmd.exit_code, "\nstdout:\n", o.cmd.out, "\nstderr:\n", o.cmd.err);
+}
+
+TEST(LocalCluster, TwoWorkersTrainTogetherAndAgree) {
+  RunOutcome o = RunMlp({});
+  ASSERT_EQ(o.cmd.exit_code, 0) << Diagnose(o);
+  EXPECT_EQ(Field(o, "state"), "SUCCEEDED");
+  EXPECT_EQ(Field(o, "name"), "mlp");
+  EXPECT_EQ(Num(o, "globalStep"), 40);
+  EXPECT_EQ(Num(o, "worldSize"), 2);
+  EXPECT_GT(Num(o, "samplesPerSecond"), 0);
+  EXPECT_GT(Num(o, "tokensPerSecond"), 0);
+  EXPECT_LT(Num(o, "finalLoss"), 0.8 * Num(o, "initialLoss")) << "the loss did not fall: " << o.cmd.out;
+
+  // The weights rank 0 wrote are the parameters every rank agreed on.
+  auto weights = ckpt::LoadWeights(Field(o, "weightsPath"));
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  EXPECT_EQ(DigestString(std::as_bytes(std::span<const float>(weights->values))), Field(o, "paramDigest"));
+}
+
+TEST(LocalCluster, SameJobTwiceGivesTheSameDigest) {
+  RunOutcome a = RunMlp({});
+  RunOutcome b = RunMlp({});
+  ASSERT_EQ(a.cmd.exit_code, 0) << Diagnose(a);
+  ASSERT_EQ(b.cmd.exit_code, 0) << Diagnose(b);
+  EXPECT_EQ(Field(a, "paramDigest"), Field(b, "paramDigest"));
+  EXPECT_FALSE(Field(a, "paramDigest").empty());
+  RunOutcome other_seed = RunMlp({"--set", "training.seed=43"});
+  ASSERT_EQ(other_seed.cmd.exit_code, 0) << Diagnose(other_seed);
+  EXPECT_NE(Field(a, "paramDigest"), Field(other_seed, "paramDigest")) << "the seed must matter";
+}
+
+TEST(LocalCluster, TwoWorkersWithBatchBMatchOneWorkerWithBatch2B) {
+  RunOutcome two = RunMlp({"--workers", "2", "--set", "training.microBatch=16"});
+  RunOutcome one = RunMlp({"--workers", "1", "--set", "training.microBatch=32"});
+  ASSERT_EQ(two.cmd.exit_code, 0) << Diagnose(two);
+  ASSERT_EQ(one.cmd.exit_code, 0) << Diagnose(one);
+  EXPECT_EQ(Num(two, "worldSize"), 2);
+  EXPECT_EQ(Num(one, "worldSize"), 1);
+  auto w2 = ckpt::LoadWeights(Field(two, "weightsPath"));
+  auto w1 = ckpt::LoadWeights(Field(one, "weightsPath"));
+  ASSERT_TRUE(w2.ok() && w1.ok());
+  ASSERT_EQ(w2->values.size(), w1->values.size());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < w1->values.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(w1->values[i] - w2->values[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(w1->values[i])));
+  }
+  // Only the order of float additions differs (two partial sums vs one), over 40 AdamW steps.
+  EXPECT_LT(max_diff, 1e-4 * max_abs) << "max |w1 - w2| = " << max_diff << ", max |w| = " << max_abs;
+  EXPECT_NEAR(Num(two, "finalLoss"), Num(one, "finalLoss"), 1e-4);
+}
+
+TEST(LocalCluster, ABadSpecIsRefusedNamingTheField) {
+  RunOutcome o = RunMlp({"--set", "training.wordSize=2"});
+  EXPECT_EQ(o.cmd.exit_code, 2);
+  EXPECT_NE(o.cmd.err.find("training.wordSize"), std::string::npos) << o.cmd.err;
+  RunOutcome typed = RunMlp({"--set", "training.microBatch=lots"});
+  EXPECT_EQ(typed.cmd.exit_code, 2);
+  EXPECT_NE(typed.cmd.err.find("training.microBatch"), std::string::npos) << typed.cmd.err;
+}
+
+TEST(LocalCluster, CtrlCStopsEveryChild) {
+  const std::string dir = MakeTempDir();
+  const pid_t cli = StartBinary({"gradsync", "run", ExamplePath("mlp.yaml"), "--state-dir", dir,
+                                 "--set", "training.epochs=1000"},
+                                dir + "/cli.log");
+  // Wait until training runs (the cluster file exists and a step was reported).
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (ReadFile(dir + "/cli.log").find("step ") == std::string::npos && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  const std::string cluster = ReadFile(dir + "/cluster.json");
+  const std::vector<double> pids = ParseNumberList(cluster, "pids");
+  ASSERT_EQ(pids.size(), 3u) << cluster;
+  ::kill(cli, SIGINT);
+  int status = 0;
+  ::waitpid(cli, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir + "/cli.log");
+  for (double p : pids) EXPECT_FALSE(ProcessAlive(static_cast<pid_t>(p))) << "child " << p << " survived";
+}
+
+TEST(LocalCluster, UpSubmitPendingCancelDown) {
+  const std::string dir = MakeTempDir();
+  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--state-dir", dir});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  const auto endpoints = ParseFlatJson(up.out);
+  const std::string address = endpoints.count("coordinator") ? endpoints.at("coordinator") : "";
+  ASSERT_FALSE(address.empty()) << up.out;
+  EXPECT_EQ(ParseFlatJson(ReadFile(dir + "/endpoints.json")).at("coordinator"), address);
+
+  // Two ranks asked for, one worker registered: the job waits and says why.
+  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  ASSERT_EQ(job.rfind("jobs/", 0), 0u) << submit.out;
+  absl::SleepFor(absl::Seconds(1));
+  CommandResult get = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_NE(get.out.find("\"PENDING\""), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("waiting for 2 idle workers: 1 idle of 1 registered"), std::string::npos) << get.out;
+
+  // A job that fits runs to the end on the same cluster; --wait returns its outcome.
+  CommandResult small = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
+                                   "--set", "training.worldSize=1", "--set", "training.maxSteps=20",
+                                   "--set", "training.epochs=0", "--wait", "-o", "json"});
+  EXPECT_EQ(small.exit_code, 0) << small.out << small.err;
+  EXPECT_EQ(ParseFlatJson(small.out)["state"], "SUCCEEDED") << small.out;
+
+  CommandResult list = RunBinary({"gradsync", "list", "--address", address});
+  EXPECT_NE(list.out.find("PENDING"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("SUCCEEDED"), std::string::npos) << list.out;
+
+  CommandResult cancel = RunBinary({"gradsync", "cancel", job, "--address", address});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_NE(cancel.out.find("CANCELLED"), std::string::npos);
+  CommandResult again = RunBinary({"gradsync", "cancel", job, "--address", address});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("already ended"), std::string::npos) << again.err;
+
+  const std::string up_pid = ParseFlatJson(up.out)["pid"];
+  CommandResult down = RunBinary({"gradsync", "local", "down", "--state-dir", dir});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  int pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(up_pid, &pid));
+  EXPECT_FALSE(ProcessAlive(pid));
+  CommandResult unreachable = RunBinary({"gradsync", "get", job, "--address", address});
+  EXPECT_NE(unreachable.exit_code, 0);
+}
+
+TEST(Worker, RetriesAWrongCoordinatorAddressWithBackoffAndSaysWhy) {
+  const std::string dir = MakeTempDir();
+  const pid_t worker = StartBinary({"gradsync-worker", "--coordinator=127.0.0.1:1", "--device=cpu"},
+                                   dir + "/worker.log");
+  absl::SleepFor(absl::Milliseconds(1500));
+  ASSERT_TRUE(ProcessAlive(worker)) << ReadFile(dir + "/worker.log");
+  ::kill(worker, SIGTERM);
+  int status = 0;
+  ::waitpid(worker, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string log = ReadFile(dir + "/worker.log");
+  EXPECT_NE(log.find("cannot register with coordinator at 127.0.0.1:1 (attempt 2)"), std::string::npos) << log;
+  EXPECT_NE(log.find("retrying in"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace gradsync::testing
