@@ -1,0 +1,30 @@
+# gradsync: the two commands of the quick start, and the pieces they are made of.
+#   make demo   install what is missing, build, train the demo job on a local 2-worker cluster
+#   make test   install what is missing, build, run every test
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test demo clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+	  || (cat $(BUILD_DIR).configure.log; exit 1)
+	@grep "gradsync:" $(BUILD_DIR).configure.log || true
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+demo: build
+	@$(BUILD_DIR)/bin/gradsync run examples/jobs/demo.yaml
+
+clean:
+	@rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log
