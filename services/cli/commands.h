@@ -14,5 +14,6 @@ int GetCommand(const std::vector<std::string>& argv);
 int ListCommand(const std::vector<std::string>& argv);
 int CancelCommand(const std::vector<std::string>& argv);
 int WatchCommand(const std::vector<std::string>& argv);
+int HealthCommand(const std::vector<std::string>& argv);
 
 }  // namespace gradsync::cli

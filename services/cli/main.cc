@@ -19,6 +19,8 @@ constexpr char kUsage[] =
     "  submit FILE [--set path=value ...] [--wait] [-o json]\n"
     "  get JOB [-o json]    list [-o json]    cancel JOB    watch JOB\n"
     "                     against --address HOST:PORT (env GRADSYNC_ADDRESS, default localhost:7070)\n"
+    "  healthcheck HOST:PORT [--service NAME]\n"
+    "                     exit 0 when the server answers grpc.health.v1 SERVING\n"
     "\n"
     "Job specs are YAML or JSON with the JSON names of gradsync.v1.JobSpec, e.g. training.worldSize.\n";
 
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   if (command == "list") return ListCommand(rest);
   if (command == "cancel") return CancelCommand(rest);
   if (command == "watch") return WatchCommand(rest);
+  if (command == "healthcheck") return HealthCommand(rest);
   std::fprintf(stderr, "gradsync: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -140,6 +140,9 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   const std::string address = endpoints.count("coordinator") ? endpoints.at("coordinator") : "";
   ASSERT_FALSE(address.empty()) << up.out;
   EXPECT_EQ(ParseFlatJson(ReadFile(dir + "/endpoints.json")).at("coordinator"), address);
+  CommandResult health = RunBinary({"gradsync", "healthcheck", address});
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+  EXPECT_NE(health.out.find("SERVING"), std::string::npos) << health.out;
 
   // Two ranks asked for, one worker registered: the job waits and says why.
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address});
@@ -178,6 +181,8 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   EXPECT_FALSE(ProcessAlive(pid));
   CommandResult unreachable = RunBinary({"gradsync", "get", job, "--address", address});
   EXPECT_NE(unreachable.exit_code, 0);
+  CommandResult gone = RunBinary({"gradsync", "healthcheck", address, "--timeout", "1"});
+  EXPECT_EQ(gone.exit_code, 1) << gone.out;
 }
 
 TEST(Worker, RetriesAWrongCoordinatorAddressWithBackoffAndSaysWhy) {

@@ -1,0 +1,17 @@
+// A client of grpc.health.v1, for probes and tests.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace gradsync::rpc {
+
+// OK when the server at `address` answers SERVING for `service` ("" is the whole server).
+// UNAVAILABLE naming the status otherwise, or the transport error; DEADLINE_EXCEEDED after
+// `timeout`.
+absl::Status CheckHealth(const std::string& address, const std::string& service,
+                         absl::Duration timeout);
+
+}  // namespace gradsync::rpc
