@@ -33,49 +33,39 @@ bool IsTerminal(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED |
 JobClient::JobClient(const std::string& address)
     : address_(address), stub_(v1::JobService::NewStub(rpc::MakeChannel(address))) {}
 
+template <typename Request, typename Response>
+absl::StatusOr<Response> JobClient::Call(UnaryMethod<Request, Response> method, const Request& request) {
+  Response response;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
+  if (!s.ok()) return Annotate(s, address_);
+  return response;
+}
+
 absl::StatusOr<v1::Job> JobClient::Create(const v1::JobSpec& spec) {
   v1::CreateJobRequest req;
   *req.mutable_spec() = spec;
-  v1::Job job;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = stub_->CreateJob(&ctx, req, &job);
-  if (!s.ok()) return Annotate(s, address_);
-  return job;
+  return Call(&v1::JobService::Stub::CreateJob, req);
 }
 
 absl::StatusOr<v1::Job> JobClient::Get(const std::string& name) {
   v1::GetJobRequest req;
   req.set_name(name);
-  v1::Job job;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = stub_->GetJob(&ctx, req, &job);
-  if (!s.ok()) return Annotate(s, address_);
-  return job;
+  return Call(&v1::JobService::Stub::GetJob, req);
 }
 
 absl::StatusOr<v1::ListJobsResponse> JobClient::List(int page_size, const std::string& page_token) {
   v1::ListJobsRequest req;
   req.set_page_size(page_size);
   req.set_page_token(page_token);
-  v1::ListJobsResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = stub_->ListJobs(&ctx, req, &resp);
-  if (!s.ok()) return Annotate(s, address_);
-  return resp;
+  return Call(&v1::JobService::Stub::ListJobs, req);
 }
 
 absl::StatusOr<v1::Job> JobClient::Cancel(const std::string& name) {
   v1::CancelJobRequest req;
   req.set_name(name);
-  v1::Job job;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = stub_->CancelJob(&ctx, req, &job);
-  if (!s.ok()) return Annotate(s, address_);
-  return job;
+  return Call(&v1::JobService::Stub::CancelJob, req);
 }
 
 absl::StatusOr<v1::Job> JobClient::Watch(const std::string& name,

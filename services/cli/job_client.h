@@ -29,6 +29,13 @@ class JobClient {
   const std::string& address() const { return address_; }
 
  private:
+  template <typename Request, typename Response>
+  using UnaryMethod = grpc::Status (v1::JobService::Stub::*)(grpc::ClientContext*, const Request&,
+                                                             Response*);
+  // One blocking call with the client's deadline; transport errors name the address.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request);
+
   std::string address_;
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
