@@ -97,8 +97,9 @@ TEST(LocalCluster, TwoWorkersWithBatchBMatchOneWorkerWithBatch2B) {
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(w1->values[i] - w2->values[i])));
     max_abs = std::max(max_abs, static_cast<double>(std::fabs(w1->values[i])));
   }
-  // Only the order of float additions differs (two partial sums vs one), over 40 AdamW steps.
-  EXPECT_LT(max_diff, 1e-4 * max_abs) << "max |w1 - w2| = " << max_diff << ", max |w| = " << max_abs;
+  // Only the order of float additions differs (two partial sums vs one): measured 6e-8 against
+  // weights up to 0.7 after 40 AdamW steps.
+  EXPECT_LT(max_diff, 1e-6 * max_abs) << "max |w1 - w2| = " << max_diff << ", max |w| = " << max_abs;
   EXPECT_NEAR(Num(two, "finalLoss"), Num(one, "finalLoss"), 1e-4);
 }
 
