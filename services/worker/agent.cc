@@ -134,6 +134,7 @@ void Agent::RunAssignment(const v1::Assignment& a) {
   } else {
     TrainHooks hooks;
     hooks.abort = &abort_;
+    hooks.kv = kv.get();
     hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> {
       v1::EpochPlanRequest req;
       req.set_job_id(a.job_id());

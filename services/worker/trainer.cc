@@ -10,6 +10,8 @@
 #include "gradsync/core/digest.h"
 #include "gradsync/core/log.h"
 #include "gradsync/data/dataset.h"
+#include "gradsync/ddp/layout_check.h"
+#include "gradsync/ddp/reducer.h"
 #include "gradsync/ddp/sampler.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/optimizer.h"
@@ -37,6 +39,39 @@ nn::LrSchedule ScheduleOf(const v1::TrainingSpec& t, int64_t total_steps) {
   return s;
 }
 
+ddp::ReducerOptions ReducerOptionsOf(const v1::DdpSpec& d) {
+  ddp::ReducerOptions o;
+  o.bucket_cap_mb = d.bucket_cap_mb();
+  if (d.first_bucket_mb() > 0) o.first_bucket_mb = d.first_bucket_mb();
+  o.wire = d.grad_compression() == "bf16" ? comm::WireType::kBFloat16 : comm::WireType::kFloat32;
+  o.ignore_params.assign(d.ignore_params().begin(), d.ignore_params().end());
+  o.timeout = absl::Seconds(d.timeout_seconds());
+  return o;
+}
+
+// Copies rank 0's parameters to every rank, bucket by bucket (ignored parameters stay local).
+absl::Status BroadcastParams(const ddp::Reducer& reducer, std::span<float> params, comm::Communicator& comm) {
+  std::vector<std::shared_ptr<comm::Work>> pending;
+  for (const ddp::Bucket& b : reducer.buckets()) pending.push_back(comm.Broadcast(params.subspan(b.offset, b.numel), 0));
+  for (auto& w : pending) {
+    if (absl::Status s = w->Wait(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+void FillReport(const ddp::StepTimeline& t, v1::StepReport* r) {
+  r->set_communication_seconds(t.communication_seconds);
+  r->set_exposed_communication_seconds(t.exposed_seconds);
+  for (size_t i = 0; i < t.buckets.size(); ++i) {
+    v1::BucketTiming* b = r->add_buckets();
+    b->set_index(static_cast<int>(i));
+    b->set_bytes(t.buckets[i].bytes);
+    b->set_ready_seconds(t.buckets[i].ready);
+    b->set_started_seconds(t.buckets[i].started);
+    b->set_done_seconds(t.buckets[i].done);
+  }
+}
+
 // Mean loss, throughput and timing over the steps since the last report.
 struct Window {
   absl::Time start = absl::Now();
@@ -58,10 +93,20 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   if (!dataset_or.ok()) return dataset_or.status();
   const data::Dataset& dataset = **dataset_or;
 
+  auto reducer_or = ddp::Reducer::Create(model.layout(), model.grads(), &comm, ReducerOptionsOf(spec.ddp()));
+  if (!reducer_or.ok()) return reducer_or.status();
+  ddp::Reducer& reducer = **reducer_or;
+  if (hooks.kv != nullptr) {
+    absl::Status s = ddp::CheckLayoutAcrossRanks(hooks.kv, rank, comm.size(),
+                                                 absl::StrCat(model.Describe(), "\n", reducer.LayoutDescription()),
+                                                 absl::Seconds(spec.ddp().timeout_seconds()));
+    if (!s.ok()) return s;
+  }
+
   // Every rank initialises from the job seed; rank 0's values are then broadcast so replicas start
   // identical even if initialisation ever became nondeterministic.
   model.InitParams(t.seed());
-  if (absl::Status s = comm.Broadcast(model.params(), 0); !s.ok()) return s;
+  if (absl::Status s = BroadcastParams(reducer, model.params(), comm); !s.ok()) return s;
 
   const ddp::ShardConfig shard = ShardConfigOf(spec, comm.size(), dataset.size());
   const int64_t total = ddp::TotalSteps(shard, t.max_steps(), t.epochs());
@@ -74,7 +119,8 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   nn::AdamW optimizer(model.layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()});
   if (rank == 0) {
     GS_LOG(INFO) << model.Describe() << "; " << dataset.size() << " samples, global batch "
-                 << shard.global_batch() << ", " << total << " steps on " << comm.size() << " ranks";
+                 << shard.global_batch() << ", " << total << " steps on " << comm.size() << " ranks, "
+                 << reducer.buckets().size() << " gradient buckets";
   }
 
   const int64_t warm_steps = std::min<int64_t>(3, total / 4);
@@ -102,15 +148,23 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
     const ddp::StepShard mine = ddp::ShardForStep(shard, permutation, pos.cursor, rank);
     const float scale = 1.0f / static_cast<float>(mine.global_count);
 
+    const absl::Time step_start = absl::Now();
     model.ZeroGrads();
     double loss_sum = 0.0;
-    for (const auto& indices : mine.micro_indices) {
-      dataset.Fill(indices, &batch);
-      auto loss = model.ForwardBackward(batch, scale, {});
+    int64_t local_count = 0;
+    double compute_seconds = 0.0;
+    const nn::GradsReadyFn on_ready = [&reducer](int first, int last) { reducer.MarkReady(first, last); };
+    for (size_t k = 0; k < mine.micro_indices.size(); ++k) {
+      // Only the last micro-step communicates; earlier ones accumulate locally (no_sync).
+      reducer.BeginStep(k + 1 == mine.micro_indices.size());
+      dataset.Fill(mine.micro_indices[k], &batch);
+      auto loss = model.ForwardBackward(batch, scale, on_ready);
       if (!loss.ok()) return loss.status();
       loss_sum += loss->sum;
+      local_count += loss->count;
+      if (absl::Status s = reducer.FinishStep(); !s.ok()) return s;
+      compute_seconds += reducer.timeline().compute_seconds;
     }
-    if (absl::Status s = comm.AllReduceSum(model.grads()); !s.ok()) return s;
     std::vector<double> loss_pair = {loss_sum, 0.0};
     if (absl::Status s = comm.AllReduceSum(std::span<double>(loss_pair)); !s.ok()) return s;
     const double mean_loss = loss_pair[0] / static_cast<double>(mine.global_count);
@@ -148,6 +202,22 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
       window = Window();
     }
     result.set_global_step(step + 1);
+    if (hooks.on_step) {
+      v1::StepReport report;
+      report.set_rank(rank);
+      report.set_world_size(comm.size());
+      report.set_step(step + 1);
+      report.set_epoch(epoch);
+      report.set_loss(local_count > 0 ? loss_sum / static_cast<double>(local_count) : 0.0);
+      report.set_samples(local_count);
+      report.set_tokens(local_count);
+      report.set_step_seconds(absl::ToDoubleSeconds(absl::Now() - step_start));
+      report.set_compute_seconds(compute_seconds);
+      report.set_grad_norm(grad_norm);
+      report.set_learning_rate(lr);
+      FillReport(reducer.timeline(), &report);
+      hooks.on_step(report);
+    }
   }
 
   const double steady_secs = absl::ToDoubleSeconds(absl::Now() - steady_start);

@@ -10,6 +10,7 @@
 #include "gradsync/comm/communicator.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/metrics.pb.h"
 
 namespace gradsync::worker {
 
@@ -19,6 +20,10 @@ struct TrainOutcome {
 };
 
 struct TrainHooks {
+  // The generation's key-value namespace, for the layout check at rendezvous.
+  comm::KvClient* kv = nullptr;
+  // Called by every rank after each optimizer step with its figures (for the metrics service).
+  std::function<void(const v1::StepReport&)> on_step;
   // Epoch seed for epoch e (from the coordinator's epoch plan).
   std::function<absl::StatusOr<uint64_t>(int epoch)> epoch_seed;
   // Called by rank 0 after each logged step with figures reduced across ranks.

@@ -1,7 +1,17 @@
 // Collective communication among the ranks of one generation.
 //
-// Costs with n ranks and a buffer of B bytes (ring algorithms): AllReduce sends 2(n-1)/n x B per
-// rank in 2(n-1) steps; Broadcast sends B from the root to each rank.
+// Collectives are asynchronous: each call queues the operation and returns a Work handle at
+// once; the backend runs operations in the order they were issued (the same order on every rank,
+// which is the caller's duty), and Wait() returns the operation's status. Buffers must stay
+// valid and untouched until the Work completes.
+//
+// Costs with n ranks and a buffer of B bytes (ring algorithms, as Gloo runs them):
+//   AllReduce      2(n-1) steps, 2(n-1)/n x B sent per rank (reduce-scatter + all-gather)
+//   ReduceScatter  log2(n) steps, (n-1)/n x B sent per rank (halving-doubling) when n is a power
+//                  of two; otherwise an all-reduce's cost
+//   AllGather      n-1 steps, (n-1)/n x B sent per rank (B = the gathered size)
+//   Broadcast      B from the root to each other rank
+//   Barrier        a round of empty messages
 #pragma once
 
 #include <cstdint>
@@ -15,7 +25,29 @@
 
 namespace gradsync::comm {
 
-// Not thread-safe: one thread issues collectives, in the same order on every rank.
+enum class ReduceOp { kSum, kAverage };
+
+// The wire format of a float all-reduce: fp32, or bf16 (half the bytes; each hop adds in fp32 and
+// rounds to bf16, so the result carries about 3 significant digits).
+enum class WireType { kFloat32, kBFloat16 };
+
+// A pending collective.
+class Work {
+ public:
+  // When the backend began and finished running the collective (zero until then).
+  struct Timing {
+    absl::Time started;
+    absl::Time finished;
+  };
+
+  virtual ~Work() = default;
+  virtual Timing timing() const = 0;
+  // The collective's status once done; DEADLINE_EXCEEDED if not done within `timeout` (the
+  // collective keeps running and may be waited on again).
+  virtual absl::Status Wait(absl::Duration timeout = absl::InfiniteDuration()) = 0;
+  virtual bool Done() const = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -24,14 +56,30 @@ class Communicator {
   virtual int size() const = 0;
   // Collectives issued so far; heartbeats carry it so a stalled rank can be named.
   virtual int64_t sequence() const = 0;
+  // Human-readable backend name, e.g. "gloo".
+  virtual std::string backend() const = 0;
 
-  // In-place element-wise sum across ranks; every rank ends with identical bytes.
-  virtual absl::Status AllReduceSum(std::span<float> data) = 0;
-  virtual absl::Status AllReduceSum(std::span<double> data) = 0;
+  // In place; every rank ends with identical bytes.
+  virtual std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op,
+                                          WireType wire = WireType::kFloat32) = 0;
+  virtual std::shared_ptr<Work> AllReduce(std::span<double> data, ReduceOp op) = 0;
   // Copies `root`'s data to every rank.
-  virtual absl::Status Broadcast(std::span<float> data, int root) = 0;
-  virtual absl::Status Barrier() = 0;
+  virtual std::shared_ptr<Work> Broadcast(std::span<float> data, int root) = 0;
+  // `out` (size() x in.size() elements) receives every rank's `in`, in rank order.
+  virtual std::shared_ptr<Work> AllGather(std::span<const float> in, std::span<float> out) = 0;
+  // Sums `in` across ranks and leaves this rank's block in `out`. Blocks split in.size() as
+  // evenly as possible, the first in.size() % size() ranks taking one element more; `out` must
+  // have exactly this rank's block size (see BlockRange).
+  virtual std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) = 0;
+  virtual std::shared_ptr<Work> Barrier() = 0;
+
+  // Blocking conveniences: issue and wait.
+  absl::Status AllReduceSum(std::span<float> data) { return AllReduce(data, ReduceOp::kSum)->Wait(); }
+  absl::Status AllReduceSum(std::span<double> data) { return AllReduce(data, ReduceOp::kSum)->Wait(); }
 };
+
+// The [begin, end) element range of `rank`'s block when `count` elements are split over `ranks`.
+std::pair<int64_t, int64_t> BlockRange(int64_t count, int ranks, int rank);
 
 struct GlooOptions {
   // Address this rank's TCP endpoints bind to and advertise (a host name or IP).

@@ -1,0 +1,135 @@
+// Gloo collectives with ranks as threads, formed through a real coordinator gRPC server.
+#include <cmath>
+#include <numeric>
+#include <tuple>
+
+#include "gloo_ranks.h"
+#include "gradsync/comm/gloo_store.h"
+#include "gradsync/rpc/server.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::comm {
+namespace {
+
+using gradsync::testing::CoordinatorServer;
+using gradsync::testing::RunRanks;
+
+float Value(int rank, int i) { return static_cast<float>(rank * 1000 + i % 997); }
+
+class GlooCollectives : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(GlooCollectives, EveryCollectiveGivesTheExactResult) {
+  const auto [world, count] = GetParam();
+  CoordinatorServer server;
+  RunRanks(server, "collectives", world, [&, world = world, count = count](int rank, Communicator& comm, KvClient&) {
+    EXPECT_EQ(comm.rank(), rank);
+    EXPECT_EQ(comm.size(), world);
+    // AllReduce sum and average, float and double.
+    std::vector<float> data(count);
+    for (int i = 0; i < count; ++i) data[i] = Value(rank, i);
+    ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
+    for (int i = 0; i < count; ++i) {
+      float expected = 0;
+      for (int r = 0; r < world; ++r) expected += Value(r, i);
+      ASSERT_EQ(data[i], expected) << "element " << i << " on rank " << rank;
+    }
+    std::vector<double> avg = {2.0 * rank, 1.0};
+    ASSERT_TRUE(comm.AllReduce(std::span<double>(avg), ReduceOp::kAverage)->Wait().ok());
+    EXPECT_DOUBLE_EQ(avg[0], world - 1.0);
+    EXPECT_DOUBLE_EQ(avg[1], 1.0);
+
+    // Broadcast from the last rank.
+    std::vector<float> b(count, static_cast<float>(rank + 7));
+    ASSERT_TRUE(comm.Broadcast(std::span<float>(b), world - 1)->Wait().ok());
+    for (float v : b) ASSERT_EQ(v, static_cast<float>(world - 1 + 7));
+
+    // AllGather: every rank's block, in rank order.
+    std::vector<float> mine(count), all(static_cast<size_t>(count) * world);
+    for (int i = 0; i < count; ++i) mine[i] = Value(rank, i);
+    ASSERT_TRUE(comm.AllGather(mine, std::span<float>(all))->Wait().ok());
+    for (int r = 0; r < world; ++r) {
+      for (int i = 0; i < count; ++i) ASSERT_EQ(all[static_cast<size_t>(r) * count + i], Value(r, i));
+    }
+
+    // ReduceScatter: this rank's block of the sum, blocks uneven when count % world != 0.
+    const auto [begin, end] = BlockRange(count, world, rank);
+    std::vector<float> block(end - begin);
+    ASSERT_TRUE(comm.ReduceScatter(mine, std::span<float>(block))->Wait().ok());
+    for (int64_t i = begin; i < end; ++i) {
+      float expected = 0;
+      for (int r = 0; r < world; ++r) expected += Value(r, static_cast<int>(i));
+      ASSERT_EQ(block[i - begin], expected) << "element " << i << " on rank " << rank;
+    }
+    ASSERT_TRUE(comm.Barrier()->Wait().ok());
+    EXPECT_EQ(comm.sequence(), 6);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldByCount, GlooCollectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values(0, 1, 7, 100003)));
+
+TEST(GlooCollectives, AsynchronousWorkCompletesInIssueOrder) {
+  CoordinatorServer server;
+  RunRanks(server, "async", 2, [](int rank, Communicator& comm, KvClient&) {
+    std::vector<std::vector<float>> buffers(8, std::vector<float>(50000, static_cast<float>(rank + 1)));
+    std::vector<std::shared_ptr<Work>> work;
+    for (auto& b : buffers) work.push_back(comm.AllReduce(std::span<float>(b), ReduceOp::kSum));
+    for (size_t i = 0; i < work.size(); ++i) {
+      ASSERT_TRUE(work[i]->Wait(absl::Seconds(30)).ok());
+      if (i > 0) EXPECT_GE(work[i]->timing().started, work[i - 1]->timing().finished);
+      for (float v : buffers[i]) ASSERT_EQ(v, 3.0f);
+    }
+  });
+}
+
+TEST(GlooCollectives, Bf16WireHalvesPrecisionNotCorrectness) {
+  CoordinatorServer server;
+  RunRanks(server, "bf16", 2, [](int rank, Communicator& comm, KvClient&) {
+    std::vector<float> data(1000);
+    for (int i = 0; i < 1000; ++i) data[i] = 0.001f * static_cast<float>(i + 1) * (rank + 1);
+    ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum, WireType::kBFloat16)->Wait().ok());
+    for (int i = 0; i < 1000; ++i) {
+      const float exact = 0.003f * static_cast<float>(i + 1);
+      ASSERT_NEAR(data[i], exact, 8e-3 * exact) << i;  // bf16 keeps 8 bits of mantissa
+    }
+  });
+}
+
+TEST(GlooCollectives, MismatchedBufferSizesAreRefused) {
+  CoordinatorServer server;
+  RunRanks(server, "sizes", 1, [](int, Communicator& comm, KvClient&) {
+    std::vector<float> in(10), out(3);
+    EXPECT_EQ(comm.AllGather(in, std::span<float>(out))->Wait().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(comm.ReduceScatter(in, std::span<float>(out))->Wait().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(comm.Broadcast(std::span<float>(out), 5)->Wait().code(), absl::StatusCode::kInvalidArgument);
+  });
+}
+
+TEST(GlooRendezvous, FailsClearlyWhenAPeerNeverArrives) {
+  CoordinatorServer server;
+  auto kv = server.Kv("lonely");
+  GlooOptions opts;
+  opts.timeout = absl::Milliseconds(500);
+  auto comm = ConnectGloo(kv.get(), 0, 2, opts);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(comm.status().message().find("rank 0 of 2"), std::string::npos) << comm.status();
+}
+
+TEST(GlooStore, SurfacesCoordinatorErrorsAsGlooExceptions) {
+  // No server at this address: the store must throw, not hang or crash.
+  auto kv = NewCoordinatorKvClient(v1::CoordinatorService::NewStub(rpc::MakeChannel("127.0.0.1:1")), "j", 1);
+  KvGlooStore store(kv.get(), std::chrono::milliseconds(200));
+  EXPECT_ANY_THROW(store.set("k", {'v'}));
+}
+
+TEST(BlockRange, SplitsUnevenCountsWithTheRemainderFirst) {
+  EXPECT_EQ(BlockRange(10, 3, 0), (std::pair<int64_t, int64_t>{0, 4}));
+  EXPECT_EQ(BlockRange(10, 3, 1), (std::pair<int64_t, int64_t>{4, 7}));
+  EXPECT_EQ(BlockRange(10, 3, 2), (std::pair<int64_t, int64_t>{7, 10}));
+  EXPECT_EQ(BlockRange(2, 3, 2), (std::pair<int64_t, int64_t>{2, 2}));
+}
+
+}  // namespace
+}  // namespace gradsync::comm
