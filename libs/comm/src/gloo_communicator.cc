@@ -12,7 +12,6 @@
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
 #include "gloo/broadcast.h"
-#include "gloo/reduce_scatter.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/tcp/device.h"
@@ -116,23 +115,11 @@ class GlooCommunicator : public Communicator {
     }
     return Submit("reducescatter", [this, in, out, begin = begin](uint32_t tag) {
       if (in.empty()) return;
+      // Gloo's halving-doubling reduce-scatter returns wrong blocks when the block sizes are
+      // uneven or the world size is not a power of two (the collective tests caught both), so
+      // this all-reduces a copy and keeps this rank's block: correct, at all-reduce's cost.
       std::vector<float> scratch(in.begin(), in.end());
-      const bool power_of_two = (size() & (size() - 1)) == 0;
-      if (size() > 1 && !power_of_two) {
-        // Gloo's halving-doubling reduce-scatter returns wrong blocks for world sizes that are
-        // not powers of two (checked by the collective tests), so those all-reduce and keep
-        // their block: correct, at all-reduce's cost.
-        RunAllReduce(scratch.data(), scratch.size(), &SumInto<float>, tag);
-      } else if (size() > 1) {
-        std::vector<int> counts(size());
-        for (int r = 0; r < size(); ++r) {
-          const auto [b, e] = BlockRange(static_cast<int64_t>(in.size()), size(), r);
-          counts[r] = static_cast<int>(e - b);
-        }
-        gloo::ReduceScatterHalvingDoubling<float> algo(context_, {scratch.data()},
-                                                       static_cast<int>(scratch.size()), counts);
-        algo.run();
-      }
+      RunAllReduce(scratch.data(), scratch.size(), &SumInto<float>, tag);
       std::copy(scratch.begin() + begin, scratch.begin() + begin + static_cast<int64_t>(out.size()), out.begin());
     });
   }

@@ -7,8 +7,8 @@
 //
 // Costs with n ranks and a buffer of B bytes (ring algorithms, as Gloo runs them):
 //   AllReduce      2(n-1) steps, 2(n-1)/n x B sent per rank (reduce-scatter + all-gather)
-//   ReduceScatter  log2(n) steps, (n-1)/n x B sent per rank (halving-doubling) when n is a power
-//                  of two; otherwise an all-reduce's cost
+//   ReduceScatter  as AllReduce (an all-reduce that keeps this rank's block: Gloo's own
+//                  reduce-scatter is wrong for uneven blocks); the optimum is (n-1)/n x B
 //   AllGather      n-1 steps, (n-1)/n x B sent per rank (B = the gathered size)
 //   Broadcast      B from the root to each other rank
 //   Barrier        a round of empty messages
