@@ -1,0 +1,30 @@
+// gradsync-bench subcommands. The launcher runs each benchmark's ranks as processes of this
+// binary ("<mode>-rank"); these functions are what one rank does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradsync::bench {
+
+struct BenchArgs {
+  int rank = 0;
+  int ranks = 2;
+  std::string coordinator;
+  // allreduce
+  int64_t min_bytes = 1 << 10;
+  int64_t max_bytes = 64 << 20;
+  int warmup = 5;
+  int iters = 20;
+  bool wire_bf16 = false;
+  // ddp
+  std::string spec_path;
+  std::vector<std::string> overrides;
+  int steps = 30;
+};
+
+int AllReduceRank(const BenchArgs& args);
+int DdpRank(const BenchArgs& args);
+
+}  // namespace gradsync::bench

@@ -1,0 +1,76 @@
+// gradsync-bench: communication and training benchmarks. Ranks run as local processes.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "args.h"
+#include "bench_commands.h"
+#include "launcher.h"
+#include "rank_env.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync-bench allreduce [--backend gloo] [--ranks N] [--min SIZE] [--max SIZE]\n"
+    "                                [--iters N] [--warmup N] [--wire fp32|bf16]\n"
+    "       gradsync-bench ddp [--spec FILE] [--set path=value ...] [--ranks N] [--steps N]\n";
+
+using gradsync::bench::BenchArgs;
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  auto args = gradsync::cli::ParseArgs(mode, rest,
+                                       {{"backend"}, {"ranks"}, {"min"}, {"max"}, {"iters"}, {"warmup"}, {"wire"},
+                                        {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}});
+  if (!args.ok()) return Fail(args.status());
+  BenchArgs b;
+  for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
+                                     std::tuple{"iters", &b.iters, 1, 100000}, std::tuple{"warmup", &b.warmup, 0, 1000},
+                                     std::tuple{"steps", &b.steps, 1, 100000}}) {
+    auto v = args->GetInt(name, *field, lo, hi);
+    if (!v.ok()) return Fail(v.status());
+    *field = *v;
+  }
+  for (auto [name, field] : {std::pair{"min", &b.min_bytes}, std::pair{"max", &b.max_bytes}}) {
+    if (!args->Has(name)) continue;
+    auto v = gradsync::bench::ParseSize(args->Get(name));
+    if (!v.ok()) return Fail(v.status());
+    *field = *v;
+  }
+  const std::string backend = args->Get("backend", "gloo");
+  if (backend != "gloo") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--backend: \"", backend, "\" is not available in this build (gloo is; nccl needs a GPU build)")));
+  }
+  b.wire_bf16 = args->Get("wire", "fp32") == "bf16";
+  b.coordinator = args->Get("coordinator");
+  b.spec_path = args->Get("spec");
+  b.overrides = args->GetAll("set");
+
+  if (mode == "allreduce-rank") return gradsync::bench::AllReduceRank(b);
+  if (mode == "ddp-rank") return gradsync::bench::DdpRank(b);
+  std::vector<std::string> pass = rest;
+  if (mode == "allreduce" || mode == "ddp") {
+    absl::Status s = gradsync::bench::LaunchRanks({mode + "-rank", pass, b.ranks});
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "gradsync-bench: unknown mode \"%s\"\n%s", mode.c_str(), kUsage);
+  return 2;
+}
