@@ -56,7 +56,8 @@ absl::Status LocalCluster::Start() {
       "coordinator",
       {bin + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
        "--endpoints_file=" + endpoints,
-       "--artifact_dir=" + (fs::path(options_.state_dir) / "artifacts").string()});
+       "--artifact_dir=" + (fs::path(options_.state_dir) / "artifacts").string(),
+       "--state_dir=" + (fs::path(options_.state_dir) / "coordinator").string()});
   if (!s.ok()) return s;
 
   const absl::Time deadline = absl::Now() + options_.start_timeout;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,7 +50,29 @@ std::string JobIdFromName(const std::string& name) {
 }
 
 Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store)
-    : options_(std::move(options)), store_(std::move(store)) {}
+    : options_(std::move(options)), store_(std::move(store)) {
+  absl::MutexLock lock(&mu_);
+  RecoverLocked();
+}
+
+void Coordinator::RecoverLocked() {
+  for (v1::Job& job : store_->List("", std::numeric_limits<int>::max())) {
+    JobRuntime& rt = jobs_[job.id()];
+    rt.job = std::move(job);
+    if (IsTerminal(rt.job.state())) continue;
+    if (rt.job.state() == v1::RUNNING || rt.job.state() == v1::RESTARTING) {
+      // Its workers will register again; they cannot resume a generation the coordinator no
+      // longer tracks, so the job starts a new one.
+      rt.job.set_state(v1::RESTARTING);
+      AddEventLocked(&rt, "CoordinatorRestarted",
+                     absl::StrCat("generation ", rt.job.generation(), " abandoned; waiting for ",
+                                  rt.job.spec().training().world_size(), " workers to form the next"));
+      TouchLocked(&rt);
+    }
+    queue_.push_back(rt.job.id());
+  }
+  if (!jobs_.empty()) GS_LOG(INFO) << "recovered " << jobs_.size() << " jobs, " << queue_.size() << " to schedule";
+}
 
 Coordinator::~Coordinator() { Shutdown(); }
 

@@ -103,6 +103,8 @@ class Coordinator {
     std::map<int, v1::ReportResultRequest> results;
   };
 
+  // Loads the store's jobs: pending ones queue again, running ones restart.
+  void RecoverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TouchLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddEventLocked(JobRuntime* rt, const std::string& type, const std::string& message)

@@ -1,4 +1,5 @@
 // gradsync-coordinator: job registry, gang scheduler, rendezvous store and worker leases.
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -12,11 +13,15 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/rpc/server.h"
 #include "grpc_services.h"
+#include "sqlite_job_store.h"
 
 ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_LISTEN", "0.0.0.0:7070"),
           "gRPC listen address host:port; port 0 picks a free port (env GRADSYNC_COORDINATOR_LISTEN)");
 ABSL_FLAG(std::string, artifact_dir, gradsync::EnvOr("GRADSYNC_ARTIFACT_DIR", "/tmp/gradsync/artifacts"),
           "where final weights are written unless a job names its own directory (env GRADSYNC_ARTIFACT_DIR)");
+ABSL_FLAG(std::string, state_dir, gradsync::EnvOr("GRADSYNC_STATE_DIR", ""),
+          "directory of the coordinator's database (jobs survive restarts); empty keeps jobs in memory "
+          "only (env GRADSYNC_STATE_DIR)");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
 ABSL_FLAG(std::string, endpoints_file, "",
@@ -46,8 +51,23 @@ int main(int argc, char** argv) {
   options.artifact_dir = absl::GetFlag(FLAGS_artifact_dir);
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
   options.lease_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_lease_timeout_ms));
-  gradsync::coordinator::Coordinator coordinator(
-      options, std::make_unique<gradsync::coordinator::InMemoryJobStore>());
+  std::unique_ptr<gradsync::coordinator::JobStore> store;
+  const std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (state_dir.empty()) {
+    GS_LOG(WARNING) << "no --state_dir: jobs are kept in memory and lost when the coordinator stops";
+    store = std::make_unique<gradsync::coordinator::InMemoryJobStore>();
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(state_dir, ec);
+    auto sqlite = gradsync::coordinator::SqliteJobStore::Open(state_dir + "/coordinator.db");
+    if (!sqlite.ok()) {
+      GS_LOG(ERROR) << sqlite.status();
+      return 1;
+    }
+    GS_LOG(INFO) << "jobs are kept in " << state_dir << "/coordinator.db";
+    store = *std::move(sqlite);
+  }
+  gradsync::coordinator::Coordinator coordinator(options, std::move(store));
   gradsync::coordinator::JobServiceImpl jobs(&coordinator);
   gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator);
 

@@ -1,0 +1,83 @@
+// kill -9 of the coordinator mid-job: restarted on the same port and state directory, it has the
+// job, the worker registers again by itself, and the job runs to the end in a new generation.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli_harness.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::testing {
+namespace {
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Polls `gradsync get -o json` until `pred` holds on its output or `timeout` passes.
+std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,
+                       const std::function<bool(const std::string&)>& pred) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string last;
+  while (absl::Now() < deadline) {
+    CommandResult r = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+    last = r.out + r.err;
+    if (r.exit_code == 0 && pred(r.out)) return r.out;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  ADD_FAILURE() << "job " << job << " never reached the expected state; last answer:\n" << last;
+  return last;
+}
+
+TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
+  const std::string dir = MakeTempDir();
+  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+  const std::vector<std::string> coordinator = {"gradsync-coordinator", "--listen=" + address,
+                                                "--state_dir=" + dir + "/state",
+                                                "--artifact_dir=" + dir + "/artifacts"};
+  pid_t c = StartBinary(coordinator, dir + "/coordinator-1.log");
+  const pid_t w = StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1",
+                               "--device=cpu"},
+                              dir + "/worker.log");
+
+  ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
+  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
+                                    "--set", "training.worldSize=1", "--set", "training.epochs=20",
+                                    "--set", "training.logEvery=5"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err << ReadFile(dir + "/coordinator-1.log");
+  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  WaitForJob(address, job, absl::Seconds(30), [](const std::string& out) {
+    return out.find("\"RUNNING\"") != std::string::npos && out.find("\"progress\"") != std::string::npos;
+  });
+
+  ::kill(c, SIGKILL);
+  ::waitpid(c, nullptr, 0);
+  c = StartBinary(coordinator, dir + "/coordinator-2.log");
+
+  const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
+    return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
+  });
+  EXPECT_NE(done.find("\"SUCCEEDED\""), std::string::npos) << done << ReadFile(dir + "/worker.log");
+  EXPECT_NE(done.find("CoordinatorRestarted"), std::string::npos) << done;
+  EXPECT_NE(done.find("\"generation\": 2"), std::string::npos) << done;
+
+  ::kill(w, SIGTERM);
+  ::kill(c, SIGTERM);
+  ::waitpid(w, nullptr, 0);
+  ::waitpid(c, nullptr, 0);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
