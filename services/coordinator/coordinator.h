@@ -78,6 +78,16 @@ class Coordinator {
 
   KvStore& kv() { return kv_; }
 
+  // Figures for the coordinator's /metrics, read at scrape time.
+  struct Snapshot {
+    std::map<v1::JobState, int> jobs_by_state;
+    int idle_workers = 0;
+    int assigned_workers = 0;
+    // Per job: generations started after the first (each one a restart).
+    std::map<std::string, int64_t> restarts;
+  };
+  Snapshot TakeSnapshot();
+
  private:
   enum class WorkerState { kIdle, kAssigned };
 

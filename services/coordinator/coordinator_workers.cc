@@ -150,6 +150,19 @@ void Coordinator::CompleteIfAllReportedLocked(JobRuntime* rt) {
                                result.final_loss(), world, result.param_digest()));
 }
 
+Coordinator::Snapshot Coordinator::TakeSnapshot() {
+  absl::MutexLock lock(&mu_);
+  Snapshot s;
+  for (const auto& [id, rt] : jobs_) {
+    ++s.jobs_by_state[rt.job.state()];
+    if (rt.job.generation() > 0) s.restarts[id] = rt.job.generation() - 1;
+  }
+  for (const auto& [id, w] : workers_) {
+    (w.state == WorkerState::kIdle ? s.idle_workers : s.assigned_workers)++;
+  }
+  return s;
+}
+
 void Coordinator::CheckLeases() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = options_.clock();

@@ -8,6 +8,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator.h"
+#include "coordinator_metrics.h"
+#include "prometheus/exposer.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
@@ -22,6 +24,9 @@ ABSL_FLAG(std::string, artifact_dir, gradsync::EnvOr("GRADSYNC_ARTIFACT_DIR", "/
 ABSL_FLAG(std::string, state_dir, gradsync::EnvOr("GRADSYNC_STATE_DIR", ""),
           "directory of the coordinator's database (jobs survive restarts); empty keeps jobs in memory "
           "only (env GRADSYNC_STATE_DIR)");
+ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_METRICS_LISTEN", "0.0.0.0:9465"),
+          "Prometheus /metrics address host:port; port 0 picks a free port; empty disables "
+          "(env GRADSYNC_COORDINATOR_METRICS_LISTEN)");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
 ABSL_FLAG(std::string, endpoints_file, "",
@@ -29,11 +34,13 @@ ABSL_FLAG(std::string, endpoints_file, "",
 
 namespace {
 
-bool WriteEndpoints(const std::string& path, int port) {
+bool WriteEndpoints(const std::string& path, int port, int metrics_port) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
-    out << "{\"grpc\": \"127.0.0.1:" << port << "\"}\n";
+    out << "{\"grpc\": \"127.0.0.1:" << port << "\"";
+    if (metrics_port > 0) out << ", \"metrics\": \"127.0.0.1:" << metrics_port << "\"";
+    out << "}\n";
     if (!out) return false;
   }
   return std::rename(tmp.c_str(), path.c_str()) == 0;
@@ -77,9 +84,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   coordinator.Start();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  int metrics_port = 0;
+  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(listen, 2);
+    } catch (const std::exception& e) {  // civetweb reports a failed bind by throwing
+      GS_LOG(ERROR) << "cannot serve /metrics on " << listen << ": " << e.what();
+      return 1;
+    }
+    exposer->RegisterCollectable(std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator));
+    metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts().front();
+    GS_LOG(INFO) << "serving /metrics on port " << metrics_port;
+  }
   GS_LOG(INFO) << "serving gRPC on port " << (*server)->port() << " (JobService, CoordinatorService, health, reflection)";
   const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
-  if (!endpoints.empty() && !WriteEndpoints(endpoints, (*server)->port())) {
+  if (!endpoints.empty() && !WriteEndpoints(endpoints, (*server)->port(), metrics_port)) {
     GS_LOG(ERROR) << "cannot write " << endpoints;
     return 1;
   }
@@ -88,5 +108,6 @@ int main(int argc, char** argv) {
   GS_LOG(INFO) << "shutting down";
   coordinator.Shutdown();
   (*server)->Shutdown(absl::Seconds(2));
+  exposer.reset();
   return 0;
 }

@@ -1,0 +1,25 @@
+// The coordinator's Prometheus metrics, computed from its state at scrape time:
+//   gradsync_jobs{state}                       gauge: jobs in each state
+//   gradsync_workers{state="idle"|"assigned"}  gauge: registered workers
+//   gradsync_job_restarts_total{training_job}  counter: generations after a job's first
+#pragma once
+
+#include <vector>
+
+#include "coordinator.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace gradsync::coordinator {
+
+class CoordinatorMetrics : public prometheus::Collectable {
+ public:
+  // `coordinator` must outlive this collectable.
+  explicit CoordinatorMetrics(Coordinator* coordinator) : coordinator_(coordinator) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  Coordinator* coordinator_;
+};
+
+}  // namespace gradsync::coordinator
