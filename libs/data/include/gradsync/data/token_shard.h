@@ -1,0 +1,36 @@
+// Token shards in llm.c's .bin format, so data prepared by llm.c's scripts loads as is:
+//   header: 256 x int32, [0] = 20240520 (magic), [1] = 1 (version), [2] = token count
+//   body:   token count x uint16
+// And the byte-level tokenizer: one token per byte of UTF-8 text (vocabulary 256).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync::data {
+
+inline constexpr int32_t kShardMagic = 20240520;
+inline constexpr int32_t kShardVersion = 1;
+inline constexpr int kShardHeaderInts = 256;
+inline constexpr int kByteVocab = 256;
+
+// Reads a whole shard. Every error is INVALID_ARGUMENT (NOT_FOUND when unreadable) and names the
+// file and the problem: wrong magic, unsupported version, truncated (fewer tokens than the header
+// says), trailing bytes, no tokens, or a token >= `vocab_size` (with its position).
+absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int vocab_size);
+
+// Writes a shard atomically (temporary file, fsync, rename).
+absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens);
+
+// The bytes of a text file as tokens. INVALID_ARGUMENT naming the file if it is empty.
+absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path);
+
+// Expands each path (a file, or a glob such as "data/train_*.bin") in order; INVALID_ARGUMENT
+// naming a pattern that matches nothing.
+absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& patterns);
+
+}  // namespace gradsync::data

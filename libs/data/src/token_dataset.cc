@@ -1,0 +1,56 @@
+#include "gradsync/data/token_dataset.h"
+
+#include "absl/strings/str_cat.h"
+#include "gradsync/data/token_shard.h"
+
+namespace gradsync::data {
+
+absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vector<std::string>& patterns,
+                                                                 bool shards, int seq_len, int vocab_size) {
+  if (seq_len <= 0) return absl::InvalidArgumentError(absl::StrCat("sequence length must be positive, got ", seq_len));
+  if (!shards && vocab_size != kByteVocab) {
+    return absl::InvalidArgumentError(absl::StrCat("data.text: text is tokenised bytewise (vocabulary 256); ",
+                                                   "the model's vocabulary is ", vocab_size));
+  }
+  auto paths = ExpandPaths(patterns);
+  if (!paths.ok()) return paths.status();
+  auto ds = std::unique_ptr<TokenDataset>(new TokenDataset());
+  ds->seq_len_ = seq_len;
+  for (const std::string& path : *paths) {
+    auto tokens = shards ? ReadShard(path, vocab_size) : ReadTextTokens(path);
+    if (!tokens.ok()) return tokens.status();
+    const int64_t windows = (static_cast<int64_t>(tokens->size()) - 1) / seq_len;
+    if (windows <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokens->size(), " tokens cannot fill one sample of ",
+                                                     seq_len + 1, " tokens"));
+    }
+    const int file = static_cast<int>(ds->files_.size());
+    for (int64_t w = 0; w < windows; ++w) ds->windows_.push_back({file, w * seq_len});
+    ds->files_.push_back(*std::move(tokens));
+  }
+  return ds;
+}
+
+int64_t TokenDataset::total_tokens() const {
+  int64_t n = 0;
+  for (const auto& f : files_) n += static_cast<int64_t>(f.size());
+  return n;
+}
+
+void TokenDataset::Fill(std::span<const int64_t> indices, nn::Batch* out) const {
+  out->size = static_cast<int64_t>(indices.size());
+  out->feature_dim = 0;
+  out->features.clear();
+  out->tokens.resize(indices.size() * seq_len_);
+  out->targets.resize(indices.size() * seq_len_);
+  for (size_t b = 0; b < indices.size(); ++b) {
+    const Window& w = windows_[indices[b]];
+    const uint16_t* src = files_[w.file].data() + w.start;
+    for (int t = 0; t < seq_len_; ++t) {
+      out->tokens[b * seq_len_ + t] = src[t];
+      out->targets[b * seq_len_ + t] = src[t + 1];
+    }
+  }
+}
+
+}  // namespace gradsync::data

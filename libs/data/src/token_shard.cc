@@ -1,0 +1,121 @@
+#include "gradsync/data/token_shard.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync::data {
+namespace {
+
+absl::StatusOr<std::string> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int vocab_size) {
+  auto bytes = ReadAll(path);
+  if (!bytes.ok()) return bytes.status();
+  constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
+  if (bytes->size() < kHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": truncated header (", bytes->size(), " bytes, need ",
+                                                   kHeaderBytes, ")"));
+  }
+  int32_t header[3];
+  std::memcpy(header, bytes->data(), sizeof(header));
+  if (header[0] != kShardMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a token shard (magic ", header[0], ", expected ",
+                                                   kShardMagic, ")"));
+  }
+  if (header[1] != kShardVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported shard version ", header[1]));
+  }
+  const int64_t count = header[2];
+  const int64_t body = static_cast<int64_t>(bytes->size() - kHeaderBytes);
+  if (count <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": shard holds no tokens"));
+  if (body < count * 2) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": truncated: header says ", count, " tokens, file holds ",
+                                                   body / 2));
+  }
+  if (body > count * 2) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", body - count * 2, " bytes after the ", count,
+                                                   " tokens the header announces"));
+  }
+  std::vector<uint16_t> tokens(count);
+  std::memcpy(tokens.data(), bytes->data() + kHeaderBytes, count * sizeof(uint16_t));
+  for (int64_t i = 0; i < count; ++i) {
+    if (tokens[i] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": token ", tokens[i], " at position ", i,
+                                                     " is outside the vocabulary of ", vocab_size));
+    }
+  }
+  return tokens;
+}
+
+absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens) {
+  std::vector<int32_t> header(kShardHeaderInts, 0);
+  header[0] = kShardMagic;
+  header[1] = kShardVersion;
+  header[2] = static_cast<int32_t>(tokens.size());
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  auto write_all = [fd](const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t w = ::write(fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  };
+  const bool ok = write_all(header.data(), header.size() * sizeof(int32_t)) &&
+                  write_all(tokens.data(), tokens.size_bytes()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path) {
+  auto bytes = ReadAll(path);
+  if (!bytes.ok()) return bytes.status();
+  if (bytes->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
+  std::vector<uint16_t> tokens(bytes->size());
+  for (size_t i = 0; i < bytes->size(); ++i) tokens[i] = static_cast<unsigned char>((*bytes)[i]);
+  return tokens;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& patterns) {
+  std::vector<std::string> out;
+  for (const std::string& pattern : patterns) {
+    glob_t g{};
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+      ::globfree(&g);
+      return absl::InvalidArgumentError(absl::StrCat("\"", pattern, "\" matches no file"));
+    }
+    if (rc != 0) {
+      ::globfree(&g);
+      return absl::InvalidArgumentError(absl::StrCat("\"", pattern, "\": cannot list: ", std::strerror(errno)));
+    }
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    ::globfree(&g);
+  }
+  return out;
+}
+
+}  // namespace gradsync::data

@@ -1,0 +1,110 @@
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gradsync/data/token_dataset.h"
+#include "gradsync/data/token_shard.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::data {
+namespace {
+
+class TokenDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("tokens-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  void WriteBytes(const std::string& name, const std::string& bytes) const {
+    std::ofstream(Path(name), std::ios::binary) << bytes;
+  }
+  std::string Header(int32_t magic, int32_t version, int32_t count) const {
+    std::vector<int32_t> h(kShardHeaderInts, 0);
+    h[0] = magic;
+    h[1] = version;
+    h[2] = count;
+    return std::string(reinterpret_cast<const char*>(h.data()), h.size() * sizeof(int32_t));
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TokenDataTest, ShardsRoundTripInLlmcFormat) {
+  const std::vector<uint16_t> tokens = {1, 2, 3, 50256, 7};
+  ASSERT_TRUE(WriteShard(Path("a.bin"), tokens).ok());
+  EXPECT_EQ(std::filesystem::file_size(Path("a.bin")), 256 * 4 + 5 * 2);
+  auto back = ReadShard(Path("a.bin"), 50257);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, tokens);
+}
+
+TEST_F(TokenDataTest, BadShardsAreRefusedNamingFileAndProblem) {
+  const std::string body(10, '\1');
+  WriteBytes("magic.bin", Header(123, 1, 5) + body);
+  WriteBytes("version.bin", Header(kShardMagic, 7, 5) + body);
+  WriteBytes("short.bin", Header(kShardMagic, 1, 50) + body);
+  WriteBytes("long.bin", Header(kShardMagic, 1, 2) + body);
+  WriteBytes("empty.bin", Header(kShardMagic, 1, 0));
+  WriteBytes("header.bin", "tiny");
+  ASSERT_TRUE(WriteShard(Path("vocab.bin"), std::vector<uint16_t>{1, 2, 300, 4}).ok());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"magic.bin", "not a token shard (magic 123"}, {"version.bin", "unsupported shard version 7"},
+      {"short.bin", "truncated: header says 50 tokens, file holds 5"},
+      {"long.bin", "6 bytes after the 2 tokens"}, {"empty.bin", "holds no tokens"},
+      {"header.bin", "truncated header"}, {"vocab.bin", "token 300 at position 2 is outside the vocabulary of 256"}};
+  for (const auto& [file, problem] : cases) {
+    auto r = ReadShard(Path(file), 256);
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << file;
+    EXPECT_NE(r.status().message().find(Path(file)), std::string::npos) << r.status();
+    EXPECT_NE(r.status().message().find(problem), std::string::npos) << r.status();
+  }
+  EXPECT_EQ(ReadShard(Path("missing.bin"), 256).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TokenDataTest, TextWindowsPredictTheNextByte) {
+  WriteBytes("a.txt", "abcdefghij");  // 10 bytes, seq 3: windows at 0, 3, 6 (the last needs 7..9)
+  auto ds = TokenDataset::Load({Path("a.txt")}, /*shards=*/false, 3, 256);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ((*ds)->size(), 3);
+  nn::Batch b;
+  const std::vector<int64_t> idx = {2, 0};
+  (*ds)->Fill(idx, &b);
+  EXPECT_EQ(b.size, 2);
+  EXPECT_EQ(b.tokens, (std::vector<int32_t>{'g', 'h', 'i', 'a', 'b', 'c'}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{'h', 'i', 'j', 'b', 'c', 'd'}));
+}
+
+TEST_F(TokenDataTest, WindowsNeverCrossFilesAndGlobsExpandInOrder) {
+  ASSERT_TRUE(WriteShard(Path("train_000.bin"), std::vector<uint16_t>{1, 2, 3, 4, 5}).ok());
+  ASSERT_TRUE(WriteShard(Path("train_001.bin"), std::vector<uint16_t>{9, 8, 7}).ok());
+  auto ds = TokenDataset::Load({Path("train_*.bin")}, /*shards=*/true, 2, 256);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ((*ds)->size(), 3);  // two from the first file, one from the second
+  EXPECT_EQ((*ds)->total_tokens(), 8);
+  nn::Batch b;
+  const std::vector<int64_t> idx = {2};
+  (*ds)->Fill(idx, &b);
+  EXPECT_EQ(b.tokens, (std::vector<int32_t>{9, 8}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{8, 7}));
+}
+
+TEST_F(TokenDataTest, DataTooSmallOrMissingFailsAtLoad) {
+  WriteBytes("tiny.txt", "ab");
+  WriteBytes("empty.txt", "");
+  auto tiny = TokenDataset::Load({Path("tiny.txt")}, false, 8, 256);
+  EXPECT_NE(tiny.status().message().find("cannot fill one sample of 9 tokens"), std::string::npos) << tiny.status();
+  auto empty = TokenDataset::Load({Path("empty.txt")}, false, 8, 256);
+  EXPECT_NE(empty.status().message().find("empty file"), std::string::npos) << empty.status();
+  auto none = TokenDataset::Load({Path("nothing_*.bin")}, true, 8, 256);
+  EXPECT_NE(none.status().message().find("matches no file"), std::string::npos) << none.status();
+  auto vocab = TokenDataset::Load({Path("tiny.txt")}, false, 1, 512);
+  EXPECT_NE(vocab.status().message().find("bytewise"), std::string::npos) << vocab.status();
+}
+
+}  // namespace
+}  // namespace gradsync::data
