@@ -14,15 +14,17 @@
 namespace gradsync::cli {
 namespace {
 
-const std::vector<OptionSpec> kCommon = {{"address"}, {"output", true, 'o'}};
+const std::vector<OptionSpec> kCommon = {{"address"}, {"token"}, {"output", true, 'o'}};
 
 std::vector<OptionSpec> With(std::vector<OptionSpec> extra) {
   extra.insert(extra.end(), kCommon.begin(), kCommon.end());
   return extra;
 }
 
-std::string Address(const Args& args) {
-  return args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070"));
+// A client of the coordinator named by --address / GRADSYNC_ADDRESS, with --token / GRADSYNC_TOKEN.
+JobClient Client(const Args& args) {
+  return JobClient(args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070")),
+                   args.Get("token", EnvOr("GRADSYNC_TOKEN", "")));
 }
 
 int Fail(const absl::Status& s) {
@@ -66,7 +68,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status());
   auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), 0);
   if (!spec.ok()) return Fail(spec.status());
-  JobClient client(Address(*args));
+  JobClient client = Client(*args);
   auto job = client.Create(*spec);
   if (!job.ok()) return Fail(job.status());
   const bool json = args->Get("output") == "json";
@@ -81,7 +83,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
 int GetCommand(const std::vector<std::string>& argv) {
   auto args = Parse("get", argv, With({}), 1, "gradsync get JOB [-o json] [--address HOST:PORT]");
   if (!args.ok()) return Fail(args.status());
-  JobClient client(Address(*args));
+  JobClient client = Client(*args);
   auto job = client.Get(args->positional[0]);
   if (!job.ok()) return Fail(job.status());
   if (args->Get("output") == "json") {
@@ -100,7 +102,7 @@ int ListCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status());
   auto page_size = args->GetInt("page-size", 100, 1, 1000);
   if (!page_size.ok()) return Fail(page_size.status());
-  JobClient client(Address(*args));
+  JobClient client = Client(*args);
   v1::ListJobsResponse all;
   std::string token;
   do {
@@ -122,7 +124,7 @@ int ListCommand(const std::vector<std::string>& argv) {
 int CancelCommand(const std::vector<std::string>& argv) {
   auto args = Parse("cancel", argv, With({}), 1, "gradsync cancel JOB [--address HOST:PORT]");
   if (!args.ok()) return Fail(args.status());
-  JobClient client(Address(*args));
+  JobClient client = Client(*args);
   auto job = client.Cancel(args->positional[0]);
   if (!job.ok()) return Fail(job.status());
   std::printf("%s %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str());
@@ -132,7 +134,7 @@ int CancelCommand(const std::vector<std::string>& argv) {
 int WatchCommand(const std::vector<std::string>& argv) {
   auto args = Parse("watch", argv, With({}), 1, "gradsync watch JOB [-o json] [--address HOST:PORT]");
   if (!args.ok()) return Fail(args.status());
-  JobClient client(Address(*args));
+  JobClient client = Client(*args);
   return WatchToEnd(client, args->positional[0], args->Get("output") == "json");
 }
 

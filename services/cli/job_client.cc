@@ -30,14 +30,19 @@ absl::Status Annotate(const grpc::Status& s, const std::string& address) {
 
 bool IsTerminal(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
 
-JobClient::JobClient(const std::string& address)
-    : address_(address), stub_(v1::JobService::NewStub(rpc::MakeChannel(address))) {}
+JobClient::JobClient(const std::string& address, std::string token)
+    : address_(address), token_(std::move(token)), stub_(v1::JobService::NewStub(rpc::MakeChannel(address))) {}
+
+void JobClient::Prepare(grpc::ClientContext* ctx, bool deadline) const {
+  if (deadline) SetDeadline(ctx);
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+}
 
 template <typename Request, typename Response>
 absl::StatusOr<Response> JobClient::Call(UnaryMethod<Request, Response> method, const Request& request) {
   Response response;
   grpc::ClientContext ctx;
-  SetDeadline(&ctx);
+  Prepare(&ctx, true);
   grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
   if (!s.ok()) return Annotate(s, address_);
   return response;
@@ -74,6 +79,7 @@ absl::StatusOr<v1::Job> JobClient::Watch(const std::string& name,
   v1::Job last;
   for (int failures = 0;;) {
     grpc::ClientContext ctx;
+    Prepare(&ctx, false);
     std::atomic<bool> done{false};
     // Cancels the stream when the caller asks to stop (e.g. Ctrl-C).
     std::thread canceller([&] {
@@ -96,6 +102,7 @@ absl::StatusOr<v1::Job> JobClient::Watch(const std::string& name,
     if (IsTerminal(last.state())) return last;
     if (s.ok()) continue;
     if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
         ++failures > 30) {
       return Annotate(s, address_);
     }

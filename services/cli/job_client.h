@@ -13,7 +13,8 @@ namespace gradsync::cli {
 
 class JobClient {
  public:
-  explicit JobClient(const std::string& address);
+  // `token`, when not empty, is sent as "authorization: Bearer <token>" with every call.
+  explicit JobClient(const std::string& address, std::string token = "");
 
   absl::StatusOr<v1::Job> Create(const v1::JobSpec& spec);
   absl::StatusOr<v1::Job> Get(const std::string& name);
@@ -36,7 +37,10 @@ class JobClient {
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request);
 
+  void Prepare(grpc::ClientContext* ctx, bool deadline) const;
+
   std::string address_;
+  std::string token_;
   std::unique_ptr<v1::JobService::Stub> stub_;
 };
 

@@ -55,7 +55,7 @@ absl::Status LocalCluster::Start() {
   absl::Status s = StartChild(
       "coordinator",
       {bin + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
-       "--metrics_listen=127.0.0.1:0",
+       "--metrics_listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0",
        "--endpoints_file=" + endpoints,
        "--artifact_dir=" + (fs::path(options_.state_dir) / "artifacts").string(),
        "--state_dir=" + (fs::path(options_.state_dir) / "coordinator").string()});

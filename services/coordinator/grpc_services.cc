@@ -33,25 +33,38 @@ absl::Duration KvTimeout(int64_t ms) { return absl::Milliseconds(std::clamp<int6
 
 }  // namespace
 
-grpc::Status JobServiceImpl::CreateJob(grpc::ServerContext*, const v1::CreateJobRequest* req, v1::Job* out) {
+grpc::Status JobServiceImpl::Authorize(grpc::ServerContext* ctx) const {
+  if (!auth_.enabled()) return grpc::Status::OK;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  const std::string value = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+  return ToGrpc(auth_.Check(value));
+}
+
+grpc::Status JobServiceImpl::CreateJob(grpc::ServerContext* ctx, const v1::CreateJobRequest* req, v1::Job* out) {
+  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
   return Unwrap(c_->CreateJob(req->spec()), out);
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* out) {
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) {
+  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
   return Unwrap(c_->GetJob(req->name()), out);
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* out) {
+  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
   return Unwrap(c_->ListJobs(req->page_size(), req->page_token()), out);
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* out) {
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) {
+  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
   return Unwrap(c_->CancelJob(req->name()), out);
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::Job>* writer) {
+  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
   int64_t seen = 0;
   while (!ctx->IsCancelled()) {
     auto change = c_->WaitJobChange(req->name(), seen, seen == 0 ? absl::ZeroDuration() : kWaitSlice);

@@ -1,6 +1,7 @@
 // The coordinator's gRPC handlers. They only translate between the wire and Coordinator.
 #pragma once
 
+#include "auth.h"
 #include "coordinator.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 #include "gradsync/v1/job.grpc.pb.h"
@@ -9,7 +10,9 @@ namespace gradsync::coordinator {
 
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  explicit JobServiceImpl(Coordinator* coordinator) : c_(coordinator) {}
+  // Calls must carry `auth`'s bearer token in the "authorization" metadata when it has one.
+  explicit JobServiceImpl(Coordinator* coordinator, TokenAuth auth = TokenAuth())
+      : c_(coordinator), auth_(std::move(auth)) {}
 
   grpc::Status CreateJob(grpc::ServerContext*, const v1::CreateJobRequest*, v1::Job*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::Job*) override;
@@ -20,7 +23,10 @@ class JobServiceImpl final : public v1::JobService::Service {
                         grpc::ServerWriter<v1::Job>*) override;
 
  private:
+  grpc::Status Authorize(grpc::ServerContext* ctx) const;
+
   Coordinator* c_;
+  TokenAuth auth_;
 };
 
 class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {

@@ -15,6 +15,7 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/rpc/server.h"
 #include "grpc_services.h"
+#include "rest_gateway.h"
 #include "sqlite_job_store.h"
 
 ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_LISTEN", "0.0.0.0:7070"),
@@ -27,6 +28,12 @@ ABSL_FLAG(std::string, state_dir, gradsync::EnvOr("GRADSYNC_STATE_DIR", ""),
 ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_METRICS_LISTEN", "0.0.0.0:9465"),
           "Prometheus /metrics address host:port; port 0 picks a free port; empty disables "
           "(env GRADSYNC_COORDINATOR_METRICS_LISTEN)");
+ABSL_FLAG(std::string, rest_listen, gradsync::EnvOr("GRADSYNC_REST_LISTEN", "0.0.0.0:8080"),
+          "REST API address host:port; port 0 picks a free port; empty disables (env GRADSYNC_REST_LISTEN)");
+ABSL_FLAG(std::string, auth_token_file, gradsync::EnvOr("GRADSYNC_AUTH_TOKEN_FILE", ""),
+          "file holding the bearer token the job APIs (REST and gRPC) require; empty: no token "
+          "(env GRADSYNC_AUTH_TOKEN_FILE)");
+ABSL_FLAG(int64_t, max_body_bytes, 1 << 20, "largest REST request body accepted (413 above)");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
 ABSL_FLAG(std::string, endpoints_file, "",
@@ -34,12 +41,13 @@ ABSL_FLAG(std::string, endpoints_file, "",
 
 namespace {
 
-bool WriteEndpoints(const std::string& path, int port, int metrics_port) {
+bool WriteEndpoints(const std::string& path, int port, int metrics_port, int rest_port) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
     out << "{\"grpc\": \"127.0.0.1:" << port << "\"";
     if (metrics_port > 0) out << ", \"metrics\": \"127.0.0.1:" << metrics_port << "\"";
+    if (rest_port > 0) out << ", \"rest\": \"127.0.0.1:" << rest_port << "\"";
     out << "}\n";
     if (!out) return false;
   }
@@ -75,7 +83,17 @@ int main(int argc, char** argv) {
     store = *std::move(sqlite);
   }
   gradsync::coordinator::Coordinator coordinator(options, std::move(store));
-  gradsync::coordinator::JobServiceImpl jobs(&coordinator);
+  gradsync::coordinator::TokenAuth auth;
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file); !path.empty()) {
+    auto loaded = gradsync::coordinator::TokenAuth::FromFile(path);
+    if (!loaded.ok()) {
+      GS_LOG(ERROR) << loaded.status();
+      return 1;
+    }
+    auth = *std::move(loaded);
+    GS_LOG(INFO) << "job APIs require a bearer token (from " << path << ")";
+  }
+  gradsync::coordinator::JobServiceImpl jobs(&coordinator, auth);
   gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator);
 
   auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers});
@@ -98,8 +116,22 @@ int main(int argc, char** argv) {
     GS_LOG(INFO) << "serving /metrics on port " << metrics_port;
   }
   GS_LOG(INFO) << "serving gRPC on port " << (*server)->port() << " (JobService, CoordinatorService, health, reflection)";
+  std::unique_ptr<gradsync::coordinator::RestGateway> rest;
+  if (const std::string listen = absl::GetFlag(FLAGS_rest_listen); !listen.empty()) {
+    gradsync::coordinator::RestOptions rest_options;
+    rest_options.listen = listen;
+    rest_options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
+    rest_options.auth = auth;
+    auto gateway = gradsync::coordinator::RestGateway::Start(&coordinator, rest_options);
+    if (!gateway.ok()) {
+      GS_LOG(ERROR) << gateway.status();
+      return 1;
+    }
+    rest = *std::move(gateway);
+    GS_LOG(INFO) << "serving REST on port " << rest->port();
+  }
   const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
-  if (!endpoints.empty() && !WriteEndpoints(endpoints, (*server)->port(), metrics_port)) {
+  if (!endpoints.empty() && !WriteEndpoints(endpoints, (*server)->port(), metrics_port, rest ? rest->port() : 0)) {
     GS_LOG(ERROR) << "cannot write " << endpoints;
     return 1;
   }
@@ -107,6 +139,7 @@ int main(int argc, char** argv) {
   gradsync::WaitForShutdown();
   GS_LOG(INFO) << "shutting down";
   coordinator.Shutdown();
+  rest.reset();
   (*server)->Shutdown(absl::Seconds(2));
   exposer.reset();
   return 0;

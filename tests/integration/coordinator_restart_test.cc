@@ -46,6 +46,7 @@ TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
   const std::vector<std::string> coordinator = {"gradsync-coordinator", "--listen=" + address,
                                                 "--state_dir=" + dir + "/state", "--metrics_listen=127.0.0.1:0",
+                                                "--rest_listen=127.0.0.1:0",
                                                 "--artifact_dir=" + dir + "/artifacts"};
   pid_t c = StartBinary(coordinator, dir + "/coordinator-1.log");
   const pid_t w = StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1",
