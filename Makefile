@@ -11,6 +11,8 @@ all: build
 
 deps:
 	@bash scripts/install-deps.sh
+	@sh scripts/fetch-prometheus.sh $(BUILD_DIR)/third_party/prometheus > /dev/null \
+	  || echo "promtool unavailable: the monitoring checks will skip"
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \

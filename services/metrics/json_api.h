@@ -1,0 +1,52 @@
+// The JSON API of gradsync-metrics, served by a small civetweb server of its own (prometheus-cpp's
+// Exposer offers no way to add handlers beside /metrics):
+//
+//   GET /v1/jobs                      -> gradsync.v1.JobList
+//   GET /v1/jobs/{job}/series?limit=N -> gradsync.v1.JobSeries, the last N reduced steps (all
+//                                        kept when N is absent or 0)
+//
+// Bodies are the protobuf JSON mapping (lowerCamelCase names, int64 as strings, zero values
+// printed). Errors are {"code": <google.rpc.Code>, "message": "..."} with HTTP 400, 404 or 405.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "metrics_collector.h"
+
+class CivetServer;
+
+namespace gradsync::metrics {
+
+struct HttpReply {
+  int status = 200;
+  std::string body;  // JSON
+};
+
+// The routing and encoding of one GET, without a server. `path` is URL-decoded; `limit` is the
+// raw value of the limit query parameter ("" when absent).
+HttpReply HandleApiGet(const MetricsCollector& collector, std::string_view path, std::string_view limit);
+
+class JsonApi {
+ public:
+  // Serves the API on `address` ("ip:port"; port 0 picks a free one) until destroyed.
+  // `collector` must outlive it. UNAVAILABLE when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<JsonApi>> Start(const std::string& address,
+                                                        const MetricsCollector* collector);
+  ~JsonApi();
+
+  int port() const { return port_; }
+
+ private:
+  class Handler;
+
+  JsonApi() = default;
+
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<CivetServer> server_;  // destroyed first: it stops calling handler_
+  int port_ = 0;
+};
+
+}  // namespace gradsync::metrics

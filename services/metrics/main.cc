@@ -1,0 +1,82 @@
+// gradsync-metrics: reduces workers' step reports across ranks and publishes them to Prometheus
+// (/metrics) and as JSON series.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "gradsync/core/env.h"
+#include "gradsync/core/log.h"
+#include "gradsync/core/shutdown.h"
+#include "metrics_server.h"
+
+ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_METRICS_LISTEN", "0.0.0.0:7071"),
+          "gRPC listen address host:port; port 0 picks a free port (env GRADSYNC_METRICS_LISTEN)");
+ABSL_FLAG(std::string, http_listen, gradsync::EnvOr("GRADSYNC_METRICS_HTTP_LISTEN", "0.0.0.0:9464"),
+          "Prometheus /metrics listen address ip:port; port 0 picks a free port "
+          "(env GRADSYNC_METRICS_HTTP_LISTEN)");
+ABSL_FLAG(std::string, api_listen, gradsync::EnvOr("GRADSYNC_METRICS_API_LISTEN", "0.0.0.0:9466"),
+          "JSON API (/v1/jobs/{job}/series) listen address ip:port; port 0 picks a free port "
+          "(env GRADSYNC_METRICS_API_LISTEN)");
+ABSL_FLAG(int64_t, step_timeout_ms, 30000,
+          "a step still missing ranks this long after its first report is published as partial");
+ABSL_FLAG(double, straggler_factor, 1.5,
+          "a rank whose step time exceeds the step's median by this factor is flagged as a straggler");
+ABSL_FLAG(int64_t, series_capacity, 2000, "reduced steps kept per job for the JSON series");
+ABSL_FLAG(int64_t, job_idle_ttl_s, 3600, "a job without reports for this long is forgotten");
+ABSL_FLAG(std::string, endpoints_file, "",
+          "if set, write {\"grpc\": ..., \"http\": ..., \"api\": ...} (127.0.0.1:port each) here once "
+          "serving (for callers that asked for port 0)");
+
+namespace {
+
+bool WriteEndpoints(const std::string& path, const gradsync::metrics::MetricsServer& server) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\"grpc\": \"127.0.0.1:" << server.grpc_port() << "\", \"http\": \"127.0.0.1:"
+        << server.http_port() << "\", \"api\": \"127.0.0.1:" << server.api_port() << "\"}\n";
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "gradsync metrics service: gradsync-metrics [--listen host:port] [--http_listen ip:port]");
+  absl::ParseCommandLine(argc, argv);
+  gradsync::SetLogComponent("metrics");
+  gradsync::InstallShutdownHandlers();
+
+  gradsync::metrics::MetricsServerOptions options;
+  options.grpc_listen = absl::GetFlag(FLAGS_listen);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.api_listen = absl::GetFlag(FLAGS_api_listen);
+  options.reducer.step_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_step_timeout_ms));
+  options.reducer.straggler_factor = absl::GetFlag(FLAGS_straggler_factor);
+  options.reducer.series_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_series_capacity));
+  options.reducer.job_idle_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_idle_ttl_s));
+
+  auto server = gradsync::metrics::MetricsServer::Start(options);
+  if (!server.ok()) {
+    GS_LOG(ERROR) << server.status();
+    return 1;
+  }
+  GS_LOG(INFO) << "serving gRPC on port " << (*server)->grpc_port()
+               << " (MetricsService, health, reflection), /metrics on port " << (*server)->http_port()
+               << ", JSON API on port " << (*server)->api_port();
+  const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
+  if (!endpoints.empty() && !WriteEndpoints(endpoints, **server)) {
+    GS_LOG(ERROR) << "cannot write " << endpoints;
+    return 1;
+  }
+
+  gradsync::WaitForShutdown();
+  GS_LOG(INFO) << "shutting down";
+  (*server)->Shutdown(absl::Seconds(2));
+  return 0;
+}

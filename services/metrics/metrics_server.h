@@ -1,0 +1,70 @@
+// gradsync-metrics assembled: the collector behind MetricsService (gRPC, with health and
+// reflection), Prometheus exposition at /metrics, and the JSON API. main() and in-process tests
+// start it the same way.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gradsync/rpc/server.h"
+#include "gradsync/telemetry/step_reducer.h"
+#include "grpc_service.h"
+#include "json_api.h"
+#include "metrics_collector.h"
+#include "training_metrics.h"
+
+namespace prometheus {
+class Exposer;
+}  // namespace prometheus
+
+namespace gradsync::metrics {
+
+struct MetricsServerOptions {
+  // Listening addresses; port 0 picks a free port (see the *_port() accessors).
+  std::string grpc_listen = "0.0.0.0:7071";
+  std::string http_listen = "0.0.0.0:9464";  // Prometheus /metrics
+  std::string api_listen = "0.0.0.0:9466";   // JSON API
+  telemetry::StepReducerOptions reducer;
+  // How often timed-out steps are published and idle jobs forgotten.
+  absl::Duration tick_interval = absl::Seconds(1);
+};
+
+class MetricsServer {
+ public:
+  // Starts everything or nothing: UNAVAILABLE naming the address that could not be bound.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(MetricsServerOptions options);
+  // Shutdown(absl::ZeroDuration()).
+  ~MetricsServer();
+
+  int grpc_port() const { return grpc_->port(); }
+  int http_port() const { return http_port_; }
+  int api_port() const { return api_port_; }
+  MetricsCollector& collector() { return collector_; }
+
+  // Marks gRPC NOT_SERVING, gives open report streams until `grace` to end, then stops the
+  // ticker and both HTTP servers. Idempotent; not concurrently with itself.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  explicit MetricsServer(const MetricsServerOptions& options);
+
+  void RunTicker(absl::Duration interval);
+
+  TrainingMetrics metrics_;
+  MetricsCollector collector_;
+  MetricsServiceImpl service_;
+  std::unique_ptr<rpc::RunningServer> grpc_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int http_port_ = 0;
+  std::unique_ptr<JsonApi> api_;
+  int api_port_ = 0;
+  absl::Notification stop_ticker_;
+  std::thread ticker_;
+  bool shut_down_ = false;
+};
+
+}  // namespace gradsync::metrics

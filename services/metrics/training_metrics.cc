@@ -1,0 +1,208 @@
+#include "training_metrics.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/labels.h"
+
+namespace gradsync::metrics {
+namespace {
+
+// Steps of small CPU models take milliseconds, large GPU models tens of seconds.
+const prometheus::Histogram::BucketBoundaries kStepBuckets = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// All-reduce time per step: from sub-millisecond loopback up to a stalled network.
+const prometheus::Histogram::BucketBoundaries kCommunicationBuckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+template <typename T>
+prometheus::Family<T>& Build(prometheus::detail::Builder<T> builder, prometheus::Registry& registry,
+                             const std::string& name, const std::string& help) {
+  return builder.Name(name).Help(help).Register(registry);
+}
+
+int64_t BucketBytes(const v1::StepReport& r) {
+  int64_t bytes = 0;
+  for (const v1::BucketTiming& b : r.buckets()) bytes += b.bytes();
+  return bytes;
+}
+
+}  // namespace
+
+// The series of one rank of one job, kept so they can be removed when the job is forgotten.
+struct TrainingMetrics::RankHandles {
+  prometheus::Gauge* loss;
+  prometheus::Histogram* step_duration;
+  prometheus::Histogram* allreduce_duration;
+  prometheus::Histogram* exposed_communication;
+  prometheus::Counter* allreduce_bytes;
+  prometheus::Counter* stragglers;
+};
+
+struct TrainingMetrics::JobHandles {
+  prometheus::Gauge* loss;
+  prometheus::Gauge* step;
+  prometheus::Gauge* generation;
+  prometheus::Counter* samples;
+  prometheus::Counter* tokens;
+  prometheus::Gauge* tokens_per_second;
+  prometheus::Histogram* step_duration;
+  prometheus::Gauge* grad_norm;
+  prometheus::Gauge* learning_rate;
+  prometheus::Counter* partial_steps;
+  prometheus::Counter* reports;
+  prometheus::Counter* late_reports;
+  prometheus::Counter* duplicate_reports;
+  std::map<int32_t, RankHandles> ranks;
+  // The newest (generation, step) published: the gauges follow it, not steps published late.
+  std::pair<int32_t, int64_t> newest{-1, -1};
+};
+
+TrainingMetrics::TrainingMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_loss",
+                  "Loss of the newest step, mean over ranks.")),
+      step_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_step",
+                  "Newest step reduced across ranks.")),
+      generation_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_generation",
+                        "Newest generation (restart count + 1) that reported.")),
+      samples_(Build(prometheus::BuildCounter(), *registry_, "gradsync_train_samples_total",
+                     "Samples trained, summed over ranks.")),
+      tokens_(Build(prometheus::BuildCounter(), *registry_, "gradsync_train_tokens_total",
+                    "Tokens trained, summed over ranks.")),
+      tokens_per_second_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_tokens_per_second",
+                               "Tokens of the newest step over its slowest rank's step time.")),
+      step_duration_(Build(prometheus::BuildHistogram(), *registry_, "gradsync_train_step_duration_seconds",
+                           "Step time of the slowest rank, per step.")),
+      grad_norm_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_grad_norm",
+                       "Global gradient norm of the newest step.")),
+      learning_rate_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_learning_rate",
+                           "Learning rate of the newest step.")),
+      partial_steps_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_partial_steps_total",
+                           "Steps published without every rank's report (timed out).")),
+      reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_reports_total",
+                     "Step reports received, duplicates and late ones included.")),
+      late_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_late_reports_total",
+                          "Step reports dropped because their step was already published.")),
+      duplicate_reports_(Build(prometheus::BuildCounter(), *registry_,
+                               "gradsync_metrics_duplicate_reports_total",
+                               "Step reports ignored because the same rank already reported the step.")),
+      rank_loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_rank_loss",
+                       "Loss of the rank's newest reported step, over its own samples.")),
+      rank_step_duration_(Build(prometheus::BuildHistogram(), *registry_,
+                                "gradsync_train_rank_step_duration_seconds", "Step time of the rank.")),
+      allreduce_duration_(Build(prometheus::BuildHistogram(), *registry_, "gradsync_allreduce_duration_seconds",
+                                "Time the rank spent in gradient all-reduce per step.")),
+      exposed_communication_(Build(prometheus::BuildHistogram(), *registry_,
+                                   "gradsync_exposed_communication_seconds",
+                                   "Time the rank waited for communication after backward ended, per step.")),
+      allreduce_bytes_(Build(prometheus::BuildCounter(), *registry_, "gradsync_allreduce_bytes_total",
+                             "Bytes of gradient buckets the rank all-reduced.")),
+      stragglers_(Build(prometheus::BuildCounter(), *registry_, "gradsync_straggler_total",
+                        "Steps in which the rank was slower than the median rank by the straggler factor.")),
+      invalid_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_invalid_reports_total",
+                             "Step reports rejected as malformed.")
+                           .Add({})) {}
+
+TrainingMetrics::~TrainingMetrics() = default;
+
+TrainingMetrics::JobHandles& TrainingMetrics::Job(const std::string& job_id) {
+  std::unique_ptr<JobHandles>& slot = jobs_[job_id];
+  if (slot != nullptr) return *slot;
+  const prometheus::Labels l = {{"training_job", job_id}};
+  slot = std::make_unique<JobHandles>(JobHandles{
+      &loss_.Add(l), &step_.Add(l), &generation_.Add(l), &samples_.Add(l), &tokens_.Add(l),
+      &tokens_per_second_.Add(l), &step_duration_.Add(l, kStepBuckets), &grad_norm_.Add(l),
+      &learning_rate_.Add(l), &partial_steps_.Add(l), &reports_.Add(l), &late_reports_.Add(l),
+      &duplicate_reports_.Add(l), {}, {-1, -1}});
+  return *slot;
+}
+
+TrainingMetrics::RankHandles& TrainingMetrics::Rank(JobHandles& job, const std::string& job_id, int32_t rank) {
+  auto it = job.ranks.find(rank);
+  if (it != job.ranks.end()) return it->second;
+  const prometheus::Labels l = {{"training_job", job_id}, {"rank", absl::StrCat(rank)}};
+  return job.ranks
+      .emplace(rank, RankHandles{&rank_loss_.Add(l), &rank_step_duration_.Add(l, kStepBuckets),
+                                 &allreduce_duration_.Add(l, kCommunicationBuckets),
+                                 &exposed_communication_.Add(l, kCommunicationBuckets),
+                                 &allreduce_bytes_.Add(l), &stragglers_.Add(l)})
+      .first->second;
+}
+
+void TrainingMetrics::RecordReport(const v1::StepReport& report, telemetry::ReportOutcome outcome) {
+  absl::MutexLock lock(&mu_);
+  JobHandles& job = Job(report.job_id());
+  job.reports->Increment();
+  switch (outcome) {
+    case telemetry::ReportOutcome::kDuplicate:
+      job.duplicate_reports->Increment();
+      return;
+    case telemetry::ReportOutcome::kLate:
+      job.late_reports->Increment();
+      return;
+    case telemetry::ReportOutcome::kAccepted:
+      break;
+  }
+  RankHandles& rank = Rank(job, report.job_id(), report.rank());
+  rank.loss->Set(report.loss());
+  rank.step_duration->Observe(report.step_seconds());
+  rank.allreduce_duration->Observe(report.communication_seconds());
+  rank.exposed_communication->Observe(report.exposed_communication_seconds());
+  rank.allreduce_bytes->Increment(static_cast<double>(BucketBytes(report)));
+}
+
+void TrainingMetrics::RecordInvalidReport() { invalid_reports_.Increment(); }
+
+void TrainingMetrics::RecordStep(const v1::ReducedStep& step) {
+  absl::MutexLock lock(&mu_);
+  JobHandles& job = Job(step.job_id());
+  job.samples->Increment(static_cast<double>(step.samples()));
+  job.tokens->Increment(static_cast<double>(step.tokens()));
+  job.step_duration->Observe(step.step_seconds());
+  if (step.partial()) job.partial_steps->Increment();
+  for (int32_t r : step.straggler_ranks()) Rank(job, step.job_id(), r).stragglers->Increment();
+  const std::pair<int32_t, int64_t> key{step.generation(), step.step()};
+  if (key < job.newest) return;
+  job.newest = key;
+  job.loss->Set(step.loss());
+  job.step->Set(static_cast<double>(step.step()));
+  job.generation->Set(step.generation());
+  job.tokens_per_second->Set(step.tokens_per_second());
+  job.grad_norm->Set(step.grad_norm());
+  job.learning_rate->Set(step.learning_rate());
+}
+
+void TrainingMetrics::ForgetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  JobHandles& job = *it->second;
+  for (auto& [rank, r] : job.ranks) {
+    rank_loss_.Remove(r.loss);
+    rank_step_duration_.Remove(r.step_duration);
+    allreduce_duration_.Remove(r.allreduce_duration);
+    exposed_communication_.Remove(r.exposed_communication);
+    allreduce_bytes_.Remove(r.allreduce_bytes);
+    stragglers_.Remove(r.stragglers);
+  }
+  loss_.Remove(job.loss);
+  step_.Remove(job.step);
+  generation_.Remove(job.generation);
+  samples_.Remove(job.samples);
+  tokens_.Remove(job.tokens);
+  tokens_per_second_.Remove(job.tokens_per_second);
+  step_duration_.Remove(job.step_duration);
+  grad_norm_.Remove(job.grad_norm);
+  learning_rate_.Remove(job.learning_rate);
+  partial_steps_.Remove(job.partial_steps);
+  reports_.Remove(job.reports);
+  late_reports_.Remove(job.late_reports);
+  duplicate_reports_.Remove(job.duplicate_reports);
+  jobs_.erase(it);
+}
+
+}  // namespace gradsync::metrics

@@ -1,0 +1,79 @@
+// The Prometheus series of gradsync-metrics: every family, and which labels each series carries.
+// Series are labelled `training_job` (and `rank`), never `job` or `instance`, which Prometheus
+// sets itself to the scrape target.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "gradsync/telemetry/step_reducer.h"
+#include "gradsync/v1/metrics.pb.h"
+#include "gradsync/v1/telemetry.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace gradsync::metrics {
+
+// Thread-safe: every method may be called from any thread.
+class TrainingMetrics {
+ public:
+  TrainingMetrics();
+  ~TrainingMetrics();
+
+  TrainingMetrics(const TrainingMetrics&) = delete;
+  TrainingMetrics& operator=(const TrainingMetrics&) = delete;
+
+  // What an exposer serves. Shared so that the exposer may outlive a scrape in flight.
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // One rank's report, with what the reducer made of it: every report is counted; accepted ones
+  // update that rank's series.
+  void RecordReport(const v1::StepReport& report, telemetry::ReportOutcome outcome);
+  void RecordInvalidReport();
+  // A step reduced across ranks: updates the job's series.
+  void RecordStep(const v1::ReducedStep& step);
+  // Removes every series of the job (it went idle), so label sets do not pile up.
+  void ForgetJob(const std::string& job_id);
+
+ private:
+  struct RankHandles;
+  struct JobHandles;
+
+  JobHandles& Job(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RankHandles& Rank(JobHandles& job, const std::string& job_id, int32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  // Job level: {training_job}.
+  prometheus::Family<prometheus::Gauge>& loss_;
+  prometheus::Family<prometheus::Gauge>& step_;
+  prometheus::Family<prometheus::Gauge>& generation_;
+  prometheus::Family<prometheus::Counter>& samples_;
+  prometheus::Family<prometheus::Counter>& tokens_;
+  prometheus::Family<prometheus::Gauge>& tokens_per_second_;
+  prometheus::Family<prometheus::Histogram>& step_duration_;
+  prometheus::Family<prometheus::Gauge>& grad_norm_;
+  prometheus::Family<prometheus::Gauge>& learning_rate_;
+  prometheus::Family<prometheus::Counter>& partial_steps_;
+  prometheus::Family<prometheus::Counter>& reports_;
+  prometheus::Family<prometheus::Counter>& late_reports_;
+  prometheus::Family<prometheus::Counter>& duplicate_reports_;
+  // Rank level: {training_job, rank}.
+  prometheus::Family<prometheus::Gauge>& rank_loss_;
+  prometheus::Family<prometheus::Histogram>& rank_step_duration_;
+  prometheus::Family<prometheus::Histogram>& allreduce_duration_;
+  prometheus::Family<prometheus::Histogram>& exposed_communication_;
+  prometheus::Family<prometheus::Counter>& allreduce_bytes_;
+  prometheus::Family<prometheus::Counter>& stragglers_;
+  // No labels.
+  prometheus::Counter& invalid_reports_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<JobHandles>> jobs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gradsync::metrics
