@@ -239,6 +239,29 @@ TEST(GeluTest, BackwardMatchesFiniteDifferences) {
   CheckAgainstFiniteDifferences(GeluForward<double>, GeluBackward<double>);
 }
 
+// The float path evaluates exp with a polynomial (fast_exp.h); it must agree with the double
+// path (std::exp) to float precision everywhere, including far into both tails.
+TEST(GeluTest, FloatMatchesDoubleAcrossRange) {
+  std::vector<double> x;
+  for (int i = -2000; i <= 2000; ++i) x.push_back(0.05 * i + 0.0123);
+  const int64_t n = static_cast<int64_t>(x.size());
+  const std::vector<float> xf(x.begin(), x.end());
+  const std::vector<double> xd(xf.begin(), xf.end());  // the same inputs, exactly
+  const std::vector<double> dout = RandomVector<double>(n, 61);
+  const std::vector<float> dout_f(dout.begin(), dout.end());
+  const std::vector<double> dout_d(dout_f.begin(), dout_f.end());
+  std::vector<double> yd(n), dd(n, 0.0);
+  std::vector<float> yf(n), df(n, 0.0f);
+  GeluForward(yd.data(), xd.data(), n);
+  GeluForward(yf.data(), xf.data(), n);
+  GeluBackward(dd.data(), xd.data(), dout_d.data(), n);
+  GeluBackward(df.data(), xf.data(), dout_f.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(yf[i], yd[i], 1e-6 * (1.0 + std::abs(yd[i]))) << "x = " << xd[i];
+    EXPECT_NEAR(df[i], dd[i], 1e-6 * (1.0 + std::abs(dd[i]))) << "x = " << xd[i];
+  }
+}
+
 TEST(ReluTest, BackwardMatchesFiniteDifferences) {
   CheckAgainstFiniteDifferences(ReluForward<double>, ReluBackward<double>);
 }

@@ -107,8 +107,10 @@ TEST(MlpTest, RejectsBadSpecs) {
   gradsync::v1::JobSpec spec = TinySpec();
   spec.mutable_model()->set_preset("x");
   absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(spec);
-  EXPECT_EQ(model.status(),
-            absl::InvalidArgumentError("model.preset: unknown preset \"x\"; known: mlp"));
+  EXPECT_EQ(
+      model.status(),
+      absl::InvalidArgumentError(
+          "model.preset: unknown preset \"x\"; known: mlp, gpt-tiny, gpt2-124m, minimind-26m"));
 
   spec = MlpSpec(4, {5}, 3, "tanh");
   model = CreateModel(spec);

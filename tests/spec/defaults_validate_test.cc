@@ -29,6 +29,8 @@ TEST(FillDefaultsTest, FillsAnEmptySpec) {
   EXPECT_EQ(spec.model().preset(), "mlp");
   EXPECT_THAT(spec.model().mlp().hidden_dims(), ::testing::ElementsAre(128, 128));
   EXPECT_EQ(spec.model().mlp().activation(), "gelu");
+  EXPECT_EQ(spec.model().device(), "auto");
+  EXPECT_FALSE(spec.model().has_transformer());
   ASSERT_TRUE(spec.data().has_synthetic());
   EXPECT_EQ(spec.data().synthetic().num_samples(), 8192);
   EXPECT_EQ(spec.data().synthetic().input_dim(), 32);
@@ -81,8 +83,14 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
   using S = v1::JobSpec;
   EXPECT_EQ(ValidationError([](S* s) { s->mutable_training()->set_micro_batch(-1); }),
             "training.microBatch: must be between 1 and 1048576, got -1");
-  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_preset("cnn"); }),
-              HasSubstr("model.preset: must be one of mlp, got \"cnn\""));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_model()->set_preset("cnn"); }),
+      HasSubstr("model.preset: must be one of mlp, gpt-tiny, gpt2-124m, minimind-26m, got \"cnn\""));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_device("tpu"); }),
+              HasSubstr("model.device: must be one of auto, cpu, cuda, got \"tpu\""));
+  EXPECT_THAT(
+      ValidationError([](S* s) { s->mutable_model()->mutable_transformer()->set_layers(2); }),
+      HasSubstr("model.transformer: must not be set with the mlp preset, got {\"layers\":2}"));
   EXPECT_THAT(
       ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_hidden_dims(1, 0); }),
       HasSubstr("model.mlp.hiddenDims[1]: must be between 1 and 65536, got 0"));
@@ -139,6 +147,119 @@ TEST(ValidateJobSpecTest, ReportsTheFirstProblemInSchemaOrder) {
                 s->mutable_model()->set_preset("cnn");
               }),
               HasSubstr("model.preset"));
+}
+
+// A defaulted spec of `preset`, edited, then validated; the validation must fail.
+template <typename Edit>
+std::string TransformerError(const char* preset, Edit edit) {
+  v1::JobSpec spec;
+  spec.mutable_model()->set_preset(preset);
+  FillDefaults(&spec);
+  edit(spec.mutable_model()->mutable_transformer());
+  absl::Status status = ValidateJobSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  return std::string(status.message());
+}
+
+TEST(TransformerSpecTest, PresetsFillEveryField) {
+  struct Want {
+    const char* preset;
+    const char* flavour;
+    int layers, heads, kv_heads, width, mlp_width, seq_len, vocab_size;
+    double rope_theta;
+  };
+  for (const Want& w : {Want{"gpt-tiny", "gpt2", 4, 4, 4, 128, 512, 128, 256, 0.0},
+                        Want{"gpt2-124m", "gpt2", 12, 12, 12, 768, 3072, 1024, 50257, 0.0},
+                        Want{"minimind-26m", "llama", 8, 8, 2, 512, 1408, 512, 256, 1e6}}) {
+    SCOPED_TRACE(w.preset);
+    v1::JobSpec spec;
+    spec.mutable_model()->set_preset(w.preset);
+    FillDefaults(&spec);
+    const v1::TransformerConfig& t = spec.model().transformer();
+    EXPECT_EQ(t.flavour(), w.flavour);
+    EXPECT_EQ(t.layers(), w.layers);
+    EXPECT_EQ(t.heads(), w.heads);
+    EXPECT_EQ(t.kv_heads(), w.kv_heads);
+    EXPECT_EQ(t.width(), w.width);
+    EXPECT_EQ(t.mlp_width(), w.mlp_width);
+    EXPECT_EQ(t.seq_len(), w.seq_len);
+    EXPECT_EQ(t.vocab_size(), w.vocab_size);
+    EXPECT_DOUBLE_EQ(t.rope_theta(), w.rope_theta);
+    EXPECT_DOUBLE_EQ(t.norm_eps(), 1e-5);
+    EXPECT_EQ(spec.model().device(), "auto");
+    EXPECT_FALSE(spec.model().has_mlp()) << "the mlp defaults are only for the mlp preset";
+    EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  }
+}
+
+TEST(TransformerSpecTest, SetFieldsOverrideThePreset) {
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpec("model: {preset: gpt-tiny, device: cpu}", "a.yaml",
+                   {"model.transformer.layers=6", "model.transformer.heads=8",
+                    "model.transformer.flavour=llama"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<v1::JobSpec> normal = Normalize(*spec);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  const v1::TransformerConfig& t = normal->model().transformer();
+  EXPECT_EQ(t.layers(), 6);
+  EXPECT_EQ(t.heads(), 8);
+  EXPECT_EQ(t.kv_heads(), 8) << "the gpt2 presets' kvHeads follow heads";
+  EXPECT_EQ(t.width(), 128);
+  EXPECT_EQ(t.flavour(), "llama");
+  EXPECT_DOUBLE_EQ(t.rope_theta(), 10000) << "llama's default base when the preset has none";
+  EXPECT_EQ(normal->model().device(), "cpu");
+  // Filling is idempotent, and the JSON form round-trips.
+  v1::JobSpec again = *normal;
+  FillDefaults(&again);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*normal, again));
+  absl::StatusOr<v1::JobSpec> back = ParseJobSpec(ToJson(*normal), "printed");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*normal, *back));
+}
+
+TEST(TransformerSpecTest, ReportsThePathOfTheBadField) {
+  using T = v1::TransformerConfig;
+  EXPECT_EQ(TransformerError("minimind-26m", [](T* t) { t->set_kv_heads(3); }),
+            "model.transformer.kvHeads: must divide heads (8), got 3");
+  EXPECT_EQ(TransformerError("minimind-26m", [](T* t) { t->set_kv_heads(16); }),
+            "model.transformer.kvHeads: must be between 1 and 8, got 16");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_width(130); }),
+            "model.transformer.width: must be a multiple of heads (4), got 130");
+  EXPECT_THAT(TransformerError("minimind-26m", [](T* t) { t->set_width(520); }),
+              HasSubstr("model.transformer.width: must give an even head dimension"));
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_flavour("bert"); }),
+            "model.transformer.flavour: must be one of gpt2, llama, got \"bert\"");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_layers(-1); }),
+            "model.transformer.layers: must be between 1 and 1024, got -1");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_heads(0); }),
+            "model.transformer.heads: must be between 1 and 1024, got 0");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_mlp_width(0); }),
+            "model.transformer.mlpWidth: must be between 1 and 1048576, got 0");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_seq_len(65537); }),
+            "model.transformer.seqLen: must be between 1 and 65536, got 65537");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_vocab_size(1); }),
+            "model.transformer.vocabSize: must be between 2 and 1048576, got 1");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_vocab_size(2000000); }),
+            "model.transformer.vocabSize: must be between 2 and 1048576, got 2000000");
+  EXPECT_EQ(TransformerError("minimind-26m", [](T* t) { t->set_rope_theta(-1); }),
+            "model.transformer.ropeTheta: must be a finite number greater than 0, got -1");
+  EXPECT_THAT(TransformerError("gpt-tiny", [](T* t) { t->set_rope_theta(10000); }),
+              HasSubstr("model.transformer.ropeTheta: is only used by the llama flavour"));
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_norm_eps(0); }),
+            "model.transformer.normEps: must be a finite number greater than 0 and at most 1, "
+            "got 0");
+  EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_norm_eps(1.0 / 0.0); }),
+            "model.transformer.normEps: must be a finite number greater than 0 and at most 1, "
+            "got inf");
+}
+
+TEST(TransformerSpecTest, MlpSectionIsRejectedWithATransformerPreset) {
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpec("model: {preset: gpt-tiny, mlp: {hiddenDims: [64]}}", "a.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(Normalize(*spec).status(),
+            absl::InvalidArgumentError(
+                "model.mlp: must not be set with a transformer preset, got {\"hiddenDims\":[64]}"));
 }
 
 TEST(NormalizeTest, FillsThenValidates) {

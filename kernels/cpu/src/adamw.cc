@@ -2,8 +2,11 @@
 
 #include <cmath>
 
+#include "clones.h"
+
 namespace gradsync::kernels::cpu {
 
+GRADSYNC_CLONES
 void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
                  const AdamWHyper& hyper) {
   const double t = static_cast<double>(hyper.step);

@@ -1,23 +1,12 @@
 #include "gradsync/kernels/cpu/matmul.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 
+#include "gemm.h"
+
 namespace gradsync::kernels::cpu {
-namespace {
 
-// One entry point for both precisions, so the kernels below are written once.
-void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-}
-void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a,
-          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
-}
-
-}  // namespace
+using internal::Gemm;
 
 template <typename T>
 void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n,
@@ -33,7 +22,7 @@ void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t
     if (bias == nullptr) std::fill_n(out, n * out_features, T{0});
     return;
   }
-  Gemm(CblasNoTrans, CblasTrans, n, out_features, in_features, inp, in_features, weight,
+  Gemm(CblasNoTrans, CblasTrans, n, out_features, in_features, T{1}, inp, in_features, weight,
        in_features, beta, out, out_features);
 }
 
@@ -43,11 +32,11 @@ void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
   if (n == 0 || out_features == 0) return;
   if (in_features > 0) {
     if (dinp != nullptr) {
-      Gemm(CblasNoTrans, CblasNoTrans, n, in_features, out_features, dout, out_features, weight,
-           in_features, T{1}, dinp, in_features);
+      Gemm(CblasNoTrans, CblasNoTrans, n, in_features, out_features, T{1}, dout, out_features,
+           weight, in_features, T{1}, dinp, in_features);
     }
     if (dweight != nullptr) {
-      Gemm(CblasTrans, CblasNoTrans, out_features, in_features, n, dout, out_features, inp,
+      Gemm(CblasTrans, CblasNoTrans, out_features, in_features, n, T{1}, dout, out_features, inp,
            in_features, T{1}, dweight, in_features);
     }
   }

@@ -18,18 +18,26 @@ XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets,
       continue;
     }
     const double max = static_cast<double>(*std::max_element(z, z + v));
+    const double target_logit = static_cast<double>(z[target]) - max;
     double sum = 0.0;
-    for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - max);
-    const double log_sum = std::log(sum);
-    result.loss_sum += log_sum - (static_cast<double>(z[target]) - max);
+    if (dz == nullptr) {
+      for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - max);
+    } else {
+      // One exp per element: it is parked in dz (read before written, so dz may alias z) and
+      // normalised once the sum is known.
+      for (int64_t j = 0; j < v; ++j) {
+        const double e = std::exp(static_cast<double>(z[j]) - max);
+        sum += e;
+        dz[j] = static_cast<T>(e);
+      }
+    }
+    result.loss_sum += std::log(sum) - target_logit;
     ++result.count;
     if (dz == nullptr) continue;
-    // Each element is read before it is written, so dz may alias z.
     const double inv_sum = 1.0 / sum;
-    for (int64_t j = 0; j < v; ++j) {
-      const double p = std::exp(static_cast<double>(z[j]) - max) * inv_sum;
-      dz[j] = static_cast<T>(scale * (p - (j == target ? 1.0 : 0.0)));
-    }
+    for (int64_t j = 0; j < v; ++j) dz[j] = static_cast<T>(scale * (dz[j] * inv_sum));
+    // The target's entry from its exact probability: p - 1 cancels when p is near 1.
+    dz[target] = static_cast<T>(scale * (std::exp(target_logit) * inv_sum - 1.0));
   }
   return result;
 }

@@ -4,7 +4,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gradsync/nn/presets.h"
 #include "mlp.h"
+#include "transformer.h"
 
 namespace gradsync::nn {
 
@@ -17,14 +20,22 @@ void Model::AllocateBuffers() {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec) {
   const std::string& preset = spec.model().preset();
+  std::unique_ptr<Model> model;
   if (preset == "mlp") {
     absl::StatusOr<std::unique_ptr<Mlp>> mlp = Mlp::Create(spec);
     if (!mlp.ok()) return mlp.status();
-    (*mlp)->InitParams(spec.training().seed());
-    return std::unique_ptr<Model>(std::move(*mlp));
+    model = *std::move(mlp);
+  } else if (IsTransformerPreset(preset)) {
+    absl::StatusOr<std::unique_ptr<Transformer>> transformer = Transformer::Create(spec.model());
+    if (!transformer.ok()) return transformer.status();
+    model = *std::move(transformer);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.preset: unknown preset \"", preset,
+                     "\"; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("model.preset: unknown preset \"", preset, "\"; known: mlp"));
+  model->InitParams(spec.training().seed());
+  return model;
 }
 
 }  // namespace gradsync::nn

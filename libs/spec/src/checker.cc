@@ -14,6 +14,10 @@ void Checker::Require(bool ok, absl::string_view path, absl::string_view problem
   status_ = absl::InvalidArgumentError(absl::StrCat(path, ": ", problem, ", got ", got));
 }
 
+void Checker::Merge(const absl::Status& status) {
+  if (status_.ok()) status_ = status;
+}
+
 void Checker::Between(absl::string_view path, int64_t value, int64_t min, int64_t max) {
   Require(value >= min && value <= max, path, absl::StrCat("must be between ", min, " and ", max),
           absl::StrCat(value));

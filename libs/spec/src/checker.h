@@ -31,6 +31,10 @@ class Checker {
   // Records `problem` for `path` if `ok` is false; `got` is the offending value as text.
   void Require(bool ok, absl::string_view path, absl::string_view problem, absl::string_view got);
 
+  // Records `status` if it is the first failure (a rule checked elsewhere, already phrased as
+  // "<path>: <problem>, got <value>").
+  void Merge(const absl::Status& status);
+
   const absl::Status& status() const { return status_; }
 
  private:

@@ -1,8 +1,10 @@
 // Default values of a job spec. proto3 scalars have no presence, so "unset" means zero or empty;
 // where zero is a meaningful setting (training.seed, weightDecay, gradClip, warmupSteps) the
-// default is zero itself and the field is left alone. The table is in README.md.
+// default is zero itself and the field is left alone. The table is in README.md. A transformer
+// preset's values come from gradsync/nn/presets.h, the one table of them.
 #include <cstdint>
 
+#include "gradsync/nn/presets.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::spec {
@@ -12,6 +14,7 @@ constexpr char kDefaultName[] = "job";
 constexpr char kDefaultPreset[] = "mlp";
 constexpr int32_t kDefaultHiddenDims[] = {128, 128};
 constexpr char kDefaultActivation[] = "gelu";
+constexpr char kDefaultDevice[] = "auto";
 
 constexpr int64_t kDefaultNumSamples = 8192;
 constexpr int32_t kDefaultInputDim = 32;
@@ -39,6 +42,12 @@ constexpr double kDefaultTimeoutSeconds = 300;
 
 void FillModel(gradsync::v1::ModelSpec* model) {
   if (model->preset().empty()) model->set_preset(kDefaultPreset);
+  if (model->device().empty()) model->set_device(kDefaultDevice);
+  if (nn::IsTransformerPreset(model->preset())) {
+    // Every field, so that the stored spec says which network ran even if a preset changes.
+    *model->mutable_transformer() = *nn::ResolveTransformerConfig(*model);
+    return;
+  }
   if (model->preset() != kDefaultPreset) return;
   gradsync::v1::MlpConfig* mlp = model->mutable_mlp();
   if (mlp->hidden_dims().empty()) {

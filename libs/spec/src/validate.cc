@@ -1,10 +1,15 @@
 // The rules a job spec with its defaults filled must satisfy. Limits are generous sanity bounds
 // that catch typos (an extra zero, a negative sign) before a job reaches the workers.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "checker.h"
+#include "google/protobuf/util/json_util.h"
+#include "gradsync/nn/presets.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::spec {
@@ -46,8 +51,27 @@ void CheckName(const std::string& name, Checker* check) {
                  internal::Quote(name));
 }
 
+// A message as compact JSON, for "got" in messages about sections that must stay unset.
+std::string Json(const google::protobuf::Message& message) {
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json);
+  return json;
+}
+
 void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
-  check->OneOf("model.preset", model.preset(), {"mlp"});
+  const std::vector<std::string>& presets = nn::ModelPresetNames();
+  check->Require(std::find(presets.begin(), presets.end(), model.preset()) != presets.end(),
+                 "model.preset", absl::StrCat("must be one of ", absl::StrJoin(presets, ", ")),
+                 internal::Quote(model.preset()));
+  check->OneOf("model.device", model.device(), {"auto", "cpu", "cuda"});
+  if (nn::IsTransformerPreset(model.preset())) {
+    check->Require(model.mlp().ByteSizeLong() == 0, "model.mlp",
+                   "must not be set with a transformer preset", Json(model.mlp()));
+    check->Merge(nn::ValidateTransformerConfig(model.transformer()));
+    return;
+  }
+  check->Require(model.transformer().ByteSizeLong() == 0, "model.transformer",
+                 "must not be set with the mlp preset", Json(model.transformer()));
   const gradsync::v1::MlpConfig& mlp = model.mlp();
   check->Require(mlp.hidden_dims_size() <= kMaxLayers, "model.mlp.hiddenDims",
                  absl::StrCat("must have at most ", kMaxLayers, " layers"),

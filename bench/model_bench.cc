@@ -1,0 +1,111 @@
+// gradsync-model-bench: one model's training throughput on this machine, one process, no
+// communication: forward + backward + AdamW per step, on random tokens (or the synthetic
+// task's shapes for the mlp preset). Prints tokens (samples) per second and the FLOP rate that
+// FlopsPerToken implies.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "args.h"
+#include "gradsync/core/rng.h"
+#include "gradsync/kernels/cpu/blas_threads.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/nn/optimizer.h"
+#include "gradsync/nn/presets.h"
+#include "gradsync/spec/job_spec.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync-model-bench [--preset gpt-tiny] [--set model.transformer.layers=6 ...]\n"
+    "                            [--batch 8] [--steps 20] [--warmup 3] [--threads 1]\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "%s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gradsync;
+  const std::vector<std::string> argv_rest(argv + 1, argv + argc);
+  auto args = cli::ParseArgs("model-bench", argv_rest,
+                             {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}});
+  if (!args.ok()) return Fail(std::string(args.status().message()));
+  auto batch_size = args->GetInt("batch", 8, 1, 1 << 16);
+  auto steps = args->GetInt("steps", 20, 1, 1 << 20);
+  auto warmup = args->GetInt("warmup", 3, 0, 1 << 20);
+  auto threads = args->GetInt("threads", 1, 1, 1024);
+  for (const auto* v : {&batch_size, &steps, &warmup, &threads}) {
+    if (!v->ok()) return Fail(std::string(v->status().message()));
+  }
+  kernels::cpu::SetBlasThreads(*threads);
+
+  const std::string preset = args->Get("preset", "gpt-tiny");
+  auto spec = spec::ParseJobSpec(absl::StrFormat("model: {preset: %s}", preset), "--preset",
+                                 args->GetAll("set"));
+  if (spec.ok()) spec = spec::Normalize(*spec);
+  if (!spec.ok()) return Fail(std::string(spec.status().message()));
+  auto created = nn::CreateModel(*spec);
+  if (!created.ok()) return Fail(std::string(created.status().message()));
+  nn::Model& model = **created;
+
+  // Random tokens (transformers) or random features and classes (mlp): speed does not depend
+  // on the values.
+  Rng rng(1);
+  nn::Batch batch;
+  batch.size = *batch_size;
+  int64_t tokens_per_step = *batch_size;
+  double flops_per_token = 0;
+  if (nn::IsTransformerPreset(preset)) {
+    const v1::TransformerConfig& t = spec->model().transformer();
+    tokens_per_step = int64_t{*batch_size} * t.seq_len();
+    for (int64_t i = 0; i < tokens_per_step; ++i) {
+      batch.tokens.push_back(static_cast<int32_t>(rng.Below(t.vocab_size())));
+      batch.targets.push_back(static_cast<int32_t>(rng.Below(t.vocab_size())));
+    }
+    flops_per_token = nn::FlopsPerToken(t);
+  } else {
+    const v1::SyntheticData& d = spec->data().synthetic();
+    batch.feature_dim = d.input_dim();
+    for (int64_t i = 0; i < int64_t{*batch_size} * d.input_dim(); ++i) {
+      batch.features.push_back(static_cast<float>(rng.Normal()));
+    }
+    for (int i = 0; i < *batch_size; ++i) {
+      batch.targets.push_back(static_cast<int32_t>(rng.Below(d.num_classes())));
+    }
+  }
+
+  nn::AdamW adam(model.layout(), nn::AdamWConfig{.weight_decay = 0.1});
+  double fb_seconds = 0, opt_seconds = 0;
+  for (int step = 0; step < *warmup + *steps; ++step) {
+    const absl::Time t0 = absl::Now();
+    model.ZeroGrads();
+    auto loss = model.ForwardBackward(batch, 1.0f / tokens_per_step, {});
+    if (!loss.ok()) return Fail(std::string(loss.status().message()));
+    const absl::Time t1 = absl::Now();
+    adam.Step(model.params(), model.grads(), 1e-4);
+    const absl::Time t2 = absl::Now();
+    if (step < *warmup) continue;
+    fb_seconds += absl::ToDoubleSeconds(t1 - t0);
+    opt_seconds += absl::ToDoubleSeconds(t2 - t1);
+  }
+  const double step_seconds = (fb_seconds + opt_seconds) / *steps;
+  const double tokens_per_second = tokens_per_step / step_seconds;
+  std::printf("%s\n", model.Describe().c_str());
+  std::printf("batch %d x %lld tokens, %d BLAS thread(s), %d steps after %d warmup\n", *batch_size,
+              static_cast<long long>(tokens_per_step / *batch_size), *threads, *steps, *warmup);
+  std::printf("step %.1f ms (forward+backward %.1f ms, AdamW %.1f ms)\n", step_seconds * 1e3,
+              fb_seconds / *steps * 1e3, opt_seconds / *steps * 1e3);
+  std::printf("%.0f tokens/s", tokens_per_second);
+  if (flops_per_token > 0) {
+    std::printf(", %.1f GFLOP/s (%.2f MFLOP per token)", tokens_per_second * flops_per_token / 1e9,
+                flops_per_token / 1e6);
+  }
+  std::printf("\n");
+  return 0;
+}

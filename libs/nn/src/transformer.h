@@ -1,0 +1,122 @@
+// A decoder-only transformer language model, in two flavours (see gradsync/nn/presets.h):
+//
+//   gpt2:  wte + wpe -> L x [x += proj(attn(qkv(ln1(x)))); x += proj(gelu(fc(ln2(x))))] -> lnf
+//          -> logits = lnf(x) . wte^T  (llm.c's GPT-2: LayerNorm, biases, GELU, learned positions)
+//   llama: embed -> L x [x += o(attn(rope(qkv(rms1(x))))); x += down(swiglu(gate_up(rms2(x))))]
+//          -> norm -> logits = norm(x) . embed^T  (MiniMind's: RMSNorm, RoPE, SwiGLU, no biases)
+//
+// Attention is causal and grouped-query (kvHeads divide heads); the loss is softmax
+// cross-entropy of every position's next-token logits, targets of -1 ignored.
+//
+// Parameters in forward order (index ranges are what on_ready reports):
+//   gpt2:  wte [V, C], wpe [T, C]; per block l: blocks.l.ln1.{weight,bias} [C],
+//          blocks.l.attn.qkv.{weight [Q, C], bias [Q]}, blocks.l.attn.proj.{weight [C, C], bias},
+//          blocks.l.ln2.{weight,bias}, blocks.l.mlp.fc.{weight [M, C], bias [M]},
+//          blocks.l.mlp.proj.{weight [C, M], bias [C]}; lnf.{weight,bias}
+//   llama: embed [V, C]; per block: blocks.l.attn_norm.weight, blocks.l.attn.qkv.weight [Q, C],
+//          blocks.l.attn.o.weight [C, C], blocks.l.mlp_norm.weight,
+//          blocks.l.mlp.gate_up.weight [2M, C] (gate rows first), blocks.l.mlp.down.weight [C, M];
+//          norm.weight
+// with Q = (H + 2 KVH) C / H. Matrices and embeddings decay; norms and biases do not.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::nn {
+
+class Transformer final : public Model {
+ public:
+  // Resolves model.preset and model.transformer (presets.h) and validates the result.
+  // INVALID_ARGUMENT names the offending field.
+  static absl::StatusOr<std::unique_ptr<Transformer>> Create(const gradsync::v1::ModelSpec& model);
+
+  // Registers the parameters (all zero until InitParams). `config` must be valid
+  // (ValidateTransformerConfig).
+  explicit Transformer(const gradsync::v1::TransformerConfig& config);
+
+  // GPT-2's initialisation: matrices and embeddings ~ N(0, 0.02^2), the two residual output
+  // projections of each block ~ N(0, (0.02 / sqrt(2 L))^2), biases 0, norm gains 1. Each
+  // parameter draws from its own stream seeded by (seed, parameter index).
+  void InitParams(uint64_t seed) override;
+
+  // batch.tokens and batch.targets hold size x T values, 1 <= T <= seqLen (normally T =
+  // seqLen); tokens in [0, V), targets in [0, V) or -1 (ignored). The loss sum covers every
+  // counted position. on_ready reports, in this order: the final norm, each block from the last
+  // to the first, then the embeddings (the tied token embedding gets gradient at both ends, so
+  // it comes last); also for an empty batch. Not thread-safe: activations live in member
+  // buffers, allocated on first use and grown when a batch needs more.
+  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale,
+                                          const GradsReadyFn& on_ready) override;
+  absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
+  // Logits [size, T, V].
+  absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
+  // E.g. "gpt2 L4 H4 C128 M512 T128 V256, 0.84M params".
+  std::string Describe() const override;
+
+  const gradsync::v1::TransformerConfig& config() const { return config_; }
+
+ private:
+  enum class Init { kNormal, kResidual, kZero, kOne };
+
+  // Parameter indices of one block; -1 where the flavour has no such parameter.
+  struct Block {
+    int first = 0, last = 0;  // the block's index range [first, last)
+    int norm1_w = -1, norm1_b = -1, qkv_w = -1, qkv_b = -1, attn_out_w = -1, attn_out_b = -1;
+    int norm2_w = -1, norm2_b = -1, fc_w = -1, fc_b = -1, mlp_out_w = -1, mlp_out_b = -1;
+  };
+
+  // Forward activations kept for backward (per-layer buffers stack L layers), and backward
+  // scratch. Sized for n = B x T tokens by Resize; capacity only grows.
+  struct Buffers {
+    int64_t batch = 0, seq_len = 0, n = 0;
+    std::vector<float> encoded, norm1, norm1_mean, norm1_rstd, qkv, att, atty, res_attn, norm2,
+        norm2_mean, norm2_rstd, fc, fc_act, res_mlp;
+    std::vector<float> normf, normf_mean, normf_rstd, logits, proj;
+    std::vector<float> dres, dnorm, dqkv, datty, dfc, dfc_act, datt;
+  };
+
+  // Block l's slices of the per-layer buffers; null where the flavour keeps no such value.
+  struct LayerView {
+    float *norm1, *norm1_mean, *norm1_rstd, *qkv, *att, *atty, *res_attn, *norm2, *norm2_mean,
+        *norm2_rstd, *fc, *fc_act, *res_mlp;
+  };
+
+  int AddParam(std::string name, std::vector<int64_t> shape, bool decay, Init init);
+  float* P(int index);
+  float* G(int index);
+  // Checks the batch and returns T, its sequence length (0 for an empty batch).
+  absl::StatusOr<int64_t> CheckBatch(const Batch& batch, bool need_targets) const;
+  void Resize(int64_t batch, int64_t seq_len, bool backward);
+  LayerView Layer(int l);
+  // Runs every layer on the tokens, leaving the logits in buf_.logits.
+  void Forward(const int32_t* tokens);
+  void BlockForward(int l, const float* x);
+  // Takes the gradient of block l's output in buf_.dres and leaves that of its input there.
+  void BlockBackward(int l, const float* x);
+  void NormForward(float* out, float* mean, float* rstd, const float* inp, int w, int b);
+  void NormBackward(float* dinp, int w, int b, const float* dout, const float* inp,
+                    const float* mean, const float* rstd);
+  void ReportAll(const GradsReadyFn& on_ready) const;
+
+  gradsync::v1::TransformerConfig config_;
+  bool gpt2_;
+  // Dimensions: layers L, heads H, kv heads KVH, width C, head dim D, MLP width M, seqLen,
+  // vocab V, qkv row Q = (H + 2 KVH) D, fc output F (M for gpt2, 2M for the fused gate/up).
+  int64_t layers_, heads_, kv_heads_, width_, head_dim_, mlp_width_, max_seq_len_, vocab_,
+      qkv_width_, fc_width_;
+  std::vector<Init> init_;
+  int wte_ = -1, wpe_ = -1, normf_w_ = -1, normf_b_ = -1;
+  std::vector<Block> blocks_;
+  std::vector<float> rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]
+  Buffers buf_;
+};
+
+}  // namespace gradsync::nn
