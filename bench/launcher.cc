@@ -18,6 +18,7 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
 
   cli::LocalClusterOptions options;
   options.workers = 0;  // the coordinator alone, for rendezvous
+  options.with_metrics = false;
   options.state_dir = dir;
   cli::LocalCluster cluster(options);
   if (absl::Status s = cluster.Start(); !s.ok()) return s;

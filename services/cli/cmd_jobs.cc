@@ -14,7 +14,7 @@
 namespace gradsync::cli {
 namespace {
 
-const std::vector<OptionSpec> kCommon = {{"address"}, {"token"}, {"output", true, 'o'}};
+const std::vector<OptionSpec> kCommon = {{"address"}, {"token"}, {"metrics-api"}, {"output", true, 'o'}};
 
 std::vector<OptionSpec> With(std::vector<OptionSpec> extra) {
   extra.insert(extra.end(), kCommon.begin(), kCommon.end());
@@ -26,6 +26,9 @@ JobClient Client(const Args& args) {
   return JobClient(args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070")),
                    args.Get("token", EnvOr("GRADSYNC_TOKEN", "")));
 }
+
+// The metrics service's JSON API (--metrics-api / GRADSYNC_METRICS_API); empty when not given.
+std::string MetricsApi(const Args& args) { return args.Get("metrics-api", EnvOr("GRADSYNC_METRICS_API", "")); }
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
@@ -41,8 +44,9 @@ absl::StatusOr<Args> Parse(const std::string& cmd, const std::vector<std::string
   return args;
 }
 
-// Watches to the end with progress; exit code 0 only for SUCCEEDED.
-int WatchToEnd(JobClient& client, const std::string& name, bool json) {
+// Watches to the end with progress; exit code 0 only for SUCCEEDED. With a metrics API address
+// the final loss curve has every step.
+int WatchToEnd(JobClient& client, const std::string& name, bool json, const std::string& metrics_api) {
   InstallShutdownHandlers();
   std::atomic<bool> stop{false};
   std::thread sig([&] {
@@ -52,6 +56,7 @@ int WatchToEnd(JobClient& client, const std::string& name, bool json) {
   });
   ProgressView view(json ? stderr : stdout);
   auto job = client.Watch(name, [&](const v1::Job& j) { view.Update(j); }, &stop);
+  if (job.ok() && !metrics_api.empty()) (void)view.UseSeriesFrom(metrics_api, job->id());
   view.Finish();
   stop = true;
   sig.join();
@@ -77,7 +82,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
     return 0;
   }
   std::fprintf(json ? stderr : stdout, "%s submitted\n", job->name().c_str());
-  return WatchToEnd(client, job->name(), json);
+  return WatchToEnd(client, job->name(), json, MetricsApi(*args));
 }
 
 int GetCommand(const std::vector<std::string>& argv) {
@@ -135,7 +140,7 @@ int WatchCommand(const std::vector<std::string>& argv) {
   auto args = Parse("watch", argv, With({}), 1, "gradsync watch JOB [-o json] [--address HOST:PORT]");
   if (!args.ok()) return Fail(args.status());
   JobClient client = Client(*args);
-  return WatchToEnd(client, args->positional[0], args->Get("output") == "json");
+  return WatchToEnd(client, args->positional[0], args->Get("output") == "json", MetricsApi(*args));
 }
 
 }  // namespace gradsync::cli

@@ -53,8 +53,9 @@ pid_t RecordedPid(const std::string& dir) {
   const std::string tmp = EndpointsPath(options.state_dir) + ".tmp";
   {
     std::ofstream out(tmp);
-    out << "{\n  \"coordinator\": \"" << cluster.coordinator_address() << "\",\n"
-        << "  \"workers\": " << options.workers << ",\n"
+    out << "{\n";
+    for (const auto& [name, address] : cluster.endpoints()) out << "  \"" << name << "\": \"" << address << "\",\n";
+    out << "  \"workers\": " << options.workers << ",\n"
         << "  \"pid\": " << ::getpid() << ",\n"
         << "  \"logs\": \"" << cluster.log_dir() << "\"\n}\n";
   }
@@ -73,7 +74,9 @@ pid_t RecordedPid(const std::string& dir) {
 int Up(const Args& args) {
   auto workers = args.GetInt("workers", 1, 1, 1024);
   auto port = args.GetInt("coordinator-port", 0, 0, 65535);
-  for (const absl::Status& s : {workers.status(), port.status()}) {
+  auto rest_port = args.GetInt("rest-port", 0, 0, 65535);
+  auto metrics_port = args.GetInt("metrics-port", 0, 0, 65535);
+  for (const absl::Status& s : {workers.status(), port.status(), rest_port.status(), metrics_port.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 2;
@@ -96,6 +99,8 @@ int Up(const Args& args) {
   options.workers = *workers;
   options.state_dir = fs::absolute(dir).string();
   options.coordinator_port = *port;
+  options.rest_port = *rest_port;
+  options.metrics_port = *metrics_port;
   options.device = args.Get("device", "cpu");
 
   const pid_t child = ::fork();
@@ -147,9 +152,10 @@ int Down(const Args& args) {
 
 int LocalCommand(const std::vector<std::string>& argv) {
   const char* usage =
-      "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P]\n"
+      "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P] [--rest-port P]\n"
+      "                         [--metrics-port P]\n"
       "       gradsync local down --state-dir DIR\n";
-  auto args = ParseArgs("local", argv, {{"workers"}, {"state-dir"}, {"coordinator-port"}, {"device"}});
+  auto args = ParseArgs("local", argv, {{"workers"}, {"state-dir"}, {"coordinator-port"}, {"rest-port"}, {"metrics-port"}, {"device"}});
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fprintf(stderr, "%s", usage);

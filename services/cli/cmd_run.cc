@@ -3,15 +3,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
 #include "commands.h"
+#include "charts.h"
 #include "display.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
 #include "local_cluster.h"
+#include "metrics_client.h"
 #include "spec_input.h"
 
 namespace gradsync::cli {
@@ -94,6 +97,11 @@ int RunCommand(const std::vector<std::string>& argv) {
   });
   ProgressView view(progress);
   auto final_job = client.Watch(created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
+  std::string report_path;
+  if (auto series = view.UseSeriesFrom(cluster.endpoints().at("metricsApi"), created->id()); series.ok()) {
+    report_path = options.state_dir + "/report.svg";
+    std::ofstream(report_path) << SvgReport(*series);
+  }
   view.Finish();
   const bool interrupted = ShutdownRequested();
   const bool broken = cluster_broken.load();
@@ -119,6 +127,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     } else {
       std::printf("%s", SummaryText(*final_job).c_str());
     }
+    if (!report_path.empty() && !json) std::printf("  report      %s (loss and throughput curves)\n", report_path.c_str());
     code = final_job->state() == v1::SUCCEEDED ? 0 : 1;
     if (code != 0) std::fprintf(stderr, "%s", cluster.RecentLogs(10).c_str());
   }

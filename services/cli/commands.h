@@ -15,5 +15,8 @@ int ListCommand(const std::vector<std::string>& argv);
 int CancelCommand(const std::vector<std::string>& argv);
 int WatchCommand(const std::vector<std::string>& argv);
 int HealthCommand(const std::vector<std::string>& argv);
+int ReportCommand(const std::vector<std::string>& argv);
+// gradsync model describe PRESET: needs no cluster.
+int ModelCommand(const std::vector<std::string>& argv);
 
 }  // namespace gradsync::cli

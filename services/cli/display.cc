@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "charts.h"
+#include "metrics_client.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -27,36 +29,60 @@ std::string Rate(double per_second) {
 
 ProgressView::ProgressView(FILE* out) : out_(out), tty_(::isatty(::fileno(out)) != 0) {}
 
+constexpr int kChartWidth = 60;
+constexpr int kChartHeight = 8;
+
+void ProgressView::Erase() {
+  // Up to the first line of the live block, then clear to the end of the screen.
+  if (drawn_lines_ > 0) std::fprintf(out_, "\033[%dA\r\033[J", drawn_lines_);
+  drawn_lines_ = 0;
+}
+
 void ProgressView::Update(const v1::Job& job) {
+  if (events_shown_ < job.events_size() && tty_) Erase();
   for (; events_shown_ < job.events_size(); ++events_shown_) {
     const v1::JobEvent& e = job.events(events_shown_);
-    if (line_open_) {
-      std::fputc('\n', out_);
-      line_open_ = false;
-    }
     std::fprintf(out_, "[%s] %s\n", e.type().c_str(), e.message().c_str());
   }
   const v1::JobProgress& p = job.progress();
-  if (!job.has_progress() || p.step() == last_step_ || p.total_steps() <= 0) return;
+  if (!job.has_progress() || p.step() == last_step_ || p.total_steps() <= 0) {
+    std::fflush(out_);
+    return;
+  }
   last_step_ = p.step();
+  losses_.emplace_back(static_cast<double>(p.step()), p.loss());
   const double frac = static_cast<double>(p.step()) / static_cast<double>(p.total_steps());
   if (tty_) {
-    std::fprintf(out_, "\r[%s] %5.1f%% step %lld/%lld | epoch %d | loss %.4f | %s samples/s\033[K",
+    Erase();
+    const std::string chart = TerminalChart(losses_, kChartWidth, kChartHeight, "step");
+    std::fprintf(out_, "[%s] %5.1f%% step %lld/%lld | epoch %d | loss %.4f | %s samples/s | %s tokens/s\n%s",
                  Bar(frac, 24).c_str(), 100.0 * frac, static_cast<long long>(p.step()),
-                 static_cast<long long>(p.total_steps()), p.epoch(), p.loss(),
-                 Rate(p.samples_per_second()).c_str());
-    line_open_ = true;
+                 static_cast<long long>(p.total_steps()), p.epoch(), p.loss(), Rate(p.samples_per_second()).c_str(),
+                 Rate(p.tokens_per_second()).c_str(), chart.c_str());
+    drawn_lines_ = 1 + static_cast<int>(std::count(chart.begin(), chart.end(), '\n'));
   } else {
-    std::fprintf(out_, "step %lld/%lld (%.0f%%) | epoch %d | loss %.4f | %s samples/s\n",
-                 static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), 100.0 * frac,
-                 p.epoch(), p.loss(), Rate(p.samples_per_second()).c_str());
+    std::fprintf(out_, "step %lld/%lld (%.0f%%) | epoch %d | loss %.4f | %s samples/s | %s tokens/s\n",
+                 static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), 100.0 * frac, p.epoch(),
+                 p.loss(), Rate(p.samples_per_second()).c_str(), Rate(p.tokens_per_second()).c_str());
   }
   std::fflush(out_);
 }
 
+absl::StatusOr<v1::JobSeries> ProgressView::UseSeriesFrom(const std::string& metrics_api, const std::string& job) {
+  auto series = FetchSeries(metrics_api, job);
+  if (!series.ok()) return series.status();
+  std::vector<std::pair<double, double>> curve;
+  for (const auto& s : series->steps()) curve.emplace_back(static_cast<double>(s.step()), s.loss());
+  if (curve.size() >= 2) losses_ = std::move(curve);
+  return series;
+}
+
 void ProgressView::Finish() {
-  if (line_open_) std::fputc('\n', out_);
-  line_open_ = false;
+  // On a terminal the live chart stays on screen; elsewhere the curve is printed once.
+  if (!tty_ && losses_.size() >= 2) {
+    std::fprintf(out_, "loss curve:\n%s", TerminalChart(losses_, kChartWidth, kChartHeight, "step").c_str());
+  }
+  drawn_lines_ = 0;
   std::fflush(out_);
 }
 

@@ -3,26 +3,41 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/telemetry.pb.h"
 
 namespace gradsync::cli {
 
-// Prints new events and progress of a watched job to `out`: on a terminal a progress bar
-// redrawn in place, otherwise one line per reported step.
+// Prints new events and progress of a watched job to `out`: on a terminal a progress bar and the
+// loss curve so far, redrawn in place; otherwise one line per reported step, and the loss curve
+// once at the end.
 class ProgressView {
  public:
   explicit ProgressView(FILE* out);
   void Update(const v1::Job& job);
-  // Ends an in-place line so later output starts clean.
+  // Replaces the loss points gathered from progress updates with a complete series (e.g. every
+  // reduced step from the metrics service), for the curve Finish() prints.
+  void SetLossCurve(std::vector<std::pair<double, double>> points) { losses_ = std::move(points); }
+  // Prints the loss curve when the output is not a terminal (on a terminal it is on screen).
   void Finish();
+  // SetLossCurve from the metrics service's series of `job` at `metrics_api` when it answers;
+  // returns the series (for a report) or the reason it could not be read.
+  absl::StatusOr<v1::JobSeries> UseSeriesFrom(const std::string& metrics_api, const std::string& job);
 
  private:
   FILE* out_;
+  void Erase();
+
   bool tty_;
   int events_shown_ = 0;
   int64_t last_step_ = -1;
-  bool line_open_ = false;
+  // Lines of the live block (bar + chart) drawn last, to move back over on a terminal.
+  int drawn_lines_ = 0;
+  std::vector<std::pair<double, double>> losses_;
 };
 
 // Multi-line human summary of a finished job.

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
@@ -45,43 +46,62 @@ absl::Status LocalCluster::StartChild(const std::string& name, std::vector<std::
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::map<std::string, std::string>> LocalCluster::AwaitEndpoints(const std::string& path,
+                                                                              const std::string& name) const {
+  const absl::Time deadline = absl::Now() + options_.start_timeout;
+  for (;;) {
+    std::vector<std::pair<std::string, std::string>> fields;
+    if (fs::exists(path) && ReadJsonFields(path, &fields).ok()) return std::map<std::string, std::string>(fields.begin(), fields.end());
+    if (absl::Status alive = CheckAlive(); !alive.ok()) return alive;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(name, " did not start within ",
+                                                      absl::FormatDuration(options_.start_timeout), "; see ",
+                                                      children_.back().log));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
 absl::Status LocalCluster::Start() {
   std::error_code ec;
   fs::create_directories(log_dir(), ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", log_dir(), ": ", ec.message()));
   const std::string bin = BinaryDir();
-  const std::string endpoints = (fs::path(options_.state_dir) / "coordinator.json").string();
-  fs::remove(endpoints, ec);
+  const fs::path state(options_.state_dir);
+  fs::remove(state / "coordinator.json", ec);
+  fs::remove(state / "metrics.json", ec);
+
   absl::Status s = StartChild(
       "coordinator",
       {bin + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
-       "--metrics_listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0",
-       "--endpoints_file=" + endpoints,
-       "--artifact_dir=" + (fs::path(options_.state_dir) / "artifacts").string(),
-       "--state_dir=" + (fs::path(options_.state_dir) / "coordinator").string()});
+       "--metrics_listen=127.0.0.1:0", absl::StrCat("--rest_listen=127.0.0.1:", options_.rest_port),
+       "--endpoints_file=" + (state / "coordinator.json").string(),
+       "--artifact_dir=" + (state / "artifacts").string(), "--state_dir=" + (state / "coordinator").string()});
   if (!s.ok()) return s;
+  auto coordinator = AwaitEndpoints((state / "coordinator.json").string(), "coordinator");
+  if (!coordinator.ok()) return coordinator.status();
+  address_ = (*coordinator)["grpc"];
+  endpoints_["coordinator"] = address_;
+  endpoints_["rest"] = (*coordinator)["rest"];
+  endpoints_["coordinatorMetrics"] = (*coordinator)["metrics"];
 
-  const absl::Time deadline = absl::Now() + options_.start_timeout;
-  while (address_.empty()) {
-    std::vector<std::pair<std::string, std::string>> fields;
-    if (fs::exists(endpoints) && ReadJsonFields(endpoints, &fields).ok()) {
-      for (const auto& [k, v] : fields) {
-        if (k == "grpc") address_ = v;
-      }
-      continue;
-    }
-    if (absl::Status alive = CheckAlive(); !alive.ok()) return alive;
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("coordinator did not start within ",
-                                                      absl::FormatDuration(options_.start_timeout),
-                                                      "; see ", children_[0].log));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
+  std::string metrics;
+  if (options_.with_metrics) {
+    s = StartChild("metrics", {bin + "/gradsync-metrics", "--listen=127.0.0.1:0",
+                               absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port),
+                               "--api_listen=127.0.0.1:0", "--endpoints_file=" + (state / "metrics.json").string()});
+    if (!s.ok()) return s;
+    auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
+    if (!m.ok()) return m.status();
+    metrics = (*m)["grpc"];
+    endpoints_["metrics"] = metrics;
+    endpoints_["metricsHttp"] = (*m)["http"];
+    endpoints_["metricsApi"] = (*m)["api"];
   }
   for (int i = 0; i < options_.workers; ++i) {
     s = StartChild(absl::StrCat("worker-", i),
                    {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
-                    absl::StrCat("--name=local", i), "--device=" + options_.device});
+                    absl::StrCat("--name=local", i), "--device=" + options_.device, "--metrics=" + metrics});
     if (!s.ok()) return s;
   }
   return WriteClusterFile();
@@ -90,7 +110,9 @@ absl::Status LocalCluster::Start() {
 absl::Status LocalCluster::WriteClusterFile() const {
   const std::string path = (fs::path(options_.state_dir) / "cluster.json").string();
   std::ofstream out(path);
-  out << "{\n  \"coordinator\": \"" << address_ << "\",\n  \"pids\": [";
+  out << "{\n";
+  for (const auto& [k, v] : endpoints_) out << "  \"" << k << "\": \"" << v << "\",\n";
+  out << "  \"pids\": [";
   for (size_t i = 0; i < children_.size(); ++i) out << (i ? ", " : "") << children_[i].pid;
   out << "]\n}\n";
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
@@ -98,10 +120,11 @@ absl::Status LocalCluster::WriteClusterFile() const {
 }
 
 void LocalCluster::Stop() {
-  std::vector<pid_t> workers;
-  for (size_t i = 1; i < children_.size(); ++i) workers.push_back(children_[i].pid);
+  // Workers first (their last reports reach the metrics service), then the services.
+  std::vector<pid_t> workers, services;
+  for (const Child& c : children_) (absl::StartsWith(c.name, "worker-") ? workers : services).push_back(c.pid);
   StopAll(workers, absl::Seconds(5));
-  if (!children_.empty()) StopAll({children_[0].pid}, absl::Seconds(5));
+  StopAll(services, absl::Seconds(5));
   children_.clear();
 }
 

@@ -4,10 +4,12 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace gradsync::cli {
@@ -16,6 +18,9 @@ struct LocalClusterOptions {
   int workers = 1;
   std::string state_dir;
   int coordinator_port = 0;  // 0: a free port
+  int rest_port = 0;
+  int metrics_port = 0;      // the metrics service's /metrics
+  bool with_metrics = true;
   std::string device = "cpu";
   absl::Duration start_timeout = absl::Seconds(30);
 };
@@ -33,6 +38,9 @@ class LocalCluster {
   absl::Status CheckAlive() const;
 
   std::string coordinator_address() const { return address_; }
+  // Every service address by name: coordinator, rest, coordinatorMetrics, metrics (gRPC),
+  // metricsHttp (/metrics), metricsApi (JSON series).
+  const std::map<std::string, std::string>& endpoints() const { return endpoints_; }
   std::string log_dir() const;
   std::vector<pid_t> pids() const;
   // The last lines of every child's log, for failure reports.
@@ -46,11 +54,15 @@ class LocalCluster {
   };
 
   absl::Status StartChild(const std::string& name, std::vector<std::string> argv);
+  // Waits for a service's endpoints file while the service runs.
+  absl::StatusOr<std::map<std::string, std::string>> AwaitEndpoints(const std::string& path,
+                                                                    const std::string& name) const;
   // <state_dir>/cluster.json: the coordinator address and every child's pid.
   absl::Status WriteClusterFile() const;
 
   LocalClusterOptions options_;
   std::string address_;
+  std::map<std::string, std::string> endpoints_;
   std::vector<Child> children_;  // the coordinator first
 };
 

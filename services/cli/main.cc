@@ -19,8 +19,13 @@ constexpr char kUsage[] =
     "  submit FILE [--set path=value ...] [--wait] [-o json]\n"
     "  get JOB [-o json]    list [-o json]    cancel JOB    watch JOB\n"
     "                     against --address HOST:PORT (env GRADSYNC_ADDRESS, default localhost:7070)\n"
+    "  report JOB -o FILE.svg [--metrics-api HOST:PORT]\n"
+    "                     loss and throughput curves from the metrics service (env GRADSYNC_METRICS_API)\n"
     "  healthcheck HOST:PORT [--service NAME]\n"
     "                     exit 0 when the server answers grpc.health.v1 SERVING\n"
+    "  model describe PRESET [--set transformer.layers=6 ...] [-o json]\n"
+    "                     a transformer preset's dimensions, parameters and FLOPs per token\n"
+    "                     (--set paths are relative to the model spec)\n"
     "\n"
     "Job specs are YAML or JSON with the JSON names of gradsync.v1.JobSpec, e.g. training.worldSize.\n";
 
@@ -43,6 +48,8 @@ int main(int argc, char** argv) {
   if (command == "cancel") return CancelCommand(rest);
   if (command == "watch") return WatchCommand(rest);
   if (command == "healthcheck") return HealthCommand(rest);
+  if (command == "report") return ReportCommand(rest);
+  if (command == "model") return ModelCommand(rest);
   std::fprintf(stderr, "gradsync: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
   }
   coordinator.Start();
   std::unique_ptr<prometheus::Exposer> exposer;
+  // The exposer keeps only a weak reference: this owns the collectable for the process's life.
+  auto coordinator_metrics = std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator);
   int metrics_port = 0;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
     try {
@@ -111,7 +113,7 @@ int main(int argc, char** argv) {
       GS_LOG(ERROR) << "cannot serve /metrics on " << listen << ": " << e.what();
       return 1;
     }
-    exposer->RegisterCollectable(std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator));
+    exposer->RegisterCollectable(coordinator_metrics);
     metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts().front();
     GS_LOG(INFO) << "serving /metrics on port " << metrics_port;
   }

@@ -29,7 +29,8 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) {
 
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
-      stub_(v1::CoordinatorService::NewStub(rpc::MakeChannel(options_.coordinator))) {}
+      stub_(v1::CoordinatorService::NewStub(rpc::MakeChannel(options_.coordinator))),
+      metrics_({.address = options_.metrics}) {}
 
 Agent::~Agent() {
   stop_ = true;
@@ -146,6 +147,12 @@ void Agent::RunAssignment(const v1::Assignment& a) {
       if (!s.ok()) return s;
       return plan.seed();
     };
+    hooks.on_step = [&](const v1::StepReport& r) {
+      v1::StepReport report = r;
+      report.set_job_id(a.job_id());
+      report.set_generation(a.generation());
+      metrics_.Report(std::move(report));
+    };
     hooks.on_progress = [&](const v1::JobProgress& p) {
       absl::MutexLock lock(&mu_);
       *current_.mutable_progress() = p;
@@ -169,6 +176,9 @@ void Agent::RunAssignment(const v1::Assignment& a) {
     GS_LOG(ERROR) << "generation failed: " << outcome.status();
   }
   ReportResult(report);
+  if (absl::Status s = metrics_.Flush(absl::Seconds(2)); !s.ok() && metrics_.enabled()) {
+    GS_LOG(WARNING) << "step reports not all delivered to the metrics service: " << s;
+  }
   {
     absl::MutexLock lock(&mu_);
     current_.Clear();

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 
 namespace gradsync::worker {
@@ -22,6 +23,8 @@ struct AgentOptions {
   std::string comm_host;         // address Gloo binds and advertises
   std::string name;              // prefix of the worker id
   v1::Device device;
+  // gradsync-metrics' gRPC address; empty: no step reports.
+  std::string metrics;
   absl::Duration max_backoff = absl::Seconds(5);
 };
 
@@ -45,6 +48,8 @@ class Agent {
 
   const AgentOptions options_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
+  // Never blocks training: reports queue and go out on its own thread.
+  telemetry::MetricsReporter metrics_;
 
   absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);

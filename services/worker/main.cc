@@ -19,6 +19,8 @@ ABSL_FLAG(std::string, name, gradsync::EnvOr("GRADSYNC_WORKER_NAME", "worker"),
           "prefix of this worker's id (env GRADSYNC_WORKER_NAME)");
 ABSL_FLAG(int, blas_threads, 1,
           "threads per CPU matmul; 1 keeps results bitwise reproducible and ranks off each other's cores");
+ABSL_FLAG(std::string, metrics, gradsync::EnvOr("GRADSYNC_METRICS", ""),
+          "gradsync-metrics gRPC address for step reports; empty: none (env GRADSYNC_METRICS)");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
 
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   options.comm_host = absl::GetFlag(FLAGS_comm_host);
   options.name = absl::GetFlag(FLAGS_name);
   options.device = *device;
+  options.metrics = absl::GetFlag(FLAGS_metrics);
   gradsync::worker::Agent agent(options);
   return agent.Run();
 }

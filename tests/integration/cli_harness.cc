@@ -66,8 +66,15 @@ CommandResult RunBinary(const std::vector<std::string>& args) {
 }
 
 pid_t StartBinary(const std::vector<std::string>& args, const std::string& log) {
-  std::string exe;
-  std::vector<char*> argv = Argv(args, &exe);
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  return StartBinaryAt(absl::StrCat(GRADSYNC_BIN_DIR, "/", args[0]), rest, log);
+}
+
+pid_t StartBinaryAt(const std::string& path, const std::vector<std::string>& args, const std::string& log) {
+  std::string exe = path;
+  std::vector<char*> argv = {exe.data()};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -20,6 +20,8 @@ CommandResult RunBinary(const std::vector<std::string>& args);
 
 // Starts `bin/<args[0]>` in the background with stdout and stderr to `log`.
 pid_t StartBinary(const std::vector<std::string>& args, const std::string& log);
+// Starts the executable at `path` (not one of gradsync's) likewise.
+pid_t StartBinaryAt(const std::string& path, const std::vector<std::string>& args, const std::string& log);
 
 // A flat JSON object's fields as text (strings unquoted, numbers as printed by protobuf).
 std::map<std::string, std::string> ParseFlatJson(const std::string& json);

@@ -124,7 +124,7 @@ TEST(LocalCluster, CtrlCStopsEveryChild) {
   }
   const std::string cluster = ReadFile(dir + "/cluster.json");
   const std::vector<double> pids = ParseNumberList(cluster, "pids");
-  ASSERT_EQ(pids.size(), 3u) << cluster;
+  ASSERT_EQ(pids.size(), 4u) << cluster;  // coordinator, metrics service, 2 workers
   ::kill(cli, SIGINT);
   int status = 0;
   ::waitpid(cli, &status, 0);
@@ -199,6 +199,53 @@ TEST(Worker, RetriesAWrongCoordinatorAddressWithBackoffAndSaysWhy) {
   const std::string log = ReadFile(dir + "/worker.log");
   EXPECT_NE(log.find("cannot register with coordinator at 127.0.0.1:1 (attempt 2)"), std::string::npos) << log;
   EXPECT_NE(log.find("retrying in"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawTheCurves) {
+  const std::string dir = MakeTempDir();
+  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  auto endpoints = ParseFlatJson(up.out);
+  const std::string address = endpoints["coordinator"];
+
+  // A job with the metrics service alive: watch prints progress and the loss curve; report draws it.
+  CommandResult first = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
+                                   "--set", "training.maxSteps=60", "--set", "training.epochs=0"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string job = first.out.substr(0, first.out.find('\n'));
+  CommandResult watch = RunBinary({"gradsync", "watch", job, "--address", address, "--metrics-api", endpoints["metricsApi"]});
+  EXPECT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+  EXPECT_NE(watch.out.find("SUCCEEDED"), std::string::npos) << watch.out;
+  EXPECT_NE(watch.out.find("loss curve:"), std::string::npos) << watch.out;
+  const std::string svg = dir + "/report.svg";
+  CommandResult report = RunBinary({"gradsync", "report", job, "-o", svg, "--metrics-api", endpoints["metricsApi"]});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string picture = ReadFile(svg);
+  EXPECT_NE(picture.find("<svg"), std::string::npos);
+  EXPECT_EQ(picture.find("no data"), std::string::npos) << "both curves must have points";
+  EXPECT_NE(picture.find(job.substr(5)), std::string::npos);
+
+  // Kill the metrics service; the next job trains to the end regardless.
+  const std::vector<double> pids = ParseNumberList(ReadFile(dir + "/cluster.json"), "pids");
+  ASSERT_GE(pids.size(), 2u);
+  const pid_t metrics = static_cast<pid_t>(pids[1]);
+  CommandResult second = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
+                                    "--set", "training.maxSteps=200", "--set", "training.epochs=0"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const std::string job2 = second.out.substr(0, second.out.find('\n'));
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_EQ(::kill(metrics, SIGKILL), 0) << "the metrics service (pid " << metrics << ") was not running";
+  CommandResult done = RunBinary({"gradsync", "watch", job2, "--address", address, "-o", "json"});
+  EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_EQ(ParseFlatJson(done.out)["state"], "SUCCEEDED") << done.out;
+  EXPECT_EQ(ParseFlatJson(done.out)["globalStep"], "200") << done.out;
+  EXPECT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", dir}).exit_code, 0);
 }
 
 }  // namespace

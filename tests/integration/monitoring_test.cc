@@ -1,0 +1,134 @@
+// The monitoring stack against real servers: promtool checks the scrape config and the alert rules
+// (and runs their unit tests); a real Prometheus server scrapes a local cluster that ran a job,
+// and every query of the Grafana dashboard returns data through Prometheus's HTTP API.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "cli_harness.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "http_client.h"
+
+namespace gradsync::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kMonitoring = std::string(GRADSYNC_SOURCE_DIR) + "/services/metrics/monitoring";
+
+// Prometheus's own binaries, fetched by `make` (scripts/fetch-prometheus.sh); empty if unavailable.
+std::string PrometheusBin(const std::string& name) {
+  const std::string dir = GRADSYNC_PROMETHEUS_DIR;
+  if (!fs::exists(dir + "/usr/bin/" + name)) {
+    const std::string fetch = absl::StrCat("sh ", GRADSYNC_SOURCE_DIR, "/scripts/fetch-prometheus.sh ", dir, " >/dev/null 2>&1");
+    if (std::system(fetch.c_str()) != 0) return "";
+  }
+  return dir + "/usr/bin/" + name;
+}
+
+int Shell(const std::string& cmd, std::string* output) {
+  const std::string log = MakeTempDir() + "/out";
+  const int rc = std::system(absl::StrCat(cmd, " >", log, " 2>&1").c_str());
+  *output = ReadFile(log);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += absl::StrFormat("%%%02X", c);
+    }
+  }
+  return out;
+}
+
+int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
+
+TEST(Monitoring, PromtoolAcceptsTheConfigAndRulesAndTheAlertTestsPass) {
+  const std::string promtool = PrometheusBin("promtool");
+  if (promtool.empty()) GTEST_SKIP() << "promtool unavailable (apt-get download prometheus failed)";
+  std::string out;
+  EXPECT_EQ(Shell(absl::StrCat(promtool, " check config ", kMonitoring, "/prometheus.yml"), &out), 0) << out;
+  EXPECT_EQ(Shell(absl::StrCat(promtool, " check rules ", kMonitoring, "/alerts.yml"), &out), 0) << out;
+  EXPECT_EQ(Shell(absl::StrCat("cd ", kMonitoring, " && ", promtool, " test rules alerts_test.yml"), &out), 0) << out;
+}
+
+TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
+  const std::string prometheus = PrometheusBin("prometheus");
+  const std::string promtool = PrometheusBin("promtool");
+  if (prometheus.empty()) GTEST_SKIP() << "prometheus unavailable (apt-get download prometheus failed)";
+  const std::string dir = MakeTempDir();
+  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  auto endpoints = ParseFlatJson(up.out);
+  CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", endpoints["coordinator"],
+                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0", "--wait", "-o", "json"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+
+  // Every service's exposition passes promtool's lint.
+  for (const char* name : {"metricsHttp", "coordinatorMetrics"}) {
+    const HttpResponse scrape = HttpRequest("GET", PortOf(endpoints[name]), "/metrics");
+    ASSERT_EQ(scrape.status, 200) << name;
+    std::ofstream(dir + "/" + name + ".txt") << scrape.body;
+    std::string out;
+    EXPECT_EQ(Shell(absl::StrCat(promtool, " check metrics < ", dir, "/", name, ".txt"), &out), 0) << name << ": " << out;
+  }
+
+  const int port = PortOf(endpoints["rest"]) + 1;  // near the cluster's ports; checked by Prometheus's bind
+  std::ofstream(dir + "/prometheus.yml") << absl::StrCat(
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      "scrape_configs:\n"
+      "  - job_name: gradsync-metrics\n    static_configs: [{targets: ['", endpoints["metricsHttp"], "']}]\n"
+      "  - job_name: gradsync-coordinator\n    static_configs: [{targets: ['", endpoints["coordinatorMetrics"], "']}]\n");
+  const std::string listen = absl::StrCat("127.0.0.1:", port);
+  const pid_t prom = StartBinaryAt(prometheus, {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",
+                                               "--web.listen-address=" + listen}, dir + "/prometheus.log");
+
+  auto query = [&](const std::string& expr) {
+    return HttpRequest("GET", port, "/api/v1/query?query=" + UrlEncode(expr));
+  };
+  // Wait until two scrapes of the job's series exist, so rate() windows have data.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline && query("count_over_time(gradsync_train_step[1m]) >= 3").body.find("\"value\"") == std::string::npos) {
+    ASSERT_TRUE(ProcessAlive(prom)) << ReadFile(dir + "/prometheus.log");
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+
+  google::protobuf::Struct dashboard;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  ReadFile(kMonitoring + "/grafana/dashboards/gradsync-training.json"), &dashboard).ok());
+  int queries = 0;
+  for (const auto& panel : dashboard.fields().at("panels").list_value().values()) {
+    const std::string title = panel.struct_value().fields().at("title").string_value();
+    for (const auto& target : panel.struct_value().fields().at("targets").list_value().values()) {
+      const std::string expr = absl::StrReplaceAll(target.struct_value().fields().at("expr").string_value(),
+                                                   {{"$training_job", ".+"}});
+      const HttpResponse r = query(expr);
+      ++queries;
+      EXPECT_EQ(r.status, 200) << title << ": " << expr << " -> " << r.body;
+      EXPECT_NE(r.body.find("\"status\":\"success\""), std::string::npos) << title << ": " << r.body;
+      EXPECT_NE(r.body.find("\"value\""), std::string::npos) << "panel \"" << title << "\" has no data: " << expr << " -> " << r.body;
+    }
+  }
+  EXPECT_GE(queries, 12);
+  EXPECT_NE(query("up").body.find("gradsync-coordinator"), std::string::npos) << query("up").body;
+
+  ::kill(prom, SIGTERM);
+  ::waitpid(prom, nullptr, 0);
+  EXPECT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", dir + "/cluster"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
