@@ -229,7 +229,7 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   result.set_world_size(comm.size());
   out.param_digest = DigestString(std::as_bytes(model.params()));
   if (rank == 0) {
-    if (absl::Status s = ckpt::SaveWeights(assignment.weights_path(), model.layout(), model.params()); !s.ok()) {
+    if (absl::Status s = ckpt::SaveWeights(assignment.weights_path(), spec.model(), model.layout(), model.params()); !s.ok()) {
       return s;
     }
     result.set_weights_path(assignment.weights_path());

@@ -20,16 +20,25 @@ class WeightsFileTest : public ::testing::Test {
 
   std::string Path() const { return (dir_ / "sub" / "weights.bin").string(); }
 
+  static v1::ModelSpec Model() {
+    v1::ModelSpec m;
+    m.set_preset("mlp");
+    m.mutable_mlp()->add_hidden_dims(3);
+    return m;
+  }
+
   std::filesystem::path dir_;
   nn::ParamLayout layout_;
   std::vector<float> values_;
 };
 
 TEST_F(WeightsFileTest, RoundTripsNamesShapesAndValues) {
-  ASSERT_TRUE(SaveWeights(Path(), layout_, values_).ok());
+  ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
   auto loaded = LoadWeights(Path());
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->values, values_);
+  EXPECT_EQ(loaded->model.preset(), "mlp");
+  EXPECT_EQ(loaded->model.mlp().hidden_dims(0), 3);
   ASSERT_EQ(loaded->layout.size(), 2);
   EXPECT_EQ(loaded->layout.param(0).name, "layers.0.weight");
   EXPECT_EQ(loaded->layout.param(0).shape, (std::vector<int64_t>{3, 2}));
@@ -37,7 +46,7 @@ TEST_F(WeightsFileTest, RoundTripsNamesShapesAndValues) {
 }
 
 TEST_F(WeightsFileTest, DetectsAFlippedByte) {
-  ASSERT_TRUE(SaveWeights(Path(), layout_, values_).ok());
+  ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
   std::fstream f(Path(), std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(-12, std::ios::end);
   f.put('\x7f');
@@ -48,7 +57,7 @@ TEST_F(WeightsFileTest, DetectsAFlippedByte) {
 }
 
 TEST_F(WeightsFileTest, DetectsTruncationAndForeignFiles) {
-  ASSERT_TRUE(SaveWeights(Path(), layout_, values_).ok());
+  ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
   std::filesystem::resize_file(Path(), std::filesystem::file_size(Path()) - 5);
   EXPECT_EQ(LoadWeights(Path()).status().code(), absl::StatusCode::kDataLoss);
   std::ofstream(Path()) << "hello world, not weights";
@@ -60,7 +69,7 @@ TEST_F(WeightsFileTest, DetectsTruncationAndForeignFiles) {
 
 TEST_F(WeightsFileTest, RefusesAMismatchedValueCount) {
   values_.pop_back();
-  EXPECT_EQ(SaveWeights(Path(), layout_, values_).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SaveWeights(Path(), Model(), layout_, values_).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace gradsync::ckpt {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'S', 'W', 'E', 'I', 'G', 'H', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 template <typename T>
 void Put(std::string* out, T v) {
@@ -58,7 +58,7 @@ absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-absl::Status SaveWeights(const std::string& path, const nn::ParamLayout& layout,
+absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, const nn::ParamLayout& layout,
                          std::span<const float> values) {
   if (static_cast<int64_t>(values.size()) != layout.total_numel()) {
     return absl::InvalidArgumentError(absl::StrCat("weights for ", path, ": ", values.size(),
@@ -69,6 +69,9 @@ absl::Status SaveWeights(const std::string& path, const nn::ParamLayout& layout,
   Put<uint32_t>(&buf, static_cast<uint32_t>(layout.size()));
   Put<uint64_t>(&buf, static_cast<uint64_t>(layout.total_numel()));
   Put<uint64_t>(&buf, layout.Hash());
+  const std::string model_bytes = model.SerializeAsString();
+  Put<uint32_t>(&buf, static_cast<uint32_t>(model_bytes.size()));
+  buf.append(model_bytes);
   for (const nn::ParamInfo& p : layout.params()) {
     Put<uint32_t>(&buf, static_cast<uint32_t>(p.name.size()));
     buf.append(p.name);
@@ -134,6 +137,11 @@ absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
   if (auto s = r.Get(&total, "element count"); !s.ok()) return s;
   if (auto s = r.Get(&hash, "layout hash"); !s.ok()) return s;
   WeightsFile out;
+  uint32_t model_len = 0;
+  std::string model_bytes;
+  if (auto s = r.Get(&model_len, "model length"); !s.ok()) return s;
+  if (auto s = r.Bytes(model_len, &model_bytes, "model"); !s.ok()) return s;
+  if (!out.model.ParseFromString(model_bytes)) return absl::DataLossError(absl::StrCat(path, ": unreadable model spec"));
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t len = 0, rank = 0;
     std::string name;

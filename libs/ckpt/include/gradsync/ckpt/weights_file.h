@@ -1,7 +1,9 @@
 // The final-weights file: every parameter's name, shape and fp32 values, with a checksum.
 //
 // Layout (little-endian):
-//   "GSWEIGHT" | u32 version (1) | u32 param count | u64 total elements | u64 layout hash
+//   "GSWEIGHT" | u32 version (2) | u32 param count | u64 total elements | u64 layout hash
+//   u32 model length | serialized gradsync.v1.ModelSpec (the resolved network, so the file alone
+//   rebuilds the model)
 //   per parameter: u32 name length | name | u32 rank | i64 dims[rank]
 //   f32 values[total elements], parameters in layout order
 //   u64 FNV-1a of every byte before it
@@ -15,16 +17,18 @@
 
 #include "absl/status/statusor.h"
 #include "gradsync/nn/param_layout.h"
+#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::ckpt {
 
 struct WeightsFile {
+  v1::ModelSpec model;
   nn::ParamLayout layout;
   std::vector<float> values;
 };
 
 // Creates parent directories as needed. INTERNAL/PERMISSION_DENIED with the path on I/O errors.
-absl::Status SaveWeights(const std::string& path, const nn::ParamLayout& layout,
+absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, const nn::ParamLayout& layout,
                          std::span<const float> values);
 
 // DATA_LOSS naming the path and the problem for a truncated, corrupt or foreign file.
