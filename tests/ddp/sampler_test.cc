@@ -120,3 +120,50 @@ TEST(Sampler, StepPositionsAndTotals) {
 
 }  // namespace
 }  // namespace gradsync::ddp
+
+namespace gradsync::ddp {
+namespace {
+
+TEST(Sampler, AdvancingVisitsTheSameStepsAsPositionOfStep) {
+  for (LastBatch policy : {LastBatch::kPartial, LastBatch::kDrop}) {
+    ShardConfig config{100, 2, 8, 1, policy};
+    Position pos;
+    for (int64_t step = 0; step < 3 * config.steps_per_epoch(); ++step) {
+      const Position expected = PositionOfStep(config, step);
+      ASSERT_EQ(pos.epoch, expected.epoch) << step;
+      ASSERT_EQ(pos.cursor, expected.cursor) << step;
+      EXPECT_EQ(StepsRemaining(config, pos, step, 0, 3), 3 * config.steps_per_epoch() - step);
+      pos = Advance(config, pos);
+    }
+    EXPECT_EQ(pos.epoch, 3);
+    EXPECT_EQ(StepsRemaining(config, pos, 3 * config.steps_per_epoch(), 0, 3), 0);
+  }
+}
+
+TEST(Sampler, AResizedRunContinuesAtTheExactNextSample) {
+  // Two ranks of 8 run 3 steps; then three ranks of 8 take over at the same cursor.
+  const auto perm = EpochPermutation(EpochSeed(5, 0), 200);
+  ShardConfig two{200, 2, 8, 1, LastBatch::kPartial};
+  ShardConfig three{200, 3, 8, 1, LastBatch::kPartial};
+  Position pos;
+  std::vector<int64_t> seen;
+  for (int s = 0; s < 3; ++s) {
+    for (int r = 0; r < 2; ++r) {
+      const StepShard shard = ShardForStep(two, perm, pos.cursor, r);
+      seen.insert(seen.end(), shard.micro_indices[0].begin(), shard.micro_indices[0].end());
+    }
+    pos = Advance(two, pos);
+  }
+  while (pos.epoch == 0) {
+    for (int r = 0; r < 3; ++r) {
+      const StepShard shard = ShardForStep(three, perm, pos.cursor, r);
+      seen.insert(seen.end(), shard.micro_indices[0].begin(), shard.micro_indices[0].end());
+    }
+    pos = Advance(three, pos);
+  }
+  EXPECT_EQ(seen, perm) << "every sample exactly once, in order, across the resize";
+  EXPECT_EQ(StepsRemaining(three, Position{0, 48}, 3, 10, 0), 7);
+}
+
+}  // namespace
+}  // namespace gradsync::ddp

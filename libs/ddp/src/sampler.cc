@@ -56,4 +56,28 @@ int64_t TotalSteps(const ShardConfig& config, int64_t max_steps, int epochs) {
   return max_steps > 0 ? max_steps : by_epochs;
 }
 
+Position Advance(const ShardConfig& config, Position pos) {
+  const int64_t g = config.global_batch();
+  pos.cursor = std::min(config.num_samples, pos.cursor + g);
+  const int64_t left = config.num_samples - pos.cursor;
+  if (left <= 0 || (config.last_batch == LastBatch::kDrop && left < g)) {
+    ++pos.epoch;
+    pos.cursor = 0;
+  }
+  return pos;
+}
+
+int64_t StepsRemaining(const ShardConfig& config, Position pos, int64_t steps_done, int64_t max_steps, int epochs) {
+  const int64_t g = config.global_batch();
+  int64_t by_epochs = -1;
+  if (epochs > 0) {
+    const int64_t left = config.num_samples - pos.cursor;
+    const int64_t this_epoch = config.last_batch == LastBatch::kDrop ? left / g : (left + g - 1) / g;
+    by_epochs = pos.epoch >= epochs ? 0 : this_epoch + (epochs - pos.epoch - 1) * config.steps_per_epoch();
+  }
+  const int64_t by_steps = max_steps > 0 ? std::max<int64_t>(0, max_steps - steps_done) : -1;
+  if (by_epochs >= 0 && by_steps >= 0) return std::min(by_epochs, by_steps);
+  return std::max(by_epochs, by_steps);
+}
+
 }  // namespace gradsync::ddp

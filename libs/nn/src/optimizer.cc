@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "absl/strings/str_cat.h"
 #include "gradsync/kernels/cpu/adamw.h"
 
 namespace gradsync::nn {
@@ -59,6 +60,17 @@ double LrSchedule::At(int64_t step) const {
   const double progress =
       std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
   return min_lr + 0.5 * (peak_lr - min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+absl::Status AdamW::Restore(std::span<const float> m, std::span<const float> v, int64_t step_count) {
+  if (m.size() != m_.size() || v.size() != v_.size() || step_count < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", m.size(), "/", v.size(),
+                                                   " elements does not fit a model of ", m_.size()));
+  }
+  std::copy(m.begin(), m.end(), m_.begin());
+  std::copy(v.begin(), v.end(), v_.begin());
+  t_ = step_count;
+  return absl::OkStatus();
 }
 
 }  // namespace gradsync::nn

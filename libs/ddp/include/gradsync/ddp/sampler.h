@@ -62,4 +62,12 @@ Position PositionOfStep(const ShardConfig& config, int64_t step);
 // set, whichever ends first.
 int64_t TotalSteps(const ShardConfig& config, int64_t max_steps, int epochs);
 
+// The position after a step that started at `pos`: the cursor moves past the step's samples, and
+// the epoch ends when no (full, under kDrop) global batch remains. Positions are sample counts,
+// so a run resumed with another world size continues at the exact next sample.
+Position Advance(const ShardConfig& config, Position pos);
+
+// Steps still to run from `pos` with `steps_done` done, under the max_steps / epochs limits.
+int64_t StepsRemaining(const ShardConfig& config, Position pos, int64_t steps_done, int64_t max_steps, int epochs);
+
 }  // namespace gradsync::ddp

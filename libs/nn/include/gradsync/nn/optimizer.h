@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "gradsync/nn/param_layout.h"
 
 namespace gradsync::nn {
@@ -27,6 +28,10 @@ class AdamW {
   int64_t step_count() const { return t_; }
   std::span<const float> first_moment() const { return m_; }
   std::span<const float> second_moment() const { return v_; }
+
+  // Restores the state a checkpoint saved, so the next Step continues exactly where the saved run
+  // was. INVALID_ARGUMENT when the sizes do not match the layout.
+  absl::Status Restore(std::span<const float> m, std::span<const float> v, int64_t step_count);
 
  private:
   const ParamLayout& layout_;
