@@ -25,8 +25,14 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# The run writes its weights to $(BUILD_DIR)/demo/artifacts/<job id>/weights.bin; the state
+# directory starts empty so that the glob finds this run's file alone.
 demo: build
-	@$(BUILD_DIR)/bin/gradsync run examples/jobs/demo.yaml
+	@rm -rf $(BUILD_DIR)/demo
+	@$(BUILD_DIR)/bin/gradsync run examples/jobs/demo.yaml --state-dir $(BUILD_DIR)/demo
+	@weights=$$(ls $(BUILD_DIR)/demo/artifacts/*/weights.bin) && \
+	  echo && echo "text sampled from $$weights:" && echo && \
+	  $(BUILD_DIR)/bin/gradsync generate --weights $$weights --prompt "This License" --tokens 300 --seed 1
 
 clean:
 	@rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log

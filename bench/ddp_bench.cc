@@ -87,10 +87,14 @@ int DdpRank(const BenchArgs& args) {
   const Figures without = run(false, args.steps);
   if (args.rank == 0) {
     const double samples = static_cast<double>(micro) * args.ranks;
+    // Language models: every sample is a window of seqLen tokens; a classifier sample is one.
+    const double tokens = samples * (batch.tokens.empty() ? 1.0 : static_cast<double>(batch.tokens.size()) / micro);
     std::printf("# gradsync-bench ddp: %s, %d ranks x micro-batch %d, %zu buckets, %s\n", m.Describe().c_str(),
                 args.ranks, micro, (*reducer)->buckets().size(), env->comm->backend().c_str());
-    std::printf("step with communication     %8.2f ms  (%.0f samples/s)\n", with.step_seconds * 1e3, samples / with.step_seconds);
-    std::printf("step without communication  %8.2f ms  (%.0f samples/s)\n", without.step_seconds * 1e3, samples / without.step_seconds);
+    std::printf("step with communication     %8.2f ms  (%.0f samples/s, %.0f tokens/s)\n", with.step_seconds * 1e3,
+                samples / with.step_seconds, tokens / with.step_seconds);
+    std::printf("step without communication  %8.2f ms  (%.0f samples/s, %.0f tokens/s)\n", without.step_seconds * 1e3,
+                samples / without.step_seconds, tokens / without.step_seconds);
     std::printf("communication per step      %8.2f ms  (sum over buckets)\n", with.comm_seconds * 1e3);
     std::printf("exposed per step            %8.2f ms  (%.1f%% of the step)\n", with.exposed_seconds * 1e3,
                 100.0 * with.exposed_seconds / with.step_seconds);

@@ -62,7 +62,15 @@ pid_t RecordedPid(const std::string& dir) {
   std::rename(tmp.c_str(), EndpointsPath(options.state_dir).c_str());
   std::fprintf(stderr, "local cluster up at %s\n", cluster.coordinator_address().c_str());
   std::fflush(stderr);
-  WaitForShutdown();
+  while (!WaitForShutdown(absl::Milliseconds(200))) {
+    auto restarted = cluster.Supervise();
+    if (!restarted.ok()) {
+      std::fprintf(stderr, "giving up: %s\n", std::string(restarted.status().message()).c_str());
+      break;
+    }
+    for (const std::string& name : *restarted) std::fprintf(stderr, "%s exited; started it again\n", name.c_str());
+    std::fflush(stderr);
+  }
   cluster.Stop();
   std::error_code ec;
   fs::remove(EndpointsPath(options.state_dir), ec);

@@ -81,16 +81,21 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   std::fprintf(progress, "job %s submitted to %s\n", created->id().c_str(), client.address().c_str());
 
-  // A watcher that also notices a dead child, so a crashed worker never leaves us waiting.
+  // Supervises the cluster while the job runs: a child that dies is started again (a worker
+  // rejoins as a spare and the job recovers); one that keeps dying ends the run.
   std::atomic<bool> stop{false};
   std::atomic<bool> cluster_broken{false};
+  absl::Status broken_reason;
   std::thread guard([&] {
     while (!stop) {
       if (ShutdownRequested()) break;
-      if (!cluster.CheckAlive().ok()) {
+      auto restarted = cluster.Supervise();
+      if (!restarted.ok()) {
+        broken_reason = restarted.status();
         cluster_broken = true;
         break;
       }
+      for (const std::string& name : *restarted) std::fprintf(stderr, "[supervisor] %s exited; started it again\n", name.c_str());
       absl::SleepFor(absl::Milliseconds(200));
     }
     stop = true;
@@ -104,10 +109,10 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   view.Finish();
   const bool interrupted = ShutdownRequested();
-  const bool broken = cluster_broken.load();
-  const absl::Status alive = broken ? cluster.CheckAlive() : absl::OkStatus();
   stop = true;
   guard.join();
+  const bool broken = cluster_broken.load();
+  const absl::Status alive = broken_reason;
 
   int code = 0;
   if (interrupted) {

@@ -18,5 +18,12 @@ int HealthCommand(const std::vector<std::string>& argv);
 int ReportCommand(const std::vector<std::string>& argv);
 // gradsync model describe PRESET: needs no cluster.
 int ModelCommand(const std::vector<std::string>& argv);
+// gradsync checkpoint inspect | diff | list: reads checkpoints on this machine (list JOB asks the
+// coordinator).
+int CheckpointCommand(const std::vector<std::string>& argv);
+// gradsync data prepare TEXT... -o DIR: text files to token shards; needs no cluster.
+int DataCommand(const std::vector<std::string>& argv);
+// gradsync generate --weights PATH --prompt TEXT: samples from a weights file; needs no cluster.
+int GenerateCommand(const std::vector<std::string>& argv);
 
 }  // namespace gradsync::cli

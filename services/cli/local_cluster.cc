@@ -39,6 +39,7 @@ absl::Status LocalCluster::StartChild(const std::string& name, std::vector<std::
   Child c;
   c.name = name;
   c.log = (fs::path(log_dir()) / (name + ".log")).string();
+  c.argv = argv;
   auto pid = Spawn({std::move(argv), c.log});
   if (!pid.ok()) return pid.status();
   c.pid = *pid;
@@ -81,6 +82,8 @@ absl::Status LocalCluster::Start() {
   auto coordinator = AwaitEndpoints((state / "coordinator.json").string(), "coordinator");
   if (!coordinator.ok()) return coordinator.status();
   address_ = (*coordinator)["grpc"];
+  PinPorts(children_.back(), {{"--listen=", (*coordinator)["grpc"]}, {"--rest_listen=", (*coordinator)["rest"]},
+                              {"--metrics_listen=", (*coordinator)["metrics"]}});
   endpoints_["coordinator"] = address_;
   endpoints_["rest"] = (*coordinator)["rest"];
   endpoints_["coordinatorMetrics"] = (*coordinator)["metrics"];
@@ -94,6 +97,8 @@ absl::Status LocalCluster::Start() {
     auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
     if (!m.ok()) return m.status();
     metrics = (*m)["grpc"];
+    PinPorts(children_.back(), {{"--listen=", (*m)["grpc"]}, {"--http_listen=", (*m)["http"]},
+                                {"--api_listen=", (*m)["api"]}});
     endpoints_["metrics"] = metrics;
     endpoints_["metricsHttp"] = (*m)["http"];
     endpoints_["metricsApi"] = (*m)["api"];
@@ -101,7 +106,9 @@ absl::Status LocalCluster::Start() {
   for (int i = 0; i < options_.workers; ++i) {
     s = StartChild(absl::StrCat("worker-", i),
                    {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
-                    absl::StrCat("--name=local", i), "--device=" + options_.device, "--metrics=" + metrics});
+                    absl::StrCat("--name=local", i), "--device=" + options_.device, "--metrics=" + metrics,
+                    "--metrics_listen=127.0.0.1:0",
+                    "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()});
     if (!s.ok()) return s;
   }
   return WriteClusterFile();
@@ -119,12 +126,42 @@ absl::Status LocalCluster::WriteClusterFile() const {
   return absl::OkStatus();
 }
 
+void LocalCluster::PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address) {
+  for (std::string& arg : child.argv) {
+    for (const auto& [flag, address] : flag_to_address) {
+      if (!address.empty() && absl::StartsWith(arg, flag)) arg = flag + address;
+    }
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> LocalCluster::Supervise(int max_restarts) {
+  std::vector<std::string> restarted;
+  for (Child& c : children_) {
+    if (Alive(c.pid)) continue;
+    if (c.restarts >= max_restarts) {
+      return absl::UnavailableError(absl::StrCat(c.name, " exited ", c.restarts + 1, " times; its log ", c.log,
+                                                 " ends:\n", TailFile(c.log, 15)));
+    }
+    auto pid = Spawn({c.argv, c.log});
+    if (!pid.ok()) return pid.status();
+    c.pid = *pid;
+    ++c.restarts;
+    restarted.push_back(c.name);
+  }
+  if (!restarted.empty()) (void)WriteClusterFile();
+  return restarted;
+}
+
 void LocalCluster::Stop() {
-  // Workers first (their last reports reach the metrics service), then the services.
-  std::vector<pid_t> workers, services;
-  for (const Child& c : children_) (absl::StartsWith(c.name, "worker-") ? workers : services).push_back(c.pid);
+  // The coordinator first: on SIGTERM it has running jobs checkpoint while their workers still
+  // run (preemption). Then the workers, then the metrics service (their last reports reach it).
+  std::vector<pid_t> coordinator, workers, others;
+  for (const Child& c : children_) {
+    (c.name == "coordinator" ? coordinator : absl::StartsWith(c.name, "worker-") ? workers : others).push_back(c.pid);
+  }
+  StopAll(coordinator, absl::Seconds(30));
   StopAll(workers, absl::Seconds(5));
-  StopAll(services, absl::Seconds(5));
+  StopAll(others, absl::Seconds(5));
   children_.clear();
 }
 

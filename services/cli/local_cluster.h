@@ -36,6 +36,10 @@ class LocalCluster {
   void Stop();
   // OK while every child runs; otherwise names the first one that exited.
   absl::Status CheckAlive() const;
+  // Starts again every child that exited, the way Kubernetes restarts a pod: services on the
+  // ports they had, workers as new registrations (spares). Returns the names restarted; an error
+  // once a child has been restarted more than `max_restarts` times.
+  absl::StatusOr<std::vector<std::string>> Supervise(int max_restarts = 20);
 
   std::string coordinator_address() const { return address_; }
   // Every service address by name: coordinator, rest, coordinatorMetrics, metrics (gRPC),
@@ -49,9 +53,13 @@ class LocalCluster {
  private:
   struct Child {
     std::string name;
+    std::vector<std::string> argv;
     pid_t pid = -1;
     std::string log;
+    int restarts = 0;
   };
+  // Pins a service's flags to the ports it bound, so a restart listens where clients look.
+  void PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address);
 
   absl::Status StartChild(const std::string& name, std::vector<std::string> argv);
   // Waits for a service's endpoints file while the service runs.

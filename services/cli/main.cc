@@ -26,6 +26,13 @@ constexpr char kUsage[] =
     "  model describe PRESET [--set transformer.layers=6 ...] [-o json]\n"
     "                     a transformer preset's dimensions, parameters and FLOPs per token\n"
     "                     (--set paths are relative to the model spec)\n"
+    "  checkpoint inspect PATH | diff A B | list (--root DIR | JOB) [-o json]\n"
+    "                     a checkpoint's manifest, parts and tensors; per-tensor differences;\n"
+    "                     committed checkpoints (verified when their files are on this machine)\n"
+    "  data prepare TEXT... -o DIR [--val-fraction F] [--shard-tokens N]\n"
+    "                     byte-tokenise text files into llm.c shards (train_*.bin, val_*.bin)\n"
+    "  generate --weights PATH --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+    "                     continue TEXT with bytes sampled from a trained transformer\n"
     "\n"
     "Job specs are YAML or JSON with the JSON names of gradsync.v1.JobSpec, e.g. training.worldSize.\n";
 
@@ -50,6 +57,9 @@ int main(int argc, char** argv) {
   if (command == "healthcheck") return HealthCommand(rest);
   if (command == "report") return ReportCommand(rest);
   if (command == "model") return ModelCommand(rest);
+  if (command == "checkpoint") return CheckpointCommand(rest);
+  if (command == "data") return DataCommand(rest);
+  if (command == "generate") return GenerateCommand(rest);
   std::fprintf(stderr, "gradsync: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

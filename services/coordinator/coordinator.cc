@@ -64,6 +64,7 @@ void Coordinator::RecoverLocked() {
       // Its workers will register again; they cannot resume a generation the coordinator no
       // longer tracks, so the job starts a new one.
       rt.job.set_state(v1::RESTARTING);
+      rt.job.set_restarts(rt.job.restarts() + 1);
       AddEventLocked(&rt, "CoordinatorRestarted",
                      absl::StrCat("generation ", rt.job.generation(), " abandoned; waiting for ",
                                   rt.job.spec().training().world_size(), " workers to form the next"));
@@ -266,9 +267,8 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
   rt->ranks.clear();
   rt->results.clear();
   rt->generation_active = true;
-  const std::string dir = job.spec().checkpoint().dir().empty()
-                              ? (std::filesystem::path(options_.artifact_dir) / job.id()).string()
-                              : job.spec().checkpoint().dir();
+  const std::string dir = JobDirLocked(job);
+  const std::optional<v1::CheckpointManifest> resume = ResumePointLocked(rt);
   std::vector<std::string> placement;
   for (size_t r = 0; r < gang.size(); ++r) {
     Worker* w = gang[r];
@@ -279,6 +279,8 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
     a.set_world_size(static_cast<int>(gang.size()));
     *a.mutable_spec() = job.spec();
     a.set_weights_path((std::filesystem::path(dir) / "weights.bin").string());
+    a.set_checkpoint_root((std::filesystem::path(dir) / "checkpoints").string());
+    if (resume.has_value()) *a.mutable_resume_from() = *resume;
     w->state = WorkerState::kAssigned;
     w->job_id = job.id();
     w->generation = job.generation();
@@ -289,7 +291,9 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
     placement.push_back(absl::StrCat("rank ", r, " on ", w->id, " (", w->info.hostname(), ")"));
   }
   AddEventLocked(rt, "Scheduled",
-                 absl::StrCat("generation ", job.generation(), ": ", absl::StrJoin(placement, ", ")));
+                 absl::StrCat("generation ", job.generation(), ": ", absl::StrJoin(placement, ", "),
+                              resume.has_value() ? absl::StrCat("; resuming from the checkpoint at step ", resume->step())
+                                                 : std::string()));
   TouchLocked(rt);
 }
 

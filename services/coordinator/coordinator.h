@@ -69,8 +69,21 @@ class Coordinator {
                                                                absl::Duration timeout);
   absl::StatusOr<v1::EpochPlan> GetEpochPlan(const std::string& job_id, int epoch);
   // A rank's outcome. When every rank of the generation has succeeded, their parameter digests
-  // are compared and the job ends SUCCEEDED or FAILED ("replica divergence").
+  // are compared and the job ends SUCCEEDED or FAILED ("replica divergence"). A rank's error
+  // restarts the job from its last committed checkpoint while the restart budget lasts.
   absl::Status ReportResult(const v1::ReportResultRequest& request);
+
+  // A rank wrote its part of the checkpoint at a step. The report that completes the set commits
+  // the checkpoint: MANIFEST.json is written last, the job records it, and retention runs.
+  // FAILED_PRECONDITION for a report of a generation that is no longer running.
+  absl::StatusOr<v1::ReportCheckpointResponse> ReportCheckpoint(const v1::ReportCheckpointRequest& request);
+
+  // Asks a running job's ranks to checkpoint at their next step boundary.
+  // FAILED_PRECONDITION if the job is not running.
+  absl::StatusOr<v1::Job> RequestCheckpoint(const std::string& name);
+  // Asks every running job to checkpoint (preemption), then waits up to `timeout` for all of them
+  // to commit one. Returns how many did.
+  int CheckpointAllRunning(absl::Duration timeout);
 
   // Declares workers lost whose lease expired and fails their generations. Called by the lease
   // thread; public so tests drive it with a fake clock.
@@ -85,6 +98,13 @@ class Coordinator {
     int assigned_workers = 0;
     // Per job: generations started after the first (each one a restart).
     std::map<std::string, int64_t> restarts;
+    struct Checkpoints {
+      int64_t committed = 0;
+      int64_t bytes_total = 0;
+      double last_seconds = 0;
+      int64_t last_bytes = 0;
+    };
+    std::map<std::string, Checkpoints> checkpoints;
   };
   Snapshot TakeSnapshot();
 
@@ -107,6 +127,13 @@ class Coordinator {
   struct JobRuntime {
     v1::Job job;
     int64_t version = 1;
+    // Parts reported per checkpoint step, by rank, for the current generation.
+    std::map<int64_t, std::map<int, v1::ReportCheckpointRequest>> pending_checkpoints;
+    // Set by RequestCheckpoint; cleared by the next commit.
+    bool checkpoint_requested = false;
+    // Since this coordinator started, for metrics.
+    int64_t checkpoints_committed = 0;
+    int64_t checkpoint_bytes_total = 0;
     // Worker id per rank of the current generation.
     std::vector<std::string> ranks;
     bool generation_active = false;
@@ -128,6 +155,13 @@ class Coordinator {
   void FinishLocked(JobRuntime* rt, v1::JobState state, const std::string& type,
                     const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FreeWorkerLocked(Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a failure: restart the job from its last committed checkpoint when it may (the error is
+  // not one a restart repeats, and the budget lasts), else fail it.
+  void RestartOrFailLocked(JobRuntime* rt, const std::string& type, const std::string& reason, bool retryable)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The newest committed checkpoint whose files verify; corrupt ones are dropped with an event.
+  std::optional<v1::CheckpointManifest> ResumePointLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string JobDirLocked(const v1::Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteIfAllReportedLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewIdLocked(const std::string& prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -35,7 +35,23 @@ std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
                                     "Generations a job started after its first one (restarts).",
                                     prometheus::MetricType::Counter, {}};
   for (const auto& [job, n] : s.restarts) restarts.metric.push_back(Value(static_cast<double>(n), {{"training_job", job}}, true));
-  return {std::move(jobs), std::move(workers), std::move(restarts)};
+  prometheus::MetricFamily committed{"gradsync_checkpoints_total", "Checkpoints committed.",
+                                     prometheus::MetricType::Counter, {}};
+  prometheus::MetricFamily bytes{"gradsync_checkpoint_bytes_total", "Bytes of committed checkpoints.",
+                                 prometheus::MetricType::Counter, {}};
+  prometheus::MetricFamily seconds{"gradsync_checkpoint_duration_seconds",
+                                   "Time of the last checkpoint, from the step boundary to the commit.",
+                                   prometheus::MetricType::Gauge, {}};
+  prometheus::MetricFamily size{"gradsync_checkpoint_size_bytes", "Size of the last committed checkpoint.",
+                                prometheus::MetricType::Gauge, {}};
+  for (const auto& [job, c] : s.checkpoints) {
+    committed.metric.push_back(Value(static_cast<double>(c.committed), {{"training_job", job}}, true));
+    bytes.metric.push_back(Value(static_cast<double>(c.bytes_total), {{"training_job", job}}, true));
+    seconds.metric.push_back(Value(c.last_seconds, {{"training_job", job}}, false));
+    size.metric.push_back(Value(static_cast<double>(c.last_bytes), {{"training_job", job}}, false));
+  }
+  return {std::move(jobs), std::move(workers), std::move(restarts), std::move(committed),
+          std::move(bytes), std::move(seconds), std::move(size)};
 }
 
 }  // namespace gradsync::coordinator

@@ -1,7 +1,9 @@
 // The coordinator's Prometheus metrics, computed from its state at scrape time:
 //   gradsync_jobs{state}                       gauge: jobs in each state
 //   gradsync_workers{state="idle"|"assigned"}  gauge: registered workers
-//   gradsync_job_restarts_total{training_job}  counter: generations after a job's first
+//   gradsync_job_restarts_total{training_job}  counter: restarts after failures
+//   gradsync_checkpoints_total, gradsync_checkpoint_bytes_total{training_job}   counters
+//   gradsync_checkpoint_duration_seconds, gradsync_checkpoint_size_bytes       the last one
 #pragma once
 
 #include <vector>

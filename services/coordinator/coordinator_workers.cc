@@ -1,6 +1,7 @@
 // The worker-facing half of the coordinator: membership, leases, assignments and results.
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "coordinator.h"
@@ -57,6 +58,7 @@ v1::HeartbeatResponse Coordinator::Heartbeat(const v1::HeartbeatRequest& request
     }
     return resp;
   }
+  resp.set_checkpoint_requested(rt->checkpoint_requested);
   if (request.job_id() == w.job_id && request.generation() == w.generation &&
       request.has_progress() && w.rank == 0) {
     *rt->job.mutable_progress() = request.progress();
@@ -116,9 +118,14 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
                        rt->job.state() == v1::RUNNING;
   if (current) {
     if (!request.error().empty()) {
-      FinishLocked(rt, v1::FAILED, "Failed",
-                   absl::StrFormat("rank %d on worker %s failed: %s", request.rank(),
-                                   request.worker_id(), request.error()));
+      // Errors a restart would only repeat (a bad spec or data, a model mismatch) fail at once.
+      const bool retryable = !absl::StartsWith(request.error(), "INVALID_ARGUMENT") &&
+                             !absl::StartsWith(request.error(), "FAILED_PRECONDITION") &&
+                             !absl::StartsWith(request.error(), "NOT_FOUND");
+      RestartOrFailLocked(rt, "RankFailed",
+                          absl::StrFormat("rank %d on worker %s failed: %s", request.rank(), request.worker_id(),
+                                          request.error()),
+                          retryable);
     } else {
       rt->results[request.rank()] = request;
       CompleteIfAllReportedLocked(rt);
@@ -155,7 +162,14 @@ Coordinator::Snapshot Coordinator::TakeSnapshot() {
   Snapshot s;
   for (const auto& [id, rt] : jobs_) {
     ++s.jobs_by_state[rt.job.state()];
-    if (rt.job.generation() > 0) s.restarts[id] = rt.job.generation() - 1;
+    if (rt.job.generation() > 0) s.restarts[id] = rt.job.restarts();
+    if (rt.checkpoints_committed > 0) {
+      Snapshot::Checkpoints& c = s.checkpoints[id];
+      c.committed = rt.checkpoints_committed;
+      c.bytes_total = rt.checkpoint_bytes_total;
+      c.last_seconds = rt.job.checkpoints().rbegin()->duration_seconds();
+      c.last_bytes = rt.job.checkpoints().rbegin()->total_bytes();
+    }
   }
   for (const auto& [id, w] : workers_) {
     (w.state == WorkerState::kIdle ? s.idle_workers : s.assigned_workers)++;
@@ -179,7 +193,7 @@ void Coordinator::CheckLeases() {
     if (w.state == WorkerState::kAssigned) {
       JobRuntime* rt = FindJobLocked(w.job_id);
       if (rt != nullptr && rt->generation_active && rt->job.generation() == w.generation) {
-        FinishLocked(rt, v1::FAILED, "WorkerLost", absl::StrCat("rank ", w.rank, ": ", why));
+        RestartOrFailLocked(rt, "WorkerLost", absl::StrCat("rank ", w.rank, ": ", why), true);
       }
     }
     workers_.erase(id);

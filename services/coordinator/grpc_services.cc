@@ -80,6 +80,12 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
   return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
 }
 
+grpc::Status JobServiceImpl::CheckpointJob(grpc::ServerContext* ctx, const v1::CheckpointJobRequest* req,
+                                           v1::Job* out) {
+  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  return Unwrap(c_->RequestCheckpoint(req->name()), out);
+}
+
 grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* out) {
   *out = c_->RegisterWorker(*req);
@@ -141,6 +147,11 @@ grpc::Status CoordinatorServiceImpl::GetEpochPlan(grpc::ServerContext*, const v1
 grpc::Status CoordinatorServiceImpl::ReportResult(grpc::ServerContext*, const v1::ReportResultRequest* req,
                                                   v1::ReportResultResponse*) {
   return ToGrpc(c_->ReportResult(*req));
+}
+
+grpc::Status CoordinatorServiceImpl::ReportCheckpoint(grpc::ServerContext*, const v1::ReportCheckpointRequest* req,
+                                                      v1::ReportCheckpointResponse* out) {
+  return Unwrap(c_->ReportCheckpoint(*req), out);
 }
 
 }  // namespace gradsync::coordinator

@@ -21,6 +21,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*, v1::Job*) override;
   grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*,
                         grpc::ServerWriter<v1::Job>*) override;
+  grpc::Status CheckpointJob(grpc::ServerContext*, const v1::CheckpointJobRequest*, v1::Job*) override;
 
  private:
   grpc::Status Authorize(grpc::ServerContext* ctx) const;
@@ -47,6 +48,8 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
                             v1::EpochPlan*) override;
   grpc::Status ReportResult(grpc::ServerContext*, const v1::ReportResultRequest*,
                             v1::ReportResultResponse*) override;
+  grpc::Status ReportCheckpoint(grpc::ServerContext*, const v1::ReportCheckpointRequest*,
+                                v1::ReportCheckpointResponse*) override;
 
  private:
   Coordinator* c_;

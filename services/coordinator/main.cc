@@ -34,6 +34,8 @@ ABSL_FLAG(std::string, auth_token_file, gradsync::EnvOr("GRADSYNC_AUTH_TOKEN_FIL
           "file holding the bearer token the job APIs (REST and gRPC) require; empty: no token "
           "(env GRADSYNC_AUTH_TOKEN_FILE)");
 ABSL_FLAG(int64_t, max_body_bytes, 1 << 20, "largest REST request body accepted (413 above)");
+ABSL_FLAG(int64_t, preempt_checkpoint_timeout_s, 20,
+          "on SIGTERM, how long to wait for running jobs to checkpoint before stopping");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
 ABSL_FLAG(std::string, endpoints_file, "",
@@ -139,7 +141,9 @@ int main(int argc, char** argv) {
   }
 
   gradsync::WaitForShutdown();
-  GS_LOG(INFO) << "shutting down";
+  // Preemption: running jobs checkpoint before the coordinator goes, so they resume from here.
+  const int saved = coordinator.CheckpointAllRunning(absl::Seconds(absl::GetFlag(FLAGS_preempt_checkpoint_timeout_s)));
+  GS_LOG(INFO) << "shutting down (" << saved << " running jobs checkpointed)";
   coordinator.Shutdown();
   rest.reset();
   (*server)->Shutdown(absl::Seconds(2));

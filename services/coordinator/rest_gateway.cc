@@ -122,6 +122,18 @@ class RestGateway::Handler : public CivetHandler {
       if (method != "POST") return MethodNotAllowed(method, uri);
       return JsonReply(c_->CancelJob(rest.substr(0, rest.size() - 7)));
     }
+    if (absl::EndsWith(rest, "/checkpoints")) {
+      const std::string id = rest.substr(0, rest.size() - 12);
+      if (method == "POST") return JsonReply(c_->RequestCheckpoint(id));
+      if (method != "GET") return MethodNotAllowed(method, uri);
+      auto job = c_->GetJob(id);
+      if (!job.ok()) return ErrorReply(job.status());
+      v1::Job only;
+      *only.mutable_checkpoints() = job->checkpoints();
+      Reply r = JsonReply(absl::StatusOr<v1::Job>(only));
+      if (r.body == "{}") r.body = "{\"checkpoints\": []}";
+      return r;
+    }
     if (absl::EndsWith(rest, "/events")) {
       if (method != "GET") return MethodNotAllowed(method, uri);
       auto job = c_->GetJob(rest.substr(0, rest.size() - 7));

@@ -6,6 +6,8 @@
 //   GET  /v1/jobs/{id}                                  -> Job
 //   POST /v1/jobs/{id}:cancel                           -> Job
 //   GET  /v1/jobs/{id}/events                           -> {"events": [...]}
+//   GET  /v1/jobs/{id}/checkpoints                      -> {"checkpoints": [...]} (committed)
+//   POST /v1/jobs/{id}/checkpoints                      -> Job (checkpoint at the next step)
 //   GET  /healthz                                       -> {"status": "SERVING"} (no token)
 //
 // Errors are {"code": "INVALID_ARGUMENT", "message": "training.worldSize: ...", "details": []}

@@ -14,6 +14,7 @@
 #include "gradsync/rpc/server.h"
 #include "gradsync/rpc/status.h"
 #include "trainer.h"
+#include "worker_metrics.h"
 
 namespace gradsync::worker {
 namespace {
@@ -74,6 +75,7 @@ int Agent::Run() {
   shutdown_watcher_ = std::thread([this] {
     while (!stop_ && !WaitForShutdown(absl::Milliseconds(200))) {
     }
+    abort_ = true;  // a generation in progress stops at its next step boundary
     absl::MutexLock lock(&mu_);
     if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
   });
@@ -115,6 +117,7 @@ void Agent::RunAssignment(const v1::Assignment& a) {
   GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id()
                << " generation " << a.generation();
   abort_ = false;
+  checkpoint_requested_ = false;
   {
     absl::MutexLock lock(&mu_);
     current_.set_job_id(a.job_id());
@@ -129,13 +132,19 @@ void Agent::RunAssignment(const v1::Assignment& a) {
   gloo.hostname = options_.comm_host;
   gloo.timeout = absl::Seconds(a.spec().ddp().timeout_seconds());
   absl::StatusOr<TrainOutcome> outcome;
+  const absl::Time rendezvous_start = absl::Now();
   auto comm = comm::ConnectGloo(kv.get(), a.rank(), a.world_size(), gloo);
+  if (comm.ok() && options_.own_metrics != nullptr) {
+    options_.own_metrics->RecordRendezvous(a.job_id(), a.rank(), absl::ToDoubleSeconds(absl::Now() - rendezvous_start));
+  }
   if (!comm.ok()) {
     outcome = comm.status();
   } else {
     TrainHooks hooks;
     hooks.abort = &abort_;
     hooks.kv = kv.get();
+    hooks.checkpoint_requested = &checkpoint_requested_;
+    hooks.on_checkpoint = [&](const v1::ReportCheckpointRequest& r) { ReportCheckpoint(r); };
     hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> {
       v1::EpochPlanRequest req;
       req.set_job_id(a.job_id());
@@ -151,6 +160,7 @@ void Agent::RunAssignment(const v1::Assignment& a) {
       v1::StepReport report = r;
       report.set_job_id(a.job_id());
       report.set_generation(a.generation());
+      if (options_.own_metrics != nullptr) options_.own_metrics->RecordStep(report);
       metrics_.Report(std::move(report));
     };
     hooks.on_progress = [&](const v1::JobProgress& p) {
@@ -204,6 +214,23 @@ void Agent::ReportResult(const v1::ReportResultRequest& request) {
   }
 }
 
+void Agent::ReportCheckpoint(const v1::ReportCheckpointRequest& request) {
+  v1::ReportCheckpointRequest req = request;
+  {
+    absl::MutexLock lock(&mu_);
+    req.set_worker_id(worker_id_);
+  }
+  v1::ReportCheckpointResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, kRpcTimeout);
+  // A lost report only leaves the checkpoint uncommitted; training goes on either way.
+  if (grpc::Status s = stub_->ReportCheckpoint(&ctx, req, &resp); !s.ok()) {
+    GS_LOG(WARNING) << "reporting the checkpoint at step " << req.step() << " failed: " << rpc::FromGrpc(s);
+  } else if (resp.committed()) {
+    GS_LOG(INFO) << "checkpoint at step " << req.step() << " committed";
+  }
+}
+
 void Agent::HeartbeatLoop() {
   while (!stop_) {
     absl::Duration interval;
@@ -232,6 +259,7 @@ void Agent::SendHeartbeat() {
     GS_LOG(WARNING) << "heartbeat failed: " << rpc::FromGrpc(s);
     return;
   }
+  if (resp.checkpoint_requested()) checkpoint_requested_ = true;
   switch (resp.action()) {
     case v1::HeartbeatResponse::ABORT:
       if (!abort_.exchange(true)) GS_LOG(WARNING) << "coordinator aborts the generation: " << resp.reason();

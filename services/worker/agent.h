@@ -18,6 +18,8 @@
 
 namespace gradsync::worker {
 
+class WorkerMetrics;
+
 struct AgentOptions {
   std::string coordinator;       // host:port
   std::string comm_host;         // address Gloo binds and advertises
@@ -25,6 +27,8 @@ struct AgentOptions {
   v1::Device device;
   // gradsync-metrics' gRPC address; empty: no step reports.
   std::string metrics;
+  // This worker's own Prometheus metrics; may be null.
+  WorkerMetrics* own_metrics = nullptr;
   absl::Duration max_backoff = absl::Seconds(5);
 };
 
@@ -45,6 +49,7 @@ class Agent {
   void HeartbeatLoop();
   void SendHeartbeat();
   void ReportResult(const v1::ReportResultRequest& request);
+  void ReportCheckpoint(const v1::ReportCheckpointRequest& request);
 
   const AgentOptions options_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
@@ -60,6 +65,7 @@ class Agent {
   bool reregister_ ABSL_GUARDED_BY(mu_) = false;
 
   std::atomic<bool> abort_{false};
+  std::atomic<bool> checkpoint_requested_{false};
   std::atomic<bool> stop_{false};
   std::thread heartbeat_thread_;
   std::thread shutdown_watcher_;

@@ -1,10 +1,15 @@
 // gradsync-worker: joins a coordinator's pool and trains the generations it is assigned.
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "agent.h"
+#include "metrics_http.h"
+#include "worker_metrics.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
@@ -21,6 +26,10 @@ ABSL_FLAG(int, blas_threads, 1,
           "threads per CPU matmul; 1 keeps results bitwise reproducible and ranks off each other's cores");
 ABSL_FLAG(std::string, metrics, gradsync::EnvOr("GRADSYNC_METRICS", ""),
           "gradsync-metrics gRPC address for step reports; empty: none (env GRADSYNC_METRICS)");
+ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_WORKER_METRICS_LISTEN", "0.0.0.0:9467"),
+          "this worker's Prometheus /metrics address; port 0 picks a free one; empty disables "
+          "(env GRADSYNC_WORKER_METRICS_LISTEN)");
+ABSL_FLAG(std::string, endpoints_file, "", "if set, write {\"metrics\": \"127.0.0.1:PORT\"} here once serving");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
 
@@ -44,6 +53,23 @@ int main(int argc, char** argv) {
   options.name = absl::GetFlag(FLAGS_name);
   options.device = *device;
   options.metrics = absl::GetFlag(FLAGS_metrics);
+  gradsync::worker::WorkerMetrics own_metrics;
+  std::unique_ptr<gradsync::worker::MetricsHttpServer> exposer;
+  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
+    auto server = gradsync::worker::MetricsHttpServer::Start(listen, own_metrics.registry());
+    if (!server.ok()) {
+      GS_LOG(ERROR) << "cannot serve /metrics: " << server.status();
+      return 1;
+    }
+    exposer = *std::move(server);
+    const int port = exposer->port();
+    GS_LOG(INFO) << "serving /metrics on port " << port;
+    if (const std::string path = absl::GetFlag(FLAGS_endpoints_file); !path.empty()) {
+      std::ofstream(path + ".tmp") << "{\"metrics\": \"127.0.0.1:" << port << "\"}\n";
+      std::rename((path + ".tmp").c_str(), path.c_str());
+    }
+  }
+  options.own_metrics = &own_metrics;
   gradsync::worker::Agent agent(options);
   return agent.Run();
 }

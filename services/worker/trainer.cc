@@ -15,6 +15,7 @@
 #include "gradsync/ddp/sampler.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/optimizer.h"
+#include "trainer_checkpoint.h"
 
 namespace gradsync::worker {
 namespace {
@@ -47,6 +48,12 @@ ddp::ReducerOptions ReducerOptionsOf(const v1::DdpSpec& d) {
   o.ignore_params.assign(d.ignore_params().begin(), d.ignore_params().end());
   o.timeout = absl::Seconds(d.timeout_seconds());
   return o;
+}
+
+// Tokens one sample trains on: a language model's sequence length; a classifier sample is one.
+int64_t TokensPerSample(const v1::JobSpec& spec) {
+  return spec.model().has_transformer() && spec.model().transformer().seq_len() > 0 ? spec.model().transformer().seq_len()
+                                                                                  : 1;
 }
 
 // Copies rank 0's parameters to every rank, bucket by bucket (ignored parameters stay local).
@@ -103,55 +110,67 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
     if (!s.ok()) return s;
   }
 
-  // Every rank initialises from the job seed; rank 0's values are then broadcast so replicas start
-  // identical even if initialisation ever became nondeterministic.
+  // Every rank initialises from the job seed (or the checkpoint it resumes from); rank 0's values
+  // are then broadcast so replicas start identical even if that ever were not so.
   model.InitParams(t.seed());
+  nn::AdamW optimizer(model.layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()});
+  TrainPosition at;
+  if (assignment.resume_from().step() > 0) {
+    auto restored = RestoreCheckpoint(assignment.resume_from(), rank, model, optimizer);
+    if (!restored.ok()) return restored.status();
+    at = *restored;
+  }
   if (absl::Status s = BroadcastParams(reducer, model.params(), comm); !s.ok()) return s;
 
   const ddp::ShardConfig shard = ShardConfigOf(spec, comm.size(), dataset.size());
-  const int64_t total = ddp::TotalSteps(shard, t.max_steps(), t.epochs());
-  if (total <= 0) {
+  const int64_t total = at.step + ddp::StepsRemaining(shard, at.data, at.step, t.max_steps(), t.epochs());
+  if (ddp::TotalSteps(shard, t.max_steps(), t.epochs()) <= 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "data: %d samples make no full global batch of %d with lastBatch \"drop\"", dataset.size(),
         shard.global_batch()));
   }
   const nn::LrSchedule schedule = ScheduleOf(t, total);
-  nn::AdamW optimizer(model.layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()});
+  const int64_t tokens_per_sample = TokensPerSample(spec);
+  const v1::CheckpointSpec& cs = spec.checkpoint();
   if (rank == 0) {
     GS_LOG(INFO) << model.Describe() << "; " << dataset.size() << " samples, global batch "
                  << shard.global_batch() << ", " << total << " steps on " << comm.size() << " ranks, "
-                 << reducer.buckets().size() << " gradient buckets";
+                 << reducer.buckets().size() << " gradient buckets"
+                 << (at.step > 0 ? absl::StrCat("; resumed at step ", at.step) : std::string());
   }
 
-  const int64_t warm_steps = std::min<int64_t>(3, total / 4);
+  const int64_t warm_steps = at.step + std::min<int64_t>(3, (total - at.step) / 4);
   absl::Time steady_start = absl::Now();
   int64_t steady_samples = 0;
   const absl::Time train_start = absl::Now();
+  absl::Time last_checkpoint = absl::Now();
   Window window;
   TrainOutcome out;
   v1::JobResult& result = out.result;
+  result.set_initial_loss(at.initial_loss);
 
   int epoch = -1;
   std::vector<int64_t> permutation;
   nn::Batch batch;
-  for (int64_t step = 0; step < total; ++step) {
+  for (; at.step < total; ) {
+    const int64_t step = at.step;
     if (hooks.abort != nullptr && hooks.abort->load()) {
       return absl::AbortedError(absl::StrCat("aborted by the coordinator at step ", step));
     }
-    const ddp::Position pos = ddp::PositionOfStep(shard, step);
-    if (pos.epoch != epoch) {
-      auto seed = hooks.epoch_seed(pos.epoch);
+    if (at.data.epoch != epoch) {
+      auto seed = hooks.epoch_seed(at.data.epoch);
       if (!seed.ok()) return seed.status();
       permutation = ddp::EpochPermutation(*seed, shard.num_samples);
-      epoch = pos.epoch;
+      epoch = at.data.epoch;
     }
-    const ddp::StepShard mine = ddp::ShardForStep(shard, permutation, pos.cursor, rank);
-    const float scale = 1.0f / static_cast<float>(mine.global_count);
+    const ddp::StepShard mine = ddp::ShardForStep(shard, permutation, at.data.cursor, rank);
+    // The mean over every token of the global step, however the samples fall across ranks.
+    const float scale = 1.0f / static_cast<float>(mine.global_count * tokens_per_sample);
 
     const absl::Time step_start = absl::Now();
     model.ZeroGrads();
     double loss_sum = 0.0;
-    int64_t local_count = 0;
+    int64_t local_samples = 0, local_tokens = 0;
     double compute_seconds = 0.0;
     const nn::GradsReadyFn on_ready = [&reducer](int first, int last) { reducer.MarkReady(first, last); };
     for (size_t k = 0; k < mine.micro_indices.size(); ++k) {
@@ -161,13 +180,19 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
       auto loss = model.ForwardBackward(batch, scale, on_ready);
       if (!loss.ok()) return loss.status();
       loss_sum += loss->sum;
-      local_count += loss->count;
+      local_tokens += loss->count;
+      local_samples += static_cast<int64_t>(mine.micro_indices[k].size());
       if (absl::Status s = reducer.FinishStep(); !s.ok()) return s;
       compute_seconds += reducer.timeline().compute_seconds;
     }
-    std::vector<double> loss_pair = {loss_sum, 0.0};
-    if (absl::Status s = comm.AllReduceSum(std::span<double>(loss_pair)); !s.ok()) return s;
-    const double mean_loss = loss_pair[0] / static_cast<double>(mine.global_count);
+    // One small all-reduce carries the loss, the token count, and whether any rank wants a
+    // checkpoint now, so every rank checkpoints after the same step.
+    const bool by_time = rank == 0 && cs.every_seconds() > 0 &&
+                         absl::Now() - last_checkpoint >= absl::Seconds(cs.every_seconds());
+    const bool asked = hooks.checkpoint_requested != nullptr && hooks.checkpoint_requested->load();
+    std::vector<double> reduced = {loss_sum, static_cast<double>(local_tokens), (by_time || asked) ? 1.0 : 0.0};
+    if (absl::Status s = comm.AllReduceSum(std::span<double>(reduced)); !s.ok()) return s;
+    const double mean_loss = reduced[0] / std::max(1.0, reduced[1]);
     if (!std::isfinite(mean_loss)) {
       return absl::InternalError(absl::StrFormat("loss is %f at step %d", mean_loss, step));
     }
@@ -176,41 +201,54 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
     const double lr = schedule.At(step);
     optimizer.Step(model.params(), model.grads(), lr);
 
-    if (step == 0) result.set_initial_loss(mean_loss);
+    if (step == 0) {
+      result.set_initial_loss(mean_loss);
+      at.initial_loss = mean_loss;
+    }
     result.set_final_loss(mean_loss);
     result.set_samples_seen(result.samples_seen() + mine.global_count);
     window.samples += mine.global_count;
     if (step + 1 == warm_steps) steady_start = absl::Now();
     if (step + 1 > warm_steps) steady_samples += mine.global_count;
+    at.step = step + 1;
+    at.data = ddp::Advance(shard, at.data);
 
-    const bool last = step + 1 == total;
-    if (rank == 0 && ((step + 1) % t.log_every() == 0 || last || step == 0)) {
+    const bool last = at.step == total;
+    const bool by_steps = cs.every_steps() > 0 && at.step % cs.every_steps() == 0;
+    if (!last && (by_steps || reduced[2] > 0)) {
+      if (hooks.checkpoint_requested != nullptr) hooks.checkpoint_requested->store(false);
+      last_checkpoint = absl::Now();
+      auto report = WriteCheckpoint(assignment, rank, comm.size(), model, optimizer, at);
+      if (!report.ok()) return report.status();
+      if (hooks.on_checkpoint) hooks.on_checkpoint(*report);
+    }
+    if (rank == 0 && (at.step % t.log_every() == 0 || last || step == 0)) {
       const double secs = absl::ToDoubleSeconds(absl::Now() - window.start);
       const double sps = secs > 0 ? static_cast<double>(window.samples) / secs : 0.0;
       GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s",
-                                      step + 1, total, epoch, mean_loss, lr, grad_norm, sps);
+                                      at.step, total, epoch, mean_loss, lr, grad_norm, sps);
       if (hooks.on_progress) {
         v1::JobProgress p;
-        p.set_step(step + 1);
+        p.set_step(at.step);
         p.set_total_steps(total);
         p.set_epoch(epoch);
         p.set_loss(mean_loss);
         p.set_samples_per_second(sps);
-        p.set_tokens_per_second(sps);
+        p.set_tokens_per_second(sps * static_cast<double>(tokens_per_sample));
         hooks.on_progress(p);
       }
       window = Window();
     }
-    result.set_global_step(step + 1);
+    result.set_global_step(at.step);
     if (hooks.on_step) {
       v1::StepReport report;
       report.set_rank(rank);
       report.set_world_size(comm.size());
-      report.set_step(step + 1);
+      report.set_step(at.step);
       report.set_epoch(epoch);
-      report.set_loss(local_count > 0 ? loss_sum / static_cast<double>(local_count) : 0.0);
-      report.set_samples(local_count);
-      report.set_tokens(local_count);
+      report.set_loss(local_tokens > 0 ? loss_sum / static_cast<double>(local_tokens) : 0.0);
+      report.set_samples(local_samples);
+      report.set_tokens(local_samples * tokens_per_sample);
       report.set_step_seconds(absl::ToDoubleSeconds(absl::Now() - step_start));
       report.set_compute_seconds(compute_seconds);
       report.set_grad_norm(grad_norm);
@@ -223,8 +261,7 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   const double steady_secs = absl::ToDoubleSeconds(absl::Now() - steady_start);
   const double sps = steady_secs > 0 ? static_cast<double>(steady_samples) / steady_secs : 0.0;
   result.set_samples_per_second(sps);
-  // A classifier sample is one token; language models report tokens separately.
-  result.set_tokens_per_second(sps);
+  result.set_tokens_per_second(sps * static_cast<double>(TokensPerSample(spec)));
   result.set_train_seconds(absl::ToDoubleSeconds(absl::Now() - train_start));
   result.set_world_size(comm.size());
   out.param_digest = DigestString(std::as_bytes(model.params()));

@@ -30,6 +30,11 @@ struct TrainHooks {
   std::function<void(const v1::JobProgress&)> on_progress;
   // Set from another thread to stop at the next step boundary with ABORTED.
   const std::atomic<bool>* abort = nullptr;
+  // Set from another thread (the coordinator asked) to checkpoint at the next step boundary; the
+  // trainer clears it once it has. All ranks agree on the step through the per-step all-reduce.
+  std::atomic<bool>* checkpoint_requested = nullptr;
+  // Called by every rank after writing its part of a checkpoint.
+  std::function<void(const v1::ReportCheckpointRequest&)> on_checkpoint;
 };
 
 absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Communicator& comm,

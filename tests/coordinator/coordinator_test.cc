@@ -118,22 +118,54 @@ TEST_F(CoordinatorTest, DifferentDigestsFailWithReplicaDivergence) {
       << done->state_reason();
 }
 
-TEST_F(CoordinatorTest, ARankErrorFailsTheJobAndAbortsTheOthers) {
+TEST_F(CoordinatorTest, ARankErrorRestartsTheJobAndAbortsTheOthers) {
   std::string w0 = Register("h0"), w1 = Register("h1");
   v1::Job job = Submit(2);
   v1::Assignment a0 = Take(w0), a1 = Take(w1);
-  Report(w1, a1, "", "allreduce failed: connection reset");
-  auto done = c_->GetJob(job.id());
-  EXPECT_EQ(done->state(), v1::FAILED);
-  EXPECT_NE(done->state_reason().find("rank 1"), std::string::npos);
+  Report(w1, a1, "", "UNAVAILABLE: allreduce #7 on rank 1 of 2 failed: connection reset");
+  auto restarting = c_->GetJob(job.id());
+  EXPECT_EQ(restarting->state(), v1::RESTARTING);
+  EXPECT_EQ(restarting->restarts(), 1);
+  const v1::JobEvent& failure = *restarting->events().rbegin();
+  EXPECT_EQ(failure.type(), "RankFailed");
+  EXPECT_NE(failure.message().find("rank 1 on worker " + w1 + " failed: UNAVAILABLE"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("restarting (1 of 3)"), std::string::npos) << failure.message();
   v1::HeartbeatRequest hb;
   hb.set_worker_id(w0);
   hb.set_job_id(a0.job_id());
   hb.set_generation(1);
   EXPECT_EQ(c_->Heartbeat(hb).action(), v1::HeartbeatResponse::ABORT);
+  // Rank 0 stops and reports; with both workers idle again the job runs as generation 2.
+  Report(w0, a0, "", "ABORTED: aborted by the coordinator at step 3");
+  auto again = c_->GetJob(job.id());
+  EXPECT_EQ(again->state(), v1::RUNNING);
+  EXPECT_EQ(again->generation(), 2);
 }
 
-TEST_F(CoordinatorTest, ALostWorkerFailsItsJobNamingTheRank) {
+TEST_F(CoordinatorTest, AnErrorARestartWouldRepeatFailsAtOnce) {
+  std::string w0 = Register("h0");
+  v1::Job job = Submit(1);
+  Report(w0, Take(w0), "", "INVALID_ARGUMENT: /data/x.bin: not a token shard (magic 1, expected 20240520)");
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::FAILED);
+  EXPECT_EQ(done->restarts(), 0);
+}
+
+TEST_F(CoordinatorTest, TheRestartBudgetEndsInFailure) {
+  std::string w0 = Register("h0");
+  v1::JobSpec spec;
+  spec.mutable_training()->set_max_steps(10);
+  spec.mutable_training()->set_max_restarts(1);
+  v1::Job job = *c_->CreateJob(spec);
+  Report(w0, Take(w0), "", "UNAVAILABLE: broken pipe");
+  EXPECT_EQ(c_->GetJob(job.id())->state(), v1::RUNNING) << "one restart is allowed";
+  Report(w0, Take(w0), "", "UNAVAILABLE: broken pipe");
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::FAILED);
+  EXPECT_NE(done->state_reason().find("restart budget of 1 used up"), std::string::npos) << done->state_reason();
+}
+
+TEST_F(CoordinatorTest, ALostWorkerRestartsItsJobNamingTheRank) {
   std::string w0 = Register("h0"), w1 = Register("h1");
   v1::Job job = Submit(2);
   Take(w0);
@@ -146,14 +178,22 @@ TEST_F(CoordinatorTest, ALostWorkerFailsItsJobNamingTheRank) {
   c_->Heartbeat(hb);  // only w0 stays alive
   now_ += absl::Seconds(3);
   c_->CheckLeases();
-  auto done = c_->GetJob(job.id());
-  EXPECT_EQ(done->state(), v1::FAILED);
-  EXPECT_NE(done->state_reason().find("rank 1"), std::string::npos) << done->state_reason();
-  EXPECT_NE(done->state_reason().find(w1), std::string::npos) << done->state_reason();
+  auto restarting = c_->GetJob(job.id());
+  EXPECT_EQ(restarting->state(), v1::RESTARTING);
+  const v1::JobEvent& lost_event = *restarting->events().rbegin();
+  EXPECT_EQ(lost_event.type(), "WorkerLost");
+  EXPECT_NE(lost_event.message().find("rank 1: worker " + w1), std::string::npos) << lost_event.message();
   EXPECT_EQ(c_->Heartbeat(hb).action(), v1::HeartbeatResponse::ABORT);
   v1::HeartbeatRequest lost;
   lost.set_worker_id(w1);
   EXPECT_EQ(c_->Heartbeat(lost).action(), v1::HeartbeatResponse::REREGISTER);
+  // A spare joins: with the survivor it forms generation 2.
+  v1::HeartbeatRequest idle;
+  idle.set_worker_id(w0);
+  c_->Heartbeat(idle);  // w0 has stopped and reports no job
+  Register("spare");
+  EXPECT_EQ(c_->GetJob(job.id())->state(), v1::RUNNING);
+  EXPECT_EQ(c_->GetJob(job.id())->generation(), 2);
 }
 
 TEST_F(CoordinatorTest, CancelEndsAPendingOrRunningJobOnce) {

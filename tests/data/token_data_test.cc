@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gradsync/data/dataset.h"
 #include "gradsync/data/token_dataset.h"
 #include "gradsync/data/token_shard.h"
 #include "gtest/gtest.h"
@@ -66,6 +67,29 @@ TEST_F(TokenDataTest, BadShardsAreRefusedNamingFileAndProblem) {
   EXPECT_EQ(ReadShard(Path("missing.bin"), 256).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(TokenDataTest, WriteShardsSplitsInOrderWithLlmcNames) {
+  std::vector<uint16_t> tokens(10);
+  for (int i = 0; i < 10; ++i) tokens[i] = static_cast<uint16_t>(i);
+  auto written = WriteShards(dir_.string(), "train", tokens, 4);
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->size(), 3u);
+  EXPECT_EQ((*written)[0].path, Path("train_000000.bin"));
+  EXPECT_EQ((*written)[2].path, Path("train_000002.bin"));
+  EXPECT_EQ((*written)[0].tokens, 4) << "4, 3, 3 rather than 4, 4, 2";
+  EXPECT_EQ((*written)[2].tokens, 3);
+  auto last = ReadShard(Path("train_000002.bin"), 256);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, (std::vector<uint16_t>{7, 8, 9}));
+  auto ds = TokenDataset::Load({Path("train_*.bin")}, /*shards=*/true, 2, 256);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ((*ds)->total_tokens(), 10);
+
+  EXPECT_EQ(WriteShards(dir_.string(), "val", {}, 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteShards(dir_.string(), "val", tokens, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status no_dir = WriteShards(Path("absent"), "val", tokens, 4).status();
+  EXPECT_NE(no_dir.message().find(Path("absent")), std::string::npos) << no_dir;
+}
+
 TEST_F(TokenDataTest, TextWindowsPredictTheNextByte) {
   WriteBytes("a.txt", "abcdefghij");  // 10 bytes, seq 3: windows at 0, 3, 6 (the last needs 7..9)
   auto ds = TokenDataset::Load({Path("a.txt")}, /*shards=*/false, 3, 256);
@@ -104,6 +128,76 @@ TEST_F(TokenDataTest, DataTooSmallOrMissingFailsAtLoad) {
   EXPECT_NE(none.status().message().find("matches no file"), std::string::npos) << none.status();
   auto vocab = TokenDataset::Load({Path("tiny.txt")}, false, 1, 512);
   EXPECT_NE(vocab.status().message().find("bytewise"), std::string::npos) << vocab.status();
+}
+
+// A gpt-tiny spec shrunk to a context of `seq_len` tokens, with no data source yet.
+gradsync::v1::JobSpec TinyGptSpec(int seq_len) {
+  gradsync::v1::JobSpec spec;
+  spec.mutable_model()->set_preset("gpt-tiny");
+  spec.mutable_model()->mutable_transformer()->set_seq_len(seq_len);
+  return spec;
+}
+
+TEST_F(TokenDataTest, CreateDatasetReadsTextAndShardsWithTheModelsContext) {
+  WriteBytes("a.txt", "abcdefghij");
+  gradsync::v1::JobSpec spec = TinyGptSpec(3);
+  spec.mutable_data()->mutable_text()->add_paths(Path("*.txt"));
+  auto text = CreateDataset(spec);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ((*text)->size(), 3);
+  nn::Batch b;
+  const std::vector<int64_t> idx = {1};
+  (*text)->Fill(idx, &b);
+  EXPECT_EQ(b.tokens, (std::vector<int32_t>{'d', 'e', 'f'}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{'e', 'f', 'g'}));
+
+  ASSERT_TRUE(WriteShard(Path("train_000.bin"), std::vector<uint16_t>{1, 2, 3, 4, 5, 6, 7}).ok());
+  spec = TinyGptSpec(2);
+  spec.mutable_data()->mutable_shards()->add_paths(Path("train_000.bin"));
+  auto shards = CreateDataset(spec);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_EQ((*shards)->size(), 3);
+  (*shards)->Fill(idx, &b);
+  EXPECT_EQ(b.tokens, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{4, 5}));
+}
+
+TEST_F(TokenDataTest, CreateDatasetRefusesBadCombinationsAndNamesMissingFiles) {
+  WriteBytes("a.txt", "abcdefghij");
+  gradsync::v1::JobSpec synthetic = TinyGptSpec(3);
+  synthetic.mutable_data()->mutable_synthetic()->set_num_samples(10);
+  EXPECT_NE(CreateDataset(synthetic).status().message().find("a transformer needs data.text or data.shards"),
+            std::string::npos);
+
+  gradsync::v1::JobSpec mlp;
+  mlp.mutable_model()->set_preset("mlp");
+  mlp.mutable_data()->mutable_text()->add_paths(Path("a.txt"));
+  EXPECT_EQ(CreateDataset(mlp).status(),
+            absl::InvalidArgumentError("data.text: token data needs a transformer preset, got model.preset \"mlp\""));
+
+  gradsync::v1::JobSpec no_paths = TinyGptSpec(3);
+  no_paths.mutable_data()->mutable_shards();
+  EXPECT_EQ(CreateDataset(no_paths).status(),
+            absl::InvalidArgumentError("data.shards.paths: must list at least one file"));
+
+  gradsync::v1::JobSpec missing = TinyGptSpec(3);
+  missing.mutable_data()->mutable_text()->add_paths(Path("a.txt"));
+  missing.mutable_data()->mutable_text()->add_paths(Path("missing.txt"));
+  const absl::Status status = CreateDataset(missing).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find(Path("missing.txt")), std::string::npos) << status;
+
+  gradsync::v1::JobSpec vocab = TinyGptSpec(3);
+  vocab.mutable_model()->mutable_transformer()->set_vocab_size(512);
+  vocab.mutable_data()->mutable_text()->add_paths(Path("a.txt"));
+  EXPECT_NE(CreateDataset(vocab).status().message().find("bytewise"), std::string::npos);
+
+  ASSERT_TRUE(WriteShard(Path("big.bin"), std::vector<uint16_t>{1, 2, 300, 4, 5}).ok());
+  gradsync::v1::JobSpec tokens = TinyGptSpec(2);
+  tokens.mutable_data()->mutable_shards()->add_paths(Path("big.bin"));
+  const absl::Status out_of_vocab = CreateDataset(tokens).status();
+  EXPECT_NE(out_of_vocab.message().find(Path("big.bin")), std::string::npos) << out_of_vocab;
+  EXPECT_NE(out_of_vocab.message().find("outside the vocabulary of 256"), std::string::npos) << out_of_vocab;
 }
 
 }  // namespace

@@ -74,11 +74,17 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto endpoints = ParseFlatJson(up.out);
   CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", endpoints["coordinator"],
-                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0", "--wait", "-o", "json"});
+                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0",
+                                 "--set", "checkpoint.everySteps=50", "--wait", "-o", "json"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
 
-  // Every service's exposition passes promtool's lint.
-  for (const char* name : {"metricsHttp", "coordinatorMetrics"}) {
+  // Every service's exposition passes promtool's lint: the metrics service, the coordinator, and
+  // a worker (whose own per-rank step and bucket timings are there).
+  endpoints["workerMetrics"] = ParseFlatJson(ReadFile(dir + "/cluster/worker-0.json"))["metrics"];
+  const HttpResponse worker = HttpRequest("GET", PortOf(endpoints["workerMetrics"]), "/metrics");
+  EXPECT_NE(worker.body.find("gradsync_worker_bucket_allreduce_seconds_count{bucket=\"0\""), std::string::npos) << worker.body;
+  EXPECT_NE(worker.body.find("gradsync_worker_rendezvous_seconds{"), std::string::npos) << worker.body;
+  for (const char* name : {"metricsHttp", "coordinatorMetrics", "workerMetrics"}) {
     const HttpResponse scrape = HttpRequest("GET", PortOf(endpoints[name]), "/metrics");
     ASSERT_EQ(scrape.status, 200) << name;
     std::ofstream(dir + "/" + name + ".txt") << scrape.body;

@@ -1,6 +1,7 @@
 // FillDefaults, ValidateJobSpec, Normalize and the JSON round trip.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gradsync/spec/job_spec.h"
@@ -174,6 +175,7 @@ TEST(TransformerSpecTest, PresetsFillEveryField) {
     SCOPED_TRACE(w.preset);
     v1::JobSpec spec;
     spec.mutable_model()->set_preset(w.preset);
+    spec.mutable_data()->mutable_shards()->add_paths("data/train_*.bin");
     FillDefaults(&spec);
     const v1::TransformerConfig& t = spec.model().transformer();
     EXPECT_EQ(t.flavour(), w.flavour);
@@ -194,7 +196,7 @@ TEST(TransformerSpecTest, PresetsFillEveryField) {
 
 TEST(TransformerSpecTest, SetFieldsOverrideThePreset) {
   absl::StatusOr<v1::JobSpec> spec =
-      ParseJobSpec("model: {preset: gpt-tiny, device: cpu}", "a.yaml",
+      ParseJobSpec("model: {preset: gpt-tiny, device: cpu}\ndata: {text: {paths: [a.txt]}}", "a.yaml",
                    {"model.transformer.layers=6", "model.transformer.heads=8",
                     "model.transformer.flavour=llama"});
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -251,6 +253,61 @@ TEST(TransformerSpecTest, ReportsThePathOfTheBadField) {
   EXPECT_EQ(TransformerError("gpt-tiny", [](T* t) { t->set_norm_eps(1.0 / 0.0); }),
             "model.transformer.normEps: must be a finite number greater than 0 and at most 1, "
             "got inf");
+}
+
+// A gpt-tiny spec with defaults filled and `data` (YAML) as its data section, validated.
+absl::Status TransformerDataStatus(const std::string& data, const std::string& preset = "gpt-tiny") {
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpec(absl::StrCat("model: {preset: ", preset, "}\ndata: ", data), "a.yaml");
+  if (!spec.ok()) return spec.status();
+  return Normalize(*spec).status();
+}
+
+TEST(DataSpecTest, TransformersGetNoSyntheticDataByDefault) {
+  v1::JobSpec spec;
+  spec.mutable_model()->set_preset("gpt-tiny");
+  FillDefaults(&spec);
+  EXPECT_EQ(spec.data().source_case(), v1::DataSpec::SOURCE_NOT_SET);
+  EXPECT_EQ(spec.data().last_batch(), "partial");
+  EXPECT_EQ(ValidateJobSpec(spec),
+            absl::InvalidArgumentError("data: a transformer needs data.text or data.shards, got no source"));
+}
+
+TEST(DataSpecTest, TextAndShardsValidate) {
+  EXPECT_TRUE(TransformerDataStatus("{text: {paths: [/usr/share/common-licenses/*-*]}}").ok());
+  EXPECT_TRUE(TransformerDataStatus("{shards: {paths: [a.bin, 'b/train_*.bin']}}").ok());
+  EXPECT_TRUE(TransformerDataStatus("{text: {paths: [a.txt]}}", "minimind-26m").ok());
+  absl::StatusOr<v1::JobSpec> normal =
+      Normalize(*ParseJobSpec("model: {preset: gpt-tiny}\ndata: {text: {paths: [a.txt]}}", "a.yaml"));
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  EXPECT_FALSE(normal->data().has_synthetic());
+  EXPECT_THAT(normal->data().text().paths(), ::testing::ElementsAre("a.txt"));
+}
+
+TEST(DataSpecTest, BadCombinationsNameTheField) {
+  EXPECT_EQ(TransformerDataStatus("{synthetic: {numSamples: 10}}"),
+            absl::InvalidArgumentError("data: a transformer needs data.text or data.shards, got data.synthetic"));
+  EXPECT_EQ(TransformerDataStatus("{text: {paths: [a.txt]}}", "mlp"),
+            absl::InvalidArgumentError("data: the mlp preset trains on data.synthetic, got data.text"));
+  EXPECT_EQ(TransformerDataStatus("{shards: {paths: [a.bin]}}", "mlp"),
+            absl::InvalidArgumentError("data: the mlp preset trains on data.synthetic, got data.shards"));
+  EXPECT_EQ(TransformerDataStatus("{text: {paths: [a.txt]}}", "gpt2-124m"),
+            absl::InvalidArgumentError("model.transformer.vocabSize: must be 256 with data.text (text is "
+                                       "tokenised bytewise), got 50257"));
+  EXPECT_TRUE(TransformerDataStatus("{shards: {paths: [a.bin]}}", "gpt2-124m").ok())
+      << "shards hold any vocabulary";
+}
+
+TEST(DataSpecTest, PathsMustBeNonEmptyStrings) {
+  EXPECT_EQ(TransformerDataStatus("{text: {paths: []}}"),
+            absl::InvalidArgumentError("data.text.paths: must list at least one file or glob, got []"));
+  EXPECT_EQ(TransformerDataStatus("{text: {}}"),
+            absl::InvalidArgumentError("data.text.paths: must list at least one file or glob, got []"));
+  EXPECT_EQ(TransformerDataStatus("{shards: {paths: [a.bin, '']}}"),
+            absl::InvalidArgumentError("data.shards.paths[1]: must not be empty, got \"\""));
+  EXPECT_EQ(TransformerDataStatus("{shards: {paths: [\"a\\nb\"]}}"),
+            absl::InvalidArgumentError("data.shards.paths[0]: must not contain control characters, got \"a\\nb\""));
+  EXPECT_THAT(TransformerDataStatus("{text: {paths: a.txt}}").message(), HasSubstr("data.text.paths"));
 }
 
 TEST(TransformerSpecTest, MlpSectionIsRejectedWithATransformerPreset) {

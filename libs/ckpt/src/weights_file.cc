@@ -1,15 +1,12 @@
 #include "gradsync/ckpt/weights_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "file_io.h"
 #include "gradsync/core/digest.h"
 
 namespace gradsync::ckpt {
@@ -51,11 +48,6 @@ class Reader {
   size_t pos_ = 0;
 };
 
-absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
-  const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(errno));
-  return errno == EACCES ? absl::PermissionDeniedError(msg) : absl::InternalError(msg);
-}
-
 }  // namespace
 
 absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, const nn::ParamLayout& layout,
@@ -81,31 +73,7 @@ absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, co
   buf.append(reinterpret_cast<const char*>(values.data()), values.size_bytes());
   Put<uint64_t>(&buf, Fnv1a64(std::as_bytes(std::span<const char>(buf))));
 
-  std::error_code ec;
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot create", tmp);
-  size_t done = 0;
-  while (done < buf.size()) {
-    const ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      absl::Status s = ErrnoStatus("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    absl::Status s = ErrnoStatus("cannot sync", tmp);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("cannot rename to", path);
-  return absl::OkStatus();
+  return WriteFileAtomically(path, buf);
 }
 
 absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -62,6 +63,9 @@ absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int voc
 }
 
 absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens) {
+  if (tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokens.size(), " tokens do not fit a shard's count"));
+  }
   std::vector<int32_t> header(kShardHeaderInts, 0);
   header[0] = kShardMagic;
   header[1] = kShardVersion;
@@ -88,6 +92,29 @@ absl::Status WriteShard(const std::string& path, std::span<const uint16_t> token
     return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const std::string& prefix,
+                                                   std::span<const uint16_t> tokens, int64_t shard_tokens) {
+  if (shard_tokens <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("shard size must be positive, got ", shard_tokens));
+  }
+  if (tokens.empty()) return absl::InvalidArgumentError(absl::StrCat("no tokens for the ", prefix, " shards"));
+  // Equal sizes (within one token) rather than full shards and a remainder: a short last shard
+  // could hold less than one training window, and TokenDataset refuses such a file.
+  const size_t total = tokens.size();
+  const size_t count = (total + static_cast<size_t>(shard_tokens) - 1) / static_cast<size_t>(shard_tokens);
+  std::vector<ShardFile> written;
+  size_t start = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t n = total / count + (i < total % count ? 1 : 0);
+    ShardFile file{absl::StrCat(dir, "/", prefix, "_", absl::Dec(i, absl::kZeroPad6), ".bin"),
+                   static_cast<int64_t>(n)};
+    if (absl::Status s = WriteShard(file.path, tokens.subspan(start, n)); !s.ok()) return s;
+    written.push_back(std::move(file));
+    start += n;
+  }
+  return written;
 }
 
 absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path) {

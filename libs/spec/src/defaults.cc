@@ -3,6 +3,7 @@
 // default is zero itself and the field is left alone. The table is in README.md. A transformer
 // preset's values come from gradsync/nn/presets.h, the one table of them.
 #include <cstdint>
+#include <string>
 
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/job_spec.h"
@@ -56,9 +57,13 @@ void FillModel(gradsync::v1::ModelSpec* model) {
   if (mlp->activation().empty()) mlp->set_activation(kDefaultActivation);
 }
 
-void FillData(gradsync::v1::DataSpec* data) {
+// Synthetic data is the mlp preset's task; a transformer's text has no sensible default, so a
+// transformer spec without a source stays without one and validation names what is missing.
+void FillData(const std::string& preset, gradsync::v1::DataSpec* data) {
   if (data->last_batch().empty()) data->set_last_batch(kDefaultLastBatch);
-  if (data->source_case() == gradsync::v1::DataSpec::SOURCE_NOT_SET) data->mutable_synthetic();
+  if (data->source_case() == gradsync::v1::DataSpec::SOURCE_NOT_SET && !nn::IsTransformerPreset(preset)) {
+    data->mutable_synthetic();
+  }
   if (!data->has_synthetic()) return;
   gradsync::v1::SyntheticData* synthetic = data->mutable_synthetic();
   if (synthetic->num_samples() == 0) synthetic->set_num_samples(kDefaultNumSamples);
@@ -93,7 +98,7 @@ void FillDdp(gradsync::v1::DdpSpec* ddp) {
 void FillDefaults(gradsync::v1::JobSpec* spec) {
   if (spec->name().empty()) spec->set_name(kDefaultName);
   FillModel(spec->mutable_model());
-  FillData(spec->mutable_data());
+  FillData(spec->model().preset(), spec->mutable_data());
   FillTraining(spec->mutable_training());
   FillDdp(spec->mutable_ddp());
 }

@@ -27,6 +27,8 @@ constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;
 constexpr int64_t kMaxGradAccumSteps = int64_t{1} << 16;
 constexpr double kMaxLr = 10;
 constexpr double kMaxBucketCapMb = 4096;
+// Text is tokenised bytewise (gradsync/data/token_shard.h), so its models have 256 tokens.
+constexpr int kByteVocab = 256;
 
 constexpr Bound kZeroInclusive{0, true};
 constexpr Bound kZeroExclusive{0, false};
@@ -82,8 +84,28 @@ void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
   check->OneOf("model.mlp.activation", mlp.activation(), {"gelu", "relu"});
 }
 
-void CheckData(const gradsync::v1::DataSpec& data, Checker* check) {
-  check->Require(data.has_synthetic(), "data", "must name a data source (synthetic)", "no source");
+// The paths of a text or shards source: at least one, none empty. Whether the files exist is
+// the worker's question (TokenDataset::Load names a missing file): the spec may be written on a
+// machine that does not hold the data.
+void CheckPaths(const std::string& field, const google::protobuf::RepeatedPtrField<std::string>& paths,
+                Checker* check) {
+  check->Require(!paths.empty(), field, "must list at least one file or glob", "[]");
+  for (int i = 0; i < paths.size(); ++i) {
+    const std::string path = absl::StrCat(field, "[", i, "]");
+    check->Require(!paths[i].empty(), path, "must not be empty", "\"\"");
+    check->Require(IsPrintable(paths[i]), path, "must not contain control characters", internal::Quote(paths[i]));
+  }
+}
+
+void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpec& data, Checker* check) {
+  const bool transformer = nn::IsTransformerPreset(model.preset());
+  if (transformer) {
+    check->Require(data.has_text() || data.has_shards(), "data", "a transformer needs data.text or data.shards",
+                   data.has_synthetic() ? "data.synthetic" : "no source");
+  } else {
+    check->Require(data.has_synthetic(), "data", "the mlp preset trains on data.synthetic",
+                   data.has_text() ? "data.text" : data.has_shards() ? "data.shards" : "no source");
+  }
   if (data.has_synthetic()) {
     const gradsync::v1::SyntheticData& synthetic = data.synthetic();
     check->Between("data.synthetic.numSamples", synthetic.num_samples(), 1, kMaxSamples);
@@ -91,6 +113,13 @@ void CheckData(const gradsync::v1::DataSpec& data, Checker* check) {
     check->Between("data.synthetic.numClasses", synthetic.num_classes(), 2, kMaxWidth);
     check->Between("data.synthetic.teacherHidden", synthetic.teacher_hidden(), 1, kMaxWidth);
   }
+  if (data.has_text()) {
+    CheckPaths("data.text.paths", data.text().paths(), check);
+    check->Require(model.transformer().vocab_size() == kByteVocab, "model.transformer.vocabSize",
+                   absl::StrCat("must be ", kByteVocab, " with data.text (text is tokenised bytewise)"),
+                   absl::StrCat(model.transformer().vocab_size()));
+  }
+  if (data.has_shards()) CheckPaths("data.shards.paths", data.shards().paths(), check);
   check->OneOf("data.lastBatch", data.last_batch(), {"partial", "drop"});
 }
 
@@ -133,7 +162,7 @@ absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
   Checker check;
   CheckName(spec.name(), &check);
   CheckModel(spec.model(), &check);
-  CheckData(spec.data(), &check);
+  CheckData(spec.model(), spec.data(), &check);
   CheckTraining(spec.training(), &check);
   CheckDdp(spec.ddp(), &check);
   CheckCheckpoint(spec.checkpoint(), &check);

@@ -20,7 +20,10 @@ class Dataset {
   virtual void Fill(std::span<const int64_t> indices, nn::Batch* out) const = 0;
 };
 
-// The dataset a job spec describes (defaults filled in). INVALID_ARGUMENT names the field.
+// The dataset a job spec describes: `synthetic` (the mlp preset only), or `text` / `shards`
+// (transformer presets only) as a TokenDataset of the model's seqLen and vocabSize. Reads every
+// token file now. INVALID_ARGUMENT names the field, or the file (a missing one, a bad shard, one
+// too short for a single window).
 absl::StatusOr<std::unique_ptr<Dataset>> CreateDataset(const gradsync::v1::JobSpec& spec);
 
 }  // namespace gradsync::data

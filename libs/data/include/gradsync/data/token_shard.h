@@ -23,8 +23,22 @@ inline constexpr int kByteVocab = 256;
 // says), trailing bytes, no tokens, or a token >= `vocab_size` (with its position).
 absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int vocab_size);
 
-// Writes a shard atomically (temporary file, fsync, rename).
+// Writes a shard atomically (temporary file, fsync, rename). INVALID_ARGUMENT for more tokens
+// than the header's int32 count holds; INTERNAL naming the file on I/O errors.
 absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens);
+
+// One file WriteShards wrote.
+struct ShardFile {
+  std::string path;
+  int64_t tokens = 0;
+};
+
+// Splits `tokens` into the fewest shards of at most `shard_tokens` (> 0) tokens, all of equal
+// size within one token (no short remainder), in order, written as
+// `dir`/`prefix`_000000.bin, `prefix`_000001.bin, ... (llm.c's names); `dir` must exist.
+// INVALID_ARGUMENT if `tokens` is empty or `shard_tokens` is not positive; WriteShard's errors.
+absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const std::string& prefix,
+                                                   std::span<const uint16_t> tokens, int64_t shard_tokens);
 
 // The bytes of a text file as tokens. INVALID_ARGUMENT naming the file if it is empty.
 absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path);

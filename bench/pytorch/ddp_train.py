@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""gpt-tiny data-parallel training throughput in PyTorch: DistributedDataParallel over Gloo,
+`--ranks` processes on loopback with `--threads` torch threads each (default 2 x 1). The
+counterpart of `gradsync-bench ddp`.
+
+Each rank trains on its own batch of `--batch` x seq-len random tokens; DDP all-reduces the
+gradients in 25 MiB buckets during backward (its defaults, and ours). Prints the mean step
+time over ranks and the total tokens per second of all ranks.
+"""
+import argparse
+import os
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+from gpt_model import add_model_args, build, random_batch
+
+
+def run(rank, args, port):
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.ranks)
+    torch.manual_seed(0)
+    model = DistributedDataParallel(build(args))
+    opt = model.module.optimizer()
+    tokens, targets = random_batch(args, 1 + rank)
+    elapsed = 0.0
+    for step in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        if step >= args.warmup:
+            elapsed += time.perf_counter() - t0
+    mean = torch.tensor([elapsed / args.steps])
+    dist.all_reduce(mean)
+    step_seconds = mean.item() / args.ranks
+    if rank == 0:
+        tokens_per_step = args.ranks * args.batch * args.seq_len
+        print(f"pytorch {torch.__version__} DDP gloo, {args.ranks} ranks x {args.threads} thread(s), "
+              f"gpt2 L{args.layers} H{args.heads} C{args.width} M{args.mlp_width} T{args.seq_len} V{args.vocab}")
+        print(f"batch {args.batch} x {args.seq_len} tokens per rank, {args.steps} steps after {args.warmup} warmup")
+        print(f"step {step_seconds * 1e3:.1f} ms")
+        print(f"{tokens_per_step / step_seconds:.0f} tokens/s (all ranks)")
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_model_args(parser)
+    parser.add_argument("--ranks", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    mp.spawn(run, args=(args, free_port()), nprocs=args.ranks, join=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+// WriteRankPart / ReadRankPart: one rank's checkpoint file (format in checkpoint.h). Both stream
+// the tensors, so a part is never held twice in memory.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "file_io.h"
+#include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/core/digest.h"
+
+namespace gradsync::ckpt {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'A', 'R', 'T'};
+constexpr uint32_t kVersion = 1;
+// Magic, version and the recorded file size.
+constexpr size_t kHeaderBytes = sizeof(kMagic) + sizeof(uint32_t) + sizeof(uint64_t);
+constexpr size_t kTrailerBytes = sizeof(uint64_t);
+
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+void PutString(std::string* out, const std::string& s) {
+  Put<uint32_t>(out, static_cast<uint32_t>(s.size()));
+  out->append(s);
+}
+
+std::span<const std::byte> Bytes(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
+
+// Everything between the header and the tensors.
+std::string EncodeMeta(const RankState& s) {
+  std::string out;
+  PutString(&out, s.job_id);
+  Put<int32_t>(&out, s.generation);
+  Put<int32_t>(&out, s.rank);
+  Put<int32_t>(&out, s.world_size);
+  Put<int64_t>(&out, s.step);
+  Put<int32_t>(&out, s.epoch);
+  Put<int64_t>(&out, s.cursor);
+  Put<uint64_t>(&out, s.seed);
+  Put<int64_t>(&out, s.adam_step);
+  PutString(&out, s.model.SerializeAsString());
+  Put<uint32_t>(&out, static_cast<uint32_t>(s.layout.size()));
+  Put<uint64_t>(&out, static_cast<uint64_t>(s.layout.total_numel()));
+  Put<uint64_t>(&out, s.layout.Hash());
+  for (const nn::ParamInfo& p : s.layout.params()) {
+    PutString(&out, p.name);
+    Put<uint8_t>(&out, p.weight_decay ? 1 : 0);
+    Put<uint32_t>(&out, static_cast<uint32_t>(p.shape.size()));
+    for (int64_t d : p.shape) Put<int64_t>(&out, d);
+  }
+  Put<uint64_t>(&out, static_cast<uint64_t>(s.adam_m.size()));
+  return out;
+}
+
+absl::Status CheckShapes(const std::string& dir, const RankState& s) {
+  const auto total = static_cast<size_t>(s.layout.total_numel());
+  if (s.params.size() != total) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint part for ", dir, ": ", s.params.size(),
+                                                   " parameter values for a layout of ", total));
+  }
+  if (s.adam_m.size() != s.adam_v.size() || (!s.adam_m.empty() && s.adam_m.size() != total)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint part for ", dir, ": optimizer moments of ",
+                                                   s.adam_m.size(), " and ", s.adam_v.size(),
+                                                   " values for a layout of ", total));
+  }
+  if (s.world_size < 1 || s.rank < 0 || s.rank >= s.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint part for ", dir, ": rank ", s.rank, " outside a world of ", s.world_size));
+  }
+  return absl::OkStatus();
+}
+
+// Sequential reads of a part's content (everything before the trailer), hashing what it reads.
+// The first failure sticks: later reads do nothing and status() reports it.
+class PartReader {
+ public:
+  PartReader(std::FILE* f, const std::string& path, uint64_t content_bytes)
+      : f_(f), path_(path), limit_(content_bytes) {}
+
+  bool Read(void* dst, uint64_t n, const char* what) {
+    if (!status_.ok()) return false;
+    if (n > limit_ - pos_) return Fail(absl::StrCat(what, " at byte ", pos_, " runs past the end of the data"));
+    if (std::fread(dst, 1, n, f_) != n) return Fail(absl::StrCat("cannot read ", what));
+    hash_ = Fnv1a64(std::as_bytes(std::span(static_cast<const char*>(dst), n)), hash_);
+    pos_ += n;
+    return true;
+  }
+  template <typename T>
+  bool Get(T* v, const char* what) {
+    return Read(v, sizeof(T), what);
+  }
+  bool GetString(std::string* s, const char* what) {
+    uint32_t len = 0;
+    if (!Get(&len, what)) return false;
+    if (len > limit_ - pos_) return Read(nullptr, len, what);
+    s->resize(len);
+    return Read(s->data(), len, what);
+  }
+  // `n` elements; the size is checked before anything is allocated.
+  template <typename T>
+  bool GetArray(std::vector<T>* v, uint64_t n, const char* what) {
+    if (n > (limit_ - pos_) / sizeof(T)) return Read(nullptr, limit_ - pos_ + 1, what);
+    v->resize(n);
+    return Read(v->data(), n * sizeof(T), what);
+  }
+  bool Fail(const std::string& problem) {
+    if (status_.ok()) status_ = absl::DataLossError(absl::StrCat(path_, ": ", problem));
+    return false;
+  }
+  const absl::Status& status() const { return status_; }
+  // The most fp32 values the content could hold.
+  int64_t capacity() const { return static_cast<int64_t>(limit_ / sizeof(float)); }
+  bool at_end() const { return pos_ == limit_; }
+
+  void Hash(std::span<const std::byte> header) { hash_ = Fnv1a64(header, hash_); }
+  // Hashes the rest of the content, so that corruption can be told apart from a structural error.
+  void Drain() {
+    char buf[1 << 16];
+    while (pos_ < limit_) {
+      const size_t n = std::fread(buf, 1, std::min<uint64_t>(sizeof(buf), limit_ - pos_), f_);
+      if (n == 0) return;
+      hash_ = Fnv1a64(std::as_bytes(std::span(buf, n)), hash_);
+      pos_ += n;
+    }
+  }
+  // DATA_LOSS unless the trailer holds the hash of the whole content; sets the whole-file digest.
+  absl::Status CheckTrailer(std::string* file_digest) {
+    uint64_t stored = 0;
+    if (pos_ != limit_ || std::fread(&stored, 1, sizeof(stored), f_) != sizeof(stored)) {
+      return absl::DataLossError(absl::StrCat(path_, ": cannot read the checksum"));
+    }
+    if (stored != hash_) {
+      return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (stored %016x, computed %016x): corrupt file",
+                                                 path_, stored, hash_));
+    }
+    *file_digest = DigestText(Fnv1a64(std::as_bytes(std::span(&stored, 1)), hash_));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::FILE* f_;
+  const std::string& path_;
+  const uint64_t limit_;
+  uint64_t pos_ = 0;
+  uint64_t hash_ = Fnv1a64({});
+  absl::Status status_;
+};
+
+absl::Status DecodeBody(PartReader& r, RankState* s) {
+  std::string model;
+  uint32_t count = 0;
+  uint64_t total = 0, hash = 0, moments = 0;
+  r.GetString(&s->job_id, "job id");
+  r.Get(&s->generation, "generation");
+  r.Get(&s->rank, "rank");
+  r.Get(&s->world_size, "world size");
+  r.Get(&s->step, "step");
+  r.Get(&s->epoch, "epoch");
+  r.Get(&s->cursor, "cursor");
+  r.Get(&s->seed, "seed");
+  r.Get(&s->adam_step, "adam step");
+  r.GetString(&model, "model spec");
+  r.Get(&count, "parameter count");
+  r.Get(&total, "element count");
+  r.Get(&hash, "layout hash");
+  if (!r.status().ok()) return r.status();
+  if (!s->model.ParseFromString(model)) r.Fail("unreadable model spec");
+  for (uint32_t i = 0; i < count && r.status().ok(); ++i) {
+    std::string name;
+    uint8_t decay = 0;
+    uint32_t rank = 0;
+    std::vector<int64_t> shape;
+    r.GetString(&name, "parameter name");
+    r.Get(&decay, "weight decay flag");
+    r.Get(&rank, "tensor rank");
+    if (!r.GetArray(&shape, rank, "shape")) break;
+    // Bounded by what the file can hold, so a corrupt dimension cannot overflow the count.
+    int64_t numel = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && numel > r.capacity() / d)) {
+        r.Fail(absl::StrCat("parameter \"", name, "\" has an impossible shape"));
+        break;
+      }
+      numel *= d;
+    }
+    if (r.status().ok()) s->layout.Add(std::move(name), std::move(shape), decay != 0);
+  }
+  if (!r.status().ok()) return r.status();
+  if (static_cast<uint64_t>(s->layout.total_numel()) != total || s->layout.Hash() != hash) {
+    r.Fail(absl::StrCat("the parameter shapes do not match the recorded layout (", s->layout.total_numel(),
+                        " elements, header says ", total, ")"));
+  }
+  r.Get(&moments, "optimizer moment count");
+  if (r.status().ok() && moments != 0 && moments != total) {
+    r.Fail(absl::StrCat(moments, " optimizer moment values for ", total, " parameters"));
+  }
+  r.GetArray(&s->params, total, "parameters");
+  r.GetArray(&s->adam_m, moments, "first moments");
+  r.GetArray(&s->adam_v, moments, "second moments");
+  if (r.status().ok() && !r.at_end()) r.Fail("unexpected bytes before the checksum");
+  return r.status();
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+// Reads and checks a part; `file_digest` receives the whole file's digest.
+absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* file_digest) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (f == nullptr) return ErrnoStatus("cannot open checkpoint part", path);
+  struct stat st {};
+  if (::fstat(::fileno(f.get()), &st) != 0) return ErrnoStatus("cannot stat", path);
+  const auto size = static_cast<uint64_t>(st.st_size);
+
+  char header[kHeaderBytes] = {};
+  const size_t got = std::fread(header, 1, kHeaderBytes, f.get());
+  if (std::memcmp(header, kMagic, std::min(got, sizeof(kMagic))) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": not a gradsync checkpoint part (bad magic)"));
+  }
+  if (got < kHeaderBytes || size < kHeaderBytes + kTrailerBytes) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated (", size, " bytes)"));
+  }
+  uint32_t version = 0;
+  uint64_t recorded = 0;
+  std::memcpy(&version, header + sizeof(kMagic), sizeof(version));
+  std::memcpy(&recorded, header + sizeof(kMagic) + sizeof(version), sizeof(recorded));
+  if (version != kVersion) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": unsupported checkpoint part version ", version, " (this build reads ", kVersion, ")"));
+  }
+  if (size < recorded) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated (", size, " of ", recorded, " bytes)"));
+  }
+  if (size > recorded) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", size, " bytes where the header says ", recorded, " (corrupt header or appended data)"));
+  }
+
+  PartReader r(f.get(), path, size - kHeaderBytes - kTrailerBytes);
+  r.Hash(std::as_bytes(std::span(header)));
+  RankState state;
+  if (absl::Status s = DecodeBody(r, &state); !s.ok()) {
+    // Corruption explains most structural errors; say so when the checksum agrees.
+    r.Drain();
+    absl::Status checksum = r.CheckTrailer(file_digest);
+    return checksum.ok() ? s : checksum;
+  }
+  if (absl::Status s = r.CheckTrailer(file_digest); !s.ok()) return s;
+  return state;
+}
+
+}  // namespace
+
+std::string PartFileName(int32_t rank) { return absl::StrFormat("rank-%05d.bin", rank); }
+
+absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const RankState& state) {
+  if (dir.empty()) return absl::InvalidArgumentError("checkpoint part: empty directory");
+  if (absl::Status s = CheckShapes(dir, state); !s.ok()) return s;
+  const std::string file = PartFileName(state.rank);
+  const std::string path = (std::filesystem::path(dir) / file).string();
+
+  const std::string meta = EncodeMeta(state);
+  const uint64_t floats = state.params.size() + 2 * state.adam_m.size();
+  const uint64_t bytes = kHeaderBytes + meta.size() + floats * sizeof(float) + kTrailerBytes;
+  std::string header(kMagic, sizeof(kMagic));
+  Put<uint32_t>(&header, kVersion);
+  Put<uint64_t>(&header, bytes);
+
+  absl::StatusOr<AtomicFile> out = AtomicFile::Create(path);
+  if (!out.ok()) return out.status();
+  uint64_t hash = Fnv1a64({});
+  for (std::span<const std::byte> piece : {std::as_bytes(std::span(header)), std::as_bytes(std::span(meta)),
+                                           Bytes(state.params), Bytes(state.adam_m), Bytes(state.adam_v)}) {
+    hash = Fnv1a64(piece, hash);
+    if (absl::Status s = out->Append(piece); !s.ok()) return s;
+  }
+  const std::span<const std::byte> trailer = std::as_bytes(std::span(&hash, 1));
+  const uint64_t file_hash = Fnv1a64(trailer, hash);
+  if (absl::Status s = out->Append(trailer); !s.ok()) return s;
+  if (absl::Status s = out->Commit(); !s.ok()) return s;
+
+  v1::CheckpointPart part;
+  part.set_rank(state.rank);
+  part.set_file(file);
+  part.set_bytes(static_cast<int64_t>(bytes));
+  part.set_checksum(DigestText(file_hash));
+  return part;
+}
+
+absl::StatusOr<RankState> ReadRankPart(const std::string& path) {
+  std::string digest;
+  return ReadPartFile(path, &digest);
+}
+
+absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::CheckpointPart& part) {
+  const std::string path = (std::filesystem::path(dir) / part.file()).string();
+  if (part.file().empty() || part.file().find('/') != std::string::npos || part.file() == "..") {
+    return absl::DataLossError(
+        absl::StrCat(dir, ": the manifest names \"", part.file(), "\" for rank ", part.rank(), ", not a file name"));
+  }
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec == std::errc::no_such_file_or_directory) {
+    return absl::NotFoundError(absl::StrCat(path, ": missing (listed in the manifest for rank ", part.rank(), ")"));
+  }
+  if (ec) return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", ec.message()));
+  if (static_cast<int64_t>(size) != part.bytes()) {
+    return absl::DataLossError(absl::StrCat(path, ": ", size, " bytes, the manifest says ", part.bytes()));
+  }
+  std::string digest;
+  absl::StatusOr<RankState> state = ReadPartFile(path, &digest);
+  if (!state.ok()) return state.status();
+  if (digest != part.checksum()) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": checksum ", digest, " differs from the manifest's ", part.checksum()));
+  }
+  if (state->rank != part.rank()) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": holds rank ", state->rank, ", the manifest lists it for rank ", part.rank()));
+  }
+  return state;
+}
+
+}  // namespace gradsync::ckpt

@@ -1,0 +1,72 @@
+#include "trainer_checkpoint.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/time_util.h"
+#include "gradsync/ckpt/checkpoint.h"
+
+namespace gradsync::worker {
+
+absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment& a, int rank, int world_size,
+                                                            const nn::Model& model, const nn::AdamW& optimizer,
+                                                            const TrainPosition& at) {
+  const absl::Time boundary = absl::Now();
+  ckpt::RankState state;
+  state.model = a.spec().model();
+  state.layout = model.layout();
+  state.params.assign(model.params().begin(), model.params().end());
+  state.adam_m.assign(optimizer.first_moment().begin(), optimizer.first_moment().end());
+  state.adam_v.assign(optimizer.second_moment().begin(), optimizer.second_moment().end());
+  state.adam_step = optimizer.step_count();
+  state.step = at.step;
+  state.epoch = at.data.epoch;
+  state.cursor = at.data.cursor;
+  state.rank = rank;
+  state.world_size = world_size;
+  state.seed = a.spec().training().seed();
+  state.job_id = a.job_id();
+  state.generation = a.generation();
+  const std::string dir = ckpt::CheckpointDir(a.checkpoint_root(), at.step);
+  auto part = ckpt::WriteRankPart(dir, state);
+  if (!part.ok()) return part.status();
+  v1::ReportCheckpointRequest r;
+  r.set_job_id(a.job_id());
+  r.set_generation(a.generation());
+  r.set_rank(rank);
+  r.set_step(at.step);
+  r.set_epoch(at.data.epoch);
+  r.set_cursor(at.data.cursor);
+  r.set_dir(dir);
+  r.set_initial_loss(at.initial_loss);
+  *r.mutable_part() = *part;
+  *r.mutable_boundary_time() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(boundary));
+  return r;
+}
+
+absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m, int rank, nn::Model& model,
+                                                nn::AdamW& optimizer) {
+  const int source = rank < m.world_size() ? rank : 0;
+  const auto part = std::find_if(m.parts().begin(), m.parts().end(),
+                                 [&](const v1::CheckpointPart& p) { return p.rank() == source; });
+  if (part == m.parts().end()) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", m.dir(), " has no part for rank ", source));
+  }
+  auto state = ckpt::ReadRankPart(m.dir(), *part);
+  if (!state.ok()) return state.status();
+  if (state->params.size() != model.params().size() || state->layout.Hash() != model.layout().Hash()) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint ", m.dir(), " holds another model (",
+                                                      state->params.size(), " parameters, this model has ",
+                                                      model.params().size(), ")"));
+  }
+  std::copy(state->params.begin(), state->params.end(), model.params().begin());
+  if (absl::Status s = optimizer.Restore(state->adam_m, state->adam_v, state->adam_step); !s.ok()) return s;
+  TrainPosition at;
+  at.step = m.step();
+  at.data = ddp::Position{m.epoch(), m.cursor()};
+  at.initial_loss = m.initial_loss();
+  return at;
+}
+
+}  // namespace gradsync::worker

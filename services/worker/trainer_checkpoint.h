@@ -1,0 +1,34 @@
+// A rank's side of checkpoints: writing its part at a step boundary and restoring from a
+// committed checkpoint. Plain types in, statuses out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gradsync/ddp/sampler.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/nn/optimizer.h"
+#include "gradsync/v1/coordinator.pb.h"
+
+namespace gradsync::worker {
+
+// Where training stands: steps done and the data position of the next step.
+struct TrainPosition {
+  int64_t step = 0;
+  ddp::Position data;
+  double initial_loss = 0;
+};
+
+// Writes this rank's part under <root>/step-<step> and returns the report for the coordinator.
+absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment& assignment, int rank,
+                                                            int world_size, const nn::Model& model,
+                                                            const nn::AdamW& optimizer, const TrainPosition& at);
+
+// Restores parameters, optimizer state and position from `manifest`. A rank beyond the saved world
+// size reads rank 0's part (replicas hold the same parameters and optimizer state). DATA_LOSS naming
+// the file when a part is corrupt.
+absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& manifest, int rank, nn::Model& model,
+                                                nn::AdamW& optimizer);
+
+}  // namespace gradsync::worker
