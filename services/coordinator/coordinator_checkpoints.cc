@@ -57,6 +57,11 @@ std::optional<v1::CheckpointManifest> Coordinator::ResumePointLocked(JobRuntime*
     absl::Status ok = ckpt::VerifyCheckpoint(newest.dir());
     if (ok.ok()) return newest;
     const int64_t bad = newest.step();
+    // Set the manifest aside: the directory no longer counts as committed, so retention and
+    // `checkpoint list` skip it, while its files stay for inspection.
+    std::error_code ec;
+    const std::filesystem::path manifest = std::filesystem::path(newest.dir()) / ckpt::kManifestFile;
+    std::filesystem::rename(manifest, manifest.string() + ".corrupt", ec);
     list->RemoveLast();
     AddEventLocked(rt, "CheckpointCorrupt",
                    absl::StrCat("checkpoint at step ", bad, " failed verification (", ok.message(), "); ",

@@ -1,0 +1,127 @@
+// Checkpoint commits and recovery in the coordinator, over real checkpoint files.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "coordinator.h"
+#include "gradsync/ckpt/checkpoint.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointRecoveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("ckpt-recovery-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    CoordinatorOptions options;
+    options.artifact_dir = dir_.string();
+    c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
+    v1::RegisterWorkerRequest w;
+    w.set_hostname("h0");
+    worker_ = c_->RegisterWorker(w).worker_id();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes a part for `a` at `step` and reports it, as a worker does.
+  absl::StatusOr<v1::ReportCheckpointResponse> Checkpoint(const v1::Assignment& a, int64_t step) {
+    ckpt::RankState s;
+    s.layout.Add("w", {4}, true);
+    s.params = {1, 2, 3, static_cast<float>(step)};
+    s.step = step;
+    s.cursor = step * 10;
+    const std::string dir = ckpt::CheckpointDir(a.checkpoint_root(), step);
+    auto part = ckpt::WriteRankPart(dir, s);
+    EXPECT_TRUE(part.ok()) << part.status();
+    v1::ReportCheckpointRequest r;
+    r.set_worker_id(worker_);
+    r.set_job_id(a.job_id());
+    r.set_generation(a.generation());
+    r.set_rank(a.rank());
+    r.set_step(step);
+    r.set_cursor(step * 10);
+    r.set_dir(dir);
+    *r.mutable_part() = *part;
+    return c_->ReportCheckpoint(r);
+  }
+
+  v1::Assignment Take() { return **c_->NextAssignment(worker_, absl::ZeroDuration()); }
+
+  fs::path dir_;
+  std::unique_ptr<Coordinator> c_;
+  std::string worker_;
+};
+
+TEST_F(CheckpointRecoveryTest, CommitsKeepsNAndResumesFromTheNewest) {
+  v1::JobSpec spec;
+  spec.mutable_training()->set_max_steps(100);
+  spec.mutable_checkpoint()->set_keep(2);
+  const std::string id = c_->CreateJob(spec)->id();
+  const v1::Assignment a = Take();
+  for (int64_t step : {10, 20, 30}) {
+    auto r = Checkpoint(a, step);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->committed()) << "one rank: its report completes the checkpoint";
+  }
+  auto job = c_->GetJob(id);
+  ASSERT_EQ(job->checkpoints_size(), 2);
+  EXPECT_EQ(job->checkpoints(0).step(), 20);
+  EXPECT_EQ(job->checkpoints(1).cursor(), 300);
+  EXPECT_FALSE(fs::exists(ckpt::CheckpointDir(a.checkpoint_root(), 10))) << "retention keeps 2";
+  EXPECT_TRUE(ckpt::VerifyCheckpoint(ckpt::CheckpointDir(a.checkpoint_root(), 30)).ok());
+
+  v1::ReportResultRequest failed;
+  failed.set_worker_id(worker_);
+  failed.set_job_id(id);
+  failed.set_generation(1);
+  failed.set_error("UNAVAILABLE: peer went away");
+  ASSERT_TRUE(c_->ReportResult(failed).ok());
+  const v1::Assignment resumed = Take();
+  EXPECT_EQ(resumed.generation(), 2);
+  EXPECT_EQ(resumed.resume_from().step(), 30);
+}
+
+TEST_F(CheckpointRecoveryTest, ACorruptCheckpointFallsBackToThePreviousOneWithAnEvent) {
+  v1::JobSpec spec;
+  spec.mutable_training()->set_max_steps(100);
+  const std::string id = c_->CreateJob(spec)->id();
+  const v1::Assignment a = Take();
+  ASSERT_TRUE(Checkpoint(a, 10).ok());
+  ASSERT_TRUE(Checkpoint(a, 20).ok());
+  const std::string newest = ckpt::CheckpointDir(a.checkpoint_root(), 20);
+  {
+    std::fstream f(newest + "/" + ckpt::PartFileName(0), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x5a');
+  }
+  v1::ReportResultRequest failed;
+  failed.set_worker_id(worker_);
+  failed.set_job_id(id);
+  failed.set_generation(1);
+  failed.set_error("UNAVAILABLE: peer went away");
+  ASSERT_TRUE(c_->ReportResult(failed).ok());
+  const v1::Assignment resumed = Take();
+  EXPECT_EQ(resumed.resume_from().step(), 10) << "the corrupt step-20 checkpoint must be skipped";
+  auto job = c_->GetJob(id);
+  bool said = false;
+  for (const auto& e : job->events()) said = said || (e.type() == "CheckpointCorrupt" && e.message().find("step 20") != std::string::npos);
+  EXPECT_TRUE(said) << "an event must say the checkpoint was corrupt";
+  EXPECT_FALSE(fs::exists(newest + "/MANIFEST.json"));
+  EXPECT_EQ(ckpt::ListCommitted(a.checkpoint_root()).size(), 1u);
+}
+
+TEST_F(CheckpointRecoveryTest, ReportsForAnEndedGenerationAreRefused) {
+  v1::JobSpec spec;
+  spec.mutable_training()->set_max_steps(100);
+  const std::string id = c_->CreateJob(spec)->id();
+  const v1::Assignment a = Take();
+  ASSERT_TRUE(c_->CancelJob(id).ok());
+  EXPECT_EQ(Checkpoint(a, 10).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace gradsync::coordinator
