@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcivetweb-dev libcurl4-openssl-dev
 )
 
 missing=()
