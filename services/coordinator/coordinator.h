@@ -105,6 +105,8 @@ class Coordinator {
       int64_t last_bytes = 0;
     };
     std::map<std::string, Checkpoints> checkpoints;
+    // Jobs whose workers are training now (RUNNING), for alerts that must ignore finished jobs.
+    std::vector<std::string> running;
   };
   Snapshot TakeSnapshot();
 

@@ -35,6 +35,10 @@ std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
                                     "Generations a job started after its first one (restarts).",
                                     prometheus::MetricType::Counter, {}};
   for (const auto& [job, n] : s.restarts) restarts.metric.push_back(Value(static_cast<double>(n), {{"training_job", job}}, true));
+  prometheus::MetricFamily running{"gradsync_job_running",
+                                   "1 for each job that is RUNNING (absent otherwise): alerts join on it.",
+                                   prometheus::MetricType::Gauge, {}};
+  for (const std::string& job : s.running) running.metric.push_back(Value(1, {{"training_job", job}}, false));
   prometheus::MetricFamily committed{"gradsync_checkpoints_total", "Checkpoints committed.",
                                      prometheus::MetricType::Counter, {}};
   prometheus::MetricFamily bytes{"gradsync_checkpoint_bytes_total", "Bytes of committed checkpoints.",
@@ -50,7 +54,7 @@ std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
     seconds.metric.push_back(Value(c.last_seconds, {{"training_job", job}}, false));
     size.metric.push_back(Value(static_cast<double>(c.last_bytes), {{"training_job", job}}, false));
   }
-  return {std::move(jobs), std::move(workers), std::move(restarts), std::move(committed),
+  return {std::move(jobs), std::move(workers), std::move(restarts), std::move(running), std::move(committed),
           std::move(bytes), std::move(seconds), std::move(size)};
 }
 

@@ -2,6 +2,7 @@
 //   gradsync_jobs{state}                       gauge: jobs in each state
 //   gradsync_workers{state="idle"|"assigned"}  gauge: registered workers
 //   gradsync_job_restarts_total{training_job}  counter: restarts after failures
+//   gradsync_job_running{training_job}         1 while the job is RUNNING
 //   gradsync_checkpoints_total, gradsync_checkpoint_bytes_total{training_job}   counters
 //   gradsync_checkpoint_duration_seconds, gradsync_checkpoint_size_bytes       the last one
 #pragma once

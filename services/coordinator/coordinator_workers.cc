@@ -162,6 +162,7 @@ Coordinator::Snapshot Coordinator::TakeSnapshot() {
   Snapshot s;
   for (const auto& [id, rt] : jobs_) {
     ++s.jobs_by_state[rt.job.state()];
+    if (rt.job.state() == v1::RUNNING) s.running.push_back(id);
     if (rt.job.generation() > 0) s.restarts[id] = rt.job.restarts();
     if (rt.checkpoints_committed > 0) {
       Snapshot::Checkpoints& c = s.checkpoints[id];

@@ -28,6 +28,7 @@ TEST(CoordinatorMetrics, ExposesJobsWorkersAndRestarts) {
   EXPECT_NE(text.find("gradsync_workers{state=\"assigned\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE gradsync_job_restarts_total counter"), std::string::npos) << text;
   EXPECT_NE(text.find("gradsync_job_restarts_total{training_job=\"" + running + "\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("gradsync_job_running{training_job=\"" + running + "\"} 1"), std::string::npos) << text;
   EXPECT_EQ(text.find("{job="), std::string::npos) << "the label `job` belongs to Prometheus";
 }
 
