@@ -51,6 +51,16 @@ class CheckpointRecoveryTest : public ::testing::Test {
 
   v1::Assignment Take() { return **c_->NextAssignment(worker_, absl::ZeroDuration()); }
 
+  // The worker reports that `generation` of job `id` broke, as a failed collective does.
+  absl::Status FailGeneration(const std::string& id, int generation) {
+    v1::ReportResultRequest failed;
+    failed.set_worker_id(worker_);
+    failed.set_job_id(id);
+    failed.set_generation(generation);
+    failed.set_error("UNAVAILABLE: peer went away");
+    return c_->ReportResult(failed);
+  }
+
   fs::path dir_;
   std::unique_ptr<Coordinator> c_;
   std::string worker_;
@@ -74,12 +84,7 @@ TEST_F(CheckpointRecoveryTest, CommitsKeepsNAndResumesFromTheNewest) {
   EXPECT_FALSE(fs::exists(ckpt::CheckpointDir(a.checkpoint_root(), 10))) << "retention keeps 2";
   EXPECT_TRUE(ckpt::VerifyCheckpoint(ckpt::CheckpointDir(a.checkpoint_root(), 30)).ok());
 
-  v1::ReportResultRequest failed;
-  failed.set_worker_id(worker_);
-  failed.set_job_id(id);
-  failed.set_generation(1);
-  failed.set_error("UNAVAILABLE: peer went away");
-  ASSERT_TRUE(c_->ReportResult(failed).ok());
+  ASSERT_TRUE(FailGeneration(id, 1).ok());
   const v1::Assignment resumed = Take();
   EXPECT_EQ(resumed.generation(), 2);
   EXPECT_EQ(resumed.resume_from().step(), 30);
@@ -98,12 +103,7 @@ TEST_F(CheckpointRecoveryTest, ACorruptCheckpointFallsBackToThePreviousOneWithAn
     f.seekp(40);
     f.put('\x5a');
   }
-  v1::ReportResultRequest failed;
-  failed.set_worker_id(worker_);
-  failed.set_job_id(id);
-  failed.set_generation(1);
-  failed.set_error("UNAVAILABLE: peer went away");
-  ASSERT_TRUE(c_->ReportResult(failed).ok());
+  ASSERT_TRUE(FailGeneration(id, 1).ok());
   const v1::Assignment resumed = Take();
   EXPECT_EQ(resumed.resume_from().step(), 10) << "the corrupt step-20 checkpoint must be skipped";
   auto job = c_->GetJob(id);
