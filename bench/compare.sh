@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 STEPS=${STEPS:-30}
 PY=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
 
 # The number before "tokens/s" on the line matching $1 of the output of the rest.
 tokens_per_second() {

@@ -1,23 +1,25 @@
 #!/usr/bin/python3
 """gpt-tiny data-parallel training throughput in PyTorch: DistributedDataParallel over Gloo,
-`--ranks` processes on loopback with `--threads` torch threads each (default 2 x 1). The
+`--ranks` processes on loopback with `--threads` threads each (default 2 x 1). The
 counterpart of `gradsync-bench ddp`.
 
 Each rank trains on its own batch of `--batch` x seq-len random tokens; DDP all-reduces the
 gradients in 25 MiB buckets during backward (its defaults, and ours). Prints the mean step
 time over ranks and the total tokens per second of all ranks.
 """
-import argparse
-import os
 import socket
 import time
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-from torch.nn.parallel import DistributedDataParallel
+import options
 
-from gpt_model import add_model_args, build, random_batch
+ARGS = options.parse(__doc__, lambda p: p.add_argument("--ranks", type=int, default=2))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+from gpt_model import build, random_batch  # noqa: E402
 
 
 def run(rank, args, port):
@@ -56,14 +58,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    add_model_args(parser)
-    parser.add_argument("--ranks", type=int, default=2)
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    mp.spawn(run, args=(args, free_port()), nprocs=args.ranks, join=True)
-
-
 if __name__ == "__main__":
-    main()
+    # Spawned ranks re-import this file and inherit the environment set above.
+    mp.spawn(run, args=(ARGS, free_port()), nprocs=ARGS.ranks, join=True)

@@ -71,19 +71,6 @@ class Gpt(nn.Module):
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8)
 
 
-def add_model_args(parser):
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--width", type=int, default=128)
-    parser.add_argument("--mlp-width", type=int, default=512)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=8, help="sequences per step (per rank)")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (per process)")
-
-
 def build(args):
     return Gpt(args.layers, args.heads, args.width, args.mlp_width, args.seq_len, args.vocab)
 

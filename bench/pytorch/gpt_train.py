@@ -1,22 +1,22 @@
 #!/usr/bin/python3
 """gpt-tiny training throughput in PyTorch, one process: the counterpart of gradsync-model-bench.
 
-forward + backward + AdamW per step on random tokens, fp32, eager, `--threads` torch threads
+forward + backward + AdamW per step on random tokens, fp32, eager, `--threads` threads
 (default 1). Prints the step time and tokens per second. Run with Debian's /usr/bin/python3
 (python3-torch) and libopenblas0 installed.
 """
-import argparse
 import time
 
-import torch
+import options
 
-from gpt_model import add_model_args, build, random_batch
+ARGS = options.parse(__doc__)  # before torch loads: it exports the thread count
+
+import torch  # noqa: E402
+
+from gpt_model import build, random_batch  # noqa: E402
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    add_model_args(parser)
-    args = parser.parse_args()
+def main(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = build(args)
@@ -41,4 +41,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

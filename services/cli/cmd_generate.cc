@@ -72,9 +72,12 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": holds a model of preset \"", file->model.preset(),
                                                    "\"; gradsync generate needs a transformer's weights"));
   }
-  if (file->model.transformer().vocab_size() != kByteVocab) {
+  // Files hold the resolved network; resolving again also covers a spec that names only a preset.
+  absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(file->model);
+  if (!config.ok()) return config.status();
+  if (config->vocab_size() != kByteVocab) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": the model's vocabulary has ", file->model.transformer().vocab_size(),
+        absl::StrCat(path, ": the model's vocabulary has ", config->vocab_size(),
                      " tokens; gradsync generate reads and writes bytes (vocabulary 256)"));
   }
   v1::JobSpec spec;
@@ -98,7 +101,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": its parameter layout differs from the model's"));
   }
   std::copy(file->values.begin(), file->values.end(), (*model)->params().begin());
-  return LoadedModel{*std::move(model), file->model.transformer().seq_len()};
+  return LoadedModel{*std::move(model), config->seq_len()};
 }
 
 // One token from `logits` (one row of vocabulary size): the likeliest when temperature is 0,
