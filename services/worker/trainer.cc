@@ -93,6 +93,12 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   const v1::TrainingSpec& t = spec.training();
   const int rank = comm.rank();
 
+  // "auto" means Gloo until the NCCL backend lands; asking for NCCL by name must not silently
+  // train over Gloo.
+  if (spec.ddp().backend() == "nccl") {
+    return absl::FailedPreconditionError(
+        "ddp.backend: \"nccl\" is not available yet (the Gloo backend is); use \"gloo\" or \"auto\"");
+  }
   auto model_or = nn::CreateModel(spec);
   if (!model_or.ok()) return model_or.status();
   nn::Model& model = **model_or;
