@@ -75,7 +75,7 @@ int Agent::Run() {
   shutdown_watcher_ = std::thread([this] {
     while (!stop_ && !WaitForShutdown(absl::Milliseconds(200))) {
     }
-    abort_ = true;  // a generation in progress stops at its next step boundary
+    AbortGeneration();
     absl::MutexLock lock(&mu_);
     if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
   });
@@ -140,6 +140,10 @@ void Agent::RunAssignment(const v1::Assignment& a) {
   if (!comm.ok()) {
     outcome = comm.status();
   } else {
+    {
+      absl::MutexLock lock(&mu_);
+      comm_ = comm->get();
+    }
     TrainHooks hooks;
     hooks.abort = &abort_;
     hooks.kv = kv.get();
@@ -170,6 +174,8 @@ void Agent::RunAssignment(const v1::Assignment& a) {
       current_.set_collective_seq((*comm)->sequence());
     };
     outcome = Train(a, **comm, hooks);
+    absl::MutexLock lock(&mu_);
+    comm_ = nullptr;
   }
 
   v1::ReportResultRequest report;
@@ -212,6 +218,12 @@ void Agent::ReportResult(const v1::ReportResultRequest& request) {
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) return;
     WaitForShutdown(absl::Seconds(attempt));
   }
+}
+
+void Agent::AbortGeneration() {
+  abort_ = true;
+  absl::MutexLock lock(&mu_);
+  if (comm_ != nullptr) comm_->Abort();
 }
 
 void Agent::ReportCheckpoint(const v1::ReportCheckpointRequest& request) {
@@ -262,11 +274,12 @@ void Agent::SendHeartbeat() {
   if (resp.checkpoint_requested()) checkpoint_requested_ = true;
   switch (resp.action()) {
     case v1::HeartbeatResponse::ABORT:
-      if (!abort_.exchange(true)) GS_LOG(WARNING) << "coordinator aborts the generation: " << resp.reason();
+      if (!abort_.load()) GS_LOG(WARNING) << "coordinator aborts the generation: " << resp.reason();
+      AbortGeneration();
       break;
     case v1::HeartbeatResponse::REREGISTER: {
       GS_LOG(WARNING) << "coordinator asks to register again: " << resp.reason();
-      abort_ = true;
+      AbortGeneration();
       absl::MutexLock lock(&mu_);
       reregister_ = true;
       if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "gradsync/comm/communicator.h"
 #include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 
@@ -50,6 +51,8 @@ class Agent {
   void SendHeartbeat();
   void ReportResult(const v1::ReportResultRequest& request);
   void ReportCheckpoint(const v1::ReportCheckpointRequest& request);
+  // Stops the running generation: at its next step boundary, and in its collective now.
+  void AbortGeneration();
 
   const AgentOptions options_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
@@ -62,6 +65,8 @@ class Agent {
   // The generation being run, for heartbeats.
   v1::HeartbeatRequest current_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The running generation's communicator, so an abort can interrupt a collective in flight.
+  comm::Communicator* comm_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool reregister_ ABSL_GUARDED_BY(mu_) = false;
 
   std::atomic<bool> abort_{false};

@@ -96,6 +96,26 @@ TEST(GlooCollectives, Bf16WireHalvesPrecisionNotCorrectness) {
   });
 }
 
+TEST(GlooCollectives, AbortEndsACollectiveWhosePeerNeverAnswers) {
+  CoordinatorServer server;
+  RunRanks(server, "abort", 2, [](int rank, Communicator& comm, KvClient&) {
+    if (rank == 1) {
+      // A peer that stops participating (as a dead or hung rank does) until rank 0 is done.
+      absl::SleepFor(absl::Seconds(3));
+      return;
+    }
+    std::vector<float> data(1 << 20, 1.0f);
+    auto work = comm.AllReduce(std::span<float>(data), ReduceOp::kSum);
+    absl::SleepFor(absl::Milliseconds(300));
+    EXPECT_FALSE(work->Done()) << "the peer never joined, so the all-reduce cannot have finished";
+    comm.Abort();
+    // Gloo's own timeout here is 30 s: without the abort this wait would end DEADLINE_EXCEEDED.
+    const absl::Status s = work->Wait(absl::Seconds(20));
+    EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+    EXPECT_EQ(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().code(), absl::StatusCode::kAborted);
+  });
+}
+
 TEST(GlooCollectives, MismatchedBufferSizesAreRefused) {
   CoordinatorServer server;
   RunRanks(server, "sizes", 1, [](int, Communicator& comm, KvClient&) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "bf16.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
@@ -40,6 +41,17 @@ void SumBf16(void* c, const void* a, const void* b, size_t n) {
 
 class GlooCommunicator : public Communicator {
  public:
+  void Abort() override {
+    absl::MutexLock lock(&abort_mu_);
+    aborted_ = true;
+    // Gloo notices neither a closed peer nor its timeout promptly while waiting on a send; its
+    // buffers can be told to stop waiting, which makes the collective throw.
+    for (gloo::transport::UnboundBuffer* b : inflight_) {
+      b->abortWaitSend();
+      b->abortWaitRecv();
+    }
+  }
+
   explicit GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context)
       : context_(std::move(context)) {}
 
@@ -81,9 +93,10 @@ class GlooCommunicator : public Communicator {
     return Submit("broadcast", [this, data, root](uint32_t tag) {
       if (data.empty() || size() == 1) return;
       gloo::BroadcastOptions opts(context_);
+      const InflightGuard guard(this);
       opts.setTag(tag);
       opts.setRoot(root);
-      opts.setOutput(data.data(), data.size());
+      opts.setOutput<float>(Track(context_->createUnboundBuffer(data.data(), data.size_bytes())));
       gloo::broadcast(opts);
     });
   }
@@ -100,9 +113,10 @@ class GlooCommunicator : public Communicator {
         return;
       }
       gloo::AllgatherOptions opts(context_);
+      const InflightGuard guard(this);
       opts.setTag(tag);
-      opts.setInput(const_cast<float*>(in.data()), in.size());
-      opts.setOutput(out.data(), out.size());
+      opts.setInput<float>(Track(context_->createUnboundBuffer(const_cast<float*>(in.data()), in.size_bytes())));
+      opts.setOutput<float>(Track(context_->createUnboundBuffer(out.data(), out.size_bytes())));
       gloo::allgather(opts);
     });
   }
@@ -138,11 +152,34 @@ class GlooCommunicator : public Communicator {
                     uint32_t tag) {
     if (count == 0 || size() == 1) return;
     gloo::AllreduceOptions opts(context_);
+    const InflightGuard guard(this);  // declared after opts: forgets the buffers before they die
     opts.setTag(tag);
     opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setOutput(data, count);
+    opts.setOutput<T>(Track(context_->createUnboundBuffer(data, count * sizeof(T))));
     opts.setReduceFunction(fn);
     gloo::allreduce(opts);
+  }
+
+  // Forgets the in-flight buffers when a collective's scope ends, before its options (which own
+  // the buffers) are destroyed, so Abort() never touches a dead buffer.
+  struct InflightGuard {
+    explicit InflightGuard(GlooCommunicator* c) : c(c) {}
+    ~InflightGuard() {
+      absl::MutexLock lock(&c->abort_mu_);
+      c->inflight_.clear();
+    }
+    GlooCommunicator* c;
+  };
+
+  // Registers a buffer as in flight so Abort() can interrupt the collective using it.
+  std::unique_ptr<gloo::transport::UnboundBuffer> Track(std::unique_ptr<gloo::transport::UnboundBuffer> buf) {
+    absl::MutexLock lock(&abort_mu_);
+    inflight_.push_back(buf.get());
+    if (aborted_) {
+      buf->abortWaitSend();
+      buf->abortWaitRecv();
+    }
+    return buf;
   }
 
   // Queues one collective with the next tag; Gloo's exceptions become a status naming it.
@@ -150,18 +187,31 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<Work> Submit(const char* what, Fn fn) {
     const uint32_t tag = static_cast<uint32_t>(sequence_.fetch_add(1));
     return queue_.Submit([this, what, tag, fn = std::move(fn)]() -> absl::Status {
+      {
+        absl::MutexLock lock(&abort_mu_);
+        if (aborted_) return absl::AbortedError(absl::StrCat(what, " #", tag, ": the generation was aborted"));
+      }
+      absl::Status status;
       try {
         fn(tag);
-        return absl::OkStatus();
       } catch (const std::exception& e) {
-        return absl::UnavailableError(
+        status = absl::UnavailableError(
             absl::StrCat(what, " #", tag, " on rank ", rank(), " of ", size(), " failed: ", e.what()));
       }
+      absl::MutexLock lock(&abort_mu_);
+      if (aborted_ && !status.ok()) {
+        return absl::AbortedError(absl::StrCat(what, " #", tag, ": the generation was aborted"));
+      }
+      return status;
     });
   }
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::atomic<int64_t> sequence_{0};
+  absl::Mutex abort_mu_;
+  bool aborted_ ABSL_GUARDED_BY(abort_mu_) = false;
+  // Buffers of the collective running now (only the work thread runs collectives).
+  std::vector<gloo::transport::UnboundBuffer*> inflight_ ABSL_GUARDED_BY(abort_mu_);
   // Declared last: destroyed first, so queued operations finish while the context lives.
   WorkQueue queue_;
 };

@@ -73,6 +73,11 @@ class Communicator {
   virtual std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) = 0;
   virtual std::shared_ptr<Work> Barrier() = 0;
 
+  // Fails the collective in flight (a peer may be dead and never answer) and every later one with
+  // ABORTED, so a generation the coordinator ended stops at once instead of after the timeout.
+  // Thread-safe; may be called from any thread, any number of times.
+  virtual void Abort() = 0;
+
   // Blocking conveniences: issue and wait.
   absl::Status AllReduceSum(std::span<float> data) { return AllReduce(data, ReduceOp::kSum)->Wait(); }
   absl::Status AllReduceSum(std::span<double> data) { return AllReduce(data, ReduceOp::kSum)->Wait(); }
