@@ -1,6 +1,7 @@
 // gradsync-coordinator: job registry, gang scheduler, rendezvous store and worker leases.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -10,6 +11,7 @@
 #include "coordinator.h"
 #include "coordinator_metrics.h"
 #include "prometheus/exposer.h"
+#include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
@@ -43,18 +45,6 @@ ABSL_FLAG(std::string, endpoints_file, "",
 
 namespace {
 
-bool WriteEndpoints(const std::string& path, int port, int metrics_port, int rest_port) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "{\"grpc\": \"127.0.0.1:" << port << "\"";
-    if (metrics_port > 0) out << ", \"metrics\": \"127.0.0.1:" << metrics_port << "\"";
-    if (rest_port > 0) out << ", \"rest\": \"127.0.0.1:" << rest_port << "\"";
-    out << "}\n";
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 }  // namespace
 
@@ -135,9 +125,14 @@ int main(int argc, char** argv) {
     GS_LOG(INFO) << "serving REST on port " << rest->port();
   }
   const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
-  if (!endpoints.empty() && !WriteEndpoints(endpoints, (*server)->port(), metrics_port, rest ? rest->port() : 0)) {
-    GS_LOG(ERROR) << "cannot write " << endpoints;
-    return 1;
+  if (!endpoints.empty()) {
+    std::map<std::string, std::string> fields = {{"grpc", gradsync::LoopbackAddress((*server)->port())}};
+    if (metrics_port > 0) fields["metrics"] = gradsync::LoopbackAddress(metrics_port);
+    if (rest) fields["rest"] = gradsync::LoopbackAddress(rest->port());
+    if (absl::Status s = gradsync::WriteEndpointsFile(endpoints, fields); !s.ok()) {
+      GS_LOG(ERROR) << s;
+      return 1;
+    }
   }
 
   gradsync::WaitForShutdown();

@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
@@ -32,16 +33,6 @@ ABSL_FLAG(std::string, endpoints_file, "",
 
 namespace {
 
-bool WriteEndpoints(const std::string& path, const gradsync::metrics::MetricsServer& server) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "{\"grpc\": \"127.0.0.1:" << server.grpc_port() << "\", \"http\": \"127.0.0.1:"
-        << server.http_port() << "\", \"api\": \"127.0.0.1:" << server.api_port() << "\"}\n";
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 }  // namespace
 
@@ -70,9 +61,14 @@ int main(int argc, char** argv) {
                << " (MetricsService, health, reflection), /metrics on port " << (*server)->http_port()
                << ", JSON API on port " << (*server)->api_port();
   const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
-  if (!endpoints.empty() && !WriteEndpoints(endpoints, **server)) {
-    GS_LOG(ERROR) << "cannot write " << endpoints;
-    return 1;
+  if (!endpoints.empty()) {
+    absl::Status s = gradsync::WriteEndpointsFile(endpoints, {{"grpc", gradsync::LoopbackAddress((*server)->grpc_port())},
+                                                              {"http", gradsync::LoopbackAddress((*server)->http_port())},
+                                                              {"api", gradsync::LoopbackAddress((*server)->api_port())}});
+    if (!s.ok()) {
+      GS_LOG(ERROR) << s;
+      return 1;
+    }
   }
 
   gradsync::WaitForShutdown();

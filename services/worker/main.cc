@@ -10,6 +10,7 @@
 #include "agent.h"
 #include "metrics_http.h"
 #include "worker_metrics.h"
+#include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
@@ -65,8 +66,10 @@ int main(int argc, char** argv) {
     const int port = exposer->port();
     GS_LOG(INFO) << "serving /metrics on port " << port;
     if (const std::string path = absl::GetFlag(FLAGS_endpoints_file); !path.empty()) {
-      std::ofstream(path + ".tmp") << "{\"metrics\": \"127.0.0.1:" << port << "\"}\n";
-      std::rename((path + ".tmp").c_str(), path.c_str());
+      if (absl::Status s = gradsync::WriteEndpointsFile(path, {{"metrics", gradsync::LoopbackAddress(port)}}); !s.ok()) {
+        GS_LOG(ERROR) << s;
+        return 1;
+      }
     }
   }
   options.own_metrics = &own_metrics;

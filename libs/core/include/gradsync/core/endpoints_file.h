@@ -1,0 +1,20 @@
+// The small JSON files through which services announce the addresses they bound (port 0 picks
+// a free port, so callers such as the local cluster read them back).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace gradsync {
+
+// Writes {"name": "value", ...} to `path` atomically (a temporary file, then rename), so a reader
+// sees the old file or the whole new one. Values are written as JSON strings, escaped.
+// INTERNAL naming the path when it cannot be written.
+absl::Status WriteEndpointsFile(const std::string& path, const std::map<std::string, std::string>& fields);
+
+// "127.0.0.1:<port>", the loopback address of a locally bound port.
+std::string LoopbackAddress(int port);
+
+}  // namespace gradsync
