@@ -11,9 +11,12 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
+#include "model_properties.h"
 
 namespace gradsync::nn {
 namespace {
+
+using testing::Grads;
 
 gradsync::v1::JobSpec MlpSpec(int input_dim, std::vector<int> hidden, int num_classes,
                               const char* activation = "gelu") {
@@ -48,10 +51,6 @@ Batch RandomBatch(int64_t n, int64_t dim, int classes, uint64_t seed) {
   for (int64_t i = 0; i < n * dim; ++i) batch.features.push_back(static_cast<float>(rng.Normal()));
   for (int64_t i = 0; i < n; ++i) batch.targets.push_back(static_cast<int32_t>(rng.Below(classes)));
   return batch;
-}
-
-std::vector<float> Grads(const Model& model) {
-  return std::vector<float>(model.grads().begin(), model.grads().end());
 }
 
 TEST(MlpTest, LayoutInForwardOrder) {
@@ -234,26 +233,7 @@ TEST(MlpTest, ReportsEveryLayerInReverseWithFinalGradients) {
 
 TEST(MlpTest, GradientsAccumulateAndScale) {
   std::unique_ptr<Model> model = MustCreate(TinySpec());
-  const Batch batch = RandomBatch(3, 4, 3, 7);
-  model->ZeroGrads();
-  absl::StatusOr<LossSum> loss = model->ForwardBackward(batch, 1.0f, {});
-  ASSERT_TRUE(loss.ok());
-  EXPECT_EQ(loss->count, 3);
-  EXPECT_DOUBLE_EQ(loss->sum, model->Evaluate(batch)->sum);
-  const std::vector<float> once = Grads(*model);
-
-  ASSERT_TRUE(model->ForwardBackward(batch, 1.0f, {}).ok());
-  for (size_t j = 0; j < once.size(); ++j) {
-    EXPECT_NEAR(model->grads()[j], 2.0f * once[j], 1e-6f * (1.0f + std::abs(once[j])));
-  }
-
-  model->ZeroGrads();
-  // The returned loss is unscaled; the gradient is of the scaled loss.
-  absl::StatusOr<LossSum> scaled = model->ForwardBackward(batch, 0.25f, {});
-  EXPECT_DOUBLE_EQ(scaled->sum, loss->sum);
-  for (size_t j = 0; j < once.size(); ++j) {
-    EXPECT_NEAR(model->grads()[j], 0.25f * once[j], 1e-6f * (1.0f + std::abs(once[j])));
-  }
+  testing::ExpectGradientsAccumulateAndScale(*model, RandomBatch(3, 4, 3, 7), 3);
 }
 
 TEST(MlpTest, IgnoredTargetsDropOut) {

@@ -13,6 +13,7 @@
 #include "gradsync/nn/optimizer.h"
 #include "gradsync/nn/presets.h"
 #include "gtest/gtest.h"
+#include "model_properties.h"
 #include "transformer_util.h"
 
 namespace gradsync::nn {
@@ -118,23 +119,7 @@ TEST_P(TransformerTest, ReportsEveryGroupOnceInReverseWithFinalGradients) {
 
 TEST_P(TransformerTest, GradientsAccumulateAndScale) {
   std::unique_ptr<Model> model = MustCreate(Spec());
-  const Batch batch = RandomTokens(2, 5, 7, 4);
-  model->ZeroGrads();
-  absl::StatusOr<LossSum> loss = model->ForwardBackward(batch, 1.0f, {});
-  ASSERT_TRUE(loss.ok());
-  EXPECT_EQ(loss->count, 10);
-  EXPECT_DOUBLE_EQ(loss->sum, model->Evaluate(batch)->sum);
-  const std::vector<float> once = Grads(*model);
-  ASSERT_TRUE(model->ForwardBackward(batch, 1.0f, {}).ok());
-  for (size_t j = 0; j < once.size(); ++j) {
-    EXPECT_NEAR(model->grads()[j], 2.0f * once[j], 1e-6f * (1.0f + std::abs(once[j])));
-  }
-  model->ZeroGrads();
-  absl::StatusOr<LossSum> scaled = model->ForwardBackward(batch, 0.25f, {});
-  EXPECT_DOUBLE_EQ(scaled->sum, loss->sum);
-  for (size_t j = 0; j < once.size(); ++j) {
-    EXPECT_NEAR(model->grads()[j], 0.25f * once[j], 1e-6f * (1.0f + std::abs(once[j])));
-  }
+  testing::ExpectGradientsAccumulateAndScale(*model, RandomTokens(2, 5, 7, 4), 10);
 }
 
 TEST_P(TransformerTest, IgnoredSequenceEqualsDroppingIt) {

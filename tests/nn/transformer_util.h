@@ -10,6 +10,7 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
+#include "model_properties.h"
 
 namespace gradsync::nn::testing {
 
@@ -51,10 +52,6 @@ inline Batch RandomTokens(int64_t size, int64_t seq_len, int vocab, uint64_t see
     }
   }
   return batch;
-}
-
-inline std::vector<float> Grads(const Model& model) {
-  return std::vector<float>(model.grads().begin(), model.grads().end());
 }
 
 }  // namespace gradsync::nn::testing
