@@ -20,13 +20,18 @@
 namespace gradsync::worker {
 namespace {
 
+static_assert(ddp::kPadSample == data::kPadIndex, "the sampler's padding slot is the dataset's padding index");
+
 ddp::ShardConfig ShardConfigOf(const v1::JobSpec& spec, int world_size, int64_t num_samples) {
   ddp::ShardConfig c;
   c.num_samples = num_samples;
   c.world_size = world_size;
   c.micro_batch = spec.training().micro_batch();
   c.grad_accum_steps = spec.training().grad_accum_steps();
-  c.last_batch = spec.data().last_batch() == "drop" ? ddp::LastBatch::kDrop : ddp::LastBatch::kPartial;
+  const std::string& policy = spec.data().last_batch();
+  c.last_batch = policy == "drop" ? ddp::LastBatch::kDrop
+                 : policy == "pad" ? ddp::LastBatch::kPad
+                                   : ddp::LastBatch::kPartial;
   return c;
 }
 

@@ -63,6 +63,35 @@ TEST(Sampler, DropPolicySkipsOnlyTheTail) {
   for (const auto& [index, count] : visits) EXPECT_EQ(count, 1);
 }
 
+TEST_P(EverySampleOnce, PadPolicyCoversEpochOnceWithFullBatchesEverywhere) {
+  const auto [n, world, micro, accum] = GetParam();
+  const ShardConfig config{n, world, micro, accum, LastBatch::kPad};
+  const auto perm = EpochPermutation(EpochSeed(9, 0), n);
+  std::map<int64_t, int> visits;
+  for (int64_t step = 0; step < config.steps_per_epoch(); ++step) {
+    int64_t real = 0;
+    for (int r = 0; r < world; ++r) {
+      const StepShard shard = ShardForStep(config, perm, step * config.global_batch(), r);
+      for (const auto& batch : shard.micro_indices) {
+        // Same shapes on every rank and micro-step, the tail included.
+        ASSERT_EQ(static_cast<int>(batch.size()), micro);
+        for (int64_t i : batch) {
+          if (i == kPadSample) continue;
+          ++visits[i];
+          ++real;
+        }
+      }
+      EXPECT_EQ(shard.global_count, std::min(config.global_batch(), n - step * config.global_batch()));
+    }
+    EXPECT_EQ(real, std::min(config.global_batch(), n - step * config.global_batch())) << "step " << step;
+  }
+  ASSERT_EQ(static_cast<int64_t>(visits.size()), n);
+  for (const auto& [index, count] : visits) ASSERT_EQ(count, 1) << "sample " << index;
+  const Position after = Advance(config, Position{0, (config.steps_per_epoch() - 1) * config.global_batch()});
+  EXPECT_EQ(after.epoch, 1);
+  EXPECT_EQ(after.cursor, 0);
+}
+
 TEST(Sampler, OrderDiffersPerEpochAndIsAPermutation) {
   const auto e0 = EpochPermutation(EpochSeed(1, 0), 1000);
   const auto e1 = EpochPermutation(EpochSeed(1, 1), 1000);

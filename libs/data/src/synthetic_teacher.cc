@@ -1,8 +1,11 @@
 #include "synthetic_teacher.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gradsync/core/rng.h"
+#include "gradsync/data/dataset.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
 
 namespace gradsync::data {
 namespace {
@@ -61,8 +64,13 @@ void SyntheticTeacherDataset::Fill(std::span<const int64_t> indices, nn::Batch* 
   out->tokens.clear();
   std::vector<double> hidden(config_.teacher_hidden);
   for (int64_t i = 0; i < n; ++i) {
-    out->targets[i] =
-        Sample(indices[i], out->features.data() + i * config_.input_dim, hidden.data());
+    float* x = out->features.data() + i * config_.input_dim;
+    if (indices[i] == kPadIndex) {
+      std::fill(x, x + config_.input_dim, 0.0f);
+      out->targets[i] = kernels::cpu::kIgnoreIndex;
+      continue;
+    }
+    out->targets[i] = Sample(indices[i], x, hidden.data());
   }
 }
 

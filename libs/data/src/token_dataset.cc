@@ -1,7 +1,10 @@
 #include "gradsync/data/token_dataset.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "gradsync/data/token_shard.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
 
 namespace gradsync::data {
 
@@ -44,6 +47,12 @@ void TokenDataset::Fill(std::span<const int64_t> indices, nn::Batch* out) const 
   out->tokens.resize(indices.size() * seq_len_);
   out->targets.resize(indices.size() * seq_len_);
   for (size_t b = 0; b < indices.size(); ++b) {
+    if (indices[b] == kPadIndex) {
+      std::fill_n(out->tokens.begin() + static_cast<std::ptrdiff_t>(b * seq_len_), seq_len_, 0);
+      std::fill_n(out->targets.begin() + static_cast<std::ptrdiff_t>(b * seq_len_), seq_len_,
+                  kernels::cpu::kIgnoreIndex);
+      continue;
+    }
     const Window& w = windows_[indices[b]];
     const uint16_t* src = files_[w.file].data() + w.start;
     for (int t = 0; t < seq_len_; ++t) {

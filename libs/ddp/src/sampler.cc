@@ -40,6 +40,7 @@ StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& pe
     const int64_t begin = cursor + k * per_micro + static_cast<int64_t>(rank) * config.micro_batch;
     const int64_t stop = std::min(end, begin + config.micro_batch);
     for (int64_t p = begin; p < stop; ++p) shard.micro_indices[k].push_back(permutation[p]);
+    if (config.last_batch == LastBatch::kPad) shard.micro_indices[k].resize(config.micro_batch, kPadSample);
   }
   return shard;
 }

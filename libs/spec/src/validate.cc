@@ -120,7 +120,7 @@ void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpe
                    absl::StrCat(model.transformer().vocab_size()));
   }
   if (data.has_shards()) CheckPaths("data.shards.paths", data.shards().paths(), check);
-  check->OneOf("data.lastBatch", data.last_batch(), {"partial", "drop"});
+  check->OneOf("data.lastBatch", data.last_batch(), {"partial", "drop", "pad"});
 }
 
 void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {

@@ -12,11 +12,16 @@
 
 namespace gradsync::data {
 
+// The index that asks Dataset::Fill for a padding sample (the sampler's ddp::kPadSample).
+inline constexpr int64_t kPadIndex = -1;
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
-  // Fills `out` with the samples at `indices`, in order. Indices must be < size().
+  // Fills `out` with the samples at `indices`, in order. Indices must be < size(), or
+  // kPadIndex for a padding sample: zero inputs whose targets are all the ignore index,
+  // so it adds nothing to the loss or the gradients.
   virtual void Fill(std::span<const int64_t> indices, nn::Batch* out) const = 0;
 };
 

@@ -7,7 +7,10 @@
 // positions of the epoch's permutation. Micro-step k of the step covers the next
 // world_size x micro_batch positions, and rank r takes the r-th run of micro_batch of them.
 // When fewer than G positions remain at the end of an epoch, the policy decides: kPartial trains
-// on what remains (later ranks may get fewer samples, or none), kDrop skips to the next epoch.
+// on what remains (later ranks may get fewer samples, or none), kDrop skips to the next epoch,
+// kPad fills every rank's micro-batches up to full size with kPadSample slots, which the dataset
+// turns into masked samples (no loss, no gradient): every rank does the same work, with the same
+// shapes, and no sample is repeated.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +18,10 @@
 
 namespace gradsync::ddp {
 
-enum class LastBatch { kPartial, kDrop };
+enum class LastBatch { kPartial, kDrop, kPad };
+
+// The index of a padding slot under LastBatch::kPad.
+inline constexpr int64_t kPadSample = -1;
 
 struct ShardConfig {
   int64_t num_samples = 0;
@@ -40,10 +46,11 @@ std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n);
 
 // The samples of one optimizer step for one rank.
 struct StepShard {
-  // indices[k] are this rank's sample indices for micro-step k (possibly empty).
+  // indices[k] are this rank's sample indices for micro-step k (possibly empty; under kPad always
+  // micro_batch long, with kPadSample past the end of the epoch).
   std::vector<std::vector<int64_t>> micro_indices;
-  // Samples in the whole global step, over all ranks and micro-steps: the divisor of the mean
-  // loss, so that gradients summed across ranks are the mean over the global batch.
+  // Real samples in the whole global step, over all ranks and micro-steps (padding excluded): the
+  // divisor of the mean loss, so that gradients summed across ranks are the mean over the batch.
   int64_t global_count = 0;
 };
 
