@@ -7,7 +7,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/rng.h"
@@ -67,12 +66,14 @@ void Coordinator::RecoverLocked() {
       rt.job.set_restarts(rt.job.restarts() + 1);
       AddEventLocked(&rt, "CoordinatorRestarted",
                      absl::StrCat("generation ", rt.job.generation(), " abandoned; waiting for ",
-                                  rt.job.spec().training().world_size(), " workers to form the next"));
+                                  MinWorkers(rt.job.spec()), " workers to form the next"));
       TouchLocked(&rt);
     }
     queue_.push_back(rt.job.id());
   }
-  if (!jobs_.empty()) GS_LOG(INFO) << "recovered " << jobs_.size() << " jobs, " << queue_.size() << " to schedule";
+  if (!jobs_.empty()) {
+    GS_LOG(INFO) << "recovered " << jobs_.size() << " jobs, " << queue_.size() << " to schedule";
+  }
 }
 
 Coordinator::~Coordinator() { Shutdown(); }
@@ -114,7 +115,9 @@ void Coordinator::TouchLocked(JobRuntime* rt) {
   ++rt->version;
   *rt->job.mutable_update_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(options_.clock()));
   absl::Status s = store_->Update(rt->job);
-  if (!s.ok()) GS_LOG(ERROR) << "persisting job " << rt->job.id() << ": " << s;
+  if (!s.ok()) {
+    GS_LOG(ERROR) << "persisting job " << rt->job.id() << ": " << s;
+  }
 }
 
 void Coordinator::AddEventLocked(JobRuntime* rt, const std::string& type, const std::string& message) {
@@ -229,72 +232,6 @@ void Coordinator::EndGenerationLocked(JobRuntime* rt, const std::string& reason)
     }
   }
   kv_.DropNamespace(KvNamespaceOf(rt->job.id(), rt->job.generation()));
-}
-
-void Coordinator::ScheduleLocked() {
-  std::vector<Worker*> idle;
-  for (const std::string& wid : worker_order_) {
-    Worker& w = workers_.at(wid);
-    if (w.state == WorkerState::kIdle) idle.push_back(&w);
-  }
-  std::vector<std::string> still_pending;
-  // Oldest first; a job too large for the idle pool does not block smaller ones behind it.
-  for (const std::string& id : queue_) {
-    JobRuntime& rt = jobs_.at(id);
-    const size_t need = static_cast<size_t>(rt.job.spec().training().world_size());
-    if (idle.size() >= need) {
-      std::vector<Worker*> gang(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(need));
-      idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(need));
-      AssignLocked(&rt, gang);
-      continue;
-    }
-    still_pending.push_back(id);
-    const std::string reason = absl::StrFormat(
-        "waiting for %d idle workers: %d idle of %d registered", need, idle.size(), workers_.size());
-    if (rt.job.state_reason() != reason) {
-      rt.job.set_state_reason(reason);
-      TouchLocked(&rt);
-    }
-  }
-  queue_ = std::move(still_pending);
-}
-
-void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang) {
-  v1::Job& job = rt->job;
-  job.set_generation(job.generation() + 1);
-  job.set_state(v1::RUNNING);
-  job.set_state_reason("");
-  rt->ranks.clear();
-  rt->results.clear();
-  rt->generation_active = true;
-  const std::string dir = JobDirLocked(job);
-  const std::optional<v1::CheckpointManifest> resume = ResumePointLocked(rt);
-  std::vector<std::string> placement;
-  for (size_t r = 0; r < gang.size(); ++r) {
-    Worker* w = gang[r];
-    v1::Assignment a;
-    a.set_job_id(job.id());
-    a.set_generation(job.generation());
-    a.set_rank(static_cast<int>(r));
-    a.set_world_size(static_cast<int>(gang.size()));
-    *a.mutable_spec() = job.spec();
-    a.set_weights_path((std::filesystem::path(dir) / "weights.bin").string());
-    a.set_checkpoint_root((std::filesystem::path(dir) / "checkpoints").string());
-    if (resume.has_value()) *a.mutable_resume_from() = *resume;
-    w->state = WorkerState::kAssigned;
-    w->job_id = job.id();
-    w->generation = job.generation();
-    w->rank = static_cast<int>(r);
-    w->abort_reason.clear();
-    w->inbox.push_back(std::move(a));
-    rt->ranks.push_back(w->id);
-    placement.push_back(absl::StrCat("rank ", r, " on ", w->id, " (", w->info.hostname(), ")"));
-  }
-  AddEventLocked(rt, "Scheduled",
-                 absl::StrCat("generation ", job.generation(), ": ", absl::StrJoin(placement, ", "),
-                              resume.has_value() ? absl::StrCat("; resuming from the checkpoint at step ", resume->step())
-                                                 : std::string()));
-  TouchLocked(rt);
 }
 
 }  // namespace gradsync::coordinator

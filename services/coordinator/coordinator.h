@@ -31,6 +31,12 @@ struct CoordinatorOptions {
   absl::Duration lease_timeout = absl::Seconds(6);
   // Final weights go to <artifact_dir>/<job id>/ unless the spec names a checkpoint dir.
   std::string artifact_dir = "/tmp/gradsync/artifacts";
+  // Elastic jobs (minWorkers < maxWorkers): once minWorkers are idle, how long to wait for more
+  // before starting with fewer than maxWorkers (torchrun's "last call").
+  absl::Duration rendezvous_last_call = absl::Seconds(2);
+  // A running elastic job below maxWorkers grows when workers are idle and its generation has run
+  // at least this long: it checkpoints, and the next generation takes the idle workers.
+  absl::Duration scale_up_delay = absl::Seconds(30);
   // Injected so lease expiry can be tested without sleeping.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -138,6 +144,12 @@ class Coordinator {
     int64_t checkpoint_bytes_total = 0;
     // Worker id per rank of the current generation.
     std::vector<std::string> ranks;
+    // When the current generation was scheduled.
+    absl::Time generation_start;
+    // Elastic jobs: when enough workers for minWorkers became idle (the last call's start).
+    std::optional<absl::Time> quorum_since;
+    // Set when the job checkpoints in order to grow; the commit ends the generation.
+    bool scale_up_requested = false;
     bool generation_active = false;
     std::map<int, v1::ReportResultRequest> results;
   };
@@ -151,6 +163,14 @@ class Coordinator {
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a queued job starts now with `idle` workers, and if not, why (for state_reason).
+  bool ReadyToStartLocked(JobRuntime* rt, size_t idle, std::string* reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Workers still finishing the job's previous generation (told to abort, not back yet).
+  int ReturningWorkersLocked(const JobRuntime& rt) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks running elastic jobs below maxWorkers to grow into `idle` workers.
+  void ScaleUpLocked(size_t idle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the checkpoint a scale-up asked for: ends the generation and queues the job again.
+  void RescaleLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the job's current generation: its workers are told to abort and its keys dropped.
   void EndGenerationLocked(JobRuntime* rt, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -183,6 +203,10 @@ class Coordinator {
 
   std::thread lease_thread_;
 };
+
+// The range of ranks a job runs with (both worldSize for a fixed-size job).
+int MinWorkers(const v1::JobSpec& spec);
+int MaxWorkers(const v1::JobSpec& spec);
 
 // "jobs/{id}" -> "{id}"; a bare id is returned unchanged.
 std::string JobIdFromName(const std::string& name);

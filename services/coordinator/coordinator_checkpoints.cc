@@ -129,6 +129,10 @@ absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const
     TouchLocked(rt);
     root = std::filesystem::path(m.dir()).parent_path().string();
     resp.set_committed(true);
+    if (rt->scale_up_requested) {
+      RescaleLocked(rt);
+      ScheduleLocked();
+    }
   }
   // Deleting old checkpoints can take a while: outside the lock.
   if (absl::Status s = ckpt::ApplyRetention(root, keep); !s.ok()) {

@@ -136,7 +136,7 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
 }
 
 void Coordinator::CompleteIfAllReportedLocked(JobRuntime* rt) {
-  const int world = rt->job.spec().training().world_size();
+  const int world = static_cast<int>(rt->ranks.size());
   if (static_cast<int>(rt->results.size()) < world) return;
   const v1::ReportResultRequest& first = rt->results.at(0);
   for (const auto& [rank, r] : rt->results) {
@@ -200,7 +200,8 @@ void Coordinator::CheckLeases() {
     workers_.erase(id);
     worker_order_.erase(std::remove(worker_order_.begin(), worker_order_.end(), id), worker_order_.end());
   }
-  if (!lost.empty()) ScheduleLocked();
+  // Also on quiet ticks: an elastic job's last call and scale-up delay run out with time alone.
+  ScheduleLocked();
 }
 
 }  // namespace gradsync::coordinator

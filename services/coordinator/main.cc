@@ -40,6 +40,10 @@ ABSL_FLAG(int64_t, preempt_checkpoint_timeout_s, 20,
           "on SIGTERM, how long to wait for running jobs to checkpoint before stopping");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
+ABSL_FLAG(int64_t, rendezvous_last_call_ms, 2000,
+          "elastic jobs: once minWorkers are idle, how long to wait for more before starting with fewer");
+ABSL_FLAG(int64_t, scale_up_delay_s, 30,
+          "elastic jobs: a generation below maxWorkers grows into idle workers after running this long");
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": \"host:port\"} here once serving (for callers that asked for port 0)");
 
@@ -58,6 +62,8 @@ int main(int argc, char** argv) {
   options.artifact_dir = absl::GetFlag(FLAGS_artifact_dir);
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
   options.lease_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_lease_timeout_ms));
+  options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
+  options.scale_up_delay = absl::Seconds(absl::GetFlag(FLAGS_scale_up_delay_s));
   std::unique_ptr<gradsync::coordinator::JobStore> store;
   const std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) {

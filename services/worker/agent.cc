@@ -274,7 +274,9 @@ void Agent::SendHeartbeat() {
   if (resp.checkpoint_requested()) checkpoint_requested_ = true;
   switch (resp.action()) {
     case v1::HeartbeatResponse::ABORT:
-      if (!abort_.load()) GS_LOG(WARNING) << "coordinator aborts the generation: " << resp.reason();
+      if (!abort_.load()) {
+        GS_LOG(WARNING) << "coordinator aborts the generation: " << resp.reason();
+      }
       AbortGeneration();
       break;
     case v1::HeartbeatResponse::REREGISTER: {

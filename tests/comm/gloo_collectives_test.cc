@@ -77,7 +77,9 @@ TEST(GlooCollectives, AsynchronousWorkCompletesInIssueOrder) {
     for (auto& b : buffers) work.push_back(comm.AllReduce(std::span<float>(b), ReduceOp::kSum));
     for (size_t i = 0; i < work.size(); ++i) {
       ASSERT_TRUE(work[i]->Wait(absl::Seconds(30)).ok());
-      if (i > 0) EXPECT_GE(work[i]->timing().started, work[i - 1]->timing().finished);
+      if (i > 0) {
+        EXPECT_GE(work[i]->timing().started, work[i - 1]->timing().finished);
+      }
       for (float v : buffers[i]) ASSERT_EQ(v, 3.0f);
     }
   });

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "coordinator.h"
+#include "coordinator_test_util.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gtest/gtest.h"
 
@@ -21,32 +22,12 @@ class CheckpointRecoveryTest : public ::testing::Test {
     CoordinatorOptions options;
     options.artifact_dir = dir_.string();
     c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
-    v1::RegisterWorkerRequest w;
-    w.set_hostname("h0");
-    worker_ = c_->RegisterWorker(w).worker_id();
+    worker_ = RegisterTestWorker(*c_, "h0");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Writes a part for `a` at `step` and reports it, as a worker does.
   absl::StatusOr<v1::ReportCheckpointResponse> Checkpoint(const v1::Assignment& a, int64_t step) {
-    ckpt::RankState s;
-    s.layout.Add("w", {4}, true);
-    s.params = {1, 2, 3, static_cast<float>(step)};
-    s.step = step;
-    s.cursor = step * 10;
-    const std::string dir = ckpt::CheckpointDir(a.checkpoint_root(), step);
-    auto part = ckpt::WriteRankPart(dir, s);
-    EXPECT_TRUE(part.ok()) << part.status();
-    v1::ReportCheckpointRequest r;
-    r.set_worker_id(worker_);
-    r.set_job_id(a.job_id());
-    r.set_generation(a.generation());
-    r.set_rank(a.rank());
-    r.set_step(step);
-    r.set_cursor(step * 10);
-    r.set_dir(dir);
-    *r.mutable_part() = *part;
-    return c_->ReportCheckpoint(r);
+    return ReportTestCheckpoint(*c_, worker_, a, step);
   }
 
   v1::Assignment Take() { return **c_->NextAssignment(worker_, absl::ZeroDuration()); }

@@ -16,7 +16,7 @@ TEST(CoordinatorMetrics, ExposesJobsWorkersAndRestarts) {
   spec.mutable_training()->set_max_steps(3);
   const std::string running = c.CreateJob(spec)->id();
   spec.mutable_training()->set_world_size(4);
-  c.CreateJob(spec);
+  ASSERT_TRUE(c.CreateJob(spec).ok());
 
   CoordinatorMetrics metrics(&c);
   const std::string text = prometheus::TextSerializer().Serialize(metrics.Collect());

@@ -1,6 +1,8 @@
 // The coordinator's logic without a server: scheduling, leases, results, cancellation.
 #include "coordinator.h"
 
+#include "coordinator_test_util.h"
+
 #include "gtest/gtest.h"
 
 namespace gradsync::coordinator {
@@ -16,12 +18,7 @@ class CoordinatorTest : public ::testing::Test {
     c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
   }
 
-  std::string Register(const std::string& host) {
-    v1::RegisterWorkerRequest req;
-    req.set_hostname(host);
-    req.mutable_device()->set_kind(v1::Device::CPU);
-    return c_->RegisterWorker(req).worker_id();
-  }
+  std::string Register(const std::string& host) { return RegisterTestWorker(*c_, host); }
 
   v1::Job Submit(int world_size) {
     v1::JobSpec spec;

@@ -141,7 +141,9 @@ TEST(Reducer, AccumulationCommunicatesOncePerOptimizerStep) {
                                            [&](int a, int b) { reducer->MarkReady(a, b); }).ok());
       ASSERT_TRUE(reducer->FinishStep().ok());
       EXPECT_EQ(reducer->timeline().communicated, k == 2);
-      if (k < 2) EXPECT_EQ(comm.sequence(), before) << "micro-step " << k << " communicated";
+      if (k < 2) {
+        EXPECT_EQ(comm.sequence(), before) << "micro-step " << k << " communicated";
+      }
     }
     EXPECT_EQ(comm.sequence() - before, static_cast<int64_t>(reducer->buckets().size()));
   });

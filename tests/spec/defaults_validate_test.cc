@@ -141,6 +141,38 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
               HasSubstr("name: must not contain control characters, got \"a\\nb\""));
 }
 
+TEST(ElasticSpecTest, WorkerRangeDefaultsToAFixedSizeAndFollowsWhatIsSet) {
+  v1::JobSpec fixed;
+  fixed.mutable_training()->set_world_size(3);
+  FillDefaults(&fixed);
+  EXPECT_EQ(fixed.training().min_workers(), 3);
+  EXPECT_EQ(fixed.training().max_workers(), 3);
+
+  v1::JobSpec elastic;
+  elastic.mutable_training()->set_min_workers(1);
+  elastic.mutable_training()->set_max_workers(4);
+  FillDefaults(&elastic);
+  EXPECT_EQ(elastic.training().world_size(), 4);
+  EXPECT_TRUE(ValidateJobSpec(elastic).ok());
+
+  v1::JobSpec only_min;
+  only_min.mutable_training()->set_world_size(4);
+  only_min.mutable_training()->set_min_workers(2);
+  FillDefaults(&only_min);
+  EXPECT_EQ(only_min.training().max_workers(), 4);
+  EXPECT_TRUE(ValidateJobSpec(only_min).ok());
+}
+
+TEST(ElasticSpecTest, BadRangesNameTheField) {
+  using S = v1::JobSpec;
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_min_workers(2); }),
+              HasSubstr("training.minWorkers: must be at most maxWorkers (1), got 2"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_min_workers(-1); }),
+              HasSubstr("training.minWorkers: must be between 1 and 4096, got -1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_max_workers(3); }),
+              HasSubstr("training.worldSize: must equal maxWorkers (3) when both are set, got 1"));
+}
+
 TEST(ValidateJobSpecTest, ReportsTheFirstProblemInSchemaOrder) {
   EXPECT_THAT(ValidationError([](v1::JobSpec* s) {
                 s->mutable_ddp()->set_backend("mpi");

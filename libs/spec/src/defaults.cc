@@ -74,7 +74,11 @@ void FillData(const std::string& preset, gradsync::v1::DataSpec* data) {
 }
 
 void FillTraining(gradsync::v1::TrainingSpec* training) {
-  if (training->world_size() == 0) training->set_world_size(kDefaultWorldSize);
+  if (training->world_size() == 0) {
+    training->set_world_size(training->max_workers() > 0 ? training->max_workers() : kDefaultWorldSize);
+  }
+  if (training->max_workers() == 0) training->set_max_workers(training->world_size());
+  if (training->min_workers() == 0) training->set_min_workers(training->max_workers());
   if (training->micro_batch() == 0) training->set_micro_batch(kDefaultMicroBatch);
   if (training->grad_accum_steps() == 0) training->set_grad_accum_steps(kDefaultGradAccumSteps);
   if (training->max_steps() == 0 && training->epochs() == 0) training->set_epochs(kDefaultEpochs);

@@ -125,6 +125,14 @@ void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpe
 
 void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Between("training.worldSize", training.world_size(), 1, kMaxWorldSize);
+  check->Between("training.maxWorkers", training.max_workers(), 1, kMaxWorldSize);
+  check->Between("training.minWorkers", training.min_workers(), 1, kMaxWorldSize);
+  check->Require(training.min_workers() <= training.max_workers(), "training.minWorkers",
+                 absl::StrCat("must be at most maxWorkers (", training.max_workers(), ")"),
+                 absl::StrCat(training.min_workers()));
+  check->Require(training.world_size() == training.max_workers(), "training.worldSize",
+                 absl::StrCat("must equal maxWorkers (", training.max_workers(), ") when both are set"),
+                 absl::StrCat(training.world_size()));
   check->Between("training.microBatch", training.micro_batch(), 1, kMaxMicroBatch);
   check->Between("training.gradAccumSteps", training.grad_accum_steps(), 1, kMaxGradAccumSteps);
   check->AtLeast("training.maxSteps", training.max_steps(), 0);
