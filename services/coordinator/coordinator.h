@@ -37,6 +37,9 @@ struct CoordinatorOptions {
   // A running elastic job below maxWorkers grows when workers are idle and its generation has run
   // at least this long: it checkpoints, and the next generation takes the idle workers.
   absl::Duration scale_up_delay = absl::Seconds(30);
+  // A generation whose ranks finish no collective and no step for this long (or for three step
+  // times, if longer) is stalled: an event names the rank behind and where the others wait.
+  absl::Duration stall_timeout = absl::Seconds(5);
   // Injected so lease expiry can be tested without sleeping.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -150,6 +153,13 @@ class Coordinator {
     std::optional<absl::Time> quorum_since;
     // Set when the job checkpoints in order to grow; the commit ends the generation.
     bool scale_up_requested = false;
+    // The current generation's ranks as their heartbeats last told, for stall diagnosis.
+    std::map<int, v1::HeartbeatRequest> beats;
+    // When any rank last finished a collective or a step, and rank 0's last step time.
+    absl::Time last_progress;
+    absl::Time last_step_change;
+    absl::Duration step_time = absl::ZeroDuration();
+    bool stalled = false;
     bool generation_active = false;
     std::map<int, v1::ReportResultRequest> results;
   };
@@ -171,6 +181,11 @@ class Coordinator {
   void ScaleUpLocked(size_t idle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the checkpoint a scale-up asked for: ends the generation and queues the job again.
   void RescaleLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a rank's heartbeat of the job's current generation.
+  void RecordBeatLocked(JobRuntime* rt, const v1::HeartbeatRequest& beat) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Flags running generations that made no progress for too long, naming who holds them up.
+  void CheckStallsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DiagnoseStallLocked(const JobRuntime& rt) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the job's current generation: its workers are told to abort and its keys dropped.
   void EndGenerationLocked(JobRuntime* rt, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

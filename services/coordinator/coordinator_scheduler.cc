@@ -131,6 +131,11 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
   rt->generation_active = true;
   rt->generation_start = options_.clock();
   rt->scale_up_requested = false;
+  rt->beats.clear();
+  rt->last_progress = rt->generation_start;
+  rt->last_step_change = absl::Time();
+  rt->step_time = absl::ZeroDuration();
+  rt->stalled = false;
   const std::string dir = JobDirLocked(job);
   const std::optional<v1::CheckpointManifest> resume = ResumePointLocked(rt);
   std::vector<std::string> placement;

@@ -59,10 +59,15 @@ v1::HeartbeatResponse Coordinator::Heartbeat(const v1::HeartbeatRequest& request
     return resp;
   }
   resp.set_checkpoint_requested(rt->checkpoint_requested);
-  if (request.job_id() == w.job_id && request.generation() == w.generation &&
-      request.has_progress() && w.rank == 0) {
-    *rt->job.mutable_progress() = request.progress();
-    TouchLocked(rt);
+  if (request.job_id() == w.job_id && request.generation() == w.generation) {
+    v1::HeartbeatRequest beat = request;
+    beat.set_rank(w.rank);
+    beat.clear_progress();
+    RecordBeatLocked(rt, beat);
+    if (request.has_progress() && w.rank == 0) {
+      *rt->job.mutable_progress() = request.progress();
+      TouchLocked(rt);
+    }
   }
   return resp;
 }
@@ -202,6 +207,7 @@ void Coordinator::CheckLeases() {
   }
   // Also on quiet ticks: an elastic job's last call and scale-up delay run out with time alone.
   ScheduleLocked();
+  CheckStallsLocked();
 }
 
 }  // namespace gradsync::coordinator

@@ -40,6 +40,9 @@ ABSL_FLAG(int64_t, preempt_checkpoint_timeout_s, 20,
           "on SIGTERM, how long to wait for running jobs to checkpoint before stopping");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
+ABSL_FLAG(int64_t, stall_timeout_ms, 5000,
+          "a generation with no finished collective or step for this long (or three step times) gets a "
+          "Stalled event naming the rank behind");
 ABSL_FLAG(int64_t, rendezvous_last_call_ms, 2000,
           "elastic jobs: once minWorkers are idle, how long to wait for more before starting with fewer");
 ABSL_FLAG(int64_t, scale_up_delay_s, 30,
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
   options.lease_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_lease_timeout_ms));
   options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
   options.scale_up_delay = absl::Seconds(absl::GetFlag(FLAGS_scale_up_delay_s));
+  options.stall_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
   std::unique_ptr<gradsync::coordinator::JobStore> store;
   const std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) {

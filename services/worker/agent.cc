@@ -13,6 +13,7 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/rpc/status.h"
+#include "sample_log.h"
 #include "trainer.h"
 #include "worker_metrics.h"
 
@@ -125,6 +126,7 @@ void Agent::RunAssignment(const v1::Assignment& a) {
     current_.set_rank(a.rank());
     current_.set_step(0);
     current_.clear_progress();
+    marker_ = StepMarker();
   }
 
   auto kv = comm::NewCoordinatorKvClient(stub_, a.job_id(), a.generation());
@@ -170,9 +172,24 @@ void Agent::RunAssignment(const v1::Assignment& a) {
     hooks.on_progress = [&](const v1::JobProgress& p) {
       absl::MutexLock lock(&mu_);
       *current_.mutable_progress() = p;
-      current_.set_step(p.step());
-      current_.set_collective_seq((*comm)->sequence());
     };
+    hooks.on_step_begin = [&](const StepMarker& m) {
+      absl::MutexLock lock(&mu_);
+      marker_ = m;
+      current_.set_step(m.step - 1);
+    };
+    std::unique_ptr<SampleLog> samples;
+    if (!options_.sample_log_dir.empty()) {
+      auto log = SampleLog::Open(options_.sample_log_dir, a.job_id(), a.generation(), a.rank());
+      if (log.ok()) {
+        samples = *std::move(log);
+        hooks.on_samples = [&](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
+          samples->Write(step, from, shard);
+        };
+      } else {
+        GS_LOG(WARNING) << log.status();
+      }
+    }
     outcome = Train(a, **comm, hooks);
     absl::MutexLock lock(&mu_);
     comm_ = nullptr;
@@ -262,6 +279,12 @@ void Agent::SendHeartbeat() {
     if (worker_id_.empty() || reregister_) return;
     req = current_;
     req.set_worker_id(worker_id_);
+    if (comm_ != nullptr) {
+      const int64_t issued = comm_->sequence(), done = comm_->completed();
+      req.set_collective_seq(issued);
+      req.set_collective_done(done);
+      req.set_activity(DescribeActivity(marker_, issued, done));
+    }
   }
   v1::HeartbeatResponse resp;
   grpc::ClientContext ctx;

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "activity.h"
 #include "gradsync/comm/communicator.h"
 #include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
@@ -30,6 +31,8 @@ struct AgentOptions {
   std::string metrics;
   // This worker's own Prometheus metrics; may be null.
   WorkerMetrics* own_metrics = nullptr;
+  // If set, every step's sample indices are appended to a file per generation and rank here.
+  std::string sample_log_dir;
   absl::Duration max_backoff = absl::Seconds(5);
 };
 
@@ -64,6 +67,8 @@ class Agent {
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   // The generation being run, for heartbeats.
   v1::HeartbeatRequest current_ ABSL_GUARDED_BY(mu_);
+  // Where the generation's training loop is, for the heartbeat's activity.
+  StepMarker marker_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   // The running generation's communicator, so an abort can interrupt a collective in flight.
   comm::Communicator* comm_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -31,6 +31,9 @@ ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_WORKER_METRICS_
           "this worker's Prometheus /metrics address; port 0 picks a free one; empty disables "
           "(env GRADSYNC_WORKER_METRICS_LISTEN)");
 ABSL_FLAG(std::string, endpoints_file, "", "if set, write {\"metrics\": \"127.0.0.1:PORT\"} here once serving");
+ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR", ""),
+          "if set, append every step's sample indices here, a file per job generation and rank, for "
+          "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
 
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
   options.name = absl::GetFlag(FLAGS_name);
   options.device = *device;
   options.metrics = absl::GetFlag(FLAGS_metrics);
+  options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
   gradsync::worker::WorkerMetrics own_metrics;
   std::unique_ptr<gradsync::worker::MetricsHttpServer> exposer;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {

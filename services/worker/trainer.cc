@@ -175,6 +175,10 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
       epoch = at.data.epoch;
     }
     const ddp::StepShard mine = ddp::ShardForStep(shard, permutation, at.data.cursor, rank);
+    if (hooks.on_step_begin) {
+      hooks.on_step_begin(StepMarker{step + 1, comm.sequence(), static_cast<int>(reducer.buckets().size())});
+    }
+    const ddp::Position from = at.data;
     // The mean over every token of the global step, however the samples fall across ranks.
     const float scale = 1.0f / static_cast<float>(mine.global_count * tokens_per_sample);
 
@@ -223,6 +227,7 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
     if (step + 1 > warm_steps) steady_samples += mine.global_count;
     at.step = step + 1;
     at.data = ddp::Advance(shard, at.data);
+    if (hooks.on_samples) hooks.on_samples(at.step, from, mine);
 
     const bool last = at.step == total;
     const bool by_steps = cs.every_steps() > 0 && at.step % cs.every_steps() == 0;

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "activity.h"
 #include "gradsync/comm/communicator.h"
+#include "gradsync/ddp/sampler.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
@@ -35,6 +37,11 @@ struct TrainHooks {
   std::atomic<bool>* checkpoint_requested = nullptr;
   // Called by every rank after writing its part of a checkpoint.
   std::function<void(const v1::ReportCheckpointRequest&)> on_checkpoint;
+  // Called by every rank as each step begins (for the heartbeat's account of where it is).
+  std::function<void(const StepMarker&)> on_step_begin;
+  // Called by every rank after each optimizer step with the samples it trained on, by micro-step
+  // (padding included), and the data position the step started at: for data audits.
+  std::function<void(int64_t step, const ddp::Position& from, const ddp::StepShard& shard)> on_samples;
 };
 
 absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Communicator& comm,

@@ -62,6 +62,7 @@ TEST_P(GlooCollectives, EveryCollectiveGivesTheExactResult) {
     }
     ASSERT_TRUE(comm.Barrier()->Wait().ok());
     EXPECT_EQ(comm.sequence(), 6);
+    EXPECT_EQ(comm.completed(), 6);
   });
 }
 
@@ -110,6 +111,8 @@ TEST(GlooCollectives, AbortEndsACollectiveWhosePeerNeverAnswers) {
     auto work = comm.AllReduce(std::span<float>(data), ReduceOp::kSum);
     absl::SleepFor(absl::Milliseconds(300));
     EXPECT_FALSE(work->Done()) << "the peer never joined, so the all-reduce cannot have finished";
+    EXPECT_EQ(comm.sequence(), 1);
+    EXPECT_EQ(comm.completed(), 0) << "collective #0 is in flight";
     comm.Abort();
     // Gloo's own timeout here is 30 s: without the abort this wait would end DEADLINE_EXCEEDED.
     const absl::Status s = work->Wait(absl::Seconds(20));

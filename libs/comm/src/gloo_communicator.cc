@@ -58,6 +58,7 @@ class GlooCommunicator : public Communicator {
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
   int64_t sequence() const override { return sequence_.load(); }
+  int64_t completed() const override { return completed_.load(); }
   std::string backend() const override { return "gloo"; }
 
   std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op, WireType wire) override {
@@ -187,6 +188,10 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<Work> Submit(const char* what, Fn fn) {
     const uint32_t tag = static_cast<uint32_t>(sequence_.fetch_add(1));
     return queue_.Submit([this, what, tag, fn = std::move(fn)]() -> absl::Status {
+      struct CountDone {
+        std::atomic<int64_t>* n;
+        ~CountDone() { n->fetch_add(1); }
+      } count_done{&completed_};
       {
         absl::MutexLock lock(&abort_mu_);
         if (aborted_) return absl::AbortedError(absl::StrCat(what, " #", tag, ": the generation was aborted"));
@@ -208,6 +213,7 @@ class GlooCommunicator : public Communicator {
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::atomic<int64_t> sequence_{0};
+  std::atomic<int64_t> completed_{0};
   absl::Mutex abort_mu_;
   bool aborted_ ABSL_GUARDED_BY(abort_mu_) = false;
   // Buffers of the collective running now (only the work thread runs collectives).

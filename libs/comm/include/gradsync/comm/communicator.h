@@ -56,6 +56,9 @@ class Communicator {
   virtual int size() const = 0;
   // Collectives issued so far; heartbeats carry it so a stalled rank can be named.
   virtual int64_t sequence() const = 0;
+  // Collectives finished so far, successfully or not. sequence() - completed() are in flight; the
+  // oldest of them is number completed() (numbers start at 0).
+  virtual int64_t completed() const = 0;
   // Human-readable backend name, e.g. "gloo".
   virtual std::string backend() const = 0;
 
