@@ -9,6 +9,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcivetweb-dev libcurl4-openssl-dev
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
+  yamllint python3-yaml python3-jsonschema
 )
 
 missing=()

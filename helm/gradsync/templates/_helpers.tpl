@@ -1,0 +1,157 @@
+{{/*
+Names. Resource names are "<fullname>-<component>"; fullname stops at 40 characters so that the
+longest, the worker StatefulSet, keeps its pods' controller-revision-hash label within 63.
+*/}}
+{{- define "gradsync.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gradsync.fullname" -}}
+{{- $name := include "gradsync.name" . -}}
+{{- $full := .Values.fullnameOverride -}}
+{{- if not $full -}}
+{{- $full = ternary .Release.Name (printf "%s-%s" .Release.Name $name) (contains $name .Release.Name) -}}
+{{- end -}}
+{{- $full | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* "<fullname>-<component>"; call with (dict "ctx" $ "component" "worker"). */}}
+{{- define "gradsync.componentName" -}}
+{{- printf "%s-%s" (include "gradsync.fullname" .ctx) .component -}}
+{{- end -}}
+
+{{- define "gradsync.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Labels. gradsync.labels goes on every object, gradsync.selectorLabels on selectors (it must not
+change between upgrades). Both take (dict "ctx" $ "component" NAME).
+*/}}
+{{- define "gradsync.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gradsync.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "gradsync.labels" -}}
+helm.sh/chart: {{ include "gradsync.chart" .ctx }}
+{{ include "gradsync.selectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: gradsync
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end -}}
+
+{{/* Every pod of this release, whatever its component: the peers NetworkPolicies trust. */}}
+{{- define "gradsync.releasePeer" -}}
+podSelector:
+  matchLabels:
+    app.kubernetes.io/name: {{ include "gradsync.name" . }}
+    app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Image reference; call with (dict "ctx" $ "image" .Values.coordinator.image). */}}
+{{- define "gradsync.image" -}}
+{{- $repository := .image.repository -}}
+{{- with .ctx.Values.image.registry -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
+{{- end -}}
+{{- printf "%s:%s" $repository (.ctx.Values.image.tag | default .ctx.Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "gradsync.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "gradsync.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod and container security: the "restricted" Pod Security Standard. Only the IDs come from
+values; the rest is not negotiable.
+*/}}
+{{- define "gradsync.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.securityContext.runAsUser }}
+runAsGroup: {{ .Values.securityContext.runAsGroup }}
+fsGroup: {{ .Values.securityContext.fsGroup }}
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "gradsync.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.securityContext.runAsUser }}
+runAsGroup: {{ .Values.securityContext.runAsGroup }}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The pod-level fields every component shares: identity, security, pull secrets. */}}
+{{- define "gradsync.podCommon" -}}
+serviceAccountName: {{ include "gradsync.serviceAccountName" . }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+securityContext:
+  {{- include "gradsync.podSecurityContext" . | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Node placement from a component's values: nodeSelector, tolerations, affinity. */}}
+{{- define "gradsync.placement" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Secrets the release reads but never creates: the names are required, with a message that says
+how to make them.
+*/}}
+{{- define "gradsync.apiTokenSecret" -}}
+{{- required "auth.existingSecret is required: create a Secret holding the API token (kubectl create secret generic gradsync-api-token --from-literal=token=$(openssl rand -hex 32)) and set auth.existingSecret to its name" .Values.auth.existingSecret -}}
+{{- end -}}
+
+{{- define "gradsync.clusterTokenSecret" -}}
+{{- required "auth.clusterTokenSecret is required: create a Secret holding the token workers present to the coordinator (kubectl create secret generic gradsync-cluster-token --from-literal=token=$(openssl rand -hex 32)) and set auth.clusterTokenSecret to its name" .Values.auth.clusterTokenSecret -}}
+{{- end -}}
+
+{{- define "gradsync.tlsSecret" -}}
+{{- required "tls.existingSecret is required when tls.enabled is true: create a kubernetes.io/tls Secret with the coordinator's certificate, key and the CA (ca.crt) and set tls.existingSecret to its name" .Values.tls.existingSecret -}}
+{{- end -}}
+
+{{/* Where the secrets are mounted inside the containers. */}}
+{{- define "gradsync.secretsDir" -}}/var/run/secrets/gradsync{{- end -}}
+
+{{/* The shared checkpoint volume, mounted at the same path by the coordinator and the workers. */}}
+{{- define "gradsync.checkpointsVolume" -}}
+- name: checkpoints
+  persistentVolumeClaim:
+    claimName: {{ .Values.checkpoints.existingClaim | default (include "gradsync.componentName" (dict "ctx" . "component" "checkpoints")) }}
+{{- end -}}
+
+{{- define "gradsync.coordinatorAddress" -}}
+{{- printf "%s:%d" (include "gradsync.componentName" (dict "ctx" . "component" "coordinator")) (int .Values.coordinator.ports.grpc) -}}
+{{- end -}}
+
+{{- define "gradsync.metricsAddress" -}}
+{{- printf "%s:%d" (include "gradsync.componentName" (dict "ctx" . "component" "metrics")) (int .Values.metrics.ports.grpc) -}}
+{{- end -}}

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Renders helm/gradsync with the renderer in tests/deploy/render for several values files and
+checks the manifests: they parse, every object is labelled, every pod is restricted, the workers
+follow the values, the operator objects appear only when the API exists and they are enabled, and
+missing secret names fail with a message that says what to do.
+
+    check_chart.py BUILD_DIR      (the renderer is built into BUILD_DIR)
+"""
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import deploylib as d  # noqa: E402
+import manifest_checks  # noqa: E402
+
+RELEASE = "ci"
+OPERATOR = "monitoring.coreos.com/v1"
+
+
+def parse(f, text, what):
+    import yaml
+    try:
+        docs = [doc for doc in yaml.safe_load_all(text) if doc]
+    except yaml.YAMLError as e:
+        f.expect(False, f"{what}: the output does not parse: {e}")
+        return []
+    f.expect(docs, f"{what}: nothing rendered")
+    return docs
+
+
+def find(docs, kind, component=None):
+    return [x for x in docs if x["kind"] == kind and (
+        component is None
+        or x["metadata"]["labels"].get("app.kubernetes.io/component") == component)]
+
+
+def one(f, docs, kind, component, what):
+    found = find(docs, kind, component)
+    f.expect(len(found) == 1, f"{what}: {len(found)} {kind} for {component}, want 1")
+    return found[0] if found else None
+
+
+def container(workload):
+    return manifest_checks.pod_spec(workload)["containers"][0]
+
+
+def check_workers(f, docs, values, what):
+    w = values["workers"]
+    sts = one(f, docs, "StatefulSet", "worker", what)
+    if sts is None:
+        return
+    spec, pod, c = sts["spec"], manifest_checks.pod_spec(sts), container(sts)
+    f.expect(spec["replicas"] == w["replicas"], f"{what}: worker replicas {spec['replicas']}")
+    f.expect(spec.get("podManagementPolicy") == "Parallel", f"{what}: workers not Parallel")
+    gpus = (c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu")
+    f.expect(gpus == (w["gpus"] or None), f"{what}: nvidia.com/gpu limit {gpus}, gpus {w['gpus']}")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    f.expect(ports == w["ports"], f"{what}: worker ports {ports}, values {w['ports']}")
+    for probe in ("startupProbe", "livenessProbe"):
+        port = c.get(probe, {}).get("grpc", {}).get("port")
+        f.expect(port == w["ports"]["health"], f"{what}: worker {probe} not gRPC on the health port")
+    args = c["args"]
+    f.expect(f"--health_listen=0.0.0.0:{w['ports']['health']}" in args, f"{what}: --health_listen")
+    f.expect(f"--device={'cuda' if w['gpus'] else 'cpu'}" in args, f"{what}: --device")
+    env = {e["name"]: e for e in c["env"]}
+    comm = env.get("GRADSYNC_COMM_HOST", {}).get("valueFrom", {}).get("fieldRef", {})
+    f.expect(comm.get("fieldPath") == "status.podIP", f"{what}: GRADSYNC_COMM_HOST is not the pod IP")
+    f.expect(env.get("NCCL_SOCKET_IFNAME", {}).get("value") == w["nccl"]["socketIfname"],
+             f"{what}: NCCL_SOCKET_IFNAME")
+    f.expect(env.get("NCCL_DEBUG", {}).get("value") == w["nccl"]["debug"], f"{what}: NCCL_DEBUG")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    shm = [m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/dev/shm"]
+    shm_dir = volumes.get(shm[0], {}).get("emptyDir", {}) if shm else {}
+    f.expect(shm_dir.get("medium") == "Memory" and shm_dir.get("sizeLimit") == w["shmSize"],
+             f"{what}: /dev/shm is not a memory emptyDir of {w['shmSize']}")
+    f.expect(pod.get("tolerations", []) == w["tolerations"], f"{what}: worker tolerations")
+    f.expect(pod.get("nodeSelector", {}) == w["nodeSelector"], f"{what}: worker nodeSelector")
+    f.expect(pod.get("affinity", {}) == w["affinity"], f"{what}: worker affinity")
+    headless = [s for s in find(docs, "Service") if s["metadata"]["name"] == spec["serviceName"]]
+    f.expect(headless and headless[0]["spec"].get("clusterIP") == "None",
+             f"{what}: serviceName {spec['serviceName']} is not a headless Service")
+
+
+def checkpoint_claim(workload, mount_path):
+    pod, c = manifest_checks.pod_spec(workload), container(workload)
+    names = [m["name"] for m in c["volumeMounts"] if m["mountPath"] == mount_path]
+    claims = [v.get("persistentVolumeClaim", {}).get("claimName")
+              for v in pod["volumes"] if names and v["name"] == names[0]]
+    return claims[0] if claims else None
+
+
+def check_coordinator(f, docs, values, what):
+    coord = one(f, docs, "Deployment", "coordinator", what)
+    sts = one(f, docs, "StatefulSet", "worker", what)
+    if coord is None or sts is None:
+        return
+    f.expect(coord["spec"]["replicas"] == 1, f"{what}: coordinator replicas")
+    f.expect(coord["spec"]["strategy"] == {"type": "Recreate"}, f"{what}: coordinator not Recreate")
+    args = container(coord)["args"]
+    f.expect("--state_dir=/var/lib/gradsync/state" in args, f"{what}: --state_dir")
+    for flag in ("--auth_token_file=", "--cluster_token_file="):
+        f.expect(any(a.startswith(flag) for a in args), f"{what}: coordinator lacks {flag}")
+    # Kubernetes' gRPC probes speak plaintext only: over TLS the coordinator is probed over TCP.
+    tls = values["tls"]["enabled"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        f.expect(("tcpSocket" if tls else "grpc") in container(coord).get(probe, {}),
+                 f"{what}: coordinator {probe} does not suit tls.enabled={tls}")
+    f.expect(any(a.startswith("--tls_cert_file=") for a in args) == tls, f"{what}: coordinator TLS flags")
+    f.expect(any(a.startswith("--tls_ca_file=") for a in container(sts)["args"]) == tls,
+             f"{what}: worker --tls_ca_file against tls.enabled")
+    state = checkpoint_claim(coord, "/var/lib/gradsync/state")
+    f.expect(bool(state) == values["coordinator"]["persistence"]["enabled"],
+             f"{what}: coordinator state claim {state!r} against persistence.enabled")
+    mount = values["checkpoints"]["mountPath"]
+    claims = {checkpoint_claim(coord, mount), checkpoint_claim(sts, mount)}
+    f.expect(len(claims) == 1 and None not in claims,
+             f"{what}: coordinator and workers do not share the checkpoint claim at {mount}: {claims}")
+    want = values["checkpoints"]["existingClaim"] or f"{RELEASE}-gradsync-checkpoints"
+    f.expect(claims == {want}, f"{what}: checkpoint claim {claims}, want {want}")
+    created = [p for p in find(docs, "PersistentVolumeClaim") if p["metadata"]["name"] == want]
+    f.expect(bool(created) != bool(values["checkpoints"]["existingClaim"]),
+             f"{what}: checkpoint claim created or not against checkpoints.existingClaim")
+    if created:
+        f.expect(created[0]["spec"]["accessModes"] == ["ReadWriteMany"], f"{what}: checkpoints not RWX")
+
+
+def check_monitoring(f, docs, values, with_api, what):
+    mon = values["monitoring"]
+    for kind, key in (("ServiceMonitor", "serviceMonitor"), ("PrometheusRule", "prometheusRule")):
+        want = 1 if with_api and mon[key]["enabled"] else 0
+        got = len(find(docs, kind))
+        f.expect(got == want, f"{what}: {got} {kind}, want {want}")
+    rules = find(docs, "PrometheusRule")
+    if rules:
+        alerts = d.load_yaml(os.path.join(d.REPO, "services/metrics/monitoring/alerts.yml"))
+        f.expect(rules[0]["spec"]["groups"] == alerts["groups"],
+                 f"{what}: PrometheusRule groups differ from alerts.yml")
+    svc = one(f, docs, "Service", "metrics", what)
+    if svc is not None:
+        ann = svc["metadata"].get("annotations", {})
+        f.expect(ann.get("prometheus.io/scrape") == "true" and
+                 ann.get("prometheus.io/port") == str(values["metrics"]["ports"]["http"]),
+                 f"{what}: metrics Service not annotated for scraping")
+    maps = [m for m in find(docs, "ConfigMap") if m["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    f.expect(len(maps) == (1 if mon["dashboard"]["enabled"] else 0), f"{what}: dashboard ConfigMaps")
+    for m in maps:
+        text = m["data"]["gradsync-training.json"]
+        dashboard = json.loads(text)
+        f.expect(dashboard.get("uid") == "gradsync-training", f"{what}: dashboard uid")
+        uid = mon["dashboard"]["datasourceUid"] or "gradsync-prometheus"
+        replaced = uid == "gradsync-prometheus" or "gradsync-prometheus" not in text
+        f.expect(f'"uid": "{uid}"' in text and replaced, f"{what}: dashboard datasource uid is not {uid}")
+
+
+def check_network_policy(f, docs, values, what):
+    policies = find(docs, "NetworkPolicy")
+    if not values["networkPolicy"]["enabled"]:
+        f.expect(not policies, f"{what}: NetworkPolicy rendered while disabled")
+        return
+    worker = one(f, docs, "NetworkPolicy", "worker", what)
+    f.expect(len(policies) == 3, f"{what}: {len(policies)} NetworkPolicies, want 3")
+    if worker is None:
+        return
+    peer = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "gradsync",
+                                            "app.kubernetes.io/instance": RELEASE}}}
+    rules = worker["spec"]["ingress"]
+    f.expect(worker["spec"]["policyTypes"] == ["Ingress"], f"{what}: worker policy types")
+    f.expect(any(r.get("from") == [peer] for r in rules), f"{what}: workers not open to the release")
+    metrics_port = values["workers"]["ports"]["metrics"]
+    for r in rules:
+        if r.get("from") != [peer]:
+            f.expect([p["port"] for p in r.get("ports", [])] == [metrics_port],
+                     f"{what}: a worker ingress rule beyond the release opens more than /metrics: {r}")
+
+
+def check_notes(f, renderer, files, values, what):
+    rc, out, err = d.render(renderer, files, notes=True)
+    if not f.expect(rc == 0, f"{what}: NOTES.txt fails: {err.strip()}"):
+        return
+    for text in ("gradsync submit", "/v1/jobs", "Authorization: Bearer",
+                 values["auth"]["existingSecret"], "port-forward"):
+        f.expect(text in out, f"{what}: NOTES.txt does not mention {text!r}")
+
+
+def check_refused(f, renderer, values_text, message, what):
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as tmp:
+        tmp.write(values_text)
+    try:
+        rc, out, err = d.render(renderer, [tmp.name] if values_text else [])
+    finally:
+        os.unlink(tmp.name)
+    f.expect(rc != 0 and message in err,
+             f"{what}: want a failure saying {message!r}, got rc {rc}: {err.strip()[:200]}")
+
+
+def main():
+    d.need_modules()
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    renderer = d.build_renderer(sys.argv[1])
+    f = d.Failures()
+    gpu = os.path.join(d.CHART, "examples", "gpu-cluster.yaml")
+    cases = [
+        ("defaults", [os.path.join(d.VALUES, "required.yaml")], False),
+        ("defaults+operator", [os.path.join(d.VALUES, "required.yaml")], True),
+        ("gpu-cluster", [gpu], False),
+        ("gpu-cluster+operator", [gpu], True),
+        ("cpu+operator", [os.path.join(d.VALUES, "cpu.yaml")], True),
+    ]
+    for what, files, with_api in cases:
+        values = d.chart_values(*files)
+        f.expect(not d.schema_errors(values), f"{what}: values do not match the schema")
+        rc, out, err = d.render(renderer, files, [OPERATOR] if with_api else [])
+        if not f.expect(rc == 0, f"{what}: render failed: {err.strip()}"):
+            continue
+        f.expect(out.startswith("---\n# Source: gradsync/templates/"), f"{what}: no Source header")
+        docs = parse(f, out, what)
+        manifest_checks.check_all(f, docs, RELEASE)
+        check_workers(f, docs, values, what)
+        check_coordinator(f, docs, values, what)
+        check_monitoring(f, docs, values, with_api, what)
+        check_network_policy(f, docs, values, what)
+        check_notes(f, renderer, files, values, what)
+        print(f"{what}: {len(docs)} objects")
+
+    check_refused(f, renderer, "", "auth.existingSecret is required", "no secret names")
+    check_refused(f, renderer, "auth: {existingSecret: api}\n",
+                  "auth.clusterTokenSecret is required", "no cluster token secret")
+    check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\ntls: {enabled: true}\n",
+                  "tls.existingSecret is required when tls.enabled", "TLS without a secret")
+    f.finish("chart")
+
+
+if __name__ == "__main__":
+    main()
