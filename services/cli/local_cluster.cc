@@ -107,7 +107,7 @@ absl::Status LocalCluster::Start() {
     s = StartChild(absl::StrCat("worker-", i),
                    {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
                     absl::StrCat("--name=local", i), "--device=" + options_.device, "--metrics=" + metrics,
-                    "--metrics_listen=127.0.0.1:0",
+                    "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
                     "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()});
     if (!s.ok()) return s;
   }

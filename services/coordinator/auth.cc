@@ -1,11 +1,9 @@
 #include "auth.h"
 
-#include <fstream>
-#include <iterator>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gradsync/core/secret_file.h"
 
 namespace gradsync::coordinator {
 
@@ -20,13 +18,10 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-absl::StatusOr<TokenAuth> TokenAuth::FromFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the token file ", path));
-  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  absl::StripAsciiWhitespace(&token);
-  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("the token file ", path, " is empty"));
-  return TokenAuth(std::move(token));
+absl::StatusOr<TokenAuth> TokenAuth::FromFile(const std::string& path, const std::string& what) {
+  auto token = ReadTokenFile(path, what);
+  if (!token.ok()) return token.status();
+  return TokenAuth(*std::move(token));
 }
 
 absl::Status TokenAuth::Check(const std::string& authorization) const {

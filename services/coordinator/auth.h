@@ -15,8 +15,8 @@ class TokenAuth {
   explicit TokenAuth(std::string token) : token_(std::move(token)) {}
 
   // Reads the token from a file (surrounding whitespace trimmed). INVALID_ARGUMENT naming the file
-  // if it is empty, NOT_FOUND if it cannot be read.
-  static absl::StatusOr<TokenAuth> FromFile(const std::string& path);
+  // if it is empty, NOT_FOUND if it cannot be read; `what` names the token in those messages.
+  static absl::StatusOr<TokenAuth> FromFile(const std::string& path, const std::string& what = "the token");
 
   bool enabled() const { return !token_.empty(); }
 

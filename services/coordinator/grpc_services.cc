@@ -31,40 +31,40 @@ std::string NsOf(const v1::KvNamespace& ns) { return KvNamespaceOf(ns.job_id(), 
 
 absl::Duration KvTimeout(int64_t ms) { return absl::Milliseconds(std::clamp<int64_t>(ms, 0, kMaxKvWaitMs)); }
 
-}  // namespace
-
-grpc::Status JobServiceImpl::Authorize(grpc::ServerContext* ctx) const {
-  if (!auth_.enabled()) return grpc::Status::OK;
+grpc::Status Authorize(const TokenAuth& auth, grpc::ServerContext* ctx) {
+  if (!auth.enabled()) return grpc::Status::OK;
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
   const std::string value = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
-  return ToGrpc(auth_.Check(value));
+  return ToGrpc(auth.Check(value));
 }
 
+}  // namespace
+
 grpc::Status JobServiceImpl::CreateJob(grpc::ServerContext* ctx, const v1::CreateJobRequest* req, v1::Job* out) {
-  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->CreateJob(req->spec()), out);
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) {
-  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->GetJob(req->name()), out);
 }
 
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* out) {
-  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->ListJobs(req->page_size(), req->page_token()), out);
 }
 
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) {
-  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->CancelJob(req->name()), out);
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::Job>* writer) {
-  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   int64_t seen = 0;
   while (!ctx->IsCancelled()) {
     auto change = c_->WaitJobChange(req->name(), seen, seen == 0 ? absl::ZeroDuration() : kWaitSlice);
@@ -82,18 +82,20 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
 
 grpc::Status JobServiceImpl::CheckpointJob(grpc::ServerContext* ctx, const v1::CheckpointJobRequest* req,
                                            v1::Job* out) {
-  if (grpc::Status s = Authorize(ctx); !s.ok()) return s;
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->RequestCheckpoint(req->name()), out);
 }
 
-grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   *out = c_->RegisterWorker(*req);
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                                v1::HeartbeatResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   *out = c_->Heartbeat(*req);
   return grpc::Status::OK;
 }
@@ -101,6 +103,7 @@ grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::H
 grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx,
                                                       const v1::WatchAssignmentsRequest* req,
                                                       grpc::ServerWriter<v1::Assignment>* writer) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   while (!ctx->IsCancelled()) {
     auto next = c_->NextAssignment(req->worker_id(), kWaitSlice);
     if (!next.ok()) return ToGrpc(next.status());
@@ -111,13 +114,15 @@ grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx,
   return grpc::Status(grpc::StatusCode::CANCELLED, "worker went away");
 }
 
-grpc::Status CoordinatorServiceImpl::KvSet(grpc::ServerContext*, const v1::KvSetRequest* req, v1::KvSetResponse*) {
+grpc::Status CoordinatorServiceImpl::KvSet(grpc::ServerContext* ctx, const v1::KvSetRequest* req, v1::KvSetResponse*) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   c_->kv().Set(NsOf(req->ns()), req->key(), req->value());
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext*, const v1::KvGetRequest* req, v1::KvGetResponse* out) {
+grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext* ctx, const v1::KvGetRequest* req, v1::KvGetResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   auto value = c_->kv().Get(NsOf(req->ns()), req->key(), KvTimeout(req->timeout_ms()));
   if (!value.ok()) return ToGrpc(value.status());
@@ -125,13 +130,15 @@ grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext*, const v1::KvGet
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext*, const v1::KvWaitRequest* req, v1::KvWaitResponse*) {
+grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext* ctx, const v1::KvWaitRequest* req, v1::KvWaitResponse*) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   std::vector<std::string> keys(req->keys().begin(), req->keys().end());
   return ToGrpc(c_->kv().Wait(NsOf(req->ns()), keys, KvTimeout(req->timeout_ms())));
 }
 
-grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext*, const v1::KvAddRequest* req, v1::KvAddResponse* out) {
+grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext* ctx, const v1::KvAddRequest* req, v1::KvAddResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   auto value = c_->kv().Add(NsOf(req->ns()), req->key(), req->delta());
   if (!value.ok()) return ToGrpc(value.status());
@@ -139,18 +146,21 @@ grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext*, const v1::KvAdd
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::GetEpochPlan(grpc::ServerContext*, const v1::EpochPlanRequest* req,
+grpc::Status CoordinatorServiceImpl::GetEpochPlan(grpc::ServerContext* ctx, const v1::EpochPlanRequest* req,
                                                   v1::EpochPlan* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->GetEpochPlan(req->job_id(), req->epoch()), out);
 }
 
-grpc::Status CoordinatorServiceImpl::ReportResult(grpc::ServerContext*, const v1::ReportResultRequest* req,
+grpc::Status CoordinatorServiceImpl::ReportResult(grpc::ServerContext* ctx, const v1::ReportResultRequest* req,
                                                   v1::ReportResultResponse*) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return ToGrpc(c_->ReportResult(*req));
 }
 
-grpc::Status CoordinatorServiceImpl::ReportCheckpoint(grpc::ServerContext*, const v1::ReportCheckpointRequest* req,
+grpc::Status CoordinatorServiceImpl::ReportCheckpoint(grpc::ServerContext* ctx, const v1::ReportCheckpointRequest* req,
                                                       v1::ReportCheckpointResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   return Unwrap(c_->ReportCheckpoint(*req), out);
 }
 

@@ -24,15 +24,16 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status CheckpointJob(grpc::ServerContext*, const v1::CheckpointJobRequest*, v1::Job*) override;
 
  private:
-  grpc::Status Authorize(grpc::ServerContext* ctx) const;
-
   Coordinator* c_;
   TokenAuth auth_;
 };
 
+// The worker-facing service. With a cluster token, every call must carry it as a bearer token, so
+// only the cluster's workers join jobs, read the rendezvous store and report results.
 class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
  public:
-  explicit CoordinatorServiceImpl(Coordinator* coordinator) : c_(coordinator) {}
+  CoordinatorServiceImpl(Coordinator* coordinator, TokenAuth cluster_auth)
+      : c_(coordinator), auth_(std::move(cluster_auth)) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest*,
                               v1::RegisterWorkerResponse*) override;
@@ -53,6 +54,7 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
 
  private:
   Coordinator* c_;
+  TokenAuth auth_;
 };
 
 }  // namespace gradsync::coordinator

@@ -35,6 +35,13 @@ ABSL_FLAG(std::string, rest_listen, gradsync::EnvOr("GRADSYNC_REST_LISTEN", "0.0
 ABSL_FLAG(std::string, auth_token_file, gradsync::EnvOr("GRADSYNC_AUTH_TOKEN_FILE", ""),
           "file holding the bearer token the job APIs (REST and gRPC) require; empty: no token "
           "(env GRADSYNC_AUTH_TOKEN_FILE)");
+ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOKEN_FILE", ""),
+          "file holding the token workers must present to join (CoordinatorService); empty: none "
+          "(env GRADSYNC_CLUSTER_TOKEN_FILE)");
+ABSL_FLAG(std::string, tls_cert_file, gradsync::EnvOr("GRADSYNC_TLS_CERT_FILE", ""),
+          "PEM certificate chain: gRPC and REST serve TLS with it and --tls_key_file (env GRADSYNC_TLS_CERT_FILE)");
+ABSL_FLAG(std::string, tls_key_file, gradsync::EnvOr("GRADSYNC_TLS_KEY_FILE", ""),
+          "PEM private key of --tls_cert_file (env GRADSYNC_TLS_KEY_FILE)");
 ABSL_FLAG(int64_t, max_body_bytes, 1 << 20, "largest REST request body accepted (413 above)");
 ABSL_FLAG(int64_t, preempt_checkpoint_timeout_s, 20,
           "on SIGTERM, how long to wait for running jobs to checkpoint before stopping");
@@ -95,10 +102,26 @@ int main(int argc, char** argv) {
     auth = *std::move(loaded);
     GS_LOG(INFO) << "job APIs require a bearer token (from " << path << ")";
   }
+  gradsync::coordinator::TokenAuth cluster_auth;
+  if (const std::string path = absl::GetFlag(FLAGS_cluster_token_file); !path.empty()) {
+    auto loaded = gradsync::coordinator::TokenAuth::FromFile(path, "the cluster token");
+    if (!loaded.ok()) {
+      GS_LOG(ERROR) << loaded.status();
+      return 1;
+    }
+    cluster_auth = *std::move(loaded);
+    GS_LOG(INFO) << "workers must present the cluster token (from " << path << ")";
+  }
+  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert_file), tls_key = absl::GetFlag(FLAGS_tls_key_file);
+  auto tls = gradsync::rpc::ServerTls::FromFiles(tls_cert, tls_key);
+  if (!tls.ok()) {
+    GS_LOG(ERROR) << tls.status();
+    return 1;
+  }
   gradsync::coordinator::JobServiceImpl jobs(&coordinator, auth);
-  gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator);
+  gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator, cluster_auth);
 
-  auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers});
+  auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers}, *tls);
   if (!server.ok()) {
     GS_LOG(ERROR) << server.status();
     return 1;
@@ -119,13 +142,16 @@ int main(int argc, char** argv) {
     metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts().front();
     GS_LOG(INFO) << "serving /metrics on port " << metrics_port;
   }
-  GS_LOG(INFO) << "serving gRPC on port " << (*server)->port() << " (JobService, CoordinatorService, health, reflection)";
+  GS_LOG(INFO) << "serving gRPC" << (tls->enabled() ? " over TLS" : "") << " on port " << (*server)->port()
+               << " (JobService, CoordinatorService, health, reflection)";
   std::unique_ptr<gradsync::coordinator::RestGateway> rest;
   if (const std::string listen = absl::GetFlag(FLAGS_rest_listen); !listen.empty()) {
     gradsync::coordinator::RestOptions rest_options;
     rest_options.listen = listen;
     rest_options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
     rest_options.auth = auth;
+    rest_options.tls_cert_file = tls_cert;
+    rest_options.tls_key_file = tls_key;
     auto gateway = gradsync::coordinator::RestGateway::Start(&coordinator, rest_options);
     if (!gateway.ok()) {
       GS_LOG(ERROR) << gateway.status();

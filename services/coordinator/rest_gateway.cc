@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "CivetServer.h"
+#include "openssl/ssl.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -178,13 +179,40 @@ class RestGateway::Handler : public CivetHandler {
   RestOptions options_;
 };
 
+namespace {
+
+// civetweb hands over its SSL context; the certificate chain and key come from our files, which
+// need not be combined into one as civetweb's own option requires.
+int InitSsl(void* ssl_ctx, void* user_data) {
+  const auto* files = static_cast<const RestGateway::TlsFiles*>(static_cast<CivetServer*>(user_data)->getUserContext());
+  auto* ctx = static_cast<SSL_CTX*>(ssl_ctx);
+  if (SSL_CTX_use_certificate_chain_file(ctx, files->cert.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, files->key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1) {
+    GS_LOG(ERROR) << "REST TLS: cannot use the certificate " << files->cert << " with the key " << files->key;
+    return -1;
+  }
+  return 1;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coordinator, RestOptions options) {
   std::unique_ptr<RestGateway> g(new RestGateway());
-  const std::string listen = options.listen;
+  const bool tls = !options.tls_cert_file.empty();
+  if (tls != !options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("REST TLS needs both a certificate file and a key file, or neither");
+  }
+  // civetweb marks an HTTPS port with a trailing "s".
+  const std::string listen = tls ? options.listen + "s" : options.listen;
+  g->tls_files_ = {options.tls_cert_file, options.tls_key_file};
   g->handler_ = std::make_unique<Handler>(coordinator, std::move(options));
+  CivetCallbacks callbacks;
+  if (tls) callbacks.init_ssl = InitSsl;
   try {
-    g->server_ = std::make_unique<CivetServer>(std::vector<std::string>{
-        "listening_ports", listen, "num_threads", "8", "request_timeout_ms", "30000"});
+    g->server_ = std::make_unique<CivetServer>(
+        std::vector<std::string>{"listening_ports", listen, "num_threads", "8", "request_timeout_ms", "30000"},
+        &callbacks, &g->tls_files_);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve REST on ", listen, ": ", e.what()));
   }

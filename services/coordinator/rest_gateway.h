@@ -29,6 +29,9 @@ struct RestOptions {
   std::string listen = "0.0.0.0:8080";  // port 0 picks a free port
   size_t max_body_bytes = 1 << 20;
   TokenAuth auth;
+  // PEM certificate chain and key files: HTTPS when set (both or neither).
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class RestGateway {
@@ -39,11 +42,18 @@ class RestGateway {
 
   int port() const { return port_; }
 
+  // The PEM files civetweb's TLS setup reads (empty: plain HTTP).
+  struct TlsFiles {
+    std::string cert;
+    std::string key;
+  };
+
  private:
   class Handler;
   RestGateway() = default;
 
   std::unique_ptr<Handler> handler_;
+  TlsFiles tls_files_;
   std::unique_ptr<CivetServer> server_;
   int port_ = 0;
 };

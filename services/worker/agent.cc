@@ -31,7 +31,7 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) {
 
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
-      stub_(v1::CoordinatorService::NewStub(rpc::MakeChannel(options_.coordinator))),
+      stub_(v1::CoordinatorService::NewStub(rpc::MakeChannel(options_.coordinator, options_.coordinator_channel))),
       metrics_({.address = options_.metrics}) {}
 
 Agent::~Agent() {

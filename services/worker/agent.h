@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "activity.h"
 #include "gradsync/comm/communicator.h"
+#include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 
@@ -24,6 +25,8 @@ class WorkerMetrics;
 
 struct AgentOptions {
   std::string coordinator;       // host:port
+  // TLS roots and the cluster token for the coordinator's channel.
+  rpc::ChannelOptions coordinator_channel;
   std::string comm_host;         // address Gloo binds and advertises
   std::string name;              // prefix of the worker id
   v1::Device device;

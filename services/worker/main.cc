@@ -1,6 +1,7 @@
 // gradsync-worker: joins a coordinator's pool and trains the generations it is assigned.
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,14 @@ ABSL_FLAG(std::string, metrics, gradsync::EnvOr("GRADSYNC_METRICS", ""),
 ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_WORKER_METRICS_LISTEN", "0.0.0.0:9467"),
           "this worker's Prometheus /metrics address; port 0 picks a free one; empty disables "
           "(env GRADSYNC_WORKER_METRICS_LISTEN)");
-ABSL_FLAG(std::string, endpoints_file, "", "if set, write {\"metrics\": \"127.0.0.1:PORT\"} here once serving");
+ABSL_FLAG(std::string, endpoints_file, "", "if set, write {\"metrics\": ..., \"health\": ...} (127.0.0.1:PORT each) here once serving");
+ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOKEN_FILE", ""),
+          "file holding the cluster token the coordinator asks workers for (env GRADSYNC_CLUSTER_TOKEN_FILE)");
+ABSL_FLAG(std::string, tls_ca_file, gradsync::EnvOr("GRADSYNC_TLS_CA_FILE", ""),
+          "PEM CA certificate: talk TLS to the coordinator, verifying it with this (env GRADSYNC_TLS_CA_FILE)");
+ABSL_FLAG(std::string, health_listen, gradsync::EnvOr("GRADSYNC_WORKER_HEALTH_LISTEN", "0.0.0.0:7072"),
+          "gRPC health (grpc.health.v1) address for probes; port 0 picks a free one; empty disables "
+          "(env GRADSYNC_WORKER_HEALTH_LISTEN)");
 ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR", ""),
           "if set, append every step's sample indices here, a file per job generation and rank, for "
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
@@ -53,12 +61,20 @@ int main(int argc, char** argv) {
   }
   gradsync::worker::AgentOptions options;
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  auto channel = gradsync::rpc::ChannelOptions::FromFiles(absl::GetFlag(FLAGS_tls_ca_file),
+                                                          absl::GetFlag(FLAGS_cluster_token_file));
+  if (!channel.ok()) {
+    GS_LOG(ERROR) << channel.status();
+    return 2;
+  }
+  options.coordinator_channel = *std::move(channel);
   options.comm_host = absl::GetFlag(FLAGS_comm_host);
   options.name = absl::GetFlag(FLAGS_name);
   options.device = *device;
   options.metrics = absl::GetFlag(FLAGS_metrics);
   options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
   gradsync::worker::WorkerMetrics own_metrics;
+  std::map<std::string, std::string> endpoints;
   std::unique_ptr<gradsync::worker::MetricsHttpServer> exposer;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
     auto server = gradsync::worker::MetricsHttpServer::Start(listen, own_metrics.registry());
@@ -69,14 +85,28 @@ int main(int argc, char** argv) {
     exposer = *std::move(server);
     const int port = exposer->port();
     GS_LOG(INFO) << "serving /metrics on port " << port;
-    if (const std::string path = absl::GetFlag(FLAGS_endpoints_file); !path.empty()) {
-      if (absl::Status s = gradsync::WriteEndpointsFile(path, {{"metrics", gradsync::LoopbackAddress(port)}}); !s.ok()) {
-        GS_LOG(ERROR) << s;
-        return 1;
-      }
+    endpoints["metrics"] = gradsync::LoopbackAddress(port);
+  }
+  // Probes ask grpc.health.v1 here: SERVING while the worker runs.
+  std::unique_ptr<gradsync::rpc::RunningServer> health;
+  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
+    auto server = gradsync::rpc::StartServer(listen, {});
+    if (!server.ok()) {
+      GS_LOG(ERROR) << "cannot serve health checks: " << server.status();
+      return 1;
+    }
+    health = *std::move(server);
+    endpoints["health"] = gradsync::LoopbackAddress(health->port());
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_endpoints_file); !path.empty()) {
+    if (absl::Status s = gradsync::WriteEndpointsFile(path, endpoints); !s.ok()) {
+      GS_LOG(ERROR) << s;
+      return 1;
     }
   }
   options.own_metrics = &own_metrics;
   gradsync::worker::Agent agent(options);
-  return agent.Run();
+  const int code = agent.Run();
+  if (health) health->Shutdown(absl::Seconds(1));
+  return code;
 }

@@ -50,7 +50,7 @@ TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
                                                 "--artifact_dir=" + dir + "/artifacts"};
   pid_t c = StartBinary(coordinator, dir + "/coordinator-1.log");
   const pid_t w = StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1",
-                               "--device=cpu", "--metrics_listen=127.0.0.1:0"},
+                               "--device=cpu", "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
                               dir + "/worker.log");
 
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);

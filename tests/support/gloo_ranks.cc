@@ -12,7 +12,7 @@ namespace gradsync::testing {
 
 struct CoordinatorServer::Impl {
   coordinator::Coordinator coordinator{{}, std::make_unique<coordinator::InMemoryJobStore>()};
-  coordinator::CoordinatorServiceImpl service{&coordinator};
+  coordinator::CoordinatorServiceImpl service{&coordinator, coordinator::TokenAuth()};
   std::unique_ptr<rpc::RunningServer> server;
 };
 

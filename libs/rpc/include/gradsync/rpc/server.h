@@ -31,13 +31,32 @@ class RunningServer {
   bool shut_down_ = false;
 };
 
-// Binds `address` ("host:port"; port 0 picks a free one) with insecure credentials and starts
-// serving `services`, which must outlive the server. Fails with UNAVAILABLE if the address cannot
-// be bound.
-absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(
-    const std::string& address, const std::vector<grpc::Service*>& services);
+// TLS for a server: the PEM certificate chain and private key. Empty: plaintext.
+struct ServerTls {
+  std::string cert_pem;
+  std::string key_pem;
+  bool enabled() const { return !cert_pem.empty(); }
+  // Reads both files; errors name the file.
+  static absl::StatusOr<ServerTls> FromFiles(const std::string& cert_file, const std::string& key_file);
+};
+
+// Binds `address` ("host:port"; port 0 picks a free one) and starts serving `services`, which
+// must outlive the server, over TLS when `tls` is enabled. Fails with UNAVAILABLE if the address
+// cannot be bound.
+absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const std::string& address,
+                                                           const std::vector<grpc::Service*>& services,
+                                                           const ServerTls& tls = {});
+
+struct ChannelOptions {
+  // PEM root certificates to verify the server with; non-empty makes the channel TLS.
+  std::string tls_ca_pem;
+  // Sent as "authorization: Bearer <token>" with every call when non-empty.
+  std::string bearer_token;
+  // Reads the CA file (if any) and the token file (if any); errors name the file.
+  static absl::StatusOr<ChannelOptions> FromFiles(const std::string& ca_file, const std::string& token_file);
+};
 
 // A channel to `address` with the options gradsync clients use (keepalive, no proxy).
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ChannelOptions& options = {});
 
 }  // namespace gradsync::rpc
