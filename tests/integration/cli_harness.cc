@@ -1,7 +1,9 @@
 #include "cli_harness.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,8 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -111,6 +115,32 @@ bool ProcessAlive(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, WNOHANG) == pid) return false;
   return ::kill(pid, 0) == 0;
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,
+                       const std::function<bool(const std::string&)>& pred) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string last;
+  while (absl::Now() < deadline) {
+    CommandResult r = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+    last = r.out + r.err;
+    if (r.exit_code == 0 && pred(r.out)) return r.out;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  ADD_FAILURE() << "job " << job << " never reached the expected state; last answer:\n" << last;
+  return last;
 }
 
 }  // namespace gradsync::testing

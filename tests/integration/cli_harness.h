@@ -3,9 +3,12 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "absl/time/time.h"
 
 namespace gradsync::testing {
 
@@ -28,6 +31,12 @@ std::map<std::string, std::string> ParseFlatJson(const std::string& json);
 std::vector<double> ParseNumberList(const std::string& json, const std::string& key);
 
 std::string ExamplePath(const std::string& name);
+// A TCP port free on 127.0.0.1 now (for servers that must come back on the same port).
+int FreePort();
+// Polls `gradsync get JOB -o json` until `pred` holds on its output or `timeout` passes (then the
+// test fails, showing the last answer). Returns the last output.
+std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,
+                       const std::function<bool(const std::string&)>& pred);
 std::string MakeTempDir();
 std::string ReadFile(const std::string& path);
 bool ProcessAlive(pid_t pid);

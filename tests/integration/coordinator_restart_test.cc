@@ -1,10 +1,7 @@
 // kill -9 of the coordinator mid-job: restarted on the same port and state directory, it has the
 // job, the worker registers again by itself, and the job runs to the end in a new generation.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -13,33 +10,6 @@
 
 namespace gradsync::testing {
 namespace {
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Polls `gradsync get -o json` until `pred` holds on its output or `timeout` passes.
-std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,
-                       const std::function<bool(const std::string&)>& pred) {
-  const absl::Time deadline = absl::Now() + timeout;
-  std::string last;
-  while (absl::Now() < deadline) {
-    CommandResult r = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
-    last = r.out + r.err;
-    if (r.exit_code == 0 && pred(r.out)) return r.out;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  ADD_FAILURE() << "job " << job << " never reached the expected state; last answer:\n" << last;
-  return last;
-}
 
 TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
   const std::string dir = MakeTempDir();
