@@ -50,5 +50,51 @@ TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
   ::waitpid(c, nullptr, 0);
 }
 
+// Preemption: SIGTERM to the coordinator checkpoints every running job before it exits (the job
+// has no checkpoint policy of its own), and the coordinator started again resumes from there.
+TEST(CoordinatorRestart, SigtermCheckpointsRunningJobsAndTheNextCoordinatorResumesThem) {
+  const std::string dir = MakeTempDir();
+  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+  const std::vector<std::string> coordinator = {"gradsync-coordinator", "--listen=" + address,
+                                                "--state_dir=" + dir + "/state", "--metrics_listen=127.0.0.1:0",
+                                                "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts",
+                                                "--preempt_checkpoint_timeout_s=30"};
+  pid_t c = StartBinary(coordinator, dir + "/coordinator-1.log");
+  const pid_t w = StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1",
+                               "--device=cpu", "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
+                              dir + "/worker.log");
+  ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
+  // About 15 s of training: the coordinator stops well before the end.
+  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                    "training.worldSize=1", "--set", "model.mlp.hiddenDims=[1024,1024]", "--set",
+                                    "training.microBatch=16", "--set", "training.epochs=0", "--set",
+                                    "training.maxSteps=3000", "--set", "training.logEvery=5"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  WaitForJob(address, job, absl::Seconds(30), [](const std::string& out) {
+    return out.find("\"RUNNING\"") != std::string::npos && out.find("\"progress\"") != std::string::npos;
+  });
+
+  ASSERT_EQ(::kill(c, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(c, &status, 0), c);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(dir + "/coordinator-1.log");
+  c = StartBinary(coordinator, dir + "/coordinator-2.log");
+
+  const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
+    return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
+  });
+  EXPECT_NE(done.find("\"SUCCEEDED\""), std::string::npos) << done << ReadFile(dir + "/worker.log");
+  EXPECT_NE(done.find("the coordinator is stopping (preemption)"), std::string::npos) << done;
+  const size_t committed = done.find("\"CheckpointCommitted\"");
+  ASSERT_NE(committed, std::string::npos) << "the preemption checkpoint was committed before the exit: " << done;
+  EXPECT_NE(done.find("resuming from the checkpoint at step", committed), std::string::npos) << done;
+
+  ::kill(w, SIGTERM);
+  ::kill(c, SIGTERM);
+  ::waitpid(w, nullptr, 0);
+  ::waitpid(c, nullptr, 0);
+}
+
 }  // namespace
 }  // namespace gradsync::testing
