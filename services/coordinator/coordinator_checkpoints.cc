@@ -57,14 +57,16 @@ std::optional<v1::CheckpointManifest> Coordinator::ResumePointLocked(JobRuntime*
     absl::Status ok = ckpt::VerifyCheckpoint(newest.dir());
     if (ok.ok()) return newest;
     const int64_t bad = newest.step();
-    // Set the manifest aside: the directory no longer counts as committed, so retention and
-    // `checkpoint list` skip it, while its files stay for inspection.
+    // Set the directory aside under a name that is no step directory: retention and `checkpoint
+    // list` skip it, a new checkpoint of the same step gets a fresh directory, and the damaged
+    // files stay for inspection.
     std::error_code ec;
-    const std::filesystem::path manifest = std::filesystem::path(newest.dir()) / ckpt::kManifestFile;
-    std::filesystem::rename(manifest, manifest.string() + ".corrupt", ec);
+    const std::string aside = absl::StrCat(newest.dir(), ".corrupt-g", rt->job.generation());
+    std::filesystem::rename(newest.dir(), aside, ec);
     list->RemoveLast();
     AddEventLocked(rt, "CheckpointCorrupt",
                    absl::StrCat("checkpoint at step ", bad, " failed verification (", ok.message(), "); ",
+                                ec ? "" : absl::StrCat("set aside as ", aside, "; "),
                                 list->empty() ? std::string("no older checkpoint: starting from the job seed")
                                               : absl::StrCat("using the one at step ", list->rbegin()->step())));
   }

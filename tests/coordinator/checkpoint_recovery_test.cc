@@ -91,8 +91,11 @@ TEST_F(CheckpointRecoveryTest, ACorruptCheckpointFallsBackToThePreviousOneWithAn
   bool said = false;
   for (const auto& e : job->events()) said = said || (e.type() == "CheckpointCorrupt" && e.message().find("step 20") != std::string::npos);
   EXPECT_TRUE(said) << "an event must say the checkpoint was corrupt";
-  EXPECT_FALSE(fs::exists(newest + "/MANIFEST.json"));
+  EXPECT_FALSE(fs::exists(newest)) << "set aside";
+  EXPECT_TRUE(fs::exists(newest + ".corrupt-g2/" + ckpt::PartFileName(0))) << "kept for inspection";
   EXPECT_EQ(ckpt::ListCommitted(a.checkpoint_root()).size(), 1u);
+  ASSERT_TRUE(Checkpoint(resumed, 20).ok()) << "the step can be checkpointed again, in a fresh directory";
+  EXPECT_EQ(ckpt::ListCommitted(a.checkpoint_root()).size(), 2u);
 }
 
 TEST_F(CheckpointRecoveryTest, ReportsForAnEndedGenerationAreRefused) {

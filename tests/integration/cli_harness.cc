@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -115,6 +116,15 @@ bool ProcessAlive(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, WNOHANG) == pid) return false;
   return ::kill(pid, 0) == 0;
+}
+
+int64_t ProgressStep(const std::string& job_json) {
+  const size_t at = job_json.find("\"step\": \"");
+  int64_t step = -1;
+  if (at == std::string::npos) return step;
+  const size_t begin = at + 9;
+  (void)absl::SimpleAtoi(job_json.substr(begin, job_json.find('"', begin) - begin), &step);
+  return step;
 }
 
 int FreePort() {

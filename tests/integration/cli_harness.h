@@ -31,6 +31,8 @@ std::map<std::string, std::string> ParseFlatJson(const std::string& json);
 std::vector<double> ParseNumberList(const std::string& json, const std::string& key);
 
 std::string ExamplePath(const std::string& name);
+// The progress step in `gradsync get -o json` output, or -1 before the first report.
+int64_t ProgressStep(const std::string& job_json);
 // A TCP port free on 127.0.0.1 now (for servers that must come back on the same port).
 int FreePort();
 // Polls `gradsync get JOB -o json` until `pred` holds on its output or `timeout` passes (then the

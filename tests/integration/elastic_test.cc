@@ -58,13 +58,6 @@ std::map<int, std::map<int, std::vector<StepSamples>>> ReadSampleLogs(const std:
   return logs;
 }
 
-int64_t ProgressStep(const std::string& json) {
-  const size_t at = json.find("\"step\": \"");
-  int64_t step = -1;
-  if (at != std::string::npos) (void)absl::SimpleAtoi(json.substr(at + 9, json.find('"', at + 9) - at - 9), &step);
-  return step;
-}
-
 bool Has(const std::string& out, const std::string& what) { return out.find(what) != std::string::npos; }
 
 TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {

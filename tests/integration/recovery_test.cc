@@ -2,6 +2,9 @@
 // cluster's supervisor, the coordinator restarts the job from its last committed checkpoint, and
 // the job ends with parameters bitwise identical to an uninterrupted run.
 #include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,13 +18,9 @@ namespace {
 const std::vector<std::string> kJob = {"--set", "training.maxSteps=2400", "--set", "training.epochs=0",
                                        "--set", "checkpoint.everySteps=200", "--set", "training.logEvery=20"};
 
-// The job's progress step from `gradsync get -o json`, or -1.
-int64_t ProgressStep(const std::string& address, const std::string& job) {
-  CommandResult r = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
-  const size_t at = r.out.find("\"step\": \"");
-  int64_t step = -1;
-  if (at != std::string::npos) (void)absl::SimpleAtoi(r.out.substr(at + 9, r.out.find('"', at + 9) - at - 9), &step);
-  return step;
+// The job's progress step, or -1.
+int64_t CurrentStep(const std::string& address, const std::string& job) {
+  return ProgressStep(RunBinary({"gradsync", "get", job, "-o", "json", "--address", address}).out);
 }
 
 TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
@@ -45,7 +44,7 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 
   // Past the second checkpoint, kill worker 0 without warning.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (ProgressStep(address, job) < 500 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
+  while (CurrentStep(address, job) < 500 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
   const std::vector<double> pids = ParseNumberList(ReadFile(dir + "/cluster.json"), "pids");
   ASSERT_EQ(pids.size(), 4u);
   ASSERT_EQ(::kill(static_cast<pid_t>(pids[2]), SIGKILL), 0);
@@ -61,6 +60,63 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
   EXPECT_NE(got.out.find("resuming from the checkpoint at step"), std::string::npos) << got.out;
   EXPECT_NE(got.out.find("CheckpointCommitted"), std::string::npos) << got.out;
   EXPECT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", dir}).exit_code, 0);
+}
+
+// A checkpoint damaged on disk: the worker is frozen (SIGSTOP) so it writes nothing more, the
+// newest checkpoint's part is truncated, the worker is killed, and a new worker takes over. The
+// coordinator detects the damage, says so in an event, and resumes from the previous checkpoint.
+TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
+  const std::string dir = MakeTempDir();
+  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+  const pid_t coordinator = StartBinary({"gradsync-coordinator", "--listen=" + address, "--metrics_listen=127.0.0.1:0",
+                                         "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts",
+                                         "--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"},
+                                        dir + "/coordinator.log");
+  auto worker = [&](const std::string& name) {
+    return StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1", "--device=cpu",
+                        "--name=" + name, "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
+                       dir + "/" + name + ".log");
+  };
+  const pid_t first = worker("first");
+  ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
+  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                    "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
+                                    "training.epochs=0", "--set", "training.maxSteps=3000", "--set",
+                                    "checkpoint.everySteps=100", "--set", "training.logEvery=10"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 250; });
+
+  ASSERT_EQ(::kill(first, SIGSTOP), 0);
+  // The newest committed checkpoint: the highest step directory with a manifest.
+  std::string newest;
+  const std::string id = job.substr(job.find('/') + 1);  // "jobs/{id}"
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/artifacts/" + id + "/checkpoints")) {
+    if (std::filesystem::exists(e.path() / "MANIFEST.json") && e.path().string() > newest) newest = e.path().string();
+  }
+  ASSERT_FALSE(newest.empty());
+  const std::string part = newest + "/rank-00000.bin";
+  std::filesystem::resize_file(part, std::filesystem::file_size(part) / 2);
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  ::waitpid(first, nullptr, 0);
+  const pid_t second = worker("second");
+
+  const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
+    return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
+  });
+  EXPECT_NE(done.find("\"SUCCEEDED\""), std::string::npos) << done << ReadFile(dir + "/second.log");
+  const size_t corrupt = done.find("\"CheckpointCorrupt\"");
+  ASSERT_NE(corrupt, std::string::npos) << done;
+  const std::string step = newest.substr(newest.rfind('-') + 1);
+  const int64_t bad = std::stoll(step);
+  EXPECT_NE(done.find(absl::StrCat("checkpoint at step ", bad, " failed verification")), std::string::npos) << done;
+  EXPECT_NE(done.find(absl::StrCat("resuming from the checkpoint at step ", bad - 100)), std::string::npos) << done;
+  EXPECT_TRUE(std::filesystem::exists(newest + ".corrupt-g2/rank-00000.bin")) << "set aside, kept for inspection";
+
+  ::kill(second, SIGTERM);
+  ::kill(coordinator, SIGTERM);
+  ::waitpid(second, nullptr, 0);
+  ::waitpid(coordinator, nullptr, 0);
 }
 
 }  // namespace
