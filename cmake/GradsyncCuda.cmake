@@ -22,6 +22,13 @@ if(GRADSYNC_HAVE_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
   enable_language(CUDA)
+  # CMake 3.25 does not know nvcc's C++20 mode (nvcc 12+ has it): name its flag, so that CUDA
+  # sources compile as C++20 like the rest, also when they link C++20 targets.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+  endif()
   set(CMAKE_CUDA_STANDARD 20)
   add_library(gradsync_nccl INTERFACE)
   target_include_directories(gradsync_nccl INTERFACE ${NCCL_INCLUDE_DIR})
