@@ -3,7 +3,9 @@
 // Collectives are asynchronous: each call queues the operation and returns a Work handle at
 // once; the backend runs operations in the order they were issued (the same order on every rank,
 // which is the caller's duty), and Wait() returns the operation's status. Buffers must stay
-// valid and untouched until the Work completes.
+// valid and untouched until the Work completes. Float buffers live where the backend computes
+// (host memory for Gloo, the rank's GPU for NCCL); the double all-reduce always takes host
+// memory (the trainer's few scalars).
 //
 // Costs with n ranks and a buffer of B bytes (ring algorithms, as Gloo runs them):
 //   AllReduce      2(n-1) steps, 2(n-1)/n x B sent per rank (reduce-scatter + all-gather)
