@@ -30,11 +30,7 @@ class CoordinatorTest : public ::testing::Test {
     return *job;
   }
 
-  v1::Assignment Take(const std::string& worker) {
-    auto a = c_->NextAssignment(worker, absl::ZeroDuration());
-    EXPECT_TRUE(a.ok() && a->has_value()) << "no assignment for " << worker;
-    return a.ok() && a->has_value() ? **a : v1::Assignment();
-  }
+  v1::Assignment Take(const std::string& worker) { return TakeTestAssignment(*c_, worker); }
 
   void Report(const std::string& worker, const v1::Assignment& a, const std::string& digest,
               const std::string& error = "") {

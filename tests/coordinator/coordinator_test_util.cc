@@ -1,8 +1,15 @@
 #include "coordinator_test_util.h"
 
 #include "gradsync/ckpt/checkpoint.h"
+#include "gtest/gtest.h"
 
 namespace gradsync::coordinator {
+
+v1::Assignment TakeTestAssignment(Coordinator& c, const std::string& worker) {
+  auto a = c.NextAssignment(worker, absl::ZeroDuration());
+  EXPECT_TRUE(a.ok() && a->has_value()) << "no assignment for " << worker;
+  return a.ok() && a->has_value() ? **a : v1::Assignment();
+}
 
 absl::StatusOr<v1::ReportCheckpointResponse> ReportTestCheckpoint(Coordinator& c, const std::string& worker,
                                                                   const v1::Assignment& a, int64_t step) {

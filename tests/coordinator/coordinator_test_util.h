@@ -17,6 +17,9 @@ inline std::string RegisterTestWorker(Coordinator& c, const std::string& host) {
   return c.RegisterWorker(req).worker_id();
 }
 
+// The worker's next assignment, which must be there already (the test fails otherwise).
+v1::Assignment TakeTestAssignment(Coordinator& c, const std::string& worker);
+
 // Writes the part of `a`'s rank at `step` (a 4-float model whose last value is the step) under
 // the assignment's checkpoint root and reports it.
 absl::StatusOr<v1::ReportCheckpointResponse> ReportTestCheckpoint(Coordinator& c, const std::string& worker,

@@ -40,11 +40,7 @@ class ElasticTest : public ::testing::Test {
     return *job;
   }
 
-  v1::Assignment Take(const std::string& worker) {
-    auto a = c_->NextAssignment(worker, absl::ZeroDuration());
-    EXPECT_TRUE(a.ok() && a->has_value()) << "no assignment for " << worker;
-    return a.ok() && a->has_value() ? **a : v1::Assignment();
-  }
+  v1::Assignment Take(const std::string& worker) { return TakeTestAssignment(*c_, worker); }
 
   // A heartbeat: in `a`'s generation, or idle when `a` is null.
   v1::HeartbeatResponse Beat(const std::string& worker, const v1::Assignment* a = nullptr) {
