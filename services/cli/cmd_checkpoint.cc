@@ -16,7 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
-#include "gradsync/core/env.h"
+#include "connection.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
@@ -30,7 +30,7 @@ constexpr char kUsage[] =
     "usage: gradsync checkpoint inspect PATH [-o json]\n"
     "       gradsync checkpoint diff A B [-o json]\n"
     "       gradsync checkpoint list --root DIR [-o json]\n"
-    "       gradsync checkpoint list JOB [--address HOST:PORT] [--token T] [-o json]\n"
+    "       gradsync checkpoint list JOB [--address ADDRESS] [--token T] [--tls-ca FILE] [-o json]\n"
     "  PATH, A, B: a checkpoint directory (rank 0's part is read) or a rank part file.\n"
     "  Exit 0 when everything read is intact, 1 when something is missing or corrupt.\n";
 
@@ -351,9 +351,9 @@ int List(const Args& args, bool json) {
       rows.push_back({std::move(m), true, ckpt::VerifyCheckpoint(dir)});
     }
   } else {
-    JobClient client(args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070")),
-                     args.Get("token", EnvOr("GRADSYNC_TOKEN", "")));
-    absl::StatusOr<v1::Job> job = client.Get(args.positional[1]);
+    absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
+    if (!client.ok()) return Failure(client.status());
+    absl::StatusOr<v1::Job> job = (*client)->Get(args.positional[1]);
     if (!job.ok()) return Failure(job.status());
     where = job->name();
     for (const v1::CheckpointManifest& m : job->checkpoints()) {
@@ -369,7 +369,7 @@ int List(const Args& args, bool json) {
 
 int CheckpointCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
-      ParseArgs("checkpoint", argv, {{"output", true, 'o'}, {"root"}, {"address"}, {"token"}});
+      ParseArgs("checkpoint", argv, WithConnectionOptions({{"output", true, 'o'}, {"root"}}));
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.empty()) return Usage("");
   const std::string output = args->Get("output", "text");

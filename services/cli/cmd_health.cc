@@ -1,16 +1,47 @@
 // gradsync healthcheck ADDRESS: exits 0 when the server answers SERVING (for probes).
+#include <chrono>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "args.h"
 #include "commands.h"
-#include "gradsync/rpc/health.h"
+#include "gradsync/rpc/server.h"
+#include "gradsync/rpc/status.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "job_client.h"
 
 namespace gradsync::cli {
+namespace {
+
+using grpc::health::v1::HealthCheckResponse;
+
+// rpc::CheckHealth over a channel with `channel`'s options (TLS). OK when SERVING.
+absl::Status Probe(const std::string& address, const std::string& service, absl::Duration timeout,
+                   const rpc::ChannelOptions& channel) {
+  auto stub = grpc::health::v1::Health::NewStub(rpc::MakeChannel(address, channel));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  HealthCheckResponse response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
+  // Waits through a server that is still starting, up to the deadline.
+  ctx.set_wait_for_ready(true);
+  if (grpc::Status s = stub->Check(&ctx, request, &response); !s.ok()) return rpc::FromGrpc(s);
+  if (response.status() != HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(HealthCheckResponse::ServingStatus_Name(response.status()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int HealthCommand(const std::vector<std::string>& argv) {
-  auto args = ParseArgs("healthcheck", argv, {{"service"}, {"timeout"}});
+  // No environment fallback for --tls-ca: a worker's GRADSYNC_TLS_CA_FILE is about its
+  // coordinator, and a probe of the worker's own plaintext health port must not pick it up.
+  auto args = ParseArgs("healthcheck", argv, {{"service"}, {"timeout"}, {"tls-ca"}});
   if (!args.ok() || args->positional.size() != 1) {
-    std::fprintf(stderr, "usage: gradsync healthcheck HOST:PORT [--service NAME] [--timeout SECONDS]\n");
+    std::fprintf(stderr,
+                 "usage: gradsync healthcheck HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE]\n");
     return 2;
   }
   auto timeout = args->GetInt("timeout", 5, 1, 3600);
@@ -18,12 +49,26 @@ int HealthCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "%s\n", std::string(timeout.status().message()).c_str());
     return 2;
   }
-  absl::Status s = rpc::CheckHealth(args->positional[0], args->Get("service"), absl::Seconds(*timeout));
+  rpc::ChannelOptions channel;
+  if (const std::string ca_file = args->Get("tls-ca"); !ca_file.empty()) {
+    auto ca = ReadTlsCaFile(ca_file);
+    if (!ca.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(ca.status().message()).c_str());
+      return 2;
+    }
+    channel.tls_ca_pem = *std::move(ca);
+  }
+  const std::string& address = args->positional[0];
+  absl::Status s = Probe(address, args->Get("service"), absl::Seconds(*timeout), channel);
   if (!s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", args->positional[0].c_str(), std::string(s.message()).c_str());
+    // A TLS server never answers a plaintext probe; the deadline is all the probe sees.
+    const char* hint = s.code() == absl::StatusCode::kDeadlineExceeded && channel.tls_ca_pem.empty()
+                           ? " (for a TLS server, pass --tls-ca)"
+                           : "";
+    std::fprintf(stderr, "%s: %s%s\n", address.c_str(), std::string(s.message()).c_str(), hint);
     return 1;
   }
-  std::printf("%s: SERVING\n", args->positional[0].c_str());
+  std::printf("%s: SERVING\n", address.c_str());
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "args.h"
 #include "commands.h"
+#include "connection.h"
 #include "display.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/shutdown.h"
@@ -14,24 +15,18 @@
 namespace gradsync::cli {
 namespace {
 
-const std::vector<OptionSpec> kCommon = {{"address"}, {"token"}, {"metrics-api"}, {"output", true, 'o'}};
-
+// Every job command takes the connection options, --metrics-api and -o.
 std::vector<OptionSpec> With(std::vector<OptionSpec> extra) {
-  extra.insert(extra.end(), kCommon.begin(), kCommon.end());
-  return extra;
-}
-
-// A client of the coordinator named by --address / GRADSYNC_ADDRESS, with --token / GRADSYNC_TOKEN.
-JobClient Client(const Args& args) {
-  return JobClient(args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070")),
-                   args.Get("token", EnvOr("GRADSYNC_TOKEN", "")));
+  extra.push_back({"metrics-api"});
+  extra.push_back({"output", true, 'o'});
+  return WithConnectionOptions(std::move(extra));
 }
 
 // The metrics service's JSON API (--metrics-api / GRADSYNC_METRICS_API); empty when not given.
 std::string MetricsApi(const Args& args) { return args.Get("metrics-api", EnvOr("GRADSYNC_METRICS_API", "")); }
 
 int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+  std::fprintf(stderr, "%s\n", DescribeError(s).c_str());
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
@@ -69,11 +64,13 @@ int WatchToEnd(JobClient& client, const std::string& name, bool json, const std:
 
 int SubmitCommand(const std::vector<std::string>& argv) {
   auto args = Parse("submit", argv, With({{"set"}, {"wait", false}}), 1,
-                    "gradsync submit FILE [--set path=value ...] [--wait] [--address HOST:PORT]");
+                    "gradsync submit FILE [--set path=value ...] [--wait] [--address ADDRESS]");
   if (!args.ok()) return Fail(args.status());
   auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), 0);
   if (!spec.ok()) return Fail(spec.status());
-  JobClient client = Client(*args);
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  JobClient& client = **connected;
   auto job = client.Create(*spec);
   if (!job.ok()) return Fail(job.status());
   const bool json = args->Get("output") == "json";
@@ -86,9 +83,11 @@ int SubmitCommand(const std::vector<std::string>& argv) {
 }
 
 int GetCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("get", argv, With({}), 1, "gradsync get JOB [-o json] [--address HOST:PORT]");
+  auto args = Parse("get", argv, With({}), 1, "gradsync get JOB [-o json] [--address ADDRESS]");
   if (!args.ok()) return Fail(args.status());
-  JobClient client = Client(*args);
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  JobClient& client = **connected;
   auto job = client.Get(args->positional[0]);
   if (!job.ok()) return Fail(job.status());
   if (args->Get("output") == "json") {
@@ -103,11 +102,13 @@ int GetCommand(const std::vector<std::string>& argv) {
 }
 
 int ListCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("list", argv, With({{"page-size"}}), 0, "gradsync list [-o json] [--address HOST:PORT]");
+  auto args = Parse("list", argv, With({{"page-size"}}), 0, "gradsync list [-o json] [--address ADDRESS]");
   if (!args.ok()) return Fail(args.status());
   auto page_size = args->GetInt("page-size", 100, 1, 1000);
   if (!page_size.ok()) return Fail(page_size.status());
-  JobClient client = Client(*args);
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  JobClient& client = **connected;
   v1::ListJobsResponse all;
   std::string token;
   do {
@@ -127,9 +128,11 @@ int ListCommand(const std::vector<std::string>& argv) {
 }
 
 int CancelCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("cancel", argv, With({}), 1, "gradsync cancel JOB [--address HOST:PORT]");
+  auto args = Parse("cancel", argv, With({}), 1, "gradsync cancel JOB [--address ADDRESS]");
   if (!args.ok()) return Fail(args.status());
-  JobClient client = Client(*args);
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  JobClient& client = **connected;
   auto job = client.Cancel(args->positional[0]);
   if (!job.ok()) return Fail(job.status());
   std::printf("%s %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str());
@@ -137,9 +140,11 @@ int CancelCommand(const std::vector<std::string>& argv) {
 }
 
 int WatchCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("watch", argv, With({}), 1, "gradsync watch JOB [-o json] [--address HOST:PORT]");
+  auto args = Parse("watch", argv, With({}), 1, "gradsync watch JOB [-o json] [--address ADDRESS]");
   if (!args.ok()) return Fail(args.status());
-  JobClient client = Client(*args);
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  JobClient& client = **connected;
   return WatchToEnd(client, args->positional[0], args->Get("output") == "json", MetricsApi(*args));
 }
 

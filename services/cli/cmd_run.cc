@@ -12,7 +12,7 @@
 #include "charts.h"
 #include "display.h"
 #include "gradsync/core/shutdown.h"
-#include "job_client.h"
+#include "grpc_job_client.h"
 #include "local_cluster.h"
 #include "metrics_client.h"
 #include "spec_input.h"
@@ -73,7 +73,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     return 1;
   }
 
-  JobClient client(cluster.coordinator_address());
+  GrpcJobClient client(cluster.coordinator_address());
   auto created = client.Create(*spec);
   if (!created.ok()) {
     std::fprintf(stderr, "submitting the job failed: %s\n", std::string(created.status().message()).c_str());

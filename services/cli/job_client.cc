@@ -1,113 +1,54 @@
 #include "job_client.h"
 
-#include <chrono>
-#include <thread>
-
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "gradsync/rpc/server.h"
-#include "gradsync/rpc/status.h"
+#include "gradsync/core/secret_file.h"
+#include "grpc_job_client.h"
+#include "rest_job_client.h"
 
 namespace gradsync::cli {
-namespace {
-
-constexpr absl::Duration kCallTimeout = absl::Seconds(15);
-
-void SetDeadline(grpc::ClientContext* ctx) {
-  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kCallTimeout));
-}
-
-// Adds the address to transport errors, which otherwise say little.
-absl::Status Annotate(const grpc::Status& s, const std::string& address) {
-  absl::Status st = rpc::FromGrpc(s);
-  if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDeadlineExceeded) {
-    return absl::Status(st.code(), absl::StrCat("coordinator at ", address, ": ", st.message()));
-  }
-  return st;
-}
-
-}  // namespace
 
 bool IsTerminal(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
 
-JobClient::JobClient(const std::string& address, std::string token)
-    : address_(address), token_(std::move(token)), stub_(v1::JobService::NewStub(rpc::MakeChannel(address))) {}
-
-void JobClient::Prepare(grpc::ClientContext* ctx, bool deadline) const {
-  if (deadline) SetDeadline(ctx);
-  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
-}
-
-template <typename Request, typename Response>
-absl::StatusOr<Response> JobClient::Call(UnaryMethod<Request, Response> method, const Request& request) {
-  Response response;
-  grpc::ClientContext ctx;
-  Prepare(&ctx, true);
-  grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
-  if (!s.ok()) return Annotate(s, address_);
-  return response;
-}
-
-absl::StatusOr<v1::Job> JobClient::Create(const v1::JobSpec& spec) {
-  v1::CreateJobRequest req;
-  *req.mutable_spec() = spec;
-  return Call(&v1::JobService::Stub::CreateJob, req);
-}
-
-absl::StatusOr<v1::Job> JobClient::Get(const std::string& name) {
-  v1::GetJobRequest req;
-  req.set_name(name);
-  return Call(&v1::JobService::Stub::GetJob, req);
-}
-
-absl::StatusOr<v1::ListJobsResponse> JobClient::List(int page_size, const std::string& page_token) {
-  v1::ListJobsRequest req;
-  req.set_page_size(page_size);
-  req.set_page_token(page_token);
-  return Call(&v1::JobService::Stub::ListJobs, req);
-}
-
-absl::StatusOr<v1::Job> JobClient::Cancel(const std::string& name) {
-  v1::CancelJobRequest req;
-  req.set_name(name);
-  return Call(&v1::JobService::Stub::CancelJob, req);
-}
-
-absl::StatusOr<v1::Job> JobClient::Watch(const std::string& name,
-                                         const std::function<void(const v1::Job&)>& on_update,
-                                         const std::atomic<bool>* stop) {
-  v1::Job last;
-  for (int failures = 0;;) {
-    grpc::ClientContext ctx;
-    Prepare(&ctx, false);
-    std::atomic<bool> done{false};
-    // Cancels the stream when the caller asks to stop (e.g. Ctrl-C).
-    std::thread canceller([&] {
-      while (!done && !(stop != nullptr && stop->load())) absl::SleepFor(absl::Milliseconds(50));
-      if (!done) ctx.TryCancel();
-    });
-    v1::WatchJobRequest req;
-    req.set_name(name);
-    auto reader = stub_->WatchJob(&ctx, req);
-    v1::Job job;
-    while (reader->Read(&job)) {
-      failures = 0;
-      last = job;
-      on_update(job);
-    }
-    grpc::Status s = reader->Finish();
-    done = true;
-    canceller.join();
-    if (stop != nullptr && stop->load()) return absl::CancelledError("interrupted");
-    if (IsTerminal(last.state())) return last;
-    if (s.ok()) continue;
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-        s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-        ++failures > 30) {
-      return Annotate(s, address_);
-    }
-    absl::SleepFor(absl::Milliseconds(500));
+absl::StatusOr<std::string> ReadTlsCaFile(const std::string& path) {
+  auto pem = ReadSecretFile(path, "the TLS CA certificate");
+  if (!pem.ok()) return pem.status();
+  if (!absl::StrContains(*pem, "-----BEGIN CERTIFICATE-----")) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a PEM certificate (--tls-ca)"));
   }
+  return pem;
+}
+
+absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions& options) {
+  const std::string& address = options.address;
+  std::string ca_pem;
+  if (!options.tls_ca_file.empty()) {
+    // Read here, for both transports, so that a missing file is reported before any call.
+    auto ca = ReadTlsCaFile(options.tls_ca_file);
+    if (!ca.ok()) return ca.status();
+    ca_pem = *std::move(ca);
+  }
+  if (absl::StartsWith(address, "http://") || absl::StartsWith(address, "https://")) {
+    const bool https = absl::StartsWith(address, "https://");
+    if (!https && !options.tls_ca_file.empty()) {
+      // Refused rather than ignored: the user expects TLS, and the token would go in the clear.
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls-ca is for TLS servers; use https:// instead of ", address));
+    }
+    std::string base(address);
+    while (absl::EndsWith(base, "/")) base.pop_back();
+    return std::unique_ptr<JobClient>(std::make_unique<RestJobClient>(address, base, options.token,
+                                                                      options.tls_ca_file));
+  }
+  if (address.empty() || absl::StrContains(address, "://")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--address: expected HOST:PORT (gRPC), http://HOST:PORT or https://HOST:PORT (REST), got \"", address,
+        "\""));
+  }
+  rpc::ChannelOptions channel;
+  channel.tls_ca_pem = std::move(ca_pem);
+  channel.bearer_token = options.token;
+  return std::unique_ptr<JobClient>(std::make_unique<GrpcJobClient>(address, channel));
 }
 
 }  // namespace gradsync::cli

@@ -1,4 +1,6 @@
-// The CLI's client of the coordinator's JobService.
+// The CLI's client of the coordinator's job API, over gRPC (JobService) or REST (/v1/jobs).
+// Both transports return the same messages and status codes, so commands print the same output
+// whichever one the address names.
 #pragma once
 
 #include <atomic>
@@ -7,43 +9,56 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "gradsync/v1/job.grpc.pb.h"
+#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::cli {
 
+// Errors are the server's status code and message (INVALID_ARGUMENT names the spec field,
+// UNAUTHENTICATED says what is wrong with the token). Transport failures are UNAVAILABLE or
+// DEADLINE_EXCEEDED and name the address. No error message contains the token.
+// A client is used from one thread at a time.
 class JobClient {
  public:
-  // `token`, when not empty, is sent as "authorization: Bearer <token>" with every call.
-  explicit JobClient(const std::string& address, std::string token = "");
+  virtual ~JobClient() = default;
 
-  absl::StatusOr<v1::Job> Create(const v1::JobSpec& spec);
-  absl::StatusOr<v1::Job> Get(const std::string& name);
-  absl::StatusOr<v1::ListJobsResponse> List(int page_size, const std::string& page_token);
-  absl::StatusOr<v1::Job> Cancel(const std::string& name);
+  virtual absl::StatusOr<v1::Job> Create(const v1::JobSpec& spec) = 0;
+  // `name` is "jobs/{id}" or the bare id.
+  virtual absl::StatusOr<v1::Job> Get(const std::string& name) = 0;
+  virtual absl::StatusOr<v1::ListJobsResponse> List(int page_size, const std::string& page_token) = 0;
+  // FAILED_PRECONDITION when the job has already ended.
+  virtual absl::StatusOr<v1::Job> Cancel(const std::string& name) = 0;
 
-  // Calls `on_update` with every snapshot until the job ends (returns it) or `stop` becomes true
-  // (CANCELLED). Reconnects if the stream drops while the job runs.
-  absl::StatusOr<v1::Job> Watch(const std::string& name,
-                                const std::function<void(const v1::Job&)>& on_update,
-                                const std::atomic<bool>* stop);
+  // Calls `on_update` with the job now and again whenever it changes, until it ends (returns
+  // the final job) or `stop` becomes true (CANCELLED). Rides out a coordinator that is briefly
+  // unreachable while the job runs.
+  virtual absl::StatusOr<v1::Job> Watch(const std::string& name,
+                                        const std::function<void(const v1::Job&)>& on_update,
+                                        const std::atomic<bool>* stop) = 0;
 
-  const std::string& address() const { return address_; }
-
- private:
-  template <typename Request, typename Response>
-  using UnaryMethod = grpc::Status (v1::JobService::Stub::*)(grpc::ClientContext*, const Request&,
-                                                             Response*);
-  // One blocking call with the client's deadline; transport errors name the address.
-  template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request);
-
-  void Prepare(grpc::ClientContext* ctx, bool deadline) const;
-
-  std::string address_;
-  std::string token_;
-  std::unique_ptr<v1::JobService::Stub> stub_;
+  // The address as the user gave it (for messages).
+  virtual const std::string& address() const = 0;
 };
 
+struct JobClientOptions {
+  // "host:port" for gRPC, "http://host:port" or "https://host:port" for REST.
+  std::string address;
+  // Sent as "Authorization: Bearer <token>" with every call when not empty.
+  std::string token;
+  // PEM file of the CA that signed the server's certificate. With a gRPC address it makes the
+  // channel TLS; with https it replaces the system's CAs. INVALID_ARGUMENT with http://.
+  std::string tls_ca_file;
+};
+
+// The client for `options.address`'s transport. INVALID_ARGUMENT for an address that is neither
+// form; NOT_FOUND naming the CA file when it cannot be read. Connects lazily: an unreachable
+// server shows in the first call.
+absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions& options);
+
 bool IsTerminal(v1::JobState state);
+
+// The PEM text of a CA file given with --tls-ca. NOT_FOUND naming the file when it cannot be
+// read; INVALID_ARGUMENT when it holds no PEM certificate (gRPC would only log that, then fail
+// every call with a vague error).
+absl::StatusOr<std::string> ReadTlsCaFile(const std::string& path);
 
 }  // namespace gradsync::cli

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "CivetServer.h"
-#include "openssl/ssl.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/log.h"
 #include "gradsync/spec/job_spec.h"
+#include "tls_frontend.h"
 
 namespace gradsync::coordinator {
 namespace {
@@ -179,40 +179,19 @@ class RestGateway::Handler : public CivetHandler {
   RestOptions options_;
 };
 
-namespace {
-
-// civetweb hands over its SSL context; the certificate chain and key come from our files, which
-// need not be combined into one as civetweb's own option requires.
-int InitSsl(void* ssl_ctx, void* user_data) {
-  const auto* files = static_cast<const RestGateway::TlsFiles*>(static_cast<CivetServer*>(user_data)->getUserContext());
-  auto* ctx = static_cast<SSL_CTX*>(ssl_ctx);
-  if (SSL_CTX_use_certificate_chain_file(ctx, files->cert.c_str()) != 1 ||
-      SSL_CTX_use_PrivateKey_file(ctx, files->key.c_str(), SSL_FILETYPE_PEM) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
-    GS_LOG(ERROR) << "REST TLS: cannot use the certificate " << files->cert << " with the key " << files->key;
-    return -1;
-  }
-  return 1;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coordinator, RestOptions options) {
   std::unique_ptr<RestGateway> g(new RestGateway());
   const bool tls = !options.tls_cert_file.empty();
   if (tls != !options.tls_key_file.empty()) {
     return absl::InvalidArgumentError("REST TLS needs both a certificate file and a key file, or neither");
   }
-  // civetweb marks an HTTPS port with a trailing "s".
-  const std::string listen = tls ? options.listen + "s" : options.listen;
-  g->tls_files_ = {options.tls_cert_file, options.tls_key_file};
+  // With TLS, civetweb serves plain HTTP on loopback behind the TLS front end (tls_frontend.h).
+  const std::string listen = tls ? "127.0.0.1:0" : options.listen;
+  const std::string public_listen = options.listen, cert = options.tls_cert_file, key = options.tls_key_file;
   g->handler_ = std::make_unique<Handler>(coordinator, std::move(options));
-  CivetCallbacks callbacks;
-  if (tls) callbacks.init_ssl = InitSsl;
   try {
     g->server_ = std::make_unique<CivetServer>(
-        std::vector<std::string>{"listening_ports", listen, "num_threads", "8", "request_timeout_ms", "30000"},
-        &callbacks, &g->tls_files_);
+        std::vector<std::string>{"listening_ports", listen, "num_threads", "8", "request_timeout_ms", "30000"});
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve REST on ", listen, ": ", e.what()));
   }
@@ -220,10 +199,17 @@ absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coo
   g->server_->addHandler("/healthz", g->handler_.get());
   const std::vector<int> ports = g->server_->getListeningPorts();
   g->port_ = ports.empty() ? 0 : ports.front();
+  if (tls) {
+    auto frontend = TlsFrontend::Start(public_listen, g->port_, cert, key);
+    if (!frontend.ok()) return frontend.status();
+    g->tls_ = *std::move(frontend);
+    g->port_ = g->tls_->port();
+  }
   return g;
 }
 
 RestGateway::~RestGateway() {
+  tls_.reset();  // no new relays into the server being closed
   if (server_) server_->close();
 }
 

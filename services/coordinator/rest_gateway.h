@@ -24,12 +24,16 @@
 class CivetServer;
 
 namespace gradsync::coordinator {
+class TlsFrontend;
+}
+
+namespace gradsync::coordinator {
 
 struct RestOptions {
   std::string listen = "0.0.0.0:8080";  // port 0 picks a free port
   size_t max_body_bytes = 1 << 20;
   TokenAuth auth;
-  // PEM certificate chain and key files: HTTPS when set (both or neither).
+  // PEM certificate chain and key files: HTTPS when set (both or neither), through TlsFrontend.
   std::string tls_cert_file;
   std::string tls_key_file;
 };
@@ -42,19 +46,14 @@ class RestGateway {
 
   int port() const { return port_; }
 
-  // The PEM files civetweb's TLS setup reads (empty: plain HTTP).
-  struct TlsFiles {
-    std::string cert;
-    std::string key;
-  };
-
  private:
   class Handler;
   RestGateway() = default;
 
   std::unique_ptr<Handler> handler_;
-  TlsFiles tls_files_;
   std::unique_ptr<CivetServer> server_;
+  // HTTPS in front of server_ when TLS is on.
+  std::unique_ptr<TlsFrontend> tls_;
   int port_ = 0;
 };
 

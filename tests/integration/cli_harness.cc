@@ -118,6 +118,29 @@ bool ProcessAlive(pid_t pid) {
   return ::kill(pid, 0) == 0;
 }
 
+Children::~Children() {
+  while (!pids_.empty()) Stop(pids_.back());
+}
+
+pid_t Children::Start(const std::vector<std::string>& args, const std::string& log) {
+  pids_.push_back(StartBinary(args, log));
+  return pids_.back();
+}
+
+void Children::Stop(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (::waitpid(pid, nullptr, WNOHANG) == 0) {
+    if (absl::Now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::erase(pids_, pid);
+}
+
 int64_t ProgressStep(const std::string& job_json) {
   const size_t at = job_json.find("\"step\": \"");
   int64_t step = -1;

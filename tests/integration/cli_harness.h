@@ -26,6 +26,19 @@ pid_t StartBinary(const std::vector<std::string>& args, const std::string& log);
 // Starts the executable at `path` (not one of gradsync's) likewise.
 pid_t StartBinaryAt(const std::string& path, const std::vector<std::string>& args, const std::string& log);
 
+// Children of one test, stopped (SIGTERM, then SIGKILL after a grace period) and reaped when the
+// test ends, whether it passed or not.
+class Children {
+ public:
+  ~Children();
+  pid_t Start(const std::vector<std::string>& args, const std::string& log);
+  // Stops one child early (it is then skipped at the end).
+  void Stop(pid_t pid);
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
 // A flat JSON object's fields as text (strings unquoted, numbers as printed by protobuf).
 std::map<std::string, std::string> ParseFlatJson(const std::string& json);
 std::vector<double> ParseNumberList(const std::string& json, const std::string& key);

@@ -1,0 +1,101 @@
+#include "grpc_job_client.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gradsync/rpc/status.h"
+
+namespace gradsync::cli {
+namespace {
+
+constexpr absl::Duration kCallTimeout = absl::Seconds(15);
+
+// Adds the address to transport errors, which otherwise say little.
+absl::Status Annotate(const grpc::Status& s, const std::string& address) {
+  absl::Status st = rpc::FromGrpc(s);
+  if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::Status(st.code(), absl::StrCat("coordinator at ", address, ": ", st.message()));
+  }
+  return st;
+}
+
+}  // namespace
+
+GrpcJobClient::GrpcJobClient(const std::string& address, const rpc::ChannelOptions& channel)
+    : address_(address), stub_(v1::JobService::NewStub(rpc::MakeChannel(address, channel))) {}
+
+template <typename Request, typename Response>
+absl::StatusOr<Response> GrpcJobClient::Call(UnaryMethod<Request, Response> method, const Request& request) {
+  Response response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kCallTimeout));
+  grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
+  if (!s.ok()) return Annotate(s, address_);
+  return response;
+}
+
+absl::StatusOr<v1::Job> GrpcJobClient::Create(const v1::JobSpec& spec) {
+  v1::CreateJobRequest req;
+  *req.mutable_spec() = spec;
+  return Call(&v1::JobService::Stub::CreateJob, req);
+}
+
+absl::StatusOr<v1::Job> GrpcJobClient::Get(const std::string& name) {
+  v1::GetJobRequest req;
+  req.set_name(name);
+  return Call(&v1::JobService::Stub::GetJob, req);
+}
+
+absl::StatusOr<v1::ListJobsResponse> GrpcJobClient::List(int page_size, const std::string& page_token) {
+  v1::ListJobsRequest req;
+  req.set_page_size(page_size);
+  req.set_page_token(page_token);
+  return Call(&v1::JobService::Stub::ListJobs, req);
+}
+
+absl::StatusOr<v1::Job> GrpcJobClient::Cancel(const std::string& name) {
+  v1::CancelJobRequest req;
+  req.set_name(name);
+  return Call(&v1::JobService::Stub::CancelJob, req);
+}
+
+absl::StatusOr<v1::Job> GrpcJobClient::Watch(const std::string& name,
+                                             const std::function<void(const v1::Job&)>& on_update,
+                                             const std::atomic<bool>* stop) {
+  v1::Job last;
+  for (int failures = 0;;) {
+    // No deadline: a watch lasts as long as the job.
+    grpc::ClientContext ctx;
+    std::atomic<bool> done{false};
+    // Cancels the stream when the caller asks to stop (e.g. Ctrl-C).
+    std::thread canceller([&] {
+      while (!done && !(stop != nullptr && stop->load())) absl::SleepFor(absl::Milliseconds(50));
+      if (!done) ctx.TryCancel();
+    });
+    v1::WatchJobRequest req;
+    req.set_name(name);
+    auto reader = stub_->WatchJob(&ctx, req);
+    v1::Job job;
+    while (reader->Read(&job)) {
+      failures = 0;
+      last = job;
+      on_update(job);
+    }
+    grpc::Status s = reader->Finish();
+    done = true;
+    canceller.join();
+    if (stop != nullptr && stop->load()) return absl::CancelledError("interrupted");
+    if (IsTerminal(last.state())) return last;
+    if (s.ok()) continue;
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        ++failures > 30) {
+      return Annotate(s, address_);
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,39 @@
+// JobClient over gRPC: the coordinator's JobService, with a streaming watch that reconnects.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gradsync/rpc/server.h"
+#include "gradsync/v1/job.grpc.pb.h"
+#include "job_client.h"
+
+namespace gradsync::cli {
+
+class GrpcJobClient : public JobClient {
+ public:
+  // `address` is "host:port"; `channel` carries the bearer token and, for TLS, the CA.
+  explicit GrpcJobClient(const std::string& address, const rpc::ChannelOptions& channel = {});
+
+  absl::StatusOr<v1::Job> Create(const v1::JobSpec& spec) override;
+  absl::StatusOr<v1::Job> Get(const std::string& name) override;
+  absl::StatusOr<v1::ListJobsResponse> List(int page_size, const std::string& page_token) override;
+  absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
+  absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
+                                const std::atomic<bool>* stop) override;
+
+  const std::string& address() const override { return address_; }
+
+ private:
+  template <typename Request, typename Response>
+  using UnaryMethod = grpc::Status (v1::JobService::Stub::*)(grpc::ClientContext*, const Request&,
+                                                             Response*);
+  // One blocking call with the client's deadline; transport errors name the address.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request);
+
+  std::string address_;
+  std::unique_ptr<v1::JobService::Stub> stub_;
+};
+
+}  // namespace gradsync::cli

@@ -1,0 +1,87 @@
+#include "http_client.h"
+
+#include <curl/curl.h>
+
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync::cli {
+namespace {
+
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// curl_global_init is not thread-safe; curl_easy_init would otherwise call it lazily.
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct CurlDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct HeaderListDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+}  // namespace
+
+absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::string& server) {
+  if (request.method != "GET" && request.method != "POST") {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported HTTP method ", request.method));
+  }
+  InitCurlOnce();
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (curl == nullptr) return absl::InternalError("cannot initialise libcurl");
+  CURL* c = curl.get();
+  HttpResponse response;
+  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  if (!request.bearer_token.empty()) {
+    headers = curl_slist_append(headers, absl::StrCat("Authorization: Bearer ", request.bearer_token).c_str());
+  }
+  if (request.method == "POST") {
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  }
+  std::unique_ptr<curl_slist, HeaderListDeleter> header_list(headers);
+  char error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  // Clusters are reached directly; an HTTP proxy from the environment would see the token.
+  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (!request.tls_ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, request.tls_ca_file.c_str());
+  const CURLcode rc = curl_easy_perform(c);
+  if (rc != CURLE_OK) {
+    const std::string why = error[0] != '\0' ? error : curl_easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT) {
+      return absl::DeadlineExceededError(absl::StrCat(server, ": no answer within ",
+                                                      absl::FormatDuration(request.timeout), " (", why, ")"));
+    }
+    return absl::UnavailableError(absl::StrCat(server, ": ", why));
+  }
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  return response;
+}
+
+std::string EscapeUrlComponent(const std::string& text) {
+  InitCurlOnce();
+  char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+  if (escaped == nullptr) return text;
+  std::string out = escaped;
+  curl_free(escaped);
+  return out;
+}
+
+}  // namespace gradsync::cli

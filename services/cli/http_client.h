@@ -1,0 +1,37 @@
+// One HTTP(S) request with libcurl, for the CLI's REST clients: bearer token, a CA file to verify
+// the server with, a timeout, and errors that name the server.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gradsync::cli {
+
+struct HttpRequest {
+  std::string method = "GET";  // GET or POST
+  std::string url;
+  // Sent as application/json with POST (an empty body is sent as such).
+  std::string body;
+  // Sent as "Authorization: Bearer <token>" when not empty; never part of an error message.
+  std::string bearer_token;
+  // PEM file of the CA to verify an https server with; empty: the system's CAs.
+  std::string tls_ca_file;
+  absl::Duration timeout = absl::Seconds(15);
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+};
+
+// Any answer the server gives, whatever its HTTP status. UNAVAILABLE naming `server` (how the
+// caller names it, e.g. its address) when the connection or the TLS handshake fails,
+// DEADLINE_EXCEEDED when it takes longer than the timeout. Any thread may call it.
+absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::string& server);
+
+// `text` percent-encoded for use as one URL path segment or query value.
+std::string EscapeUrlComponent(const std::string& text);
+
+}  // namespace gradsync::cli

@@ -1,0 +1,165 @@
+#include "rest_job_client.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gradsync/spec/job_spec.h"
+#include "http_client.h"
+
+namespace gradsync::cli {
+namespace {
+
+// How often a watch asks for the job: REST has no stream to wait on.
+constexpr absl::Duration kPollInterval = absl::Seconds(1);
+// How long a watch keeps polling a coordinator that does not answer (e.g. while it restarts).
+constexpr absl::Duration kWatchOutage = absl::Seconds(30);
+
+std::string JobPath(const std::string& name) {
+  const std::string id = absl::StartsWith(name, "jobs/") ? name.substr(5) : name;
+  return absl::StrCat("/v1/jobs/", EscapeUrlComponent(id));
+}
+
+// The code whose canonical name ("NOT_FOUND") is `name`.
+bool CodeFromName(const std::string& name, absl::StatusCode* code) {
+  for (int c = 0; c <= static_cast<int>(absl::StatusCode::kUnauthenticated); ++c) {
+    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == name) {
+      *code = static_cast<absl::StatusCode>(c);
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusCode CodeFromHttp(long status) {
+  switch (status) {
+    case 400: return absl::StatusCode::kInvalidArgument;
+    case 401: return absl::StatusCode::kUnauthenticated;
+    case 403: return absl::StatusCode::kPermissionDenied;
+    case 404: return absl::StatusCode::kNotFound;
+    case 409: return absl::StatusCode::kFailedPrecondition;
+    case 413:
+    case 429: return absl::StatusCode::kResourceExhausted;
+    case 501: return absl::StatusCode::kUnimplemented;
+    case 502:
+    case 503: return absl::StatusCode::kUnavailable;
+    case 504: return absl::StatusCode::kDeadlineExceeded;
+    default: return status >= 500 ? absl::StatusCode::kInternal : absl::StatusCode::kUnknown;
+  }
+}
+
+// Failures worth polling through: the coordinator restarting or briefly overloaded.
+bool Transient(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded ||
+         code == absl::StatusCode::kInternal || code == absl::StatusCode::kUnknown;
+}
+
+// The status a REST error answer stands for: the code and message of its {"code", "message"}
+// body, or, when the body is not one (e.g. from a proxy), a code derived from the HTTP status.
+absl::Status StatusFromHttpError(long http_status, const std::string& body, const std::string& url) {
+  google::protobuf::Struct error;
+  if (google::protobuf::util::JsonStringToMessage(body, &error).ok()) {
+    const auto& f = error.fields();
+    auto code = f.find("code");
+    auto message = f.find("message");
+    absl::StatusCode parsed;
+    if (code != f.end() && message != f.end() && CodeFromName(code->second.string_value(), &parsed) &&
+        parsed != absl::StatusCode::kOk) {
+      return absl::Status(parsed, message->second.string_value());
+    }
+  }
+  // Not the gateway's error format: show what came back, shortened.
+  constexpr size_t kMaxBody = 200;
+  std::string shown = body.size() > kMaxBody ? absl::StrCat(body.substr(0, kMaxBody), "...") : body;
+  return absl::Status(CodeFromHttp(http_status), absl::StrCat(url, " answered HTTP ", http_status,
+                                                              shown.empty() ? "" : ": ", shown));
+}
+
+}  // namespace
+
+RestJobClient::RestJobClient(std::string address, std::string base_url, std::string token, std::string tls_ca_file)
+    : address_(std::move(address)),
+      base_url_(std::move(base_url)),
+      token_(std::move(token)),
+      tls_ca_file_(std::move(tls_ca_file)) {}
+
+absl::Status RestJobClient::Send(const std::string& method, const std::string& path, const std::string& body,
+                                 google::protobuf::Message* out) {
+  HttpRequest request;
+  request.method = method;
+  request.url = base_url_ + path;
+  request.body = body;
+  request.bearer_token = token_;
+  request.tls_ca_file = tls_ca_file_;
+  auto response = SendHttp(request, absl::StrCat("coordinator at ", address_));
+  if (!response.ok()) return response.status();
+  if (response->status < 200 || response->status >= 300) {
+    return StatusFromHttpError(response->status, response->body, request.url);
+  }
+  google::protobuf::util::JsonParseOptions options;
+  // A newer coordinator may add fields.
+  options.ignore_unknown_fields = true;
+  if (auto s = google::protobuf::util::JsonStringToMessage(response->body, out, options); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(request.url, ": unreadable answer: ", s.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Job> RestJobClient::Create(const v1::JobSpec& spec) {
+  v1::Job job;
+  if (absl::Status s = Send("POST", "/v1/jobs", spec::ToJson(spec, false), &job); !s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<v1::Job> RestJobClient::Get(const std::string& name) {
+  v1::Job job;
+  if (absl::Status s = Send("GET", JobPath(name), "", &job); !s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<v1::ListJobsResponse> RestJobClient::List(int page_size, const std::string& page_token) {
+  v1::ListJobsResponse page;
+  std::string path = absl::StrCat("/v1/jobs?pageSize=", page_size);
+  if (!page_token.empty()) absl::StrAppend(&path, "&pageToken=", EscapeUrlComponent(page_token));
+  if (absl::Status s = Send("GET", path, "", &page); !s.ok()) return s;
+  return page;
+}
+
+absl::StatusOr<v1::Job> RestJobClient::Cancel(const std::string& name) {
+  v1::Job job;
+  if (absl::Status s = Send("POST", JobPath(name) + ":cancel", "", &job); !s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<v1::Job> RestJobClient::Watch(const std::string& name,
+                                             const std::function<void(const v1::Job&)>& on_update,
+                                             const std::atomic<bool>* stop) {
+  auto stopped = [stop] { return stop != nullptr && stop->load(); };
+  v1::Job last;
+  bool seen = false;
+  absl::Time failing_since = absl::InfiniteFuture();
+  for (;;) {
+    if (stopped()) return absl::CancelledError("interrupted");
+    absl::StatusOr<v1::Job> job = Get(name);
+    if (job.ok()) {
+      failing_since = absl::InfiniteFuture();
+      if (!seen || !google::protobuf::util::MessageDifferencer::Equals(*job, last)) {
+        last = *std::move(job);
+        seen = true;
+        on_update(last);
+      }
+      if (IsTerminal(last.state())) return last;
+    } else {
+      const absl::Time now = absl::Now();
+      if (failing_since == absl::InfiniteFuture()) failing_since = now;
+      if (!Transient(job.status().code()) || now - failing_since > kWatchOutage) return job.status();
+    }
+    // Sleeps in slices so that Ctrl-C is answered promptly.
+    const absl::Time next = absl::Now() + kPollInterval;
+    while (!stopped() && absl::Now() < next) absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,41 @@
+// JobClient over the coordinator's REST API (/v1/jobs, protobuf JSON bodies). Watch polls the
+// job, since the REST API has no stream.
+#pragma once
+
+#include <string>
+
+#include "google/protobuf/message.h"
+#include "job_client.h"
+
+namespace gradsync::cli {
+
+class RestJobClient : public JobClient {
+ public:
+  // `base_url` is "http(s)://host:port" without a trailing slash; `address` is how the user wrote
+  // it. `tls_ca_file` (may be empty) verifies an https server.
+  RestJobClient(std::string address, std::string base_url, std::string token, std::string tls_ca_file);
+
+  absl::StatusOr<v1::Job> Create(const v1::JobSpec& spec) override;
+  absl::StatusOr<v1::Job> Get(const std::string& name) override;
+  absl::StatusOr<v1::ListJobsResponse> List(int page_size, const std::string& page_token) override;
+  absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
+  // GET /v1/jobs/{id} about every second, calling `on_update` when the job differs from the
+  // last answer.
+  absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
+                                const std::atomic<bool>* stop) override;
+
+  const std::string& address() const override { return address_; }
+
+ private:
+  // Sends the request and parses a 2xx body into `out`; any other answer becomes the status the
+  // server's error body names.
+  absl::Status Send(const std::string& method, const std::string& path, const std::string& body,
+                    google::protobuf::Message* out);
+
+  std::string address_;
+  std::string base_url_;
+  std::string token_;
+  std::string tls_ca_file_;
+};
+
+}  // namespace gradsync::cli
