@@ -1,40 +1,13 @@
 // gradsync healthcheck ADDRESS: exits 0 when the server answers SERVING (for probes).
-#include <chrono>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
 #include "commands.h"
-#include "gradsync/rpc/server.h"
-#include "gradsync/rpc/status.h"
-#include "grpc/health/v1/health.grpc.pb.h"
+#include "gradsync/rpc/health.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
-namespace {
-
-using grpc::health::v1::HealthCheckResponse;
-
-// rpc::CheckHealth over a channel with `channel`'s options (TLS). OK when SERVING.
-absl::Status Probe(const std::string& address, const std::string& service, absl::Duration timeout,
-                   const rpc::ChannelOptions& channel) {
-  auto stub = grpc::health::v1::Health::NewStub(rpc::MakeChannel(address, channel));
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  HealthCheckResponse response;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
-  // Waits through a server that is still starting, up to the deadline.
-  ctx.set_wait_for_ready(true);
-  if (grpc::Status s = stub->Check(&ctx, request, &response); !s.ok()) return rpc::FromGrpc(s);
-  if (response.status() != HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(HealthCheckResponse::ServingStatus_Name(response.status()));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 int HealthCommand(const std::vector<std::string>& argv) {
   // No environment fallback for --tls-ca: a worker's GRADSYNC_TLS_CA_FILE is about its
   // coordinator, and a probe of the worker's own plaintext health port must not pick it up.
@@ -59,7 +32,7 @@ int HealthCommand(const std::vector<std::string>& argv) {
     channel.tls_ca_pem = *std::move(ca);
   }
   const std::string& address = args->positional[0];
-  absl::Status s = Probe(address, args->Get("service"), absl::Seconds(*timeout), channel);
+  absl::Status s = rpc::CheckHealth(address, args->Get("service"), absl::Seconds(*timeout), channel);
   if (!s.ok()) {
     // A TLS server never answers a plaintext probe; the deadline is all the probe sees.
     const char* hint = s.code() == absl::StatusCode::kDeadlineExceeded && channel.tls_ca_pem.empty()

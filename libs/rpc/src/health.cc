@@ -10,8 +10,8 @@
 namespace gradsync::rpc {
 
 absl::Status CheckHealth(const std::string& address, const std::string& service,
-                         absl::Duration timeout) {
-  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(address));
+                         absl::Duration timeout, const ChannelOptions& channel) {
+  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(address, channel));
   grpc::health::v1::HealthCheckRequest req;
   req.set_service(service);
   grpc::health::v1::HealthCheckResponse resp;
