@@ -98,11 +98,12 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   const v1::TrainingSpec& t = spec.training();
   const int rank = comm.rank();
 
-  // "auto" means Gloo until the NCCL backend lands; asking for NCCL by name must not silently
-  // train over Gloo.
+  // NCCL reduces device memory, and the trainer's model computes on the CPU: "auto" means Gloo
+  // here, and asking for NCCL by name must not silently train over Gloo.
   if (spec.ddp().backend() == "nccl") {
     return absl::FailedPreconditionError(
-        "ddp.backend: \"nccl\" is not available yet (the Gloo backend is); use \"gloo\" or \"auto\"");
+        "ddp.backend: \"nccl\" needs the model on a GPU, and this worker trains on the CPU; use \"gloo\" or "
+        "\"auto\"");
   }
   auto model_or = nn::CreateModel(spec);
   if (!model_or.ok()) return model_or.status();
