@@ -1,0 +1,124 @@
+// Fused causal attention (with grouped-query heads) against kernels/cpu/attention.h.
+#include "gradsync/kernels/cuda/attention.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "gradsync/kernels/cpu/attention.h"
+#include "test_util.h"
+
+namespace gradsync::kernels::cuda {
+namespace {
+
+using testing::Close;
+using testing::Download;
+using testing::Random;
+using testing::TolFor;
+using testing::Upload;
+
+// log sum_{j <= i} exp(q_i . k_j / sqrt(D)) in double, straight from the definition.
+std::vector<float> ReferenceLse(const std::vector<float>& qkv, const AttentionShape& s) {
+  std::vector<float> lse(s.batch * s.heads * s.seq_len);
+  const int64_t row = s.qkv_width(), d = s.head_dim;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t g = h / (s.heads / s.kv_heads);
+      for (int64_t i = 0; i < s.seq_len; ++i) {
+        const float* q = qkv.data() + (b * s.seq_len + i) * row + h * d;
+        std::vector<double> scores(i + 1);
+        double max = -INFINITY;
+        for (int64_t j = 0; j <= i; ++j) {
+          const float* k = qkv.data() + (b * s.seq_len + j) * row + (s.heads + g) * d;
+          double dot = 0.0;
+          for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(q[c]) * k[c];
+          scores[j] = dot / std::sqrt(static_cast<double>(d));
+          max = std::max(max, scores[j]);
+        }
+        double sum = 0.0;
+        for (const double sc : scores) sum += std::exp(sc - max);
+        lse[(b * s.heads + h) * s.seq_len + i] = static_cast<float>(max + std::log(sum));
+      }
+    }
+  }
+  return lse;
+}
+
+template <typename T>
+class AttentionTest : public testing::CudaTest {
+ protected:
+  void Check(const AttentionShape& s) {
+    SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
+                                      << " KVH=" << s.kv_heads << " D=" << s.head_dim);
+    const uint32_t seed = static_cast<uint32_t>(s.seq_len * 97 + s.heads * 13 + s.head_dim);
+    const int64_t qkv_n = s.batch * s.seq_len * s.qkv_width();
+    const int64_t out_n = s.batch * s.seq_len * s.out_width();
+    // Spread wide enough that the softmax is far from uniform (scores of several units).
+    const std::vector<float> qkv = Random<T>(qkv_n, seed, -2.0f, 2.0f);
+    const std::vector<float> dout = Random<T>(out_n, seed + 1);
+    const std::vector<float> dqkv0 = Random<T>(qkv_n, seed + 2);
+
+    cpu::AttentionShape cs{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
+    std::vector<float> want_out(out_n), att(s.batch * s.heads * s.seq_len * s.seq_len);
+    cpu::AttentionForward(want_out.data(), att.data(), qkv.data(), cs);
+    std::vector<float> want_dqkv = dqkv0, scratch(s.seq_len * s.seq_len);
+    cpu::AttentionBackward(want_dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
+                           cs);
+    const std::vector<float> want_lse = ReferenceLse(qkv, s);
+
+    DeviceBuffer<T> d_qkv, d_out, d_dout, d_dqkv;
+    DeviceBuffer<float> d_lse, d_delta;
+    GRADSYNC_ASSIGN_OR_FAIL(d_qkv, Upload<T>(qkv));
+    GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<T>(out_n));
+    GRADSYNC_ASSIGN_OR_FAIL(d_lse, testing::Poisoned<float>(want_lse.size()));
+    GRADSYNC_ASSIGN_OR_FAIL(d_delta, testing::Poisoned<float>(want_lse.size()));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(dout));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<T>(dqkv0));
+
+    GRADSYNC_ASSERT_OK(AttentionForward<T>(d_out.data(), d_lse.data(), d_qkv.data(), s, stream_));
+    GRADSYNC_ASSERT_OK(AttentionBackward<T>(d_dqkv.data(), d_delta.data(), d_dout.data(),
+                                            d_qkv.data(), d_out.data(), d_lse.data(), s, stream_));
+    ASSERT_TRUE(Sync());
+    std::vector<float> got;
+    GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
+    EXPECT_TRUE(Close(got, want_out, TolFor<T>(), "out"));
+    GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_lse));
+    EXPECT_TRUE(Close(got, want_lse, TolFor<float>(), "lse"));
+    GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dqkv));
+    EXPECT_TRUE(Close(got, want_dqkv, TolFor<T>(), "dqkv"));
+  }
+};
+
+TYPED_TEST_SUITE(AttentionTest, testing::Dtypes);
+
+// Sequence lengths around the 32-key tiles and 64-query blocks; one token; one batch.
+TYPED_TEST(AttentionTest, MultiHeadMatchesCpu) {
+  this->Check({1, 1, 1, 1, 32});
+  this->Check({2, 65, 4, 4, 64});
+  this->Check({1, 130, 2, 2, 128});
+  this->Check({3, 31, 2, 2, 32});
+}
+
+TYPED_TEST(AttentionTest, GroupedQueryMatchesCpu) {
+  this->Check({2, 37, 4, 2, 64});    // 2 query heads per kv head
+  this->Check({3, 64, 6, 3, 32});
+  this->Check({1, 200, 8, 1, 64});   // multi-query: one kv head for all
+  this->Check({1, 97, 4, 2, 128});
+}
+
+TYPED_TEST(AttentionTest, RejectsBadShapes) {
+  using T = TypeParam;
+  AttentionShape bad_dim{1, 8, 2, 2, 48};
+  const absl::Status dim = AttentionForward<T>(nullptr, nullptr, nullptr, bad_dim, this->stream_);
+  EXPECT_EQ(dim.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(dim.message().find("head_dim"), std::string::npos) << dim;
+  AttentionShape bad_groups{1, 8, 4, 3, 64};
+  const absl::Status groups =
+      AttentionForward<T>(nullptr, nullptr, nullptr, bad_groups, this->stream_);
+  EXPECT_EQ(groups.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(groups.message().find("kv_heads"), std::string::npos) << groups;
+}
+
+}  // namespace
+}  // namespace gradsync::kernels::cuda

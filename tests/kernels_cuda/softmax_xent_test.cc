@@ -1,0 +1,125 @@
+// Fused softmax + cross-entropy against kernels/cpu/softmax_xent.h.
+#include "gradsync/kernels/cuda/softmax_xent.cuh"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "gradsync/kernels/cpu/softmax_xent.h"
+#include "test_util.h"
+
+namespace gradsync::kernels::cuda {
+namespace {
+
+using testing::Close;
+using testing::Download;
+using testing::Random;
+using testing::TolFor;
+using testing::Upload;
+
+// Targets in [0, v), about one row in five ignored (-1), the first row never.
+std::vector<int32_t> Targets(int64_t n, int64_t v, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(v - 1));
+  std::uniform_int_distribution<int> ignore(0, 4);
+  std::vector<int32_t> out(n);
+  for (int64_t i = 0; i < n; ++i) out[i] = (i > 0 && ignore(rng) == 0) ? -1 : pick(rng);
+  return out;
+}
+
+template <typename T>
+class SoftmaxXentTest : public testing::CudaTest {
+ protected:
+  void Check(int64_t n, int64_t v, bool in_place) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n << " v=" << v << " in_place=" << in_place);
+    const uint32_t seed = static_cast<uint32_t>(n * 7 + v);
+    const std::vector<float> logits = Random<T>(n * v, seed, -8.0f, 8.0f);
+    const std::vector<int32_t> targets = Targets(n, v, seed + 1);
+    int64_t count = 0;
+    for (const int32_t t : targets) count += t != -1;
+    const float scale = 1.0f / static_cast<float>(count);
+    std::vector<float> want_dz(n * v);
+    const cpu::XentSum want = cpu::SoftmaxCrossEntropy(want_dz.data(), logits.data(),
+                                                       targets.data(), n, v, scale);
+    ASSERT_EQ(want.count, count);
+
+    DeviceBuffer<T> d_logits, d_dz;
+    DeviceBuffer<int32_t> d_targets;
+    DeviceBuffer<float> d_loss;
+    DeviceBuffer<double> d_sum;
+    DeviceBuffer<int64_t> d_count;
+    GRADSYNC_ASSIGN_OR_FAIL(d_logits, Upload<T>(logits));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dz, testing::Poisoned<T>(n * v));
+    GRADSYNC_ASSIGN_OR_FAIL(d_targets, DeviceBuffer<int32_t>::FromHost(targets));
+    GRADSYNC_ASSIGN_OR_FAIL(d_loss, testing::Poisoned<float>(n));
+    GRADSYNC_ASSIGN_OR_FAIL(d_sum, DeviceBuffer<double>::Allocate(1));
+    GRADSYNC_ASSIGN_OR_FAIL(d_count, DeviceBuffer<int64_t>::Allocate(1));
+    T* dz = in_place ? d_logits.data() : d_dz.data();
+    GRADSYNC_ASSERT_OK(SoftmaxCrossEntropy<T>(dz, d_loss.data(), d_logits.data(), d_targets.data(),
+                                              n, v, scale, kXentIgnoreIndex, stream_));
+    GRADSYNC_ASSERT_OK(XentLossSum(d_sum.data(), d_count.data(), d_loss.data(), d_targets.data(),
+                                   n, kXentIgnoreIndex, stream_));
+    ASSERT_TRUE(Sync());
+    std::vector<double> sum;
+    std::vector<int64_t> got_count;
+    GRADSYNC_ASSIGN_OR_FAIL(sum, d_sum.ToHost());
+    GRADSYNC_ASSIGN_OR_FAIL(got_count, d_count.ToHost());
+    EXPECT_EQ(got_count[0], count);
+    // Per-row losses are fp32 on the GPU (logits rounded identically on both sides).
+    EXPECT_NEAR(sum[0], want.loss_sum, 1e-5 * std::max(1.0, std::abs(want.loss_sum)));
+    std::vector<float> got;
+    GRADSYNC_ASSIGN_OR_FAIL(got, Download(in_place ? d_logits : d_dz));
+    EXPECT_TRUE(Close(got, want_dz, TolFor<T>(), "dlogits"));
+  }
+};
+
+TYPED_TEST_SUITE(SoftmaxXentTest, testing::Dtypes);
+
+TYPED_TEST(SoftmaxXentTest, MatchesCpu) {
+  this->Check(1, 1, false);
+  this->Check(4, 10, false);
+  this->Check(7, 517, false);
+  this->Check(33, 1000, false);
+  this->Check(3, 50257, false);  // GPT-2's vocabulary: 98 elements per thread
+}
+
+TYPED_TEST(SoftmaxXentTest, MatchesCpuInPlace) {
+  this->Check(9, 777, true);
+}
+
+// Loss only (no gradient), and every row ignored.
+TYPED_TEST(SoftmaxXentTest, LossOnlyAndAllIgnored) {
+  using T = TypeParam;
+  const int64_t n = 3, v = 11;
+  const std::vector<float> logits = Random<T>(n * v, 5);
+  const std::vector<int32_t> targets = {-1, -1, -1};
+  DeviceBuffer<T> d_logits;
+  DeviceBuffer<int32_t> d_targets;
+  DeviceBuffer<float> d_loss;
+  DeviceBuffer<double> d_sum;
+  DeviceBuffer<int64_t> d_count;
+  GRADSYNC_ASSIGN_OR_FAIL(d_logits, Upload<T>(logits));
+  GRADSYNC_ASSIGN_OR_FAIL(d_targets, DeviceBuffer<int32_t>::FromHost(targets));
+  GRADSYNC_ASSIGN_OR_FAIL(d_loss, testing::Poisoned<float>(n));
+  GRADSYNC_ASSIGN_OR_FAIL(d_sum, DeviceBuffer<double>::Allocate(1));
+  GRADSYNC_ASSIGN_OR_FAIL(d_count, DeviceBuffer<int64_t>::Allocate(1));
+  GRADSYNC_ASSERT_OK(SoftmaxCrossEntropy<T>(nullptr, d_loss.data(), d_logits.data(),
+                                            d_targets.data(), n, v, 1.0f, kXentIgnoreIndex,
+                                            this->stream_));
+  GRADSYNC_ASSERT_OK(XentLossSum(d_sum.data(), d_count.data(), d_loss.data(), d_targets.data(), n,
+                                 kXentIgnoreIndex, this->stream_));
+  ASSERT_TRUE(this->Sync());
+  std::vector<float> loss;
+  GRADSYNC_ASSIGN_OR_FAIL(loss, d_loss.ToHost());
+  EXPECT_EQ(loss, std::vector<float>(n, 0.0f));
+  std::vector<double> sum;
+  std::vector<int64_t> count;
+  GRADSYNC_ASSIGN_OR_FAIL(sum, d_sum.ToHost());
+  GRADSYNC_ASSIGN_OR_FAIL(count, d_count.ToHost());
+  EXPECT_EQ(sum[0], 0.0);
+  EXPECT_EQ(count[0], 0);
+}
+
+}  // namespace
+}  // namespace gradsync::kernels::cuda
