@@ -174,9 +174,16 @@ void Agent::RunAssignment(const v1::Assignment& a) {
       *current_.mutable_progress() = p;
     };
     hooks.on_step_begin = [&](const StepMarker& m) {
-      absl::MutexLock lock(&mu_);
-      marker_ = m;
-      current_.set_step(m.step - 1);
+      {
+        absl::MutexLock lock(&mu_);
+        marker_ = m;
+        current_.set_step(m.step - 1);
+      }
+      if (options_.stall && options_.stall->rank == a.rank() && options_.stall->step == m.step) {
+        GS_LOG(WARNING) << "injected fault: stalling step " << m.step << " for "
+                        << absl::FormatDuration(options_.stall->duration);
+        absl::SleepFor(options_.stall->duration);
+      }
     };
     std::unique_ptr<SampleLog> samples;
     if (!options_.sample_log_dir.empty()) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "activity.h"
+#include "fault_injection.h"
 #include "gradsync/comm/communicator.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/metrics_reporter.h"
@@ -36,6 +38,8 @@ struct AgentOptions {
   WorkerMetrics* own_metrics = nullptr;
   // If set, every step's sample indices are appended to a file per generation and rank here.
   std::string sample_log_dir;
+  // A drill: stall this rank at this step (heartbeats go on).
+  std::optional<StallFault> stall;
   absl::Duration max_backoff = absl::Seconds(5);
 };
 

@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, tls_ca_file, gradsync::EnvOr("GRADSYNC_TLS_CA_FILE", ""),
 ABSL_FLAG(std::string, health_listen, gradsync::EnvOr("GRADSYNC_WORKER_HEALTH_LISTEN", "0.0.0.0:7072"),
           "gRPC health (grpc.health.v1) address for probes; port 0 picks a free one; empty disables "
           "(env GRADSYNC_WORKER_HEALTH_LISTEN)");
+ABSL_FLAG(std::string, inject_stall, gradsync::EnvOr("GRADSYNC_INJECT_STALL", ""),
+          "fault drill: \"rank=R,step=S,seconds=T\" stalls rank R at the start of step S for T seconds while "
+          "heartbeats go on, to exercise hang diagnosis (env GRADSYNC_INJECT_STALL)");
 ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR", ""),
           "if set, append every step's sample indices here, a file per job generation and rank, for "
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
@@ -73,6 +76,12 @@ int main(int argc, char** argv) {
   options.device = *device;
   options.metrics = absl::GetFlag(FLAGS_metrics);
   options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
+  auto stall = gradsync::worker::ParseStallFault(absl::GetFlag(FLAGS_inject_stall));
+  if (!stall.ok()) {
+    GS_LOG(ERROR) << stall.status();
+    return 2;
+  }
+  options.stall = *stall;
   gradsync::worker::WorkerMetrics own_metrics;
   std::map<std::string, std::string> endpoints;
   std::unique_ptr<gradsync::worker::MetricsHttpServer> exposer;
