@@ -27,7 +27,7 @@ TEST(Stall, TheEventsNameTheRankBehindAndTheBucketTheOthersWaitIn) {
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
                                     "training.worldSize=2", "--set", "training.epochs=0", "--set",
-                                    "training.maxSteps=60"});
+                                    "training.maxSteps=1000"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
 

@@ -11,11 +11,20 @@
 
 namespace gradsync::nn {
 
-void Model::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void Model::ZeroGrads() { std::fill(grads_view_.begin(), grads_view_.end(), 0.0f); }
 
 void Model::AllocateBuffers() {
   params_.assign(layout_.total_numel(), 0.0f);
   grads_.assign(layout_.total_numel(), 0.0f);
+  params_view_ = params_;
+  grads_view_ = grads_;
+}
+
+void Model::UseExternalBuffers(std::span<float> params, std::span<float> grads) {
+  params_.clear();
+  grads_.clear();
+  params_view_ = params;
+  grads_view_ = grads;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec) {

@@ -40,10 +40,16 @@ class Model {
   virtual ~Model() = default;
 
   const ParamLayout& layout() const { return layout_; }
-  std::span<float> params() { return params_; }
-  std::span<const float> params() const { return params_; }
-  std::span<float> grads() { return grads_; }
-  std::span<const float> grads() const { return grads_; }
+  // The flat parameter and gradient buffers, laid out by layout(). Host memory unless
+  // on_device() is true; then they are device memory (see gradsync/nn/cuda/cuda_model.h) and
+  // must not be dereferenced on the host.
+  std::span<float> params() { return params_view_; }
+  std::span<const float> params() const { return params_view_; }
+  std::span<float> grads() { return grads_view_; }
+  std::span<const float> grads() const { return grads_view_; }
+
+  // True when params() and grads() are GPU memory. The CPU models return false.
+  virtual bool on_device() const { return false; }
 
   // Fills the parameters deterministically from `seed`.
   virtual void InitParams(uint64_t seed) = 0;
@@ -64,17 +70,23 @@ class Model {
   // One line naming the architecture and its dimensions.
   virtual std::string Describe() const = 0;
 
-  void ZeroGrads();
+  // Sets every gradient to zero (on a device model: queued on its stream).
+  virtual void ZeroGrads();
 
  protected:
-  // Subclasses register parameters in forward order, then call AllocateBuffers() once.
+  // Subclasses register parameters in forward order, then call AllocateBuffers() once (host
+  // buffers) or UseExternalBuffers() (buffers the subclass owns, e.g. device memory, each of
+  // layout().total_numel() floats and alive as long as the model).
   ParamLayout& mutable_layout() { return layout_; }
   void AllocateBuffers();
+  void UseExternalBuffers(std::span<float> params, std::span<float> grads);
 
  private:
   ParamLayout layout_;
   std::vector<float> params_;
   std::vector<float> grads_;
+  std::span<float> params_view_;
+  std::span<float> grads_view_;
 };
 
 // Builds the model a job spec describes (spec defaults already filled in).

@@ -1,0 +1,52 @@
+// CreateCudaModel: checks that the spec names a transformer the CUDA kernels can run, builds the
+// CPU model of the same spec for its layout and initial values, and hands both to the GPU model
+// of the requested precision.
+#include "gradsync/nn/cuda/cuda_model.h"
+
+#include <cuda_bf16.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cuda_transformer.h"
+#include "gradsync/kernels/cuda/cuda_check.h"
+#include "gradsync/nn/presets.h"
+
+namespace gradsync::nn::cuda {
+
+absl::Status CudaModel::Synchronize() const {
+  return kernels::cuda::CudaStatus(cudaStreamSynchronize(options_.stream),
+                                   "cudaStreamSynchronize of the model's stream");
+}
+
+absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::JobSpec& spec,
+                                                           const CudaModelOptions& options) {
+  const std::string& preset = spec.model().preset();
+  if (!IsTransformerPreset(preset)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.preset: the CUDA model runs the transformer presets (",
+        absl::StrJoin(ModelPresetNames(), ", "), " without mlp), got \"", preset, "\""));
+  }
+  absl::StatusOr<gradsync::v1::TransformerConfig> config = ResolveTransformerConfig(spec.model());
+  if (!config.ok()) return config.status();
+  if (absl::Status s = ValidateTransformerConfig(*config); !s.ok()) return s;
+  const int64_t head_dim = config->width() / config->heads();
+  if (head_dim != 32 && head_dim != 64 && head_dim != 128) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.transformer.heads: the CUDA attention kernels need a head dim (width / heads) of "
+        "32, 64 or 128, got ",
+        config->width(), " / ", config->heads(), " = ", head_dim));
+  }
+  // The CPU model of the same spec: the source of the layout and of the initial values.
+  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);
+  if (!reference.ok()) return reference.status();
+  if (options.precision == Precision::kFp32) {
+    auto model = CudaTransformer<float>::Create(spec, *config, **reference, options);
+    if (!model.ok()) return model.status();
+    return std::unique_ptr<CudaModel>(*std::move(model));
+  }
+  auto model = CudaTransformer<__nv_bfloat16>::Create(spec, *config, **reference, options);
+  if (!model.ok()) return model.status();
+  return std::unique_ptr<CudaModel>(*std::move(model));
+}
+
+}  // namespace gradsync::nn::cuda

@@ -1,0 +1,461 @@
+// Construction, parameter and activation buffers, and the model-level passes of the GPU
+// transformer; one block's passes are in cuda_transformer_block.cc.
+#include "cuda_transformer.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "batch_check.h"
+#include "gradsync/kernels/cuda/cuda_check.h"
+#include "gradsync/kernels/cuda/encoder.cuh"
+#include "gradsync/kernels/cuda/layernorm.cuh"
+#include "gradsync/kernels/cuda/rmsnorm.cuh"
+#include "gradsync/kernels/cuda/rope.cuh"
+#include "gradsync/kernels/cuda/softmax_xent.cuh"
+#include "gradsync/nn/presets.h"
+#include "precision_cast.cuh"
+
+namespace gradsync::nn::cuda {
+namespace {
+
+namespace k = gradsync::kernels::cuda;
+using k::CudaStatus;
+
+template <typename B>
+absl::Status Grow(B& buffer, int64_t count) {
+  if (static_cast<int64_t>(buffer.size()) >= count) return absl::OkStatus();
+  buffer = B();  // free first, so the old and new arrays never coexist
+  auto grown = B::Allocate(static_cast<size_t>(count));
+  if (!grown.ok()) return grown.status();
+  buffer = *std::move(grown);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename T>
+absl::StatusOr<std::unique_ptr<CudaTransformer<T>>> CudaTransformer<T>::Create(
+    const gradsync::v1::JobSpec& spec, const gradsync::v1::TransformerConfig& config,
+    const Model& reference, const CudaModelOptions& options) {
+  std::unique_ptr<CudaTransformer> model(new CudaTransformer(spec, config, options));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(model->Init(reference));
+  return model;
+}
+
+template <typename T>
+CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec,
+                                    const gradsync::v1::TransformerConfig& config,
+                                    const CudaModelOptions& options)
+    : CudaModel(options),
+      spec_(spec),
+      config_(config),
+      gpt2_(config.flavour() == "gpt2"),
+      layers_(config.layers()),
+      heads_(config.heads()),
+      kv_heads_(config.kv_heads()),
+      width_(config.width()),
+      head_dim_(config.width() / config.heads()),
+      mlp_width_(config.mlp_width()),
+      max_seq_len_(config.seq_len()),
+      vocab_(config.vocab_size()),
+      qkv_width_((heads_ + 2 * kv_heads_) * head_dim_),
+      fc_width_(gpt2_ ? mlp_width_ : 2 * mlp_width_) {}
+
+template <typename T>
+CudaTransformer<T>::~CudaTransformer() {
+  if (host_loss_ != nullptr) cudaFreeHost(host_loss_);
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::UseDevice() const {
+  return CudaStatus(cudaSetDevice(device()), absl::StrCat("cudaSetDevice(", device(), ")"));
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Init(const Model& reference) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(UseDevice());
+  for (const ParamInfo& p : reference.layout().params()) {
+    mutable_layout().Add(p.name, p.shape, p.weight_decay);
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(FindParams());
+  absl::StatusOr<std::unique_ptr<k::MatmulContext>> matmul = k::MatmulContext::Create();
+  if (!matmul.ok()) return matmul.status();
+  matmul_ = *std::move(matmul);
+
+  const int64_t total = layout().total_numel();
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(params_, total));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(grads_, total));
+  UseExternalBuffers({params_.data(), params_.size()}, {grads_.data(), grads_.size()});
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(weights_bf16_, total));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(grads_bf16_, total));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+        cudaMemsetAsync(grads_bf16_.data(), 0, total * sizeof(__nv_bfloat16), stream()),
+        "cudaMemsetAsync of the bf16 gradient scratch"));
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemsetAsync(grads_.data(), 0, total * sizeof(float), stream()), "cudaMemsetAsync of grads"));
+  if (!gpt2_) {
+    const int64_t table = max_seq_len_ * head_dim_ / 2;
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_cos_, table));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_sin_, table));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeTables(rope_cos_.data(), rope_sin_.data(), max_seq_len_,
+                                                head_dim_, config_.rope_theta(), stream()));
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(loss_, 1));
+  void* pinned = nullptr;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMallocHost(&pinned, sizeof(DeviceLoss)), "cudaMallocHost of the loss"));
+  host_loss_ = static_cast<DeviceLoss*>(pinned);
+  return CopyParamsFromHost(reference.params());
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::FindParams() {
+  std::unordered_map<std::string, int> index;
+  for (int i = 0; i < layout().size(); ++i) index[layout().param(i).name] = i;
+  absl::Status missing;
+  auto find = [&](const std::string& name) {
+    auto it = index.find(name);
+    if (it != index.end()) return it->second;
+    if (missing.ok()) {
+      missing = absl::InternalError(
+          absl::StrCat("the CPU transformer's layout has no parameter \"", name, "\""));
+    }
+    return -1;
+  };
+  wte_ = find(gpt2_ ? "wte" : "embed");
+  if (gpt2_) wpe_ = find("wpe");
+  for (int l = 0; l < layers_; ++l) {
+    const std::string p = absl::StrCat("blocks.", l, ".");
+    Block b;
+    if (gpt2_) {
+      b.norm1_w = find(p + "ln1.weight");
+      b.norm1_b = find(p + "ln1.bias");
+      b.qkv_w = find(p + "attn.qkv.weight");
+      b.qkv_b = find(p + "attn.qkv.bias");
+      b.attn_out_w = find(p + "attn.proj.weight");
+      b.attn_out_b = find(p + "attn.proj.bias");
+      b.norm2_w = find(p + "ln2.weight");
+      b.norm2_b = find(p + "ln2.bias");
+      b.fc_w = find(p + "mlp.fc.weight");
+      b.fc_b = find(p + "mlp.fc.bias");
+      b.mlp_out_w = find(p + "mlp.proj.weight");
+      b.mlp_out_b = find(p + "mlp.proj.bias");
+      b.first = b.norm1_w;
+      b.last = b.mlp_out_b + 1;
+    } else {
+      b.norm1_w = find(p + "attn_norm.weight");
+      b.qkv_w = find(p + "attn.qkv.weight");
+      b.attn_out_w = find(p + "attn.o.weight");
+      b.norm2_w = find(p + "mlp_norm.weight");
+      b.fc_w = find(p + "mlp.gate_up.weight");
+      b.mlp_out_w = find(p + "mlp.down.weight");
+      b.first = b.norm1_w;
+      b.last = b.mlp_out_w + 1;
+    }
+    blocks_.push_back(b);
+  }
+  normf_w_ = find(gpt2_ ? "lnf.weight" : "norm.weight");
+  if (gpt2_) normf_b_ = find("lnf.bias");
+  if (!missing.ok()) return missing;
+  // on_ready reports contiguous index ranges: [0, first block), each block, [normf, end).
+  int expect = blocks_.empty() ? normf_w_ : blocks_[0].first;
+  for (const Block& b : blocks_) {
+    if (b.first != expect || b.last <= b.first) {
+      return absl::InternalError("the CPU transformer's blocks are not contiguous in its layout");
+    }
+    expect = b.last;
+  }
+  if (expect != normf_w_) {
+    return absl::InternalError("the final norm does not follow the last block in the layout");
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpyAsync(params_.data(), host.data(), host.size() * sizeof(float),
+                      cudaMemcpyHostToDevice, stream()),
+      "cudaMemcpyAsync of the initial parameters"));
+  return Synchronize();
+}
+
+template <typename T>
+void CudaTransformer<T>::InitParams(uint64_t seed) {
+  gradsync::v1::JobSpec spec = spec_;
+  spec.mutable_training()->set_seed(seed);
+  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);
+  absl::Status status = reference.status();
+  if (status.ok()) status = UseDevice();
+  if (status.ok()) status = CopyParamsFromHost((*reference)->params());
+  if (!status.ok() && pending_error_.ok()) pending_error_ = status;
+}
+
+template <typename T>
+void CudaTransformer<T>::ZeroGrads() {
+  absl::Status status = UseDevice();
+  if (status.ok()) {
+    status = CudaStatus(cudaMemsetAsync(grads_.data(), 0, grads_.size() * sizeof(float), stream()),
+                        "cudaMemsetAsync of grads");
+  }
+  if (!status.ok() && pending_error_.ok()) pending_error_ = status;
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::TakePendingError() {
+  absl::Status status = std::move(pending_error_);
+  pending_error_ = absl::OkStatus();
+  return status;
+}
+
+template <typename T>
+const T* CudaTransformer<T>::W(int index) const {
+  if (index < 0) return nullptr;
+  const int64_t offset = layout().param(index).offset;
+  if constexpr (std::is_same_v<T, float>) {
+    return params_.data() + offset;
+  } else {
+    return weights_bf16_.data() + offset;
+  }
+}
+
+template <typename T>
+T* CudaTransformer<T>::G(int index) {
+  if (index < 0) return nullptr;
+  const int64_t offset = layout().param(index).offset;
+  if constexpr (std::is_same_v<T, float>) {
+    return grads_.data() + offset;
+  } else {
+    return grads_bf16_.data() + offset;
+  }
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Flush(int first, int last) {
+  if constexpr (std::is_same_v<T, float>) {
+    return absl::OkStatus();
+  } else {
+    if (first >= last) return absl::OkStatus();
+    const int64_t begin = layout().param(first).offset;
+    const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
+    return FlushBf16Grads(grads_.data() + begin, grads_bf16_.data() + begin, end - begin,
+                          stream());
+  }
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Report(int first, int last, const GradsReadyFn& on_ready) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Flush(first, last));
+  if (on_ready) on_ready(first, last);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Reserve(int64_t n) {
+  Activations& a = acts_;
+  if (n <= a.capacity) return absl::OkStatus();
+  const int64_t L = layers_, C = width_, H = heads_;
+  for (Dev* v : {&a.norm1, &a.atty, &a.res_attn, &a.norm2, &a.res_mlp}) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, L * n * C));
+  }
+  for (Dev* v : {&a.encoded, &a.normf, &a.proj, &a.dres, &a.dnorm, &a.datty}) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, n * C));
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.qkv, L * n * qkv_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc, L * n * fc_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc_act, L * n * mlp_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.logits, n * vocab_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dqkv, n * qkv_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc, n * fc_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc_act, n * mlp_width_));
+  for (DevF* v : {&a.norm1_rstd, &a.norm2_rstd}) GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, L * n));
+  if (gpt2_) {
+    for (DevF* v : {&a.norm1_mean, &a.norm2_mean}) GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, L * n));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.normf_mean, n));
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.normf_rstd, n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.lse, L * H * n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.delta, H * n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.row_loss, n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      Grow(a.norm_scratch, std::max<int64_t>({1, k::LayerNormBackwardScratchFloats(n, C),
+                                              k::RmsNormBackwardScratchFloats(n, C)})));
+  absl::StatusOr<size_t> encoder_bytes = k::EncoderBackwardScratchBytes(n, vocab_);
+  if (!encoder_bytes.ok()) return encoder_bytes.status();
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.encoder_scratch, static_cast<int64_t>(*encoder_bytes)));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.tokens, n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.targets, n));
+  a.capacity = n;
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::StatusOr<int64_t> CudaTransformer<T>::Prepare(const Batch& batch, bool need_targets) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(TakePendingError());
+  absl::StatusOr<int64_t> t = CheckTokenBatch(batch, need_targets, max_seq_len_, vocab_);
+  if (!t.ok() || *t == 0) return t;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(UseDevice());
+  batch_ = batch.size;
+  seq_len_ = *t;
+  n_ = batch_ * seq_len_;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Reserve(n_));
+  // Pageable sources: the copies stage them before returning, so the batch may go at once.
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(acts_.tokens.data(), batch.tokens.data(), n_ * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, stream()),
+                 "cudaMemcpyAsync of the tokens"));
+  if (need_targets) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(acts_.targets.data(), batch.targets.data(),
+                                   n_ * sizeof(int32_t), cudaMemcpyHostToDevice, stream()),
+                   "cudaMemcpyAsync of the targets"));
+  }
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    // params() is the truth; whoever wrote it last (optimizer, checkpoint, broadcast), the pass
+    // runs on its rounding. One pass over the weights: well under 1% of a step's time.
+    GRADSYNC_CUDA_RETURN_IF_ERROR(
+        CastToBf16(weights_bf16_.data(), params_.data(), layout().total_numel(), stream()));
+  }
+  return t;
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Zero(Dev& buffer, int64_t count) {
+  return CudaStatus(cudaMemsetAsync(buffer.data(), 0, count * sizeof(T), stream()),
+                    "cudaMemsetAsync of a gradient scratch");
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Forward() {
+  Activations& a = acts_;
+  const int64_t n = n_, C = width_;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderForward(a.encoded.data(), a.tokens.data(), W(wte_),
+                                                  W(wpe_), batch_, seq_len_, C, vocab_, stream()));
+  const T* x = a.encoded.data();
+  for (int l = 0; l < layers_; ++l) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(BlockForward(l, x));
+    x = a.res_mlp.data() + l * n * C;
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), gpt2_ ? a.normf_mean.data() : nullptr,
+                                            a.normf_rstd.data(), x, normf_w_, normf_b_));
+  return k::MatmulForward<T>(*matmul_, a.logits.data(), a.normf.data(), W(wte_), nullptr, n, C,
+                             vocab_, stream());
+}
+
+template <typename T>
+absl::StatusOr<LossSum> CudaTransformer<T>::ReadLoss() {
+  char* base = reinterpret_cast<char*>(loss_.data());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::XentLossSum(
+      reinterpret_cast<double*>(base + offsetof(DeviceLoss, sum)),
+      reinterpret_cast<int64_t*>(base + offsetof(DeviceLoss, count)), acts_.row_loss.data(),
+      acts_.targets.data(), n_, k::kXentIgnoreIndex, stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(host_loss_, loss_.data(), sizeof(DeviceLoss),
+                                 cudaMemcpyDeviceToHost, stream()),
+                 "cudaMemcpyAsync of the loss"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
+  return LossSum{host_loss_->sum, host_loss_->count};
+}
+
+template <typename T>
+absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, float loss_scale,
+                                                            const GradsReadyFn& on_ready) {
+  absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
+  if (!t.ok()) return t.status();
+  const int first_block = blocks_.empty() ? normf_w_ : blocks_[0].first;
+  if (*t == 0) {
+    if (on_ready) {
+      on_ready(normf_w_, layout().size());
+      for (int l = static_cast<int>(layers_) - 1; l >= 0; --l) {
+        on_ready(blocks_[l].first, blocks_[l].last);
+      }
+      on_ready(0, first_block);
+    }
+    return LossSum{};
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
+  Activations& a = acts_;
+  const int64_t n = n_, C = width_;
+  // The gradient of loss_scale x (loss sum) replaces the logits in place.
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
+      a.logits.data(), a.row_loss.data(), a.logits.data(), a.targets.data(), n, vocab_,
+      loss_scale, k::kXentIgnoreIndex, stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dnorm, n * C));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), G(wte_), nullptr,
+                                                     a.logits.data(), a.normf.data(), W(wte_), n,
+                                                     C, vocab_, stream()));
+  // The tied embedding's output half, moved to fp32 now so that its bf16 value rounds once.
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Flush(wte_, wte_ + 1));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dres, n * C));
+  const T* last = layers_ == 0 ? a.encoded.data() : a.res_mlp.data() + (layers_ - 1) * n * C;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(a.dres.data(), normf_w_, normf_b_, a.dnorm.data(),
+                                             last, gpt2_ ? a.normf_mean.data() : nullptr,
+                                             a.normf_rstd.data()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Report(normf_w_, layout().size(), on_ready));
+  for (int l = static_cast<int>(layers_) - 1; l >= 0; --l) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(
+        BlockBackward(l, l == 0 ? a.encoded.data() : a.res_mlp.data() + (l - 1) * n * C));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Report(blocks_[l].first, blocks_[l].last, on_ready));
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderBackward<T>(
+      G(wte_), G(wpe_), a.dres.data(), a.tokens.data(), batch_, seq_len_, C, vocab_,
+      a.encoder_scratch.data(), a.encoder_scratch.size(), stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Report(0, first_block, on_ready));
+  return ReadLoss();
+}
+
+template <typename T>
+absl::StatusOr<LossSum> CudaTransformer<T>::Evaluate(const Batch& batch) {
+  absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
+  if (!t.ok()) return t.status();
+  if (*t == 0) return LossSum{};
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
+      nullptr, acts_.row_loss.data(), acts_.logits.data(), acts_.targets.data(), n_, vocab_, 1.0f,
+      k::kXentIgnoreIndex, stream()));
+  return ReadLoss();
+}
+
+template <typename T>
+absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batch) {
+  absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/false);
+  if (!t.ok()) return t.status();
+  if (*t == 0) return std::vector<float>{};
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
+  std::vector<T> logits(n_ * vocab_);
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(logits.data(), acts_.logits.data(), logits.size() * sizeof(T),
+                                 cudaMemcpyDeviceToHost, stream()),
+                 "cudaMemcpyAsync of the logits"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
+  if constexpr (std::is_same_v<T, float>) {
+    return logits;
+  } else {
+    std::vector<float> out(logits.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = __bfloat162float(logits[i]);
+    return out;
+  }
+}
+
+template <typename T>
+std::string CudaTransformer<T>::Describe() const {
+  return absl::StrCat(DescribeTransformer(config_), ", cuda ",
+                      std::is_same_v<T, float> ? "fp32" : "bf16");
+}
+
+template <typename T>
+kernels::cuda::AttentionShape CudaTransformer<T>::Shape() const {
+  return {batch_, seq_len_, heads_, kv_heads_, head_dim_};
+}
+
+template class CudaTransformer<float>;
+template class CudaTransformer<__nv_bfloat16>;
+
+}  // namespace gradsync::nn::cuda

@@ -1,0 +1,155 @@
+// The GPU transformer behind CreateCudaModel (gradsync/nn/cuda/cuda_model.h), templated on the
+// working type T of weights and activations: float (Precision::kFp32) or __nv_bfloat16
+// (Precision::kBf16, with fp32 master params and grads). Layer for layer it is the CPU
+// Transformer of src/transformer.h (same parameters, same order of operations), with the CPU
+// kernels swapped for kernels/cuda's launchers:
+//
+//   forward:  x0 = wte[tokens] (+ wpe)
+//             per block l: a = attn(rope(qkv(norm1(x)))), r = x + proj(a),
+//                          x' = r + mlp_out(act(fc(norm2(r))))
+//             logits = normf(x_L) . wte^T
+//   loss:     softmax cross-entropy per position, targets -1 ignored; the gradient is that of
+//             loss_scale x (sum of the counted positions' losses), as on the CPU
+//   backward: the same ops in reverse, each gradient ACCUMULATED into its parameter's range;
+//             a layer's range is handed to on_ready once its last gradient kernel is queued
+//
+// cuda_transformer.cc holds construction, buffers and the model-level passes;
+// cuda_transformer_block.cc one block's forward and backward.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gradsync/kernels/cuda/attention.cuh"
+#include "gradsync/kernels/cuda/device_buffer.h"
+#include "gradsync/kernels/cuda/matmul.cuh"
+#include "gradsync/nn/cuda/cuda_model.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::nn::cuda {
+
+template <typename T>
+class CudaTransformer final : public CudaModel {
+ public:
+  // `reference` is the CPU model of the same spec, already initialised: its layout is copied
+  // parameter by parameter and its values become the initial parameters. `config` is the
+  // resolved, validated configuration with a head dim the attention kernels support.
+  static absl::StatusOr<std::unique_ptr<CudaTransformer>> Create(
+      const gradsync::v1::JobSpec& spec, const gradsync::v1::TransformerConfig& config,
+      const Model& reference, const CudaModelOptions& options);
+
+  ~CudaTransformer() override;
+
+  // Builds the CPU model's initial values for `seed` on the host and copies them to params().
+  // The interface returns nothing: a failure is kept and returned by the next call that returns
+  // a status.
+  void InitParams(uint64_t seed) override;
+  void ZeroGrads() override;
+  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale,
+                                          const GradsReadyFn& on_ready) override;
+  absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
+  // Logits [size, T, V] (converted to float in bf16 mode).
+  absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
+  std::string Describe() const override;
+
+ private:
+  using Dev = kernels::cuda::DeviceBuffer<T>;
+  using DevF = kernels::cuda::DeviceBuffer<float>;
+
+  // Parameter indices of one block; -1 where the flavour has none (as in src/transformer.h).
+  struct Block {
+    int first = 0, last = 0;
+    int norm1_w = -1, norm1_b = -1, qkv_w = -1, qkv_b = -1, attn_out_w = -1, attn_out_b = -1;
+    int norm2_w = -1, norm2_b = -1, fc_w = -1, fc_b = -1, mlp_out_w = -1, mlp_out_b = -1;
+  };
+
+  // Device activations for up to `capacity` tokens (B x T). Per-layer tensors stack L layers,
+  // each layer's slice sized for the CURRENT n tokens. T unless named fp32.
+  struct Activations {
+    int64_t capacity = 0;
+    Dev encoded, norm1, qkv, atty, res_attn, norm2, fc, fc_act, res_mlp, normf, logits, proj;
+    DevF norm1_mean, norm1_rstd, lse, norm2_mean, norm2_rstd, normf_mean, normf_rstd;  // fp32
+    Dev dres, dnorm, datty, dqkv, dfc, dfc_act;  // backward scratch, one layer
+    DevF delta, norm_scratch, row_loss;
+    kernels::cuda::DeviceBuffer<unsigned char> encoder_scratch;
+    kernels::cuda::DeviceBuffer<int32_t> tokens, targets;
+  };
+
+  // Block l's slices of the per-layer activations.
+  struct LayerView {
+    T *norm1, *qkv, *atty, *res_attn, *norm2, *fc, *fc_act, *res_mlp;
+    float *norm1_mean, *norm1_rstd, *lse, *norm2_mean, *norm2_rstd;
+  };
+
+  // The sums XentLossSum writes, read back to pinned host memory.
+  struct DeviceLoss {
+    double sum;
+    int64_t count;
+  };
+
+  CudaTransformer(const gradsync::v1::JobSpec& spec, const gradsync::v1::TransformerConfig& config,
+                  const CudaModelOptions& options);
+  absl::Status Init(const Model& reference);
+  absl::Status FindParams();
+  absl::Status CopyParamsFromHost(std::span<const float> host);
+
+  // Weights (the bf16 copy in bf16 mode) and gradient targets (the bf16 scratch in bf16 mode)
+  // of parameter `index`; null for -1.
+  const T* W(int index) const;
+  T* G(int index);
+  // bf16 mode: adds the bf16 gradients of parameters [first, last) into grads() and clears them.
+  absl::Status Flush(int first, int last);
+  absl::Status Report(int first, int last, const GradsReadyFn& on_ready);
+
+  // Checks the batch, sizes the activations, uploads tokens (and targets), and refreshes the bf16
+  // weights. Returns T (0 for an empty batch).
+  absl::StatusOr<int64_t> Prepare(const Batch& batch, bool need_targets);
+  absl::Status Reserve(int64_t n);
+  LayerView Layer(int l);
+  kernels::cuda::AttentionShape Shape() const;
+  absl::Status Forward();
+  absl::Status BlockForward(int l, const T* x);
+  // Takes the gradient of block l's output in acts_.dres and leaves that of its input there.
+  absl::Status BlockBackward(int l, const T* x);
+  absl::Status NormForward(T* out, float* mean, float* rstd, const T* inp, int w, int b);
+  absl::Status NormBackward(T* dinp, int w, int b, const T* dout, const T* inp, const float* mean,
+                            const float* rstd);
+  absl::Status Zero(Dev& buffer, int64_t count);
+  // Queues the loss sum's copy to host and waits for the stream.
+  absl::StatusOr<LossSum> ReadLoss();
+  absl::Status UseDevice() const;
+  absl::Status TakePendingError();
+
+  gradsync::v1::JobSpec spec_;
+  gradsync::v1::TransformerConfig config_;
+  bool gpt2_;
+  // L layers, H heads, KVH kv heads, C width, D head dim, M MLP width, seqLen, V vocab, qkv row
+  // Q = (H + 2 KVH) D, fc output F (M for gpt2, 2M for the fused gate/up).
+  int64_t layers_, heads_, kv_heads_, width_, head_dim_, mlp_width_, max_seq_len_, vocab_,
+      qkv_width_, fc_width_;
+  // Current batch: B sequences of T tokens, n = B T.
+  int64_t batch_ = 0, seq_len_ = 0, n_ = 0;
+  int wte_ = -1, wpe_ = -1, normf_w_ = -1, normf_b_ = -1;
+  std::vector<Block> blocks_;
+
+  std::unique_ptr<kernels::cuda::MatmulContext> matmul_;
+  DevF params_, grads_;
+  // bf16 mode only: the working copy of the weights and the gradient scratch, laid out as params.
+  kernels::cuda::DeviceBuffer<__nv_bfloat16> weights_bf16_, grads_bf16_;
+  DevF rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]
+  kernels::cuda::DeviceBuffer<DeviceLoss> loss_;
+  DeviceLoss* host_loss_ = nullptr;  // pinned
+  Activations acts_;
+  absl::Status pending_error_;
+};
+
+extern template class CudaTransformer<float>;
+extern template class CudaTransformer<__nv_bfloat16>;
+
+}  // namespace gradsync::nn::cuda

@@ -1,0 +1,214 @@
+// The GPU transformer against the CPU one (both flavours): layout and initial values, loss and
+// every gradient in fp32, the ready callbacks, accumulation, bf16 mode, determinism, errors.
+#include "gradsync/nn/cuda/cuda_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_model_util.h"
+
+namespace gradsync::nn::cuda::testing {
+namespace {
+
+// fp32 on both sides; the GPU sums in other orders (cuBLASLt, tree reductions), so values agree
+// to fp32 rounding amplified a little through the layers.
+constexpr Tolerance kFp32Tol{1e-4, 1e-3, 1e-4};
+
+class CudaTransformerTest : public CudaModelTest,
+                            public ::testing::WithParamInterface<std::string> {
+ protected:
+  gradsync::v1::JobSpec Spec() const { return TinySpec(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Flavours, CudaTransformerTest, ::testing::Values("gpt2", "llama"));
+
+TEST_P(CudaTransformerTest, LayoutAndInitialValuesAreTheCpuModels) {
+  auto cpu = MustCreateCpu(Spec());
+  auto gpu = MustCreateCuda(Spec(), Options(Precision::kFp32));
+  ASSERT_TRUE(cpu && gpu);
+  EXPECT_TRUE(gpu->on_device());
+  EXPECT_FALSE(cpu->on_device());
+  ASSERT_EQ(gpu->layout().size(), cpu->layout().size());
+  EXPECT_EQ(gpu->layout().Hash(), cpu->layout().Hash());
+  for (int i = 0; i < cpu->layout().size(); ++i) {
+    EXPECT_EQ(gpu->layout().param(i).weight_decay, cpu->layout().param(i).weight_decay) << i;
+  }
+  std::vector<float> params = ToHost(gpu->params());
+  ASSERT_EQ(params.size(), cpu->params().size());
+  EXPECT_EQ(std::memcmp(params.data(), cpu->params().data(), params.size() * sizeof(float)), 0);
+
+  cpu->InitParams(7);
+  gpu->InitParams(7);
+  params = ToHost(gpu->params());
+  EXPECT_EQ(std::memcmp(params.data(), cpu->params().data(), params.size() * sizeof(float)), 0);
+  const std::vector<float> grads = ToHost(gpu->grads());
+  for (float g : grads) ASSERT_EQ(g, 0.0f);
+}
+
+// Loss, count, every parameter's gradient, Evaluate and Predict against the CPU model, for a
+// batch with ignored targets and a batch of one shorter sequence.
+TEST_P(CudaTransformerTest, Fp32MatchesCpu) {
+  auto cpu = MustCreateCpu(Spec());
+  auto gpu = MustCreateCuda(Spec(), Options(Precision::kFp32));
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<std::pair<Batch, std::string>> batches = {
+      {RandomBatch(3, 16, 256, 1, /*ignore_every=*/5), "3 x 16 with ignored targets"},
+      {RandomBatch(1, 7, 256, 2), "1 x 7"}};
+  for (const auto& [batch, what] : batches) {
+    SCOPED_TRACE(what);
+    cpu->ZeroGrads();
+    gpu->ZeroGrads();
+    const float scale = 1.0f / static_cast<float>(Count(batch));
+    absl::StatusOr<LossSum> want = cpu->ForwardBackward(batch, scale, nullptr);
+    absl::StatusOr<LossSum> got = gpu->ForwardBackward(batch, scale, nullptr);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->count, want->count);
+    EXPECT_EQ(got->count, Count(batch));
+    EXPECT_NEAR(got->sum, want->sum, 1e-5 * std::abs(want->sum));
+
+    const std::vector<float> grads = ToHost(gpu->grads());
+    for (int i = 0; i < cpu->layout().size(); ++i) {
+      const ParamInfo& p = cpu->layout().param(i);
+      EXPECT_TRUE(Close(std::span<const float>(grads).subspan(p.offset, p.numel),
+                        cpu->layout().View(std::span<const float>(cpu->grads()), i), kFp32Tol,
+                        p.name));
+    }
+
+    absl::StatusOr<LossSum> eval_want = cpu->Evaluate(batch);
+    absl::StatusOr<LossSum> eval_got = gpu->Evaluate(batch);
+    ASSERT_TRUE(eval_got.ok()) << eval_got.status();
+    EXPECT_EQ(eval_got->count, eval_want->count);
+    EXPECT_NEAR(eval_got->sum, eval_want->sum, 1e-5 * std::abs(eval_want->sum));
+
+    absl::StatusOr<std::vector<float>> logits_want = cpu->Predict(batch);
+    absl::StatusOr<std::vector<float>> logits_got = gpu->Predict(batch);
+    ASSERT_TRUE(logits_got.ok()) << logits_got.status();
+    EXPECT_TRUE(Close(*logits_got, *logits_want, kFp32Tol, "logits"));
+  }
+}
+
+// One call per layer, last layer first, covering every parameter exactly once.
+TEST_P(CudaTransformerTest, ReadyCallbacksCoverEveryParameterOnceInReverse) {
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    auto model = MustCreateCuda(Spec(), Options(precision));
+    ASSERT_TRUE(model);
+    std::vector<std::pair<int, int>> ranges;
+    absl::StatusOr<LossSum> loss = model->ForwardBackward(
+        RandomBatch(2, 16, 256, 3), 1.0f,
+        [&](int first, int last) { ranges.emplace_back(first, last); });
+    ASSERT_TRUE(loss.ok()) << loss.status();
+    // final norm, 2 blocks, embeddings
+    ASSERT_EQ(ranges.size(), 4u);
+    int end = model->layout().size();
+    for (const auto& [first, last] : ranges) {
+      EXPECT_EQ(last, end);
+      EXPECT_LT(first, last);
+      end = first;
+    }
+    EXPECT_EQ(end, 0);
+  }
+}
+
+// Two micro-steps add: grads after two calls on one batch are twice those after one.
+TEST_P(CudaTransformerTest, GradientsAccumulate) {
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    auto gpu = MustCreateCuda(Spec(), Options(precision));
+    ASSERT_TRUE(gpu);
+    const Batch batch = RandomBatch(2, 16, 256, 4);
+    ASSERT_TRUE(gpu->ForwardBackward(batch, 0.01f, nullptr).ok());
+    std::vector<float> once = ToHost(gpu->grads());
+    ASSERT_TRUE(gpu->ForwardBackward(batch, 0.01f, nullptr).ok());
+    const std::vector<float> twice = ToHost(gpu->grads());
+    for (float& g : once) g *= 2.0f;
+    EXPECT_TRUE(Close(twice, once, {1e-6, 1e-5, 1e-5}, "accumulated grads"));
+  }
+}
+
+// bf16 mixed precision: the loss within 2e-2 of fp32's, the gradients in the same direction.
+TEST_P(CudaTransformerTest, Bf16IsCloseToFp32) {
+  auto fp32 = MustCreateCuda(Spec(), Options(Precision::kFp32));
+  auto bf16 = MustCreateCuda(Spec(), Options(Precision::kBf16));
+  ASSERT_TRUE(fp32 && bf16);
+  EXPECT_EQ(bf16->precision(), Precision::kBf16);
+  const Batch batch = RandomBatch(3, 16, 256, 5, /*ignore_every=*/7);
+  const float scale = 1.0f / static_cast<float>(Count(batch));
+  absl::StatusOr<LossSum> want = fp32->ForwardBackward(batch, scale, nullptr);
+  absl::StatusOr<LossSum> got = bf16->ForwardBackward(batch, scale, nullptr);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->count, want->count);
+  const double mean_want = want->sum / static_cast<double>(want->count);
+  const double mean_got = got->sum / static_cast<double>(got->count);
+  EXPECT_NEAR(mean_got, mean_want, 2e-2 * mean_want);
+  // The whole gradient, norm-wise only (bf16 weights, activations and per-layer gradients carry
+  // 8 mantissa bits; single elements may differ by more).
+  constexpr Tolerance kNormOnly{1e-1, 1e30, 1e30};
+  EXPECT_TRUE(Close(ToHost(bf16->grads()), ToHost(fp32->grads()), kNormOnly, "grads"));
+}
+
+// Two fresh models, and two passes of one model, give bitwise identical gradients and losses.
+TEST_P(CudaTransformerTest, Deterministic) {
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    const Batch batch = RandomBatch(4, 16, 256, 6, /*ignore_every=*/3);
+    std::vector<std::vector<float>> runs;
+    std::vector<double> losses;
+    auto a = MustCreateCuda(Spec(), Options(precision));
+    auto b = MustCreateCuda(Spec(), Options(precision));
+    ASSERT_TRUE(a && b);
+    for (CudaModel* model : {a.get(), b.get(), a.get()}) {
+      model->ZeroGrads();
+      absl::StatusOr<LossSum> loss = model->ForwardBackward(batch, 0.5f, nullptr);
+      ASSERT_TRUE(loss.ok()) << loss.status();
+      losses.push_back(loss->sum);
+      runs.push_back(ToHost(model->grads()));
+    }
+    for (size_t r = 1; r < runs.size(); ++r) {
+      EXPECT_EQ(losses[r], losses[0]);
+      ASSERT_EQ(runs[r].size(), runs[0].size());
+      EXPECT_EQ(std::memcmp(runs[r].data(), runs[0].data(), runs[0].size() * sizeof(float)), 0)
+          << "run " << r << " differs";
+    }
+  }
+}
+
+TEST_P(CudaTransformerTest, EmptyBatchReportsEveryLayer) {
+  auto gpu = MustCreateCuda(Spec(), Options(Precision::kFp32));
+  ASSERT_TRUE(gpu);
+  int calls = 0;
+  absl::StatusOr<LossSum> loss =
+      gpu->ForwardBackward(Batch{}, 1.0f, [&](int, int) { ++calls; });
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  EXPECT_EQ(loss->count, 0);
+  EXPECT_EQ(calls, 4);
+}
+
+TEST_F(CudaModelTest, RejectsWhatItCannotRun) {
+  gradsync::v1::JobSpec mlp;
+  mlp.mutable_model()->set_preset("mlp");
+  absl::StatusOr<std::unique_ptr<CudaModel>> model = CreateCudaModel(mlp, Options(Precision::kFp32));
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("model.preset"), std::string::npos);
+
+  gradsync::v1::JobSpec narrow = TinySpec("gpt2");
+  narrow.mutable_model()->mutable_transformer()->set_width(64);  // head dim 16
+  model = CreateCudaModel(narrow, Options(Precision::kFp32));
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("model.transformer.heads"), std::string::npos);
+
+  auto gpu = MustCreateCuda(TinySpec("llama"), Options(Precision::kFp32));
+  ASSERT_TRUE(gpu);
+  Batch bad = RandomBatch(1, 4, 256, 8);
+  bad.tokens[2] = 256;
+  EXPECT_EQ(gpu->ForwardBackward(bad, 1.0f, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu->Predict(RandomBatch(1, 17, 256, 9)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradsync::nn::cuda::testing
