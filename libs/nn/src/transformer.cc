@@ -8,6 +8,7 @@
 #include "gradsync/kernels/cpu/encoder.h"
 #include "gradsync/kernels/cpu/matmul.h"
 #include "gradsync/kernels/cpu/rope.h"
+#include "gradsync/nn/token_batch.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
 #include "gradsync/nn/presets.h"
 
@@ -118,41 +119,7 @@ void Transformer::InitParams(uint64_t seed) {
 }
 
 absl::StatusOr<int64_t> Transformer::CheckBatch(const Batch& batch, bool need_targets) const {
-  if (batch.size < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch size is negative: ", batch.size));
-  }
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  if (batch.size == 0) {
-    if (n != 0 || !batch.targets.empty()) {
-      return absl::InvalidArgumentError("an empty batch holds tokens or targets");
-    }
-    return 0;
-  }
-  const int64_t t = n / batch.size;
-  if (n % batch.size != 0 || t < 1 || t > max_seq_len_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch holds ", n, " tokens for ", batch.size,
-                     " sequences; expected size x T with 1 <= T <= seqLen (", max_seq_len_, ")"));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (batch.tokens[i] < 0 || batch.tokens[i] >= vocab_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch token ", i, " is ", batch.tokens[i], ", outside [0, ", vocab_, ")"));
-    }
-  }
-  if (!need_targets) return t;
-  if (static_cast<int64_t>(batch.targets.size()) != n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch holds ", batch.targets.size(), " targets, expected ", n));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t target = batch.targets[i];
-    if (target != k::kIgnoreIndex && (target < 0 || target >= vocab_)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch target ", i, " is ", target, ", outside [0, ", vocab_, ")"));
-    }
-  }
-  return t;
+  return CheckTokenBatch(batch, need_targets, max_seq_len_, vocab_);
 }
 
 void Transformer::Resize(int64_t batch, int64_t seq_len, bool backward) {

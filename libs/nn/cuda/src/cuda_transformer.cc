@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "batch_check.h"
+#include "gradsync/nn/token_batch.h"
 #include "gradsync/kernels/cuda/cuda_check.h"
 #include "gradsync/kernels/cuda/encoder.cuh"
 #include "gradsync/kernels/cuda/layernorm.cuh"

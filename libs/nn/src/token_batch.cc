@@ -1,8 +1,9 @@
-#include "batch_check.h"
+#include "gradsync/nn/token_batch.h"
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
 
-namespace gradsync::nn::cuda {
+namespace gradsync::nn {
 
 absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets,
                                         int64_t max_seq_len, int64_t vocab) {
@@ -35,7 +36,7 @@ absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets,
   }
   for (int64_t i = 0; i < n; ++i) {
     const int32_t target = batch.targets[i];
-    if (target != -1 && (target < 0 || target >= vocab)) {
+    if (target != kernels::cpu::kIgnoreIndex && (target < 0 || target >= vocab)) {
       return absl::InvalidArgumentError(
           absl::StrCat("batch target ", i, " is ", target, ", outside [0, ", vocab, ")"));
     }
@@ -43,4 +44,4 @@ absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets,
   return t;
 }
 
-}  // namespace gradsync::nn::cuda
+}  // namespace gradsync::nn
