@@ -22,20 +22,16 @@ int HealthCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "%s\n", std::string(timeout.status().message()).c_str());
     return 2;
   }
-  rpc::ChannelOptions channel;
-  if (const std::string ca_file = args->Get("tls-ca"); !ca_file.empty()) {
-    auto ca = ReadTlsCaFile(ca_file);
-    if (!ca.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(ca.status().message()).c_str());
-      return 2;
-    }
-    channel.tls_ca_pem = *std::move(ca);
+  auto channel = rpc::ChannelOptions::FromFiles(args->Get("tls-ca"), "");
+  if (!channel.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(channel.status().message()).c_str());
+    return 2;
   }
   const std::string& address = args->positional[0];
-  absl::Status s = rpc::CheckHealth(address, args->Get("service"), absl::Seconds(*timeout), channel);
+  absl::Status s = rpc::CheckHealth(address, args->Get("service"), absl::Seconds(*timeout), *channel);
   if (!s.ok()) {
     // A TLS server never answers a plaintext probe; the deadline is all the probe sees.
-    const char* hint = s.code() == absl::StatusCode::kDeadlineExceeded && channel.tls_ca_pem.empty()
+    const char* hint = s.code() == absl::StatusCode::kDeadlineExceeded && channel->tls_ca_pem.empty()
                            ? " (for a TLS server, pass --tls-ca)"
                            : "";
     std::fprintf(stderr, "%s: %s%s\n", address.c_str(), std::string(s.message()).c_str(), hint);

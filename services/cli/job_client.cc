@@ -2,7 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "gradsync/core/secret_file.h"
+#include "gradsync/rpc/server.h"
 #include "grpc_job_client.h"
 #include "rest_job_client.h"
 
@@ -10,24 +10,11 @@ namespace gradsync::cli {
 
 bool IsTerminal(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
 
-absl::StatusOr<std::string> ReadTlsCaFile(const std::string& path) {
-  auto pem = ReadSecretFile(path, "the TLS CA certificate");
-  if (!pem.ok()) return pem.status();
-  if (!absl::StrContains(*pem, "-----BEGIN CERTIFICATE-----")) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a PEM certificate (--tls-ca)"));
-  }
-  return pem;
-}
-
 absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions& options) {
   const std::string& address = options.address;
-  std::string ca_pem;
-  if (!options.tls_ca_file.empty()) {
-    // Read here, for both transports, so that a missing file is reported before any call.
-    auto ca = ReadTlsCaFile(options.tls_ca_file);
-    if (!ca.ok()) return ca.status();
-    ca_pem = *std::move(ca);
-  }
+  // Read here, for both transports, so that a missing or bad CA file is reported before any call.
+  auto channel = rpc::ChannelOptions::FromFiles(options.tls_ca_file, "");
+  if (!channel.ok()) return channel.status();
   if (absl::StartsWith(address, "http://") || absl::StartsWith(address, "https://")) {
     const bool https = absl::StartsWith(address, "https://");
     if (!https && !options.tls_ca_file.empty()) {
@@ -45,10 +32,8 @@ absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions&
         "--address: expected HOST:PORT (gRPC), http://HOST:PORT or https://HOST:PORT (REST), got \"", address,
         "\""));
   }
-  rpc::ChannelOptions channel;
-  channel.tls_ca_pem = std::move(ca_pem);
-  channel.bearer_token = options.token;
-  return std::unique_ptr<JobClient>(std::make_unique<GrpcJobClient>(address, channel));
+  channel->bearer_token = options.token;
+  return std::unique_ptr<JobClient>(std::make_unique<GrpcJobClient>(address, *channel));
 }
 
 }  // namespace gradsync::cli

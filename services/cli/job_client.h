@@ -56,9 +56,5 @@ absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions&
 
 bool IsTerminal(v1::JobState state);
 
-// The PEM text of a CA file given with --tls-ca. NOT_FOUND naming the file when it cannot be
-// read; INVALID_ARGUMENT when it holds no PEM certificate (gRPC would only log that, then fail
-// every call with a vague error).
-absl::StatusOr<std::string> ReadTlsCaFile(const std::string& path);
 
 }  // namespace gradsync::cli

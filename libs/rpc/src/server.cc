@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/secret_file.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -43,6 +44,10 @@ absl::StatusOr<ChannelOptions> ChannelOptions::FromFiles(const std::string& ca_f
   if (!ca_file.empty()) {
     auto ca = ReadSecretFile(ca_file, "the TLS CA certificate");
     if (!ca.ok()) return ca.status();
+    // gRPC would only log a bad root and then fail every call with a vague error.
+    if (!absl::StrContains(*ca, "-----BEGIN CERTIFICATE-----")) {
+      return absl::InvalidArgumentError(absl::StrCat(ca_file, ": not a PEM certificate (the TLS CA certificate)"));
+    }
     options.tls_ca_pem = *std::move(ca);
   }
   if (!token_file.empty()) {

@@ -52,7 +52,8 @@ struct ChannelOptions {
   std::string tls_ca_pem;
   // Sent as "authorization: Bearer <token>" with every call when non-empty.
   std::string bearer_token;
-  // Reads the CA file (if any) and the token file (if any); errors name the file.
+  // Reads the CA file (if any) and the token file (if any); errors name the file, and a CA file
+  // with no PEM certificate is INVALID_ARGUMENT.
   static absl::StatusOr<ChannelOptions> FromFiles(const std::string& ca_file, const std::string& token_file);
 };
 
