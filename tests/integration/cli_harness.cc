@@ -141,6 +141,21 @@ void Children::Stop(pid_t pid) {
   std::erase(pids_, pid);
 }
 
+std::vector<std::string> CoordinatorArgs(const std::string& address, const std::string& dir,
+                                         const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"gradsync-coordinator", "--listen=" + address, "--metrics_listen=127.0.0.1:0",
+                                   "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<std::string> WorkerArgs(const std::string& coordinator, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"gradsync-worker", "--coordinator=" + coordinator, "--comm_host=127.0.0.1",
+                                   "--device=cpu", "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 int64_t ProgressStep(const std::string& job_json) {
   const size_t at = job_json.find("\"step\": \"");
   int64_t step = -1;

@@ -44,6 +44,13 @@ std::map<std::string, std::string> ParseFlatJson(const std::string& json);
 std::vector<double> ParseNumberList(const std::string& json, const std::string& key);
 
 std::string ExamplePath(const std::string& name);
+// Command lines of the services on loopback. Every port but the coordinator's gRPC address is
+// chosen free: the default ports would collide between tests running at once. `extra` flags are
+// appended.
+std::vector<std::string> CoordinatorArgs(const std::string& address, const std::string& dir,
+                                         const std::vector<std::string>& extra = {});
+std::vector<std::string> WorkerArgs(const std::string& coordinator, const std::vector<std::string>& extra = {});
+
 // The progress step in `gradsync get -o json` output, or -1 before the first report.
 int64_t ProgressStep(const std::string& job_json);
 // A TCP port free on 127.0.0.1 now (for servers that must come back on the same port).

@@ -14,14 +14,9 @@ namespace {
 TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const std::vector<std::string> coordinator = {"gradsync-coordinator", "--listen=" + address,
-                                                "--state_dir=" + dir + "/state", "--metrics_listen=127.0.0.1:0",
-                                                "--rest_listen=127.0.0.1:0",
-                                                "--artifact_dir=" + dir + "/artifacts"};
+  const std::vector<std::string> coordinator = CoordinatorArgs(address, dir, {"--state_dir=" + dir + "/state"});
   pid_t c = StartBinary(coordinator, dir + "/coordinator-1.log");
-  const pid_t w = StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1",
-                               "--device=cpu", "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
-                              dir + "/worker.log");
+  const pid_t w = StartBinary(WorkerArgs(address), dir + "/worker.log");
 
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
@@ -55,14 +50,10 @@ TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
 TEST(CoordinatorRestart, SigtermCheckpointsRunningJobsAndTheNextCoordinatorResumesThem) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const std::vector<std::string> coordinator = {"gradsync-coordinator", "--listen=" + address,
-                                                "--state_dir=" + dir + "/state", "--metrics_listen=127.0.0.1:0",
-                                                "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts",
-                                                "--preempt_checkpoint_timeout_s=30"};
+  const std::vector<std::string> coordinator =
+      CoordinatorArgs(address, dir, {"--state_dir=" + dir + "/state", "--preempt_checkpoint_timeout_s=30"});
   pid_t c = StartBinary(coordinator, dir + "/coordinator-1.log");
-  const pid_t w = StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1",
-                               "--device=cpu", "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
-                              dir + "/worker.log");
+  const pid_t w = StartBinary(WorkerArgs(address), dir + "/worker.log");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   // About 15 s of training: the coordinator stops well before the end.
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",

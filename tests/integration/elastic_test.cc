@@ -64,16 +64,13 @@ TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
   const std::string dir = MakeTempDir();
   const std::string samples = dir + "/samples";
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator = StartBinary(
-      {"gradsync-coordinator", "--listen=" + address, "--state_dir=" + dir + "/state", "--metrics_listen=127.0.0.1:0",
-       "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts", "--heartbeat_interval_ms=300",
-       "--lease_timeout_ms=2000", "--rendezvous_last_call_ms=500", "--scale_up_delay_s=2"},
-      dir + "/coordinator.log");
+  const pid_t coordinator =
+      StartBinary(CoordinatorArgs(address, dir,
+                                  {"--state_dir=" + dir + "/state", "--heartbeat_interval_ms=300", "--lease_timeout_ms=2000",
+                                   "--rendezvous_last_call_ms=500", "--scale_up_delay_s=2"}),
+                  dir + "/coordinator.log");
   auto worker = [&](const std::string& name) {
-    return StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1", "--device=cpu",
-                        "--name=" + name, "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
-                        "--sample_log_dir=" + samples},
-                       dir + "/" + name + ".log");
+    return StartBinary(WorkerArgs(address, {"--name=" + name, "--sample_log_dir=" + samples}), dir + "/" + name + ".log");
   };
   const pid_t a = worker("a");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);

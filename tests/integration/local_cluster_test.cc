@@ -188,9 +188,7 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
 
 TEST(Worker, RetriesAWrongCoordinatorAddressWithBackoffAndSaysWhy) {
   const std::string dir = MakeTempDir();
-  const pid_t worker = StartBinary({"gradsync-worker", "--coordinator=127.0.0.1:1", "--device=cpu",
-                                    "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
-                                   dir + "/worker.log");
+  const pid_t worker = StartBinary(WorkerArgs("127.0.0.1:1"), dir + "/worker.log");
   absl::SleepFor(absl::Milliseconds(1500));
   ASSERT_TRUE(ProcessAlive(worker)) << ReadFile(dir + "/worker.log");
   ::kill(worker, SIGTERM);

@@ -68,14 +68,10 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator = StartBinary({"gradsync-coordinator", "--listen=" + address, "--metrics_listen=127.0.0.1:0",
-                                         "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts",
-                                         "--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"},
-                                        dir + "/coordinator.log");
+  const pid_t coordinator = StartBinary(
+      CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"}), dir + "/coordinator.log");
   auto worker = [&](const std::string& name) {
-    return StartBinary({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1", "--device=cpu",
-                        "--name=" + name, "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
-                       dir + "/" + name + ".log");
+    return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
   };
   const pid_t first = worker("first");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);

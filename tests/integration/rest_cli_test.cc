@@ -143,9 +143,7 @@ TEST_F(RestCli, WatchOverRestFollowsAJobToSucceeded) {
   const pid_t watch = children_.Start({"gradsync", "watch", job, "--address", rest_, "--token", token_},
                                       dir_ + "/watch.log");
   absl::SleepFor(absl::Milliseconds(1500));
-  children_.Start({"gradsync-worker", "--coordinator=" + grpc_, "--comm_host=127.0.0.1", "--device=cpu",
-                   "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
-                  dir_ + "/worker.log");
+  children_.Start(WorkerArgs(grpc_), dir_ + "/worker.log");
   int status = -1;
   ASSERT_EQ(::waitpid(watch, &status, 0), watch);
   const std::string out = ReadFile(dir_ + "/watch.log");

@@ -117,9 +117,8 @@ class Security : public ::testing::Test {
   }
 
   pid_t StartWorker(const std::string& token_file, const std::string& log) {
-    return children_.Start({"gradsync-worker", "--coordinator=" + grpc_, "--comm_host=127.0.0.1", "--device=cpu",
-                            "--cluster_token_file=" + dir_ + "/" + token_file, "--tls_ca_file=" + dir_ + "/ca.pem",
-                            "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"},
+    return children_.Start(WorkerArgs(grpc_, {"--cluster_token_file=" + dir_ + "/" + token_file,
+                                              "--tls_ca_file=" + dir_ + "/ca.pem"}),
                            dir_ + "/" + log);
   }
 

@@ -13,15 +13,11 @@ TEST(Stall, TheEventsNameTheRankBehindAndTheBucketTheOthersWaitIn) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
   Children children;
-  children.Start({"gradsync-coordinator", "--listen=" + address, "--metrics_listen=127.0.0.1:0",
-                  "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts", "--heartbeat_interval_ms=300",
-                  "--stall_timeout_ms=2000"},
+  children.Start(CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--stall_timeout_ms=2000"}),
                  dir + "/coordinator.log");
   for (const char* name : {"a", "b"}) {
     // Both carry the drill; it fires on whichever holds rank 1.
-    children.Start({"gradsync-worker", "--coordinator=" + address, "--comm_host=127.0.0.1", "--device=cpu",
-                    absl::StrCat("--name=", name), "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
-                    "--inject_stall=rank=1,step=30,seconds=6"},
+    children.Start(WorkerArgs(address, {absl::StrCat("--name=", name), "--inject_stall=rank=1,step=30,seconds=6"}),
                    absl::StrCat(dir, "/", name, ".log"));
   }
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
