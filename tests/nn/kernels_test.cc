@@ -239,8 +239,10 @@ TEST(GeluTest, BackwardMatchesFiniteDifferences) {
   CheckAgainstFiniteDifferences(GeluForward<double>, GeluBackward<double>);
 }
 
-// The float path evaluates exp with a polynomial (fast_exp.h); it must agree with the double
-// path (std::exp) to float precision everywhere, including far into both tails.
+// The float path evaluates tanh with a rational function (fast_tanh.h, within 3.3e-7 of tanh);
+// it must agree with the double path (std::tanh) everywhere, including far into both tails.
+// The forward to float precision. The backward's 1 - tanh(u)^2 turns tanh's absolute error into
+// a relative one where |u| is large, scaled by x du/dx (below 10 where it is not yet 0): 4e-6.
 TEST(GeluTest, FloatMatchesDoubleAcrossRange) {
   std::vector<double> x;
   for (int i = -2000; i <= 2000; ++i) x.push_back(0.05 * i + 0.0123);
@@ -258,7 +260,8 @@ TEST(GeluTest, FloatMatchesDoubleAcrossRange) {
   GeluBackward(df.data(), xf.data(), dout_f.data(), n);
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_NEAR(yf[i], yd[i], 1e-6 * (1.0 + std::abs(yd[i]))) << "x = " << xd[i];
-    EXPECT_NEAR(df[i], dd[i], 1e-6 * (1.0 + std::abs(dd[i]))) << "x = " << xd[i];
+    EXPECT_NEAR(df[i], dd[i], 4e-6 * std::abs(dout_d[i]) + 1e-6 * std::abs(dd[i]))
+        << "x = " << xd[i];
   }
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fast_exp.h"
+
 namespace gradsync::kernels::cpu {
 
 template <typename T>
@@ -17,16 +19,17 @@ XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets,
       if (dz != nullptr) std::fill_n(dz, v, T{0});
       continue;
     }
-    const double max = static_cast<double>(*std::max_element(z, z + v));
-    const double target_logit = static_cast<double>(z[target]) - max;
+    // Each exp(z - max) lies in (0, 1]: in T's precision (internal::Exp), summed in double.
+    const T max = *std::max_element(z, z + v);
+    const double target_logit = static_cast<double>(z[target]) - static_cast<double>(max);
     double sum = 0.0;
     if (dz == nullptr) {
-      for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - max);
+      for (int64_t j = 0; j < v; ++j) sum += internal::Exp(z[j] - max);
     } else {
       // One exp per element: it is parked in dz (read before written, so dz may alias z) and
       // normalised once the sum is known.
       for (int64_t j = 0; j < v; ++j) {
-        const double e = std::exp(static_cast<double>(z[j]) - max);
+        const double e = internal::Exp(z[j] - max);
         sum += e;
         dz[j] = static_cast<T>(e);
       }
