@@ -109,7 +109,7 @@ int Up(const Args& args) {
   options.coordinator_port = *port;
   options.rest_port = *rest_port;
   options.metrics_port = *metrics_port;
-  options.device = args.Get("device", "cpu");
+  options.device = args.Get("device", "auto");
 
   const pid_t child = ::fork();
   if (child < 0) {

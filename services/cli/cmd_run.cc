@@ -59,7 +59,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   options.workers = *workers > 0 ? *workers : spec->training().world_size();
   options.state_dir = args->Get("state-dir", "");
   if (options.state_dir.empty()) options.state_dir = MakeRunDir();
-  options.device = args->Get("device", "cpu");
+  options.device = args->Get("device", "auto");
   if (options.state_dir.empty()) {
     std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
     return 1;

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/device/device.h"
 #include "process.h"
 
 namespace gradsync::cli {
@@ -103,15 +104,22 @@ absl::Status LocalCluster::Start() {
     endpoints_["metricsHttp"] = (*m)["http"];
     endpoints_["metricsApi"] = (*m)["api"];
   }
+  const int gpus = static_cast<int>(device::ListGpus().size());
   for (int i = 0; i < options_.workers; ++i) {
     s = StartChild(absl::StrCat("worker-", i),
                    {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
-                    absl::StrCat("--name=local", i), "--device=" + options_.device, "--metrics=" + metrics,
+                    absl::StrCat("--name=local", i), "--device=" + LocalWorkerDevice(options_.device, i, gpus), "--metrics=" + metrics,
                     "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
                     "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()});
     if (!s.ok()) return s;
   }
   return WriteClusterFile();
+}
+
+std::string LocalWorkerDevice(const std::string& device, int index, int gpus) {
+  if ((device == "auto" || device == "cuda") && gpus > 0) return absl::StrCat("cuda:", index % gpus);
+  if (device == "auto") return "cpu";
+  return device;  // "cpu", "cuda:N", or "cuda" without a GPU, which the worker refuses by name
 }
 
 absl::Status LocalCluster::WriteClusterFile() const {

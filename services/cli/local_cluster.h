@@ -21,9 +21,15 @@ struct LocalClusterOptions {
   int rest_port = 0;
   int metrics_port = 0;      // the metrics service's /metrics
   bool with_metrics = true;
-  std::string device = "cpu";
+  // The workers' --device: "auto" gives worker i GPU i mod (GPUs visible), one GPU per worker
+  // as far as they go (as torchrun's local ranks), or the CPU when there is none; "cuda" the same
+  // but refused without a GPU; "cpu" or "cuda:N" is passed to every worker as is.
+  std::string device = "auto";
   absl::Duration start_timeout = absl::Seconds(30);
 };
+
+// The --device worker `index` of a local cluster gets, with `gpus` GPUs visible.
+std::string LocalWorkerDevice(const std::string& device, int index, int gpus);
 
 class LocalCluster {
  public:

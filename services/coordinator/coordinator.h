@@ -171,7 +171,7 @@ class Coordinator {
   void AddEventLocked(JobRuntime* rt, const std::string& type, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
+  void AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang, const std::vector<v1::Placement>& placements)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a queued job starts now with `idle` workers, and if not, why (for state_reason).
   bool ReadyToStartLocked(JobRuntime* rt, size_t idle, std::string* reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

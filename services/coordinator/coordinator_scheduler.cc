@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coordinator.h"
+#include "placement.h"
 
 namespace gradsync::coordinator {
 
@@ -64,6 +65,7 @@ void Coordinator::ScheduleLocked() {
     if (w.state == WorkerState::kIdle) idle.push_back(&w);
   }
   std::vector<std::string> still_pending;
+  std::vector<std::pair<JobRuntime*, std::string>> unplaceable;
   // Oldest first; a job too large for the idle pool does not block smaller ones behind it.
   for (const std::string& id : queue_) {
     JobRuntime& rt = jobs_.at(id);
@@ -71,9 +73,17 @@ void Coordinator::ScheduleLocked() {
     if (ReadyToStartLocked(&rt, idle.size(), &reason)) {
       const auto take = static_cast<std::ptrdiff_t>(std::min<size_t>(idle.size(), MaxWorkers(rt.job.spec())));
       std::vector<Worker*> gang(idle.begin(), idle.begin() + take);
+      std::vector<RankHost> hosts;
+      for (const Worker* w : gang) hosts.push_back({w->id, w->info.hostname(), w->info.device()});
+      absl::StatusOr<std::vector<v1::Placement>> placement = PlaceRanks(rt.job.spec(), hosts);
+      if (!placement.ok()) {
+        // The gang stays idle for the jobs behind; this one cannot run on what registered.
+        unplaceable.emplace_back(&rt, std::string(placement.status().message()));
+        continue;
+      }
       idle.erase(idle.begin(), idle.begin() + take);
       rt.quorum_since.reset();
-      AssignLocked(&rt, gang);
+      AssignLocked(&rt, gang, *placement);
       continue;
     }
     still_pending.push_back(id);
@@ -83,6 +93,7 @@ void Coordinator::ScheduleLocked() {
     }
   }
   queue_ = std::move(still_pending);
+  for (auto& [rt, message] : unplaceable) FinishLocked(rt, v1::FAILED, "PlacementFailed", message);
   ScaleUpLocked(idle.size());
 }
 
@@ -121,7 +132,8 @@ void Coordinator::RescaleLocked(JobRuntime* rt) {
   TouchLocked(rt);
 }
 
-void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang) {
+void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang,
+                               const std::vector<v1::Placement>& placements) {
   v1::Job& job = rt->job;
   job.set_generation(job.generation() + 1);
   job.set_state(v1::RUNNING);
@@ -140,6 +152,7 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
   const std::optional<v1::CheckpointManifest> resume = ResumePointLocked(rt);
   std::vector<std::string> placement;
   for (size_t r = 0; r < gang.size(); ++r) {
+    const v1::Placement& where = placements[r];
     Worker* w = gang[r];
     v1::Assignment a;
     a.set_job_id(job.id());
@@ -150,6 +163,7 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
     a.set_weights_path((std::filesystem::path(dir) / "weights.bin").string());
     a.set_checkpoint_root((std::filesystem::path(dir) / "checkpoints").string());
     if (resume.has_value()) *a.mutable_resume_from() = *resume;
+    *a.mutable_placement() = where;
     w->state = WorkerState::kAssigned;
     w->job_id = job.id();
     w->generation = job.generation();
@@ -157,10 +171,13 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang)
     w->abort_reason.clear();
     w->inbox.push_back(std::move(a));
     rt->ranks.push_back(w->id);
-    placement.push_back(absl::StrCat("rank ", r, " on ", w->id, " (", w->info.hostname(), ")"));
+    placement.push_back(absl::StrCat("rank ", r, " on ", w->id, " (", w->info.hostname(), ", ", where.device(),
+                                     where.device() == "cuda" ? absl::StrCat(":", w->info.device().gpu_index()) : "",
+                                     " ", where.precision(), ")"));
   }
   AddEventLocked(rt, "Scheduled",
-                 absl::StrCat("generation ", job.generation(), " with ", gang.size(), " ranks: ",
+                 absl::StrCat("generation ", job.generation(), " with ", gang.size(), " ranks over ",
+                              placements.empty() ? "gloo" : placements[0].backend(), ": ",
                               absl::StrJoin(placement, ", "),
                               resume.has_value() ? absl::StrCat("; resuming from the checkpoint at step ", resume->step())
                                                  : std::string()));

@@ -13,6 +13,7 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/rpc/status.h"
+#include "replica.h"
 #include "sample_log.h"
 #include "trainer.h"
 #include "worker_metrics.h"
@@ -130,21 +131,24 @@ void Agent::RunAssignment(const v1::Assignment& a) {
   }
 
   auto kv = comm::NewCoordinatorKvClient(stub_, a.job_id(), a.generation());
-  comm::GlooOptions gloo;
-  gloo.hostname = options_.comm_host;
-  gloo.timeout = absl::Seconds(a.spec().ddp().timeout_seconds());
+  ReplicaOptions ro;
+  ro.device = options_.device;
+  ro.kv = kv.get();
+  ro.gloo.hostname = options_.comm_host;
+  ro.gloo.timeout = absl::Seconds(a.spec().ddp().timeout_seconds());
   absl::StatusOr<TrainOutcome> outcome;
   const absl::Time rendezvous_start = absl::Now();
-  auto comm = comm::ConnectGloo(kv.get(), a.rank(), a.world_size(), gloo);
-  if (comm.ok() && options_.own_metrics != nullptr) {
+  auto replica = CreateReplica(a, ro);
+  if (replica.ok() && options_.own_metrics != nullptr) {
     options_.own_metrics->RecordRendezvous(a.job_id(), a.rank(), absl::ToDoubleSeconds(absl::Now() - rendezvous_start));
   }
-  if (!comm.ok()) {
-    outcome = comm.status();
+  if (!replica.ok()) {
+    outcome = replica.status();
   } else {
+    GS_LOG(INFO) << "rank " << a.rank() << " computes on " << (*replica)->Describe();
     {
       absl::MutexLock lock(&mu_);
-      comm_ = comm->get();
+      comm_ = &(*replica)->comm();
     }
     TrainHooks hooks;
     hooks.abort = &abort_;
@@ -197,7 +201,7 @@ void Agent::RunAssignment(const v1::Assignment& a) {
         GS_LOG(WARNING) << log.status();
       }
     }
-    outcome = Train(a, **comm, hooks);
+    outcome = Train(a, **replica, hooks);
     absl::MutexLock lock(&mu_);
     comm_ = nullptr;
   }

@@ -92,22 +92,13 @@ struct Window {
 
 }  // namespace
 
-absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Communicator& comm,
-                                   const TrainHooks& hooks) {
+absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, Replica& replica, const TrainHooks& hooks) {
   const v1::JobSpec& spec = assignment.spec();
   const v1::TrainingSpec& t = spec.training();
+  comm::Communicator& comm = replica.comm();
+  nn::Model& model = replica.model();
   const int rank = comm.rank();
 
-  // NCCL reduces device memory, and the trainer's model computes on the CPU: "auto" means Gloo
-  // here, and asking for NCCL by name must not silently train over Gloo.
-  if (spec.ddp().backend() == "nccl") {
-    return absl::FailedPreconditionError(
-        "ddp.backend: \"nccl\" needs the model on a GPU, and this worker trains on the CPU; use \"gloo\" or "
-        "\"auto\"");
-  }
-  auto model_or = nn::CreateModel(spec);
-  if (!model_or.ok()) return model_or.status();
-  nn::Model& model = **model_or;
   auto dataset_or = data::CreateDataset(spec);
   if (!dataset_or.ok()) return dataset_or.status();
   const data::Dataset& dataset = **dataset_or;
@@ -125,10 +116,9 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   // Every rank initialises from the job seed (or the checkpoint it resumes from); rank 0's values
   // are then broadcast so replicas start identical even if that ever were not so.
   model.InitParams(t.seed());
-  nn::AdamW optimizer(model.layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()});
   TrainPosition at;
   if (assignment.resume_from().step() > 0) {
-    auto restored = RestoreCheckpoint(assignment.resume_from(), rank, model, optimizer);
+    auto restored = RestoreCheckpoint(assignment.resume_from(), rank, replica);
     if (!restored.ok()) return restored.status();
     at = *restored;
   }
@@ -145,7 +135,7 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   const int64_t tokens_per_sample = TokensPerSample(spec);
   const v1::CheckpointSpec& cs = spec.checkpoint();
   if (rank == 0) {
-    GS_LOG(INFO) << model.Describe() << "; " << dataset.size() << " samples, global batch "
+    GS_LOG(INFO) << model.Describe() << " on " << replica.Describe() << "; " << dataset.size() << " samples, global batch "
                  << shard.global_batch() << ", " << total << " steps on " << comm.size() << " ranks, "
                  << reducer.buckets().size() << " gradient buckets"
                  << (at.step > 0 ? absl::StrCat("; resumed at step ", at.step) : std::string());
@@ -213,9 +203,10 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
       return absl::InternalError(absl::StrFormat("loss is %f at step %d", mean_loss, step));
     }
 
-    const double grad_norm = nn::ClipGlobalNorm(model.grads(), t.grad_clip());
     const double lr = schedule.At(step);
-    optimizer.Step(model.params(), model.grads(), lr);
+    absl::StatusOr<double> norm_or = replica.Step(lr, t.grad_clip());
+    if (!norm_or.ok()) return norm_or.status();
+    const double grad_norm = *norm_or;
 
     if (step == 0) {
       result.set_initial_loss(mean_loss);
@@ -235,7 +226,7 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
     if (!last && (by_steps || reduced[2] > 0)) {
       if (hooks.checkpoint_requested != nullptr) hooks.checkpoint_requested->store(false);
       last_checkpoint = absl::Now();
-      auto report = WriteCheckpoint(assignment, rank, comm.size(), model, optimizer, at);
+      auto report = WriteCheckpoint(assignment, rank, comm.size(), replica, at);
       if (!report.ok()) return report.status();
       if (hooks.on_checkpoint) hooks.on_checkpoint(*report);
     }
@@ -281,9 +272,11 @@ absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Commu
   result.set_tokens_per_second(sps * static_cast<double>(TokensPerSample(spec)));
   result.set_train_seconds(absl::ToDoubleSeconds(absl::Now() - train_start));
   result.set_world_size(comm.size());
-  out.param_digest = DigestString(std::as_bytes(model.params()));
+  absl::StatusOr<std::vector<float>> params = replica.HostParams();
+  if (!params.ok()) return params.status();
+  out.param_digest = DigestString(std::as_bytes(std::span<const float>(*params)));
   if (rank == 0) {
-    if (absl::Status s = ckpt::SaveWeights(assignment.weights_path(), spec.model(), model.layout(), model.params()); !s.ok()) {
+    if (absl::Status s = ckpt::SaveWeights(assignment.weights_path(), spec.model(), model.layout(), *params); !s.ok()) {
       return s;
     }
     result.set_weights_path(assignment.weights_path());

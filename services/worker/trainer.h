@@ -13,6 +13,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
+#include "replica.h"
 
 namespace gradsync::worker {
 
@@ -44,7 +45,8 @@ struct TrainHooks {
   std::function<void(int64_t step, const ddp::Position& from, const ddp::StepShard& shard)> on_samples;
 };
 
-absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, comm::Communicator& comm,
-                                   const TrainHooks& hooks);
+// Trains `replica` (built for `assignment` by CreateReplica) to the end of the job or until
+// aborted; every rank of the generation calls it.
+absl::StatusOr<TrainOutcome> Train(const v1::Assignment& assignment, Replica& replica, const TrainHooks& hooks);
 
 }  // namespace gradsync::worker

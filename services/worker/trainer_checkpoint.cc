@@ -10,16 +10,12 @@
 namespace gradsync::worker {
 
 absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment& a, int rank, int world_size,
-                                                            const nn::Model& model, const nn::AdamW& optimizer,
-                                                            const TrainPosition& at) {
+                                                            Replica& replica, const TrainPosition& at) {
   const absl::Time boundary = absl::Now();
   ckpt::RankState state;
   state.model = a.spec().model();
-  state.layout = model.layout();
-  state.params.assign(model.params().begin(), model.params().end());
-  state.adam_m.assign(optimizer.first_moment().begin(), optimizer.first_moment().end());
-  state.adam_v.assign(optimizer.second_moment().begin(), optimizer.second_moment().end());
-  state.adam_step = optimizer.step_count();
+  state.layout = replica.model().layout();
+  if (absl::Status s = replica.SaveState(&state); !s.ok()) return s;
   state.step = at.step;
   state.epoch = at.data.epoch;
   state.cursor = at.data.cursor;
@@ -45,8 +41,8 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment
   return r;
 }
 
-absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m, int rank, nn::Model& model,
-                                                nn::AdamW& optimizer) {
+absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m, int rank, Replica& replica) {
+  const nn::Model& model = replica.model();
   const int source = rank < m.world_size() ? rank : 0;
   const auto part = std::find_if(m.parts().begin(), m.parts().end(),
                                  [&](const v1::CheckpointPart& p) { return p.rank() == source; });
@@ -60,8 +56,7 @@ absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m,
                                                       state->params.size(), " parameters, this model has ",
                                                       model.params().size(), ")"));
   }
-  std::copy(state->params.begin(), state->params.end(), model.params().begin());
-  if (absl::Status s = optimizer.Restore(state->adam_m, state->adam_v, state->adam_step); !s.ok()) return s;
+  if (absl::Status s = replica.LoadState(*state); !s.ok()) return s;
   TrainPosition at;
   at.step = m.step();
   at.data = ddp::Position{m.epoch(), m.cursor()};

@@ -7,9 +7,8 @@
 
 #include "absl/status/statusor.h"
 #include "gradsync/ddp/sampler.h"
-#include "gradsync/nn/model.h"
-#include "gradsync/nn/optimizer.h"
 #include "gradsync/v1/coordinator.pb.h"
+#include "replica.h"
 
 namespace gradsync::worker {
 
@@ -22,13 +21,11 @@ struct TrainPosition {
 
 // Writes this rank's part under <root>/step-<step> and returns the report for the coordinator.
 absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment& assignment, int rank,
-                                                            int world_size, const nn::Model& model,
-                                                            const nn::AdamW& optimizer, const TrainPosition& at);
+                                                            int world_size, Replica& replica, const TrainPosition& at);
 
 // Restores parameters, optimizer state and position from `manifest`. A rank beyond the saved world
 // size reads rank 0's part (replicas hold the same parameters and optimizer state). DATA_LOSS naming
 // the file when a part is corrupt.
-absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& manifest, int rank, nn::Model& model,
-                                                nn::AdamW& optimizer);
+absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& manifest, int rank, Replica& replica);
 
 }  // namespace gradsync::worker

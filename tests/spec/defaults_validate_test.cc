@@ -31,6 +31,7 @@ TEST(FillDefaultsTest, FillsAnEmptySpec) {
   EXPECT_THAT(spec.model().mlp().hidden_dims(), ::testing::ElementsAre(128, 128));
   EXPECT_EQ(spec.model().mlp().activation(), "gelu");
   EXPECT_EQ(spec.model().device(), "auto");
+  EXPECT_EQ(spec.model().precision(), "auto");
   EXPECT_FALSE(spec.model().has_transformer());
   ASSERT_TRUE(spec.data().has_synthetic());
   EXPECT_EQ(spec.data().synthetic().num_samples(), 8192);
@@ -89,6 +90,20 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
       HasSubstr("model.preset: must be one of mlp, gpt-tiny, gpt2-124m, minimind-26m, got \"cnn\""));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_device("tpu"); }),
               HasSubstr("model.device: must be one of auto, cpu, cuda, got \"tpu\""));
+  // The default preset is the mlp, which has no GPU implementation.
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_device("cuda"); }),
+              HasSubstr("model.device: the mlp preset runs on the CPU only"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_precision("fp16"); }),
+              HasSubstr("model.precision: must be one of auto, fp32, bf16, got \"fp16\""));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_precision("bf16"); }),
+              HasSubstr("model.precision: the mlp preset runs on the CPU in fp32"));
+  EXPECT_THAT(ValidationError([](S* s) {
+                s->mutable_model()->set_device("cpu");
+                s->mutable_model()->set_precision("bf16");
+              }),
+              HasSubstr("model.precision: bf16 runs on a GPU only"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_backend("nccl"); }),
+              HasSubstr("ddp.backend: nccl reduces GPU memory and this model runs on the CPU"));
   EXPECT_THAT(
       ValidationError([](S* s) { s->mutable_model()->mutable_transformer()->set_layers(2); }),
       HasSubstr("model.transformer: must not be set with the mlp preset, got {\"layers\":2}"));
@@ -351,6 +366,23 @@ TEST(TransformerSpecTest, MlpSectionIsRejectedWithATransformerPreset) {
                 "model.mlp: must not be set with a transformer preset, got {\"hiddenDims\":[64]}"));
 }
 
+TEST(DeviceSpecTest, TransformersTakeEveryDeviceChoice) {
+  for (const char* device : {"auto", "cuda"}) {
+    for (const char* precision : {"auto", "fp32", "bf16"}) {
+      for (const char* backend : {"auto", "gloo", "nccl"}) {
+        const std::string yaml = absl::StrCat("model: {preset: gpt-tiny, device: ", device, ", precision: ", precision,
+                                              "}\ndata: {text: {paths: [a.txt]}}\nddp: {backend: ", backend, "}");
+        absl::StatusOr<v1::JobSpec> spec = Normalize(*ParseJobSpec(yaml, "a.yaml"));
+        EXPECT_TRUE(spec.ok()) << yaml << ": " << spec.status();
+      }
+    }
+  }
+  absl::StatusOr<v1::JobSpec> cpu_nccl = Normalize(
+      *ParseJobSpec("model: {preset: gpt-tiny, device: cpu}\ndata: {text: {paths: [a.txt]}}\nddp: {backend: nccl}", "a"));
+  EXPECT_EQ(cpu_nccl.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(cpu_nccl.status().message()), HasSubstr("ddp.backend: nccl reduces GPU memory"));
+}
+
 TEST(NormalizeTest, FillsThenValidates) {
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpec("training: {worldSize: 4}", "a.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -367,7 +399,7 @@ TEST(NormalizeTest, FillsThenValidates) {
 TEST(ToJsonTest, RoundTripsThroughParse) {
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(
       "name: round\ntraining: {maxSteps: 20, seed: 18446744073709551615, lr: 2.5e-4}\n"
-      "ddp: {backend: nccl}\ncheckpoint: {dir: /tmp/ckpt}",
+      "ddp: {backend: gloo}\ncheckpoint: {dir: /tmp/ckpt}",
       "a.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<v1::JobSpec> normal = Normalize(*spec);

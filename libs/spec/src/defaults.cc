@@ -16,6 +16,7 @@ constexpr char kDefaultPreset[] = "mlp";
 constexpr int32_t kDefaultHiddenDims[] = {128, 128};
 constexpr char kDefaultActivation[] = "gelu";
 constexpr char kDefaultDevice[] = "auto";
+constexpr char kDefaultPrecision[] = "auto";
 
 constexpr int64_t kDefaultNumSamples = 8192;
 constexpr int32_t kDefaultInputDim = 32;
@@ -44,6 +45,7 @@ constexpr double kDefaultTimeoutSeconds = 300;
 void FillModel(gradsync::v1::ModelSpec* model) {
   if (model->preset().empty()) model->set_preset(kDefaultPreset);
   if (model->device().empty()) model->set_device(kDefaultDevice);
+  if (model->precision().empty()) model->set_precision(kDefaultPrecision);
   if (nn::IsTransformerPreset(model->preset())) {
     // Every field, so that the stored spec says which network ran even if a preset changes.
     *model->mutable_transformer() = *nn::ResolveTransformerConfig(*model);

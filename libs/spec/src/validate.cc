@@ -66,6 +66,9 @@ void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
                  "model.preset", absl::StrCat("must be one of ", absl::StrJoin(presets, ", ")),
                  internal::Quote(model.preset()));
   check->OneOf("model.device", model.device(), {"auto", "cpu", "cuda"});
+  check->OneOf("model.precision", model.precision(), {"auto", "fp32", "bf16"});
+  check->Require(!(model.device() == "cpu" && model.precision() == "bf16"), "model.precision",
+                 "bf16 runs on a GPU only; with model.device \"cpu\" use \"fp32\" or \"auto\"", "\"bf16\"");
   if (nn::IsTransformerPreset(model.preset())) {
     check->Require(model.mlp().ByteSizeLong() == 0, "model.mlp",
                    "must not be set with a transformer preset", Json(model.mlp()));
@@ -74,6 +77,10 @@ void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
   }
   check->Require(model.transformer().ByteSizeLong() == 0, "model.transformer",
                  "must not be set with the mlp preset", Json(model.transformer()));
+  check->Require(model.device() != "cuda", "model.device",
+                 "the mlp preset runs on the CPU only; use \"cpu\" or \"auto\"", "\"cuda\"");
+  check->Require(model.precision() != "bf16", "model.precision",
+                 "the mlp preset runs on the CPU in fp32; use \"fp32\" or \"auto\"", "\"bf16\"");
   const gradsync::v1::MlpConfig& mlp = model.mlp();
   check->Require(mlp.hidden_dims_size() <= kMaxLayers, "model.mlp.hiddenDims",
                  absl::StrCat("must have at most ", kMaxLayers, " layers"),
@@ -152,8 +159,14 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->AtLeast("training.logEvery", training.log_every(), 1);
 }
 
-void CheckDdp(const gradsync::v1::DdpSpec& ddp, Checker* check) {
+void CheckDdp(const gradsync::v1::ModelSpec& model, const gradsync::v1::DdpSpec& ddp, Checker* check) {
   check->OneOf("ddp.backend", ddp.backend(), {"auto", "gloo", "nccl"});
+  // NCCL reduces GPU memory: it needs every rank's model on a GPU of its own.
+  const bool cpu_only = model.device() == "cpu" || !nn::IsTransformerPreset(model.preset());
+  check->Require(!(ddp.backend() == "nccl" && cpu_only), "ddp.backend",
+                 "nccl reduces GPU memory and this model runs on the CPU (model.device \"cpu\" or the mlp "
+                 "preset); use \"gloo\" or \"auto\"",
+                 "\"nccl\"");
   const Bound max_bucket{kMaxBucketCapMb, true};
   check->Number("ddp.bucketCapMb", ddp.bucket_cap_mb(), kZeroExclusive, &max_bucket);
   check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive);
@@ -172,7 +185,7 @@ absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
   CheckModel(spec.model(), &check);
   CheckData(spec.model(), spec.data(), &check);
   CheckTraining(spec.training(), &check);
-  CheckDdp(spec.ddp(), &check);
+  CheckDdp(spec.model(), spec.ddp(), &check);
   CheckCheckpoint(spec.checkpoint(), &check);
   return check.status();
 }

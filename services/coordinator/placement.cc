@@ -1,0 +1,67 @@
+#include "placement.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gradsync::coordinator {
+namespace {
+
+// The mlp preset has no GPU implementation; every transformer preset has one.
+bool HasGpuModel(const v1::ModelSpec& model) { return model.preset() != "mlp"; }
+
+std::string Where(const RankHost& r) { return absl::StrCat(r.worker_id, " on ", r.hostname); }
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const std::vector<RankHost>& ranks) {
+  const v1::ModelSpec& model = spec.model();
+  std::vector<v1::Placement> out(ranks.size());
+  std::vector<std::string> without_gpu;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const bool has_gpu = ranks[r].device.kind() == v1::Device::CUDA;
+    bool cuda = false;
+    if (model.device() == "cuda") {
+      cuda = true;
+      if (!has_gpu) without_gpu.push_back(absl::StrCat("rank ", r, " (", Where(ranks[r]), ")"));
+    } else if (model.device() != "cpu") {  // "auto"
+      cuda = has_gpu && HasGpuModel(model);
+    }
+    out[r].set_device(cuda ? "cuda" : "cpu");
+    const std::string& precision = model.precision();
+    out[r].set_precision(precision == "fp32" || precision == "bf16" ? precision : (cuda ? "bf16" : "fp32"));
+    if (!cuda && out[r].precision() == "bf16") {
+      return absl::FailedPreconditionError(absl::StrCat("model.precision: bf16 runs on a GPU only, and rank ", r, " (",
+                                                        Where(ranks[r]), ") computes on its CPU"));
+    }
+  }
+  if (!without_gpu.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("model.device: \"cuda\" needs a GPU on every worker; ",
+                                                      absl::StrJoin(without_gpu, ", "), " registered without one"));
+  }
+
+  // NCCL: every rank on a GPU, and no GPU twice.
+  std::string nccl_obstacle;
+  std::set<std::pair<std::string, int>> gpus;
+  for (size_t r = 0; r < ranks.size() && nccl_obstacle.empty(); ++r) {
+    if (out[r].device() != "cuda") {
+      nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") computes on its CPU");
+    } else if (!gpus.emplace(ranks[r].hostname, ranks[r].device.gpu_index()).second) {
+      nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") shares GPU ", ranks[r].device.gpu_index(),
+                                   " with another rank, which NCCL refuses");
+    }
+  }
+  const std::string& asked = spec.ddp().backend();
+  if (asked == "nccl" && !nccl_obstacle.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ddp.backend: \"nccl\" needs every rank on a GPU of its own, and ", nccl_obstacle,
+                     "; use \"auto\" or \"gloo\""));
+  }
+  const std::string backend = asked == "gloo" ? "gloo" : (nccl_obstacle.empty() ? "nccl" : "gloo");
+  for (v1::Placement& p : out) p.set_backend(backend);
+  return out;
+}
+
+}  // namespace gradsync::coordinator

@@ -1,0 +1,36 @@
+// Placement: where each rank of a generation computes and how its ranks exchange gradients,
+// resolved once by the coordinator from the spec's choices and the devices the gang's workers
+// registered, so that every rank of the generation agrees.
+//
+//   model.device  "cpu": every rank on its CPU.
+//                 "cuda": every rank on its worker's GPU; a worker without one fails the placement.
+//                 "auto": a rank on its GPU if its worker has one and the model has a GPU
+//                 implementation (the transformer presets), else on its CPU.
+//   ddp.backend   "nccl": needs every rank on a GPU of its own (distinct host and GPU index:
+//                 NCCL refuses two ranks on one GPU).
+//                 "auto": NCCL when that holds, else Gloo (GPU ranks then stage gradients through
+//                 pinned host buffers, so ranks may share a GPU or mix with CPU ranks).
+//                 "gloo": Gloo.
+//   model.precision  "auto": bf16 on a GPU, fp32 on a CPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/v1/coordinator.pb.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::coordinator {
+
+struct RankHost {
+  std::string worker_id;
+  std::string hostname;
+  v1::Device device;
+};
+
+// One Placement per rank, in rank order. FAILED_PRECONDITION naming the spec field and the worker
+// when the gang cannot run what the spec asks for.
+absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const std::vector<RankHost>& ranks);
+
+}  // namespace gradsync::coordinator

@@ -1,0 +1,73 @@
+// One rank's replica: the network, its optimizer and the communicator that joins it to the
+// generation's other ranks, on the CPU or on the worker's GPU as the coordinator placed it
+// (Assignment.placement). The trainer sees only this interface.
+//
+//   placement        model                     optimizer                 communicator
+//   cpu, gloo        nn::CreateModel (host)    nn::AdamW, ClipGlobalNorm Gloo
+//   cuda, nccl       nn::cuda::CudaModel       CudaGradClip + CudaAdamW  NCCL on the model's stream
+//   cuda, gloo       nn::cuda::CudaModel       CudaGradClip + CudaAdamW  Gloo, staged through pinned
+//                                                                        host buffers
+//
+// The model's params() and grads() live where the model computes; the reducer hands ranges of
+// grads() to the communicator, which takes memory of that kind. What leaves the replica for
+// checkpoints, the digest and the weights file is a host copy.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/comm/communicator.h"
+#include "gradsync/comm/kv_client.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/v1/coordinator.pb.h"
+
+namespace gradsync::worker {
+
+class Replica {
+ public:
+  virtual ~Replica() = default;
+
+  virtual nn::Model& model() = 0;
+  virtual comm::Communicator& comm() = 0;
+
+  // Clips the gradients to a global norm of max_norm (none when max_norm <= 0) and takes one
+  // AdamW step at learning rate lr. Returns the norm before clipping.
+  virtual absl::StatusOr<double> Step(double lr, double max_norm) = 0;
+
+  // A host copy of the parameters.
+  virtual absl::StatusOr<std::vector<float>> HostParams() = 0;
+  // Fills the parameters and the optimizer state of `state` (host copies).
+  virtual absl::Status SaveState(ckpt::RankState* state) = 0;
+  // Loads parameters and optimizer state from `state`, whose sizes the caller has checked.
+  virtual absl::Status LoadState(const ckpt::RankState& state) = 0;
+
+  // Where and how it computes, e.g. "cpu, fp32, gloo" or "NVIDIA H100 (cuda:0), bf16, nccl".
+  virtual std::string Describe() const = 0;
+};
+
+struct ReplicaOptions {
+  // The worker's device, as it registered.
+  v1::Device device;
+  // The generation's key-value namespace, for the communicator's rendezvous.
+  comm::KvClient* kv = nullptr;
+  comm::GlooOptions gloo;
+};
+
+// Builds the replica `assignment.placement` asks for; rendezvous with the other ranks happens
+// here. A placement without a device (a coordinator from before placements) means the CPU and
+// Gloo. FAILED_PRECONDITION for a GPU placement on a build without CUDA or a worker without a
+// GPU; the communicator's and the model's errors otherwise.
+absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const v1::Assignment& assignment, const ReplicaOptions& options);
+
+namespace internal {
+// The two halves of CreateReplica: replica_cpu.cc and replica_cuda.cc (CUDA builds only).
+absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const v1::Assignment& assignment,
+                                                          const ReplicaOptions& options);
+absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const v1::Assignment& assignment,
+                                                           const ReplicaOptions& options);
+}  // namespace internal
+
+}  // namespace gradsync::worker

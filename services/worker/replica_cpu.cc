@@ -1,0 +1,73 @@
+// The CPU replica: the host model of libs/nn, AdamW and clipping on the host, Gloo.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "gradsync/nn/optimizer.h"
+#include "replica.h"
+
+namespace gradsync::worker {
+namespace internal {
+namespace {
+
+class CpuReplica final : public Replica {
+ public:
+  CpuReplica(std::unique_ptr<comm::Communicator> comm, std::unique_ptr<nn::Model> model, const v1::TrainingSpec& t)
+      : comm_(std::move(comm)),
+        model_(std::move(model)),
+        optimizer_(model_->layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()}) {}
+
+  nn::Model& model() override { return *model_; }
+  comm::Communicator& comm() override { return *comm_; }
+
+  absl::StatusOr<double> Step(double lr, double max_norm) override {
+    const double norm = nn::ClipGlobalNorm(model_->grads(), max_norm);
+    optimizer_.Step(model_->params(), model_->grads(), lr);
+    return norm;
+  }
+
+  absl::StatusOr<std::vector<float>> HostParams() override {
+    return std::vector<float>(model_->params().begin(), model_->params().end());
+  }
+
+  absl::Status SaveState(ckpt::RankState* state) override {
+    state->params.assign(model_->params().begin(), model_->params().end());
+    state->adam_m.assign(optimizer_.first_moment().begin(), optimizer_.first_moment().end());
+    state->adam_v.assign(optimizer_.second_moment().begin(), optimizer_.second_moment().end());
+    state->adam_step = optimizer_.step_count();
+    return absl::OkStatus();
+  }
+
+  absl::Status LoadState(const ckpt::RankState& state) override {
+    std::copy(state.params.begin(), state.params.end(), model_->params().begin());
+    return optimizer_.Restore(state.adam_m, state.adam_v, state.adam_step);
+  }
+
+  std::string Describe() const override { return absl::StrCat("cpu, fp32, ", comm_->backend()); }
+
+ private:
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<nn::Model> model_;
+  nn::AdamW optimizer_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const v1::Assignment& a, const ReplicaOptions& options) {
+  if (a.placement().backend() == "nccl") {
+    return absl::FailedPreconditionError("placement: nccl reduces GPU memory and this rank computes on its CPU");
+  }
+  auto model = nn::CreateModel(a.spec());
+  if (!model.ok()) return model.status();
+  auto comm = comm::ConnectGloo(options.kv, a.rank(), a.world_size(), options.gloo);
+  if (!comm.ok()) return comm.status();
+  return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), a.spec().training());
+}
+
+}  // namespace internal
+
+absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const v1::Assignment& a, const ReplicaOptions& options) {
+  if (a.placement().device() == "cuda") return internal::CreateCudaReplica(a, options);
+  return internal::CreateCpuReplica(a, options);
+}
+
+}  // namespace gradsync::worker

@@ -1,0 +1,161 @@
+// The GPU replica: the CUDA model of libs/nn/cuda in the placement's precision, clipping and
+// AdamW on the device, and NCCL (or Gloo staged through pinned host memory) ordered after the
+// model's stream. Built only with CUDA; replica_no_cuda.cc stands in otherwise.
+#include <cuda_runtime_api.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "gradsync/comm/nccl.h"
+#include "gradsync/kernels/cuda/cuda_check.h"
+#include "gradsync/nn/cuda/cuda_model.h"
+#include "gradsync/nn/cuda/cuda_optimizer.h"
+#include "replica.h"
+
+namespace gradsync::worker {
+namespace internal {
+namespace {
+
+using kernels::cuda::CudaStatus;
+
+// Owns one non-blocking CUDA stream.
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+  absl::Status Create() { return CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaReplica final : public Replica {
+ public:
+  static absl::StatusOr<std::unique_ptr<Replica>> Create(const v1::Assignment& a, const ReplicaOptions& options);
+
+  nn::Model& model() override { return *model_; }
+  comm::Communicator& comm() override { return *comm_; }
+
+  absl::StatusOr<double> Step(double lr, double max_norm) override {
+    if (absl::Status s = clip_->Compute(model_->grads(), max_norm); !s.ok()) return s;
+    if (absl::Status s = adamw_->Step(model_->params(), model_->grads(), lr, clip_->scale()); !s.ok()) return s;
+    return clip_->ReadNorm();
+  }
+
+  absl::StatusOr<std::vector<float>> HostParams() override {
+    std::vector<float> host(model_->params().size());
+    if (absl::Status s = ToHost(model_->params(), host); !s.ok()) return s;
+    return host;
+  }
+
+  absl::Status SaveState(ckpt::RankState* state) override {
+    state->params.resize(model_->params().size());
+    state->adam_m.resize(adamw_->first_moment().size());
+    state->adam_v.resize(adamw_->second_moment().size());
+    state->adam_step = adamw_->step_count();
+    if (absl::Status s = ToHost(model_->params(), state->params); !s.ok()) return s;
+    if (absl::Status s = ToHost(adamw_->first_moment(), state->adam_m); !s.ok()) return s;
+    return ToHost(adamw_->second_moment(), state->adam_v);
+  }
+
+  absl::Status LoadState(const ckpt::RankState& state) override {
+    if (absl::Status s = Use(); !s.ok()) return s;
+    const std::span<float> params = model_->params();
+    if (absl::Status s = CudaStatus(cudaMemcpyAsync(params.data(), state.params.data(), params.size_bytes(),
+                                                    cudaMemcpyHostToDevice, stream_.get()),
+                                    "copying checkpointed parameters to the GPU");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = model_->Synchronize(); !s.ok()) return s;
+    return adamw_->Restore(state.adam_m, state.adam_v, state.adam_step);
+  }
+
+  std::string Describe() const override { return description_; }
+
+ private:
+  absl::Status Use() const { return CudaStatus(cudaSetDevice(gpu_), "cudaSetDevice"); }
+
+  // Copies a device span to the host once the stream's queued work (the step that wrote it) is done.
+  absl::Status ToHost(std::span<const float> device, std::vector<float>& host) const {
+    if (absl::Status s = Use(); !s.ok()) return s;
+    if (absl::Status s = CudaStatus(cudaMemcpyAsync(host.data(), device.data(), device.size_bytes(),
+                                                    cudaMemcpyDeviceToHost, stream_.get()),
+                                    "copying GPU state to the host");
+        !s.ok()) {
+      return s;
+    }
+    return model_->Synchronize();
+  }
+
+  // Destroyed in reverse order: the optimizer, the communicators (the staging wrapper before the
+  // Gloo communicator under it), the model, and last the stream they all queue on.
+  int gpu_ = 0;
+  Stream stream_;
+  std::unique_ptr<nn::cuda::CudaModel> model_;
+  std::unique_ptr<comm::Communicator> host_comm_;
+  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<nn::cuda::CudaGradClip> clip_;
+  std::unique_ptr<nn::cuda::CudaAdamW> adamw_;
+  std::string description_;
+};
+
+absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const v1::Assignment& a, const ReplicaOptions& options) {
+  if (options.device.kind() != v1::Device::CUDA) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("placement: rank ", a.rank(), " is placed on a GPU and this worker registered ",
+                     options.device.description().empty() ? "without one" : options.device.description()));
+  }
+  auto r = std::make_unique<CudaReplica>();
+  r->gpu_ = options.device.gpu_index();
+  if (absl::Status s = r->Use(); !s.ok()) return s;
+  if (absl::Status s = r->stream_.Create(); !s.ok()) return s;
+
+  const v1::TrainingSpec& t = a.spec().training();
+  nn::cuda::CudaModelOptions mo;
+  mo.device = r->gpu_;
+  mo.stream = r->stream_.get();
+  mo.precision = a.placement().precision() == "fp32" ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
+  auto model = nn::cuda::CreateCudaModel(a.spec(), mo);
+  if (!model.ok()) return model.status();
+  r->model_ = *std::move(model);
+  auto clip = nn::cuda::CudaGradClip::Create(r->stream_.get());
+  if (!clip.ok()) return clip.status();
+  r->clip_ = *std::move(clip);
+  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()},
+                                           r->stream_.get());
+  if (!adamw.ok()) return adamw.status();
+  r->adamw_ = *std::move(adamw);
+
+  if (a.placement().backend() == "nccl") {
+    comm::NcclOptions no;
+    no.device = r->gpu_;
+    no.compute_stream = r->stream_.get();
+    no.timeout = options.gloo.timeout;
+    auto comm = comm::ConnectNccl(options.kv, a.rank(), a.world_size(), no);
+    if (!comm.ok()) return comm.status();
+    r->comm_ = *std::move(comm);
+  } else {
+    auto host = comm::ConnectGloo(options.kv, a.rank(), a.world_size(), options.gloo);
+    if (!host.ok()) return host.status();
+    r->host_comm_ = *std::move(host);
+    r->comm_ = comm::StageThroughHost(r->host_comm_.get(), r->gpu_, r->stream_.get());
+  }
+  r->description_ = absl::StrCat(options.device.description(), ", ", a.placement().precision(), ", ",
+                                 r->comm_->backend());
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const v1::Assignment& a, const ReplicaOptions& options) {
+  return CudaReplica::Create(a, options);
+}
+
+}  // namespace internal
+}  // namespace gradsync::worker

@@ -1,0 +1,12 @@
+// CreateCudaReplica in a build without CUDA: a GPU placement is refused by name.
+#include "absl/strings/str_cat.h"
+#include "replica.h"
+
+namespace gradsync::worker::internal {
+
+absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const v1::Assignment& a, const ReplicaOptions&) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "placement: rank ", a.rank(), " is placed on a GPU and this worker was built without CUDA"));
+}
+
+}  // namespace gradsync::worker::internal

@@ -1,0 +1,140 @@
+// CreateReplica on a GPU (skipped without one): the CUDA replica over NCCL and over Gloo staged
+// through host memory follows the CPU replica, and its state survives a save and load exactly.
+#include <cmath>
+#include <thread>
+
+#include "gloo_ranks.h"
+#include "gradsync/device/device.h"
+#include "gtest/gtest.h"
+#include "replica.h"
+#include "replica_test_util.h"
+
+namespace gradsync::worker {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                        \
+  if (device::ListGpus().empty()) GTEST_SKIP() << "no CUDA device visible: the GPU replica is not exercised"
+
+ReplicaOptions Worker(comm::KvClient* kv, bool gpu) {
+  ReplicaOptions o;
+  o.device.set_kind(gpu ? v1::Device::CUDA : v1::Device::CPU);
+  o.device.set_gpu_index(0);
+  o.device.set_description(gpu ? "gpu (cuda:0)" : "cpu");
+  o.kv = kv;
+  return o;
+}
+
+struct StepResult {
+  double loss = 0, norm = 0;
+  std::vector<float> params;
+};
+
+StepResult TrainSteps(Replica& r, int steps) {
+  StepResult out;
+  for (int s = 0; s < steps; ++s) {
+    const nn::Batch batch = TinyBatch(4, s);
+    r.model().ZeroGrads();
+    auto loss = r.model().ForwardBackward(batch, 1.0f / static_cast<float>(batch.tokens.size()), {});
+    EXPECT_TRUE(loss.ok()) << loss.status();
+    if (loss.ok()) out.loss = loss->sum / static_cast<double>(loss->count);
+    auto norm = r.Step(1e-3, 1.0);
+    EXPECT_TRUE(norm.ok()) << norm.status();
+    if (norm.ok()) out.norm = *norm;
+  }
+  auto params = r.HostParams();
+  EXPECT_TRUE(params.ok()) << params.status();
+  if (params.ok()) out.params = *std::move(params);
+  return out;
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(double{a[i]} - double{b[i]}));
+  return a.size() == b.size() ? m : 1e30;
+}
+
+TEST(GpuReplica, Fp32OverNcclFollowsTheCpuReplica) {
+  SKIP_WITHOUT_GPU();
+  testing::CoordinatorServer server;
+  auto kv_cpu = server.Kv("cpu"), kv_gpu = server.Kv("gpu");
+  auto cpu = CreateReplica(TinyAssignment("cpu", "gloo", "fp32"), Worker(kv_cpu.get(), false));
+  auto gpu = CreateReplica(TinyAssignment("cuda", "nccl", "fp32"), Worker(kv_gpu.get(), true));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_EQ((*gpu)->comm().backend(), "nccl");
+  EXPECT_TRUE((*gpu)->model().on_device());
+  (*cpu)->model().InitParams(5);
+  (*gpu)->model().InitParams(5);
+  const StepResult c = TrainSteps(**cpu, 5), g = TrainSteps(**gpu, 5);
+  EXPECT_NEAR(g.loss, c.loss, 1e-3 * c.loss);
+  EXPECT_NEAR(g.norm, c.norm, 1e-3 * c.norm);
+  EXPECT_LT(MaxAbsDiff(g.params, c.params), 1e-4);
+}
+
+TEST(GpuReplica, Bf16TrainsCloseToFp32) {
+  SKIP_WITHOUT_GPU();
+  testing::CoordinatorServer server;
+  auto kv32 = server.Kv("fp32"), kv16 = server.Kv("bf16");
+  auto fp32 = CreateReplica(TinyAssignment("cuda", "nccl", "fp32"), Worker(kv32.get(), true));
+  ASSERT_TRUE(fp32.ok()) << fp32.status();
+  (*fp32)->model().InitParams(5);
+  const StepResult a = TrainSteps(**fp32, 5);
+  fp32->reset();  // NCCL: one communicator per GPU at a time
+  auto bf16 = CreateReplica(TinyAssignment("cuda", "nccl", "bf16"), Worker(kv16.get(), true));
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  (*bf16)->model().InitParams(5);
+  const StepResult b = TrainSteps(**bf16, 5);
+  EXPECT_NEAR(b.loss, a.loss, 0.02 * a.loss);
+}
+
+TEST(GpuReplica, SavedStateLoadsAndContinuesBitwise) {
+  SKIP_WITHOUT_GPU();
+  testing::CoordinatorServer server;
+  auto kv1 = server.Kv("save"), kv2 = server.Kv("load");
+  // Gloo staged: two replicas on the one GPU at once.
+  auto first = CreateReplica(TinyAssignment("cuda", "gloo", "bf16"), Worker(kv1.get(), true));
+  auto second = CreateReplica(TinyAssignment("cuda", "gloo", "bf16"), Worker(kv2.get(), true));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  (*first)->model().InitParams(5);
+  (*second)->model().InitParams(77);
+  TrainSteps(**first, 3);
+  ckpt::RankState state;
+  ASSERT_TRUE((*first)->SaveState(&state).ok());
+  EXPECT_EQ(state.adam_step, 3);
+  ASSERT_TRUE((*second)->LoadState(state).ok());
+  const StepResult a = TrainSteps(**first, 2), b = TrainSteps(**second, 2);
+  EXPECT_TRUE(a.params == b.params) << "max difference " << MaxAbsDiff(a.params, b.params);
+}
+
+TEST(GpuReplica, TwoRanksShareTheGpuThroughStagedGlooAndStayIdentical) {
+  SKIP_WITHOUT_GPU();
+  testing::CoordinatorServer server;
+  const v1::Assignment a = TinyAssignment("cuda", "gloo", "bf16", 2);
+  std::vector<std::vector<float>> params(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      auto kv = server.Kv("shared-gpu");
+      v1::Assignment mine = a;
+      mine.set_rank(rank);
+      auto r = CreateReplica(mine, Worker(kv.get(), true));
+      ASSERT_TRUE(r.ok()) << r.status();
+      (*r)->model().InitParams(5);
+      for (int s = 0; s < 3; ++s) {
+        const nn::Batch batch = TinyBatch(2, 10 * rank + s);  // each rank its own data
+        (*r)->model().ZeroGrads();
+        ASSERT_TRUE((*r)->model().ForwardBackward(batch, 1.0f / (2.0f * batch.tokens.size()), {}).ok());
+        ASSERT_TRUE((*r)->comm().AllReduce((*r)->model().grads(), comm::ReduceOp::kSum)->Wait().ok());
+        ASSERT_TRUE((*r)->Step(1e-3, 1.0).ok());
+      }
+      params[rank] = *(*r)->HostParams();
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  EXPECT_FALSE(params[0].empty());
+  EXPECT_TRUE(params[0] == params[1]) << "replicas diverged: " << MaxAbsDiff(params[0], params[1]);
+}
+
+}  // namespace
+}  // namespace gradsync::worker
