@@ -12,6 +12,11 @@ struct BenchArgs {
   int rank = 0;
   int ranks = 2;
   std::string coordinator;
+  // "gloo" or "nccl" (which implies device "cuda").
+  std::string backend = "gloo";
+  // "cpu" or "cuda": where the buffers (allreduce) or the model (ddp) live; rank r takes GPU
+  // r mod (GPUs visible).
+  std::string device = "cpu";
   // allreduce
   int64_t min_bytes = 1 << 10;
   int64_t max_bytes = 64 << 20;

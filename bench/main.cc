@@ -12,9 +12,12 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gradsync-bench allreduce [--backend gloo] [--ranks N] [--min SIZE] [--max SIZE]\n"
-    "                                [--iters N] [--warmup N] [--wire fp32|bf16]\n"
-    "       gradsync-bench ddp [--spec FILE] [--set path=value ...] [--ranks N] [--steps N]\n";
+    "usage: gradsync-bench allreduce [--backend gloo|nccl] [--device cpu|cuda] [--ranks N]\n"
+    "                                [--min SIZE] [--max SIZE] [--iters N] [--warmup N] [--wire fp32|bf16]\n"
+    "       gradsync-bench ddp [--spec FILE] [--set path=value ...] [--ranks N] [--steps N]\n"
+    "                          [--backend gloo|nccl] [--device cpu|cuda]\n"
+    "  --backend nccl means --device cuda; rank r uses GPU r mod (GPUs visible), and NCCL needs a\n"
+    "  GPU per rank. --device cuda with gloo stages device memory through pinned host buffers.\n";
 
 using gradsync::bench::BenchArgs;
 
@@ -34,7 +37,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest(argv + 2, argv + argc);
   auto args = gradsync::cli::ParseArgs(mode, rest,
                                        {{"backend"}, {"ranks"}, {"min"}, {"max"}, {"iters"}, {"warmup"}, {"wire"},
-                                        {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}});
+                                        {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}, {"device"}});
   if (!args.ok()) return Fail(args.status());
   BenchArgs b;
   for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
@@ -50,10 +53,16 @@ int main(int argc, char** argv) {
     if (!v.ok()) return Fail(v.status());
     *field = *v;
   }
-  const std::string backend = args->Get("backend", "gloo");
-  if (backend != "gloo") {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "--backend: \"", backend, "\" is not available in this build (gloo is; nccl needs a GPU build)")));
+  b.backend = args->Get("backend", "gloo");
+  if (b.backend != "gloo" && b.backend != "nccl") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--backend: expected gloo or nccl, got \"", b.backend, "\"")));
+  }
+  b.device = args->Get("device", b.backend == "nccl" ? "cuda" : "cpu");
+  if (b.device != "cpu" && b.device != "cuda") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--device: expected cpu or cuda, got \"", b.device, "\"")));
+  }
+  if (b.backend == "nccl" && b.device != "cuda") {
+    return Fail(absl::InvalidArgumentError("--backend: nccl reduces GPU memory; it needs --device cuda"));
   }
   b.wire_bf16 = args->Get("wire", "fp32") == "bf16";
   b.coordinator = args->Get("coordinator");

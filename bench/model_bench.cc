@@ -1,12 +1,14 @@
 // gradsync-model-bench: one model's training throughput on this machine, one process, no
 // communication: forward + backward + AdamW per step, on random tokens (or the synthetic
 // task's shapes for the mlp preset). Prints tokens (samples) per second and the FLOP rate that
-// FlopsPerToken implies.
+// FlopsPerToken implies; with --device cuda, on one GPU, also the model FLOPs utilisation
+// against the dense matmul rate measured on the card (model_bench_gpu.h).
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "args.h"
@@ -16,16 +18,43 @@
 #include "gradsync/nn/optimizer.h"
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/job_spec.h"
+#include "model_bench_gpu.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: gradsync-model-bench [--preset gpt-tiny] [--set model.transformer.layers=6 ...]\n"
-    "                            [--batch 8] [--steps 20] [--warmup 3] [--threads 1]\n";
+    "                            [--batch 8] [--steps 20] [--warmup 3] [--threads 1]\n"
+    "                            [--device cpu|cuda|cuda:N] [--precision bf16|fp32]\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n%s", message.c_str(), kUsage);
   return 2;
+}
+
+int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch, int64_t tokens_per_step,
+             double flops_per_token, const std::string& device, const std::string& precision, int steps, int warmup) {
+  int index = 0;
+  if (device != "cuda" && !(device.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(device.substr(5), &index) && index >= 0)) {
+    return Fail("--device: expected cpu, cuda or cuda:N, got \"" + device + "\"");
+  }
+  if (precision != "bf16" && precision != "fp32") {
+    return Fail("--precision: expected bf16 or fp32, got \"" + precision + "\"");
+  }
+  auto r = gradsync::bench::RunGpuModelBench(spec, batch, tokens_per_step, index, precision == "bf16", steps, warmup);
+  if (!r.ok()) return Fail(std::string(r.status().message()));
+  const double step_seconds = r->forward_backward_seconds + r->optimizer_seconds;
+  const double tokens_per_second = static_cast<double>(tokens_per_step) / step_seconds;
+  const double achieved = tokens_per_second * flops_per_token;
+  std::printf("%s on %s, %s\n", r->model.c_str(), r->gpu.c_str(), precision.c_str());
+  std::printf("batch %lld tokens, %d steps after %d warmup\n", static_cast<long long>(tokens_per_step), steps, warmup);
+  std::printf("step %.2f ms (forward+backward %.2f ms, clip+AdamW %.2f ms)\n", step_seconds * 1e3,
+              r->forward_backward_seconds * 1e3, r->optimizer_seconds * 1e3);
+  std::printf("%.0f tokens/s, %.1f TFLOP/s (%.2f MFLOP per token)\n", tokens_per_second, achieved / 1e12,
+              flops_per_token / 1e6);
+  std::printf("measured %s matmul peak %.1f TFLOP/s: MFU %.1f%%\n", precision.c_str(), r->peak_flops / 1e12,
+              r->peak_flops > 0 ? 100.0 * achieved / r->peak_flops : 0.0);
+  return 0;
 }
 
 }  // namespace
@@ -34,7 +63,8 @@ int main(int argc, char** argv) {
   using namespace gradsync;
   const std::vector<std::string> argv_rest(argv + 1, argv + argc);
   auto args = cli::ParseArgs("model-bench", argv_rest,
-                             {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}});
+                             {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}, {"device"},
+                              {"precision"}});
   if (!args.ok()) return Fail(std::string(args.status().message()));
   auto batch_size = args->GetInt("batch", 8, 1, 1 << 16);
   auto steps = args->GetInt("steps", 20, 1, 1 << 20);
@@ -81,6 +111,10 @@ int main(int argc, char** argv) {
       batch.targets.push_back(static_cast<int32_t>(rng.Below(d.num_classes())));
     }
   }
+
+  const std::string device = args->Get("device", "cpu");
+  if (device != "cpu") return RunOnGpu(*spec, batch, tokens_per_step, flops_per_token, device,
+                                       args->Get("precision", "bf16"), *steps, *warmup);
 
   nn::AdamW adam(model.layout(), nn::AdamWConfig{.weight_decay = 0.1});
   double fb_seconds = 0, opt_seconds = 0;

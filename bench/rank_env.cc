@@ -12,14 +12,18 @@ absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coor
   RankEnv env;
   env.rank = rank;
   env.ranks = ranks;
-  env.kv = comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(rpc::MakeChannel(coordinator)),
-                                        "bench", 1);
+  env.kv = NewBenchKv(coordinator, 1);
   comm::GlooOptions options;
   options.timeout = absl::Minutes(2);
   auto c = comm::ConnectGloo(env.kv.get(), rank, ranks, options);
   if (!c.ok()) return c.status();
   env.comm = *std::move(c);
   return env;
+}
+
+std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, int generation) {
+  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(rpc::MakeChannel(coordinator)), "bench",
+                                      generation);
 }
 
 absl::StatusOr<int64_t> ParseSize(const std::string& text) {

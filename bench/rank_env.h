@@ -18,8 +18,12 @@ struct RankEnv {
   std::unique_ptr<comm::Communicator> comm;
 };
 
-// Connects rank `rank` of `ranks` through the coordinator at `coordinator` (namespace "bench").
+// Connects rank `rank` of `ranks` through the coordinator at `coordinator` (namespace "bench",
+// generation 1).
 absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator);
+
+// A key-value client for namespace "bench", `generation`: a second rendezvous apart from the first.
+std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, int generation);
 
 // Parses "64", "64K", "8M", "1G" (bytes).
 absl::StatusOr<int64_t> ParseSize(const std::string& text);

@@ -1,9 +1,10 @@
 """The gpt-tiny network of gradsync's `gpt2` flavour, in PyTorch, for throughput comparisons.
 
 Same layout as libs/nn's Transformer (llm.c's GPT-2): learned token and position embeddings,
-pre-LayerNorm blocks with a fused qkv projection (biases), causal attention written out
-(PyTorch 1.13 has no scaled_dot_product_attention), a tanh-GELU MLP, a final LayerNorm and an
-output projection tied to the token embedding. Init is GPT-2's, like ours. fp32, eager.
+pre-LayerNorm blocks with a fused qkv projection (biases), causal attention, a tanh-GELU MLP, a
+final LayerNorm and an output projection tied to the token embedding. Init is GPT-2's, like ours.
+Attention is written out unless `fused_attention` asks for F.scaled_dot_product_attention (the
+flash kernels on a GPU; PyTorch 1.13, Debian's, has none).
 """
 import math
 
@@ -13,9 +14,10 @@ import torch.nn.functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads, mlp_width, seq_len):
+    def __init__(self, width, heads, mlp_width, seq_len, fused_attention=False):
         super().__init__()
         self.heads = heads
+        self.fused_attention = fused_attention
         self.ln_1 = nn.LayerNorm(width, eps=1e-5)
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
@@ -32,21 +34,26 @@ class Block(nn.Module):
         q = q.view(b, t, h, c // h).transpose(1, 2)
         k = k.view(b, t, h, c // h).transpose(1, 2)
         v = v.view(b, t, h, c // h).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // h))
-        att = att.masked_fill(~self.mask[:, :, :t, :t], float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        if self.fused_attention:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // h))
+            att = att.masked_fill(~self.mask[:, :, :t, :t].to(att.device), float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(b, t, c)
         x = x + self.proj(y)
         x = x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
         return x
 
 
 class Gpt(nn.Module):
-    def __init__(self, layers=4, heads=4, width=128, mlp_width=512, seq_len=128, vocab=256):
+    def __init__(self, layers=4, heads=4, width=128, mlp_width=512, seq_len=128, vocab=256, fused_attention=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(seq_len, width)
-        self.blocks = nn.ModuleList(Block(width, heads, mlp_width, seq_len) for _ in range(layers))
+        self.blocks = nn.ModuleList(
+            Block(width, heads, mlp_width, seq_len, fused_attention) for _ in range(layers))
         self.ln_f = nn.LayerNorm(width, eps=1e-5)
         for name, p in self.named_parameters():
             if name.endswith("bias"):
@@ -63,16 +70,16 @@ class Gpt(nn.Module):
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied output projection
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
-    def optimizer(self, lr=1e-4, weight_decay=0.1):
+    def optimizer(self, lr=1e-4, weight_decay=0.1, **kwargs):
         # Decay matrices and embeddings, not biases and norm gains (as gradsync's AdamW does).
         decay = [p for p in self.parameters() if p.dim() >= 2]
         other = [p for p in self.parameters() if p.dim() < 2]
         groups = [{"params": decay, "weight_decay": weight_decay}, {"params": other, "weight_decay": 0.0}]
-        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8)
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8, **kwargs)
 
 
-def build(args):
-    return Gpt(args.layers, args.heads, args.width, args.mlp_width, args.seq_len, args.vocab)
+def build(args, fused_attention=False):
+    return Gpt(args.layers, args.heads, args.width, args.mlp_width, args.seq_len, args.vocab, fused_attention)
 
 
 def random_batch(args, seed):

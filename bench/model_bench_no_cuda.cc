@@ -1,0 +1,9 @@
+#include "model_bench_gpu.h"
+
+namespace gradsync::bench {
+
+absl::StatusOr<GpuModelBench> RunGpuModelBench(const v1::JobSpec&, const nn::Batch&, int64_t, int, bool, int, int) {
+  return absl::FailedPreconditionError("--device: cuda needs a build with CUDA; this one has none");
+}
+
+}  // namespace gradsync::bench
