@@ -13,6 +13,9 @@ BUILD=${1:-build}
 STEPS=${STEPS:-30}
 PY=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
+# One BLAS thread from the start on both sides (bench/pytorch/options.py does the same for torch):
+# OpenBLAS reads it as it loads, and an idle pool thread would take time from the other rank.
+export OPENBLAS_NUM_THREADS=1
 
 # The number before "tokens/s" on the line matching $1 of the output of the rest.
 tokens_per_second() {

@@ -30,7 +30,7 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
     argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks),
                              "--coordinator", cluster.coordinator_address()});
-    auto pid = cli::Spawn({argv, absl::StrCat(dir, "/rank", r, ".log")});
+    auto pid = cli::Spawn({argv, absl::StrCat(dir, "/rank", r, ".log"), cli::TrainingEnvDefaults()});
     if (!pid.ok()) return pid.status();
     pids.push_back(*pid);
   }

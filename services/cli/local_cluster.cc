@@ -41,7 +41,8 @@ absl::Status LocalCluster::StartChild(const std::string& name, std::vector<std::
   c.name = name;
   c.log = (fs::path(log_dir()) / (name + ".log")).string();
   c.argv = argv;
-  auto pid = Spawn({std::move(argv), c.log});
+  c.env = name.rfind("worker-", 0) == 0 ? TrainingEnvDefaults() : std::vector<std::string>{};
+  auto pid = Spawn({std::move(argv), c.log, c.env});
   if (!pid.ok()) return pid.status();
   c.pid = *pid;
   children_.push_back(std::move(c));
@@ -150,7 +151,7 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::Supervise(int max_restart
       return absl::UnavailableError(absl::StrCat(c.name, " exited ", c.restarts + 1, " times; its log ", c.log,
                                                  " ends:\n", TailFile(c.log, 15)));
     }
-    auto pid = Spawn({c.argv, c.log});
+    auto pid = Spawn({c.argv, c.log, c.env});
     if (!pid.ok()) return pid.status();
     c.pid = *pid;
     ++c.restarts;

@@ -62,6 +62,7 @@ class LocalCluster {
     std::vector<std::string> argv;
     pid_t pid = -1;
     std::string log;
+    std::vector<std::string> env;  // ChildSpec::env_defaults
     int restarts = 0;
   };
   // Pins a service's flags to the ports it bound, so a restart listens where clients look.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+
+extern char** environ;
 
 namespace gradsync::cli {
 
@@ -25,6 +28,16 @@ absl::StatusOr<pid_t> Spawn(const ChildSpec& spec) {
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The environment is built before fork: only async-signal-safe calls may follow it.
+  std::vector<std::string> added;
+  for (const std::string& kv : spec.env_defaults) {
+    const std::string name = kv.substr(0, kv.find('='));
+    if (std::getenv(name.c_str()) == nullptr) added.push_back(kv);
+  }
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  for (std::string& kv : added) envp.push_back(kv.data());
+  envp.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -39,7 +52,7 @@ absl::StatusOr<pid_t> Spawn(const ChildSpec& spec) {
     ::dup2(log, STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
     (void)ignored;

@@ -14,7 +14,18 @@ namespace gradsync::cli {
 struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is the executable's path
   std::string log_path;           // stdout and stderr, appended
+  // "NAME=value" entries added to the child's environment unless this process has NAME set.
+  std::vector<std::string> env_defaults = {};
 };
+
+// What every process that trains needs before its BLAS loads: OpenBLAS reads
+// OPENBLAS_NUM_THREADS once, as it loads, and starts that many threads minus one; threads it
+// starts and that then stay unused still wake and yield, taking time from the cores other ranks
+// compute on. The worker's and the benchmarks' --blas_threads default is 1.
+inline const std::vector<std::string>& TrainingEnvDefaults() {
+  static const std::vector<std::string> env = {"OPENBLAS_NUM_THREADS=1"};
+  return env;
+}
 
 // Starts the child. It gets SIGKILL if this process dies, so no child outlives its parent.
 absl::StatusOr<pid_t> Spawn(const ChildSpec& spec);
