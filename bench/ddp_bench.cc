@@ -101,8 +101,14 @@ int DdpRank(const BenchArgs& args) {
       const absl::Time t0 = absl::Now();
       m.ZeroGrads();
       (*reducer)->BeginStep(sync);
-      (void)m.ForwardBackward(batch, 1.0f / (micro * args.ranks), [&](int a, int b) { (*reducer)->MarkReady(a, b); });
-      (void)(*reducer)->FinishStep();
+      auto loss = m.ForwardBackward(batch, 1.0f / (micro * args.ranks), [&](int a, int b) { (*reducer)->MarkReady(a, b); });
+      const absl::Status finished = (*reducer)->FinishStep();
+      for (const absl::Status& st : {loss.status(), finished}) {
+        if (!st.ok()) {
+          std::fprintf(stderr, "%s\n", st.ToString().c_str());
+          std::exit(1);
+        }
+      }
       if (absl::Status st = (*replica)->Step(1e-4, 0).status(); !st.ok()) {
         std::fprintf(stderr, "%s\n", st.ToString().c_str());
         std::exit(1);

@@ -21,14 +21,13 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
   std::vector<v1::Placement> out(ranks.size());
   std::vector<std::string> without_gpu;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    const bool has_gpu = ranks[r].device.kind() == v1::Device::CUDA;
-    bool cuda = false;
-    if (model.device() == "cuda") {
-      cuda = true;
-      if (!has_gpu) without_gpu.push_back(absl::StrCat("rank ", r, " (", Where(ranks[r]), ")"));
-    } else if (model.device() != "cpu") {  // "auto"
-      cuda = has_gpu && HasGpuModel(model);
+    if (ranks[r].device.kind() != v1::Device::CUDA) {
+      without_gpu.push_back(absl::StrCat("rank ", r, " (", Where(ranks[r]), ")"));
     }
+  }
+  // One device kind for the whole generation (see the header).
+  const bool cuda = model.device() == "cuda" || (model.device() == "auto" && without_gpu.empty() && HasGpuModel(model));
+  for (size_t r = 0; r < ranks.size(); ++r) {
     out[r].set_device(cuda ? "cuda" : "cpu");
     const std::string& precision = model.precision();
     out[r].set_precision(precision == "fp32" || precision == "bf16" ? precision : (cuda ? "bf16" : "fp32"));
@@ -37,7 +36,7 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
                                                         Where(ranks[r]), ") computes on its CPU"));
     }
   }
-  if (!without_gpu.empty()) {
+  if (cuda && !without_gpu.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("model.device: \"cuda\" needs a GPU on every worker; ",
                                                       absl::StrJoin(without_gpu, ", "), " registered without one"));
   }

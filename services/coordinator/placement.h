@@ -4,12 +4,14 @@
 //
 //   model.device  "cpu": every rank on its CPU.
 //                 "cuda": every rank on its worker's GPU; a worker without one fails the placement.
-//                 "auto": a rank on its GPU if its worker has one and the model has a GPU
-//                 implementation (the transformer presets), else on its CPU.
+//                 "auto": every rank on its GPU if every worker of the gang has one and the
+//                 model has a GPU implementation (the transformer presets), else every rank on
+//                 its CPU. Never a mix: the replicas must compute the same function, or their
+//                 parameters drift apart by rounding and the digests at the end disagree.
 //   ddp.backend   "nccl": needs every rank on a GPU of its own (distinct host and GPU index:
 //                 NCCL refuses two ranks on one GPU).
 //                 "auto": NCCL when that holds, else Gloo (GPU ranks then stage gradients through
-//                 pinned host buffers, so ranks may share a GPU or mix with CPU ranks).
+//                 pinned host buffers, so ranks may share a GPU).
 //                 "gloo": Gloo.
 //   model.precision  "auto": bf16 on a GPU, fp32 on a CPU.
 #pragma once

@@ -38,8 +38,10 @@ class CpuReplica final : public Replica {
   }
 
   absl::Status LoadState(const ckpt::RankState& state) override {
+    // The moments first: Restore checks their sizes, so a refused state changes nothing.
+    if (absl::Status s = optimizer_.Restore(state.adam_m, state.adam_v, state.adam_step); !s.ok()) return s;
     std::copy(state.params.begin(), state.params.end(), model_->params().begin());
-    return optimizer_.Restore(state.adam_m, state.adam_v, state.adam_step);
+    return absl::OkStatus();
   }
 
   std::string Describe() const override { return absl::StrCat("cpu, fp32, ", comm_->backend()); }

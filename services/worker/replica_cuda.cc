@@ -42,6 +42,7 @@ class CudaReplica final : public Replica {
   comm::Communicator& comm() override { return *comm_; }
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {
+    if (absl::Status s = Use(); !s.ok()) return s;
     if (absl::Status s = clip_->Compute(model_->grads(), max_norm); !s.ok()) return s;
     if (absl::Status s = adamw_->Step(model_->params(), model_->grads(), lr, clip_->scale()); !s.ok()) return s;
     return clip_->ReadNorm();
@@ -65,6 +66,8 @@ class CudaReplica final : public Replica {
 
   absl::Status LoadState(const ckpt::RankState& state) override {
     if (absl::Status s = Use(); !s.ok()) return s;
+    // The moments first: Restore checks their sizes, so a refused state changes nothing.
+    if (absl::Status s = adamw_->Restore(state.adam_m, state.adam_v, state.adam_step); !s.ok()) return s;
     const std::span<float> params = model_->params();
     if (absl::Status s = CudaStatus(cudaMemcpyAsync(params.data(), state.params.data(), params.size_bytes(),
                                                     cudaMemcpyHostToDevice, stream_.get()),
@@ -72,8 +75,7 @@ class CudaReplica final : public Replica {
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = model_->Synchronize(); !s.ok()) return s;
-    return adamw_->Restore(state.adam_m, state.adam_v, state.adam_step);
+    return model_->Synchronize();
   }
 
   std::string Describe() const override { return description_; }

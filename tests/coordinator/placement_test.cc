@@ -65,13 +65,14 @@ TEST(PlaceRanks, AutoTakesNcclWhenEveryRankHasAGpuOfItsOwn) {
   EXPECT_EQ(Place(Spec("gpt-tiny", "cuda", "auto"), {Gpu("a", 0)}).backend, "nccl") << "one rank, one GPU";
 }
 
-TEST(PlaceRanks, AutoTakesGlooWhenRanksShareAGpuOrOneHasNone) {
+TEST(PlaceRanks, AutoTakesGlooWhenRanksShareAGpuAndTheCpuWhenOneHasNone) {
   const Placed shared = Place(Spec("gpt-tiny", "auto", "auto"), {Gpu("a", 0), Gpu("a", 0)});
   EXPECT_EQ(shared.devices, (V{"cuda", "cuda"}));
   EXPECT_EQ(shared.backend, "gloo");
+  // Never a mix: one worker without a GPU puts every rank on its CPU.
   const Placed mixed = Place(Spec("gpt-tiny", "auto", "auto"), {Gpu("a", 0), Cpu("b")});
-  EXPECT_EQ(mixed.devices, (V{"cuda", "cpu"}));
-  EXPECT_EQ(mixed.precisions, (V{"bf16", "fp32"}));
+  EXPECT_EQ(mixed.devices, (V{"cpu", "cpu"}));
+  EXPECT_EQ(mixed.precisions, (V{"fp32", "fp32"}));
   EXPECT_EQ(mixed.backend, "gloo");
   const Placed cpus = Place(Spec("gpt-tiny", "auto", "auto"), {Cpu("a"), Cpu("b")});
   EXPECT_EQ(cpus.devices, (V{"cpu", "cpu"}));
@@ -107,7 +108,8 @@ TEST(PlaceRanks, ImpossibleChoicesNameTheFieldAndTheWorker) {
   EXPECT_THAT(shared.status().message(), HasSubstr("shares GPU 1 with another rank"));
 
   absl::StatusOr<std::vector<v1::Placement>> cpu_rank = PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 0), Cpu("b")});
-  EXPECT_THAT(cpu_rank.status().message(), HasSubstr("rank 1 (w-b on b) computes on its CPU"));
+  EXPECT_THAT(cpu_rank.status().message(), HasSubstr("rank 0 (w-a-0 on a) computes on its CPU"))
+      << "with one worker without a GPU every rank computes on its CPU";
 
   absl::StatusOr<std::vector<v1::Placement>> bf16 = PlaceRanks(Spec("gpt-tiny", "auto", "gloo", "bf16"), {Cpu("a")});
   EXPECT_THAT(bf16.status().message(), HasSubstr("model.precision: bf16 runs on a GPU only, and rank 0 (w-a on a)"));

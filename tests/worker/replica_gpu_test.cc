@@ -47,10 +47,25 @@ StepResult TrainSteps(Replica& r, int steps) {
   return out;
 }
 
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b, const std::vector<bool>& skip = {}) {
   double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(double{a[i]} - double{b[i]}));
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (i < skip.size() && skip[i]) continue;
+    m = std::max(m, std::abs(double{a[i]} - double{b[i]}));
+  }
   return a.size() == b.size() ? m : 1e30;
+}
+
+// The key biases of `layout`: their gradient is zero in exact arithmetic and rounding noise in
+// fp32, which AdamW turns into steps of +-lr whose signs differ between the CPU and the GPU.
+std::vector<bool> KeyBiases(const nn::ParamLayout& layout, int64_t width) {
+  std::vector<bool> skip(layout.total_numel(), false);
+  for (int p = 0; p < layout.size(); ++p) {
+    const nn::ParamInfo& info = layout.param(p);
+    if (info.name.size() < 13 || info.name.compare(info.name.size() - 13, 13, "attn.qkv.bias") != 0) continue;
+    for (int64_t i = width; i < 2 * width; ++i) skip[info.offset + i] = true;
+  }
+  return skip;
 }
 
 TEST(GpuReplica, Fp32OverNcclFollowsTheCpuReplica) {
@@ -68,7 +83,8 @@ TEST(GpuReplica, Fp32OverNcclFollowsTheCpuReplica) {
   const StepResult c = TrainSteps(**cpu, 5), g = TrainSteps(**gpu, 5);
   EXPECT_NEAR(g.loss, c.loss, 1e-3 * c.loss);
   EXPECT_NEAR(g.norm, c.norm, 1e-3 * c.norm);
-  EXPECT_LT(MaxAbsDiff(g.params, c.params), 1e-4);
+  const int64_t width = TinyAssignment("cpu", "gloo", "fp32").spec().model().transformer().width();
+  EXPECT_LT(MaxAbsDiff(g.params, c.params, KeyBiases((*cpu)->model().layout(), width)), 1e-4);
 }
 
 TEST(GpuReplica, Bf16TrainsCloseToFp32) {

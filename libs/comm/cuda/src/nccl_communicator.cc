@@ -180,8 +180,11 @@ class NcclCommunicator : public Communicator {
   int64_t sequence() const override { return sequence_.load(); }
   std::string backend() const override { return "nccl"; }
 
+  // Called from other threads too (the worker's heartbeat): the device is made current first, so
+  // querying the events never creates a context on another GPU.
   int64_t completed() const override {
     absl::MutexLock lock(&issue_mu_);
+    cudaSetDevice(shared_->device);
     while (!inflight_.empty() && inflight_.front()->Done()) {
       inflight_.pop_front();
       ++completed_;
@@ -360,6 +363,12 @@ class NcclCommunicator : public Communicator {
       return fail(s);
     }
     auto work = std::make_shared<NcclWork>(shared_, what, done, std::move(on_done));
+    // Finished collectives leave the list as new ones join, so a caller that never asks for
+    // completed() (a benchmark) does not keep every event alive.
+    while (!inflight_.empty() && inflight_.front()->Done()) {
+      inflight_.pop_front();
+      ++completed_;
+    }
     inflight_.push_back(work);
     return work;
   }

@@ -1,12 +1,19 @@
 // GPU memory over a host communicator (see gradsync/comm/nccl.h): each collective waits for the
-// compute stream, copies its device buffers into pinned host memory, runs the host collective
-// there and copies the result back. Operations run one at a time on this wrapper's own thread,
-// so one growing pinned buffer per direction serves them all.
+// work queued on the compute stream when it was issued (an event), copies its device buffers into
+// pinned host memory on a staging stream of its own, runs the host collective there and copies the
+// result back. Backward goes on on the compute stream meanwhile: a bucket's copies wait for the
+// kernels that produced its gradients, not for the ones queued after. Operations run one at a time
+// on this wrapper's own thread, in issue order (the host collectives included that need no
+// staging, so every rank issues the host communicator's collectives in the same order), and one
+// growing pinned buffer per direction serves them all.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <memory>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/comm/nccl.h"
 #include "work_queue.h"
@@ -39,15 +46,50 @@ absl::Status Cuda(cudaError_t e, const char* what) {
   return e == cudaSuccess ? absl::OkStatus() : absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
 }
 
+// One CUDA event, recorded on a stream at construction.
+class Recorded {
+ public:
+  Recorded(const Recorded&) = delete;
+  Recorded& operator=(const Recorded&) = delete;
+  ~Recorded() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  static absl::StatusOr<std::shared_ptr<Recorded>> On(cudaStream_t stream) {
+    std::shared_ptr<Recorded> r(new Recorded);
+    if (absl::Status s = Cuda(cudaEventCreateWithFlags(&r->event_, cudaEventDisableTiming), "staging: event"); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = Cuda(cudaEventRecord(r->event_, stream), "staging: record the compute stream"); !s.ok()) {
+      return s;
+    }
+    return r;
+  }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  Recorded() = default;
+  cudaEvent_t event_ = nullptr;
+};
+
 class StagedCommunicator : public Communicator {
  public:
   StagedCommunicator(Communicator* host, int device, cudaStream_t stream)
-      : host_(host), device_(device), stream_(stream) {}
+      : host_(host), device_(device), stream_(stream) {
+    if (Cuda(cudaSetDevice(device_), "staging: set device").ok()) {
+      setup_ = Cuda(cudaStreamCreateWithFlags(&staging_, cudaStreamNonBlocking), "staging: stream");
+    } else {
+      setup_ = absl::InternalError(absl::StrCat("staging: cannot use GPU ", device_));
+    }
+  }
+  ~StagedCommunicator() override {
+    queue_.reset();  // finishes what is queued while the stream and buffers live
+    if (staging_ != nullptr) cudaStreamDestroy(staging_);
+  }
 
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
-  int64_t sequence() const override { return host_->sequence(); }
-  int64_t completed() const override { return host_->completed(); }
+  int64_t sequence() const override { return issued_.load(); }
+  int64_t completed() const override { return done_.load(); }
   std::string backend() const override { return absl::StrCat(host_->backend(), " (staged through host memory)"); }
 
   std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op, WireType wire) override {
@@ -55,8 +97,10 @@ class StagedCommunicator : public Communicator {
       return host_->AllReduce(in, op, wire)->Wait();
     });
   }
-  // Host memory already: no staging.
-  std::shared_ptr<Work> AllReduce(std::span<double> data, ReduceOp op) override { return host_->AllReduce(data, op); }
+  // Host memory already: no staging, but queued like the rest, so issue order is kept.
+  std::shared_ptr<Work> AllReduce(std::span<double> data, ReduceOp op) override {
+    return Enqueue([=, this] { return host_->AllReduce(data, op)->Wait(); });
+  }
   std::shared_ptr<Work> Broadcast(std::span<float> data, int root) override {
     return Run(data, data, [=, this](std::span<float> in, std::span<float>) { return host_->Broadcast(in, root)->Wait(); });
   }
@@ -66,28 +110,48 @@ class StagedCommunicator : public Communicator {
   std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) override {
     return Run(in, out, [this](std::span<float> i, std::span<float> o) { return host_->ReduceScatter(i, o)->Wait(); });
   }
-  std::shared_ptr<Work> Barrier() override { return host_->Barrier(); }
+  std::shared_ptr<Work> Barrier() override {
+    return Enqueue([this] { return host_->Barrier()->Wait(); });
+  }
   void Abort() override { host_->Abort(); }
 
  private:
-  // Device `in` -> pinned host, `collective` on host buffers, pinned host -> device `out`.
+  std::shared_ptr<Work> Enqueue(std::function<absl::Status()> op) {
+    issued_.fetch_add(1);
+    return queue_->Submit([this, op = std::move(op)] {
+      absl::Status s = op();
+      done_.fetch_add(1);
+      return s;
+    });
+  }
+
+  // Device `in` -> pinned host, `collective` on host buffers, pinned host -> device `out`. Called
+  // on the thread that queued the compute work `in` depends on, with the device current.
   std::shared_ptr<Work> Run(std::span<const float> in, std::span<float> out,
                             std::function<absl::Status(std::span<float>, std::span<float>)> collective) {
-    return queue_.Submit([=, this]() -> absl::Status {
+    absl::StatusOr<std::shared_ptr<Recorded>> ready =
+        setup_.ok() ? Recorded::On(stream_) : absl::StatusOr<std::shared_ptr<Recorded>>(setup_);
+    return Enqueue([=, this]() -> absl::Status {
+      if (!ready.ok()) return ready.status();
       if (absl::Status s = Cuda(cudaSetDevice(device_), "staging: set device"); !s.ok()) return s;
       float* host_in = in_.Reserve(in.size());
       float* host_out = in.data() == out.data() ? host_in : out_.Reserve(out.size());
       if (host_in == nullptr || host_out == nullptr) return absl::ResourceExhaustedError("staging: no pinned host memory");
-      // The copy is ordered after the compute stream's work, so it reads finished gradients.
-      absl::Status s = Cuda(cudaMemcpyAsync(host_in, in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                            "staging: device to host");
-      if (s.ok()) s = Cuda(cudaStreamSynchronize(stream_), "staging: device to host");
+      // Ordered after the compute work queued before this collective was issued, so it reads
+      // finished gradients while later kernels keep running.
+      absl::Status s = Cuda(cudaStreamWaitEvent(staging_, (*ready)->get(), 0), "staging: wait for the compute stream");
+      if (s.ok()) {
+        s = Cuda(cudaMemcpyAsync(host_in, in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, staging_),
+                 "staging: device to host");
+      }
+      if (s.ok()) s = Cuda(cudaStreamSynchronize(staging_), "staging: device to host");
       if (s.ok()) s = collective(std::span<float>(host_in, in.size()), std::span<float>(host_out, out.size()));
       if (s.ok()) {
-        s = Cuda(cudaMemcpyAsync(out.data(), host_out, out.size_bytes(), cudaMemcpyHostToDevice, stream_),
+        s = Cuda(cudaMemcpyAsync(out.data(), host_out, out.size_bytes(), cudaMemcpyHostToDevice, staging_),
                  "staging: host to device");
       }
-      if (s.ok()) s = Cuda(cudaStreamSynchronize(stream_), "staging: host to device");
+      // Wait() returns after this: compute work queued after it sees the result.
+      if (s.ok()) s = Cuda(cudaStreamSynchronize(staging_), "staging: host to device");
       return s;
     });
   }
@@ -95,10 +159,13 @@ class StagedCommunicator : public Communicator {
   Communicator* const host_;
   const int device_;
   const cudaStream_t stream_;
+  cudaStream_t staging_ = nullptr;
+  absl::Status setup_;
+  std::atomic<int64_t> issued_{0};
+  std::atomic<int64_t> done_{0};
   PinnedBuffer in_;
   PinnedBuffer out_;
-  // Declared last: destroyed first, so queued operations finish while the rest lives.
-  WorkQueue queue_;
+  std::unique_ptr<WorkQueue> queue_ = std::make_unique<WorkQueue>();
 };
 
 }  // namespace
