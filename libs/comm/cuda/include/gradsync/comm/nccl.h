@@ -46,8 +46,11 @@ struct NcclOptions {
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KvClient* kv, int rank, int size, const NcclOptions& options);
 
 // A communicator over device memory on `device` that runs `host`'s collectives (which must
-// outlive it) on pinned host copies. Operations run one at a time on the wrapper's own thread, in
-// issue order, and wait for `stream`'s queued work before copying.
+// outlive it) on pinned host copies. Operations, the host-memory ones included, run one at a time
+// on the wrapper's own thread in issue order. A collective's copies run on a staging stream after
+// the work queued on `stream` when it was issued (an event), so later kernels on `stream` keep
+// running; Wait() returns once the result is back in device memory. Must be created and given
+// collectives on a thread whose current device is `device`.
 std::unique_ptr<Communicator> StageThroughHost(Communicator* host, int device, cudaStream_t stream);
 
 }  // namespace gradsync::comm
