@@ -8,6 +8,16 @@ namespace gradsync::kernels::cpu {
 
 using internal::Gemm;
 
+namespace {
+
+// acc += row, apart with its buffers declared disjoint so that it vectorises.
+template <typename T>
+inline void AddRow(T* __restrict acc, const T* __restrict row, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
+}
+
+}  // namespace
+
 template <typename T>
 void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n,
                    int64_t in_features, int64_t out_features) {
@@ -41,10 +51,7 @@ void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
     }
   }
   if (dbias != nullptr) {
-    for (int64_t r = 0; r < n; ++r) {
-      const T* row = dout + r * out_features;
-      for (int64_t o = 0; o < out_features; ++o) dbias[o] += row[o];
-    }
+    for (int64_t r = 0; r < n; ++r) AddRow(dbias, dout + r * out_features, out_features);
   }
 }
 

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "clones.h"
 #include "fast_exp.h"
+#include "reduce.h"
 
 namespace gradsync::kernels::cpu {
 
 template <typename T>
-XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n,
-                            int64_t v, T scale, int32_t ignore_index) {
+GRADSYNC_CLONES XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n,
+                                            int64_t v, T scale, int32_t ignore_index) {
   XentSum result;
   for (int64_t r = 0; r < n; ++r) {
     const T* z = logits + r * v;
@@ -20,25 +22,24 @@ XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets,
       continue;
     }
     // Each exp(z - max) lies in (0, 1]: in T's precision (internal::Exp), summed in double.
-    const T max = *std::max_element(z, z + v);
+    // Written as separate loops (max, exp, sum, scale) so that each vectorises.
+    const T max = internal::MaxOf(z, v);
     const double target_logit = static_cast<double>(z[target]) - static_cast<double>(max);
     double sum = 0.0;
     if (dz == nullptr) {
-      for (int64_t j = 0; j < v; ++j) sum += internal::Exp(z[j] - max);
+      sum = internal::SumOf(v, [z, max](int64_t j) { return internal::Exp(z[j] - max); });
     } else {
-      // One exp per element: it is parked in dz (read before written, so dz may alias z) and
+      // One exp per element, parked in dz (each read before written, so dz may alias z) and
       // normalised once the sum is known.
-      for (int64_t j = 0; j < v; ++j) {
-        const double e = internal::Exp(z[j] - max);
-        sum += e;
-        dz[j] = static_cast<T>(e);
-      }
+      for (int64_t j = 0; j < v; ++j) dz[j] = internal::Exp(z[j] - max);
+      sum = internal::SumOf(v, [dz](int64_t j) { return dz[j]; });
     }
     result.loss_sum += std::log(sum) - target_logit;
     ++result.count;
     if (dz == nullptr) continue;
     const double inv_sum = 1.0 / sum;
-    for (int64_t j = 0; j < v; ++j) dz[j] = static_cast<T>(scale * (dz[j] * inv_sum));
+    const T factor = static_cast<T>(static_cast<double>(scale) * inv_sum);
+    for (int64_t j = 0; j < v; ++j) dz[j] *= factor;
     // The target's entry from its exact probability: p - 1 cancels when p is near 1.
     dz[target] = static_cast<T>(scale * (std::exp(target_logit) * inv_sum - 1.0));
   }
