@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "column_reduce.cuh"
 #include "common.cuh"
+#include "gemm.cuh"
 #include "gradsync/kernels/cuda/cuda_check.h"
 
 namespace gradsync::kernels::cuda {
@@ -14,6 +15,8 @@ namespace {
 
 using internal::bf16;
 using internal::CeilDiv;
+using internal::Gemm;
+using internal::RunGemm;
 
 template <typename T>
 constexpr cudaDataType_t kDataType = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
@@ -39,25 +42,42 @@ using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t,
 using Pref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t,
                              LtDestroy<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>>;
 
-// One column-major product D = op(A) op(B) + beta D (+ bias[row] when bias is not null), with
-// op(A) [m, k], op(B) [k, n], D [m, n]; A is stored [k, m] when trans_a, else [m, k] (likewise B).
-struct Gemm {
-  const char* what;
-  int64_t m, n, k;
-  const void* a;
-  bool trans_a;
-  int64_t lda;
-  const void* b;
-  bool trans_b;
-  int64_t ldb;
-  void* d;
-  int64_t ldd;
-  float beta;
-  const void* bias;
+// out[r, o] = bias[o], or 0 without a bias: the start value of the product with beta = 1.
+template <typename T>
+__global__ void BiasRowsKernel(T* out, const T* bias, int64_t n, int64_t oc) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n * oc) return;
+  out[idx] = bias != nullptr ? bias[idx % oc] : internal::FromFloat<T>(0.0f);
+}
+
+template <typename T>
+struct DoutColumn {
+  const T* dout;
+  int64_t cols;
+  __device__ void operator()(int64_t row, int64_t col, float (&acc)[1]) const {
+    acc[0] += internal::ToFloat(dout[row * cols + col]);
+  }
 };
 
-absl::Status RunGemm(MatmulContext& ctx, cudaDataType_t type, const Gemm& g,
-                     cudaStream_t stream) {
+absl::Status CheckDevice(const MatmulContext& ctx, const char* fn) {
+  int device = -1;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
+  if (device == ctx.device()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      fn, ": the current device is ", device, " but the MatmulContext belongs to ", ctx.device()));
+}
+
+absl::Status CheckSizes(const char* fn, int64_t n, int64_t in_features, int64_t out_features) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "n", n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "in_features", in_features));
+  return internal::NonNegative(fn, "out_features", out_features);
+}
+
+}  // namespace
+
+namespace internal {
+
+absl::Status RunGemm(MatmulContext& ctx, cudaDataType_t type, const Gemm& g, cudaStream_t stream) {
   const auto lt = [&g](cublasStatus_t status, const char* call) {
     return CublasStatus(status, absl::StrCat(g.what, ": ", call));
   };
@@ -95,9 +115,20 @@ absl::Status RunGemm(MatmulContext& ctx, cudaDataType_t type, const Gemm& g,
                                                               g.trans_b ? g.k : g.n, g.ldb),
                                    "layout B"));
   Layout lb(raw_b);
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      lt(cublasLtMatrixLayoutCreate(&raw_d, type, g.m, g.n, g.ldd), "layout D"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(lt(
+      cublasLtMatrixLayoutCreate(&raw_d, g.d_fp32 ? CUDA_R_32F : type, g.m, g.n, g.ldd), "layout D"));
   Layout ld(raw_d);
+  if (g.batch > 1) {
+    const int32_t count = static_cast<int32_t>(g.batch);
+    for (auto [layout, stride] : {std::pair{la.get(), g.stride_a}, std::pair{lb.get(), g.stride_b},
+                                  std::pair{ld.get(), g.stride_d}}) {
+      GRADSYNC_CUDA_RETURN_IF_ERROR(lt(cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), "set BATCH_COUNT"));
+      GRADSYNC_CUDA_RETURN_IF_ERROR(lt(cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+          "set STRIDED_BATCH_OFFSET"));
+    }
+  }
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   GRADSYNC_CUDA_RETURN_IF_ERROR(
@@ -128,49 +159,18 @@ absl::Status RunGemm(MatmulContext& ctx, cudaDataType_t type, const Gemm& g,
                                      ld.get(), pref.get(), 1, &heuristic, &found);
   if (searched == CUBLAS_STATUS_NOT_SUPPORTED || (searched == CUBLAS_STATUS_SUCCESS && found == 0)) {
     return absl::NotFoundError(absl::StrCat(g.what, ": cuBLASLt has no algorithm for m=", g.m,
-                                            " n=", g.n, " k=", g.k,
+                                            " n=", g.n, " k=", g.k, g.batch > 1 ? absl::StrCat(" x", g.batch) : "",
                                             g.bias != nullptr ? " with the bias epilogue" : ""));
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(lt(searched, "cublasLtMatmulAlgoGetHeuristic"));
-  const float alpha = 1.0f;
+  const float alpha = g.alpha;
   return lt(cublasLtMatmul(ctx.handle(), op.get(), &alpha, g.a, la.get(), g.b, lb.get(), &g.beta,
                            g.d, ld.get(), g.d, ld.get(), &heuristic.algo, ctx.workspace(),
                            ctx.workspace_bytes(), stream),
             "cublasLtMatmul");
 }
 
-// out[r, o] = bias[o], or 0 without a bias: the start value of the product with beta = 1.
-template <typename T>
-__global__ void BiasRowsKernel(T* out, const T* bias, int64_t n, int64_t oc) {
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= n * oc) return;
-  out[idx] = bias != nullptr ? bias[idx % oc] : internal::FromFloat<T>(0.0f);
-}
-
-template <typename T>
-struct DoutColumn {
-  const T* dout;
-  int64_t cols;
-  __device__ void operator()(int64_t row, int64_t col, float (&acc)[1]) const {
-    acc[0] += internal::ToFloat(dout[row * cols + col]);
-  }
-};
-
-absl::Status CheckDevice(const MatmulContext& ctx, const char* fn) {
-  int device = -1;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
-  if (device == ctx.device()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      fn, ": the current device is ", device, " but the MatmulContext belongs to ", ctx.device()));
-}
-
-absl::Status CheckSizes(const char* fn, int64_t n, int64_t in_features, int64_t out_features) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "n", n));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "in_features", in_features));
-  return internal::NonNegative(fn, "out_features", out_features);
-}
-
-}  // namespace
+}  // namespace internal
 
 absl::StatusOr<std::unique_ptr<MatmulContext>> MatmulContext::Create(Options options) {
   int device = -1;

@@ -292,7 +292,33 @@ absl::Status CudaTransformer<T>::Reserve(int64_t n) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.encoder_scratch, static_cast<int64_t>(*encoder_bytes)));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.tokens, n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.targets, n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(ReserveGemmAttention(n));
   a.capacity = n;
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::ReserveGemmAttention(int64_t n) {
+  Activations& a = acts_;
+  a.gemm_attention = false;
+  if (!std::is_same_v<T, __nv_bfloat16> || !options().tensor_core_attention) return absl::OkStatus();
+  // Bounds for any B x T = n with T <= the context length: the probabilities B H T T of each
+  // layer are at most n H maxT, and the scratch is largest for the longest rows.
+  const kernels::cuda::AttentionShape widest{n / max_seq_len_ + 1, max_seq_len_, heads_, kv_heads_, head_dim_};
+  const int64_t probs = layers_ * n * heads_ * max_seq_len_;
+  const size_t scratch = k::AttentionGemmScratchBytes(widest);
+  size_t free_bytes = 0, total_bytes = 0;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+  const size_t have = free_bytes + a.attn_probs.size() * sizeof(T) + a.attn_scratch.size();
+  if (static_cast<size_t>(probs) * sizeof(T) + scratch > have / 2) {
+    // Too large: the fused kernels, and the memory back.
+    a.attn_probs = Dev();
+    a.attn_scratch = kernels::cuda::DeviceBuffer<unsigned char>();
+    return absl::OkStatus();
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.attn_probs, probs));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.attn_scratch, static_cast<int64_t>(scratch)));
+  a.gemm_attention = true;
   return absl::OkStatus();
 }
 

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gradsync/kernels/cuda/attention.cuh"
+#include "gradsync/kernels/cuda/attention_gemm.cuh"
 #include "gradsync/kernels/cuda/device_buffer.h"
 #include "gradsync/kernels/cuda/matmul.cuh"
 #include "gradsync/nn/cuda/cuda_model.h"
@@ -78,6 +79,11 @@ class CudaTransformer final : public CudaModel {
     Dev dres, dnorm, datty, dqkv, dfc, dfc_act;  // backward scratch, one layer
     DevF delta, norm_scratch, row_loss;
     kernels::cuda::DeviceBuffer<unsigned char> encoder_scratch;
+    // Tensor-core attention (bf16): every layer's probabilities, the products' scratch, and
+    // whether Reserve found room for them.
+    Dev attn_probs;
+    kernels::cuda::DeviceBuffer<unsigned char> attn_scratch;
+    bool gemm_attention = false;
     kernels::cuda::DeviceBuffer<int32_t> tokens, targets;
   };
 
@@ -113,7 +119,11 @@ class CudaTransformer final : public CudaModel {
   absl::Status Reserve(int64_t n);
   LayerView Layer(int l);
   kernels::cuda::AttentionShape Shape() const;
+  // Reserve's part for tensor-core attention: sizes its buffers for n tokens when they fit.
+  absl::Status ReserveGemmAttention(int64_t n);
   absl::Status Forward();
+  absl::Status AttentionForward(int l, const LayerView& v);
+  absl::Status AttentionBackward(int l, const LayerView& v);
   absl::Status BlockForward(int l, const T* x);
   // Takes the gradient of block l's output in acts_.dres and leaves that of its input there.
   absl::Status BlockBackward(int l, const T* x);

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda_transformer.h"
 #include "gradsync/kernels/cuda/cuda_check.h"
@@ -67,6 +68,35 @@ absl::Status CudaTransformer<T>::NormBackward(T* dinp, int w, int b, const T* do
                                stream());
 }
 
+// Layer l's attention: the tensor-core products where Reserve made room for them (bf16), the
+// fused kernels otherwise.
+template <typename T>
+absl::Status CudaTransformer<T>::AttentionForward(int l, const LayerView& v) {
+  const k::AttentionShape shape = Shape();
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (acts_.gemm_attention) {
+      return k::AttentionGemmForward(*matmul_, v.atty, acts_.attn_probs.data() + l * k::AttentionGemmProbsCount(shape),
+                                     v.qkv, shape, acts_.attn_scratch.data(), acts_.attn_scratch.size(), stream());
+    }
+  }
+  return k::AttentionForward<T>(v.atty, v.lse, v.qkv, shape, stream());
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
+  const k::AttentionShape shape = Shape();
+  Activations& a = acts_;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (a.gemm_attention) {
+      return k::AttentionGemmBackward(*matmul_, a.dqkv.data(), a.datty.data(), v.qkv,
+                                      a.attn_probs.data() + l * k::AttentionGemmProbsCount(shape), shape,
+                                      a.attn_scratch.data(), a.attn_scratch.size(), stream());
+    }
+  }
+  return k::AttentionBackward<T>(a.dqkv.data(), a.delta.data(), a.datty.data(), v.qkv, v.atty, v.lse, shape,
+                                 stream());
+}
+
 template <typename T>
 absl::Status CudaTransformer<T>::BlockForward(int l, const T* x) {
   const Block& p = blocks_[l];
@@ -85,7 +115,7 @@ absl::Status CudaTransformer<T>::BlockForward(int l, const T* x) {
                                                     batch_, seq_len_, heads_ + kv_heads_,
                                                     head_dim_, qkv_width_, s));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::AttentionForward<T>(v.atty, v.lse, v.qkv, Shape(), s));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(AttentionForward(l, v));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       k::MatmulForward<T>(mm, proj, v.atty, W(p.attn_out_w), W(p.attn_out_b), n, C, C, s));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::ResidualForward<T>(v.res_attn, x, proj, n * C, s));
@@ -141,9 +171,7 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
                                                      G(p.attn_out_b), dres, v.atty,
                                                      W(p.attn_out_w), n, C, C, s));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dqkv, n * qkv_width_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::AttentionBackward<T>(a.dqkv.data(), a.delta.data(),
-                                                        a.datty.data(), v.qkv, v.atty, v.lse,
-                                                        Shape(), s));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(AttentionBackward(l, v));
   if (!gpt2_) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeBackward<T>(a.dqkv.data(), rope_cos_.data(),
                                                      rope_sin_.data(), batch_, seq_len_,
@@ -169,6 +197,10 @@ template absl::Status CudaTransformer<float>::NormBackward(float*, int, int, con
                                                            const float*);
 template absl::Status CudaTransformer<bf16>::NormBackward(bf16*, int, int, const bf16*,
                                                           const bf16*, const float*, const float*);
+template absl::Status CudaTransformer<float>::AttentionForward(int, const LayerView&);
+template absl::Status CudaTransformer<bf16>::AttentionForward(int, const LayerView&);
+template absl::Status CudaTransformer<float>::AttentionBackward(int, const LayerView&);
+template absl::Status CudaTransformer<bf16>::AttentionBackward(int, const LayerView&);
 template absl::Status CudaTransformer<float>::BlockForward(int, const float*);
 template absl::Status CudaTransformer<bf16>::BlockForward(int, const bf16*);
 template absl::Status CudaTransformer<float>::BlockBackward(int, const float*);

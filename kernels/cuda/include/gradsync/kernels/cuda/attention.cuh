@@ -28,8 +28,8 @@
 // stream query tiles of every query head in the group. No atomics anywhere, and every sum runs
 // in a fixed order: deterministic. All arithmetic is fp32 (inputs converted once as tiles load);
 // the probabilities are not rounded to T. Head dims 32, 64 and 128 (compile-time, so register
-// arrays stay in registers). These are CUDA-core (SIMT) kernels written for exactness first; a
-// tensor-core version is the next step for speed.
+// arrays stay in registers). These are CUDA-core (SIMT) kernels written for exactness first; for
+// speed in bf16 see attention_gemm.cuh (tensor cores, at the cost of keeping the probabilities).
 #pragma once
 
 #include <cuda_bf16.h>

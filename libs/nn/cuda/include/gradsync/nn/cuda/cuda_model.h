@@ -45,6 +45,11 @@ struct CudaModelOptions {
   // default stream.
   cudaStream_t stream = nullptr;
   Precision precision = Precision::kFp32;
+  // bf16 only: attention through batched tensor-core products (kernels/cuda/attention_gemm.cuh),
+  // which keeps every layer's [B, H, T, T] probabilities, when those and the products' scratch
+  // take at most half the GPU memory free when activations are sized; otherwise, and in fp32,
+  // the fused FlashAttention-style kernels (attention.cuh), which keep none.
+  bool tensor_core_attention = true;
 };
 
 class CudaModel : public Model {
@@ -53,6 +58,7 @@ class CudaModel : public Model {
   int device() const { return options_.device; }
   cudaStream_t stream() const { return options_.stream; }
   Precision precision() const { return options_.precision; }
+  const CudaModelOptions& options() const { return options_; }
 
   // Waits for the work queued on stream(); the first error of any queued kernel or copy, as
   // INTERNAL naming the call.
