@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "gradsync/kernels/cpu/attention.h"
+#include "attention_reference.h"
 #include "test_util.h"
 
 namespace gradsync::kernels::cuda {
@@ -14,7 +14,6 @@ namespace {
 
 using testing::Close;
 using testing::Download;
-using testing::Random;
 using testing::TolFor;
 using testing::Upload;
 using bf16 = __nv_bfloat16;
@@ -31,26 +30,17 @@ class AttentionGemmTest : public testing::CudaTest {
     SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
                                       << " KVH=" << s.kv_heads << " D=" << s.head_dim);
     const uint32_t seed = static_cast<uint32_t>(s.seq_len * 89 + s.heads * 7 + s.head_dim);
-    const int64_t qkv_n = s.batch * s.seq_len * s.qkv_width();
-    const int64_t out_n = s.batch * s.seq_len * s.out_width();
-    const std::vector<float> qkv = Random<bf16>(qkv_n, seed, -2.0f, 2.0f);
-    const std::vector<float> dout = Random<bf16>(out_n, seed + 1);
-    const std::vector<float> dqkv0 = Random<bf16>(qkv_n, seed + 2);
-
-    cpu::AttentionShape cs{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
-    std::vector<float> want_out(out_n), att(s.batch * s.heads * s.seq_len * s.seq_len);
-    cpu::AttentionForward(want_out.data(), att.data(), qkv.data(), cs);
-    std::vector<float> want_dqkv = dqkv0, scratch_cpu(s.seq_len * s.seq_len);
-    cpu::AttentionBackward(want_dqkv.data(), scratch_cpu.data(), dout.data(), qkv.data(), att.data(), cs);
+    const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed);
+    const int64_t out_n = static_cast<int64_t>(c.out.size());
 
     DeviceBuffer<bf16> d_qkv, d_out, d_dout, d_dqkv, d_probs;
     DeviceBuffer<unsigned char> d_scratch;
-    GRADSYNC_ASSIGN_OR_FAIL(d_qkv, Upload<bf16>(qkv));
+    GRADSYNC_ASSIGN_OR_FAIL(d_qkv, Upload<bf16>(c.qkv));
     GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<bf16>(out_n));
     GRADSYNC_ASSIGN_OR_FAIL(d_probs, testing::Poisoned<bf16>(AttentionGemmProbsCount(s)));
     GRADSYNC_ASSIGN_OR_FAIL(d_scratch, DeviceBuffer<unsigned char>::Allocate(AttentionGemmScratchBytes(s)));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<bf16>(dout));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<bf16>(dqkv0));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<bf16>(c.dout));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<bf16>(c.dqkv0));
 
     GRADSYNC_ASSERT_OK(AttentionGemmForward(*ctx_, d_out.data(), d_probs.data(), d_qkv.data(), s, d_scratch.data(),
                                             d_scratch.size(), stream_));
@@ -59,14 +49,14 @@ class AttentionGemmTest : public testing::CudaTest {
     ASSERT_TRUE(Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
-    EXPECT_TRUE(Close(got, want_out, TolFor<bf16>(), "out"));
+    EXPECT_TRUE(Close(got, c.out, TolFor<bf16>(), "out"));
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_probs));
-    EXPECT_TRUE(Close(got, att, TolFor<bf16>(), "probs"));
+    EXPECT_TRUE(Close(got, c.probs, TolFor<bf16>(), "probs"));
     // The backward rounds P, dS and each head's dq, dk, dv to bf16 before they are added up:
     // twice the bounds of one rounding.
     const testing::Tolerance backward{2e-2, 4e-2, 2e-2};
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dqkv));
-    EXPECT_TRUE(Close(got, want_dqkv, backward, "dqkv"));
+    EXPECT_TRUE(Close(got, c.dqkv, backward, "dqkv"));
   }
 
   std::unique_ptr<MatmulContext> ctx_;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "gradsync/kernels/cpu/attention.h"
+#include "attention_reference.h"
 #include "test_util.h"
 
 namespace gradsync::kernels::cuda {
@@ -14,7 +14,6 @@ namespace {
 
 using testing::Close;
 using testing::Download;
-using testing::Random;
 using testing::TolFor;
 using testing::Upload;
 
@@ -52,19 +51,9 @@ class AttentionTest : public testing::CudaTest {
     SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
                                       << " KVH=" << s.kv_heads << " D=" << s.head_dim);
     const uint32_t seed = static_cast<uint32_t>(s.seq_len * 97 + s.heads * 13 + s.head_dim);
-    const int64_t qkv_n = s.batch * s.seq_len * s.qkv_width();
-    const int64_t out_n = s.batch * s.seq_len * s.out_width();
-    // Spread wide enough that the softmax is far from uniform (scores of several units).
-    const std::vector<float> qkv = Random<T>(qkv_n, seed, -2.0f, 2.0f);
-    const std::vector<float> dout = Random<T>(out_n, seed + 1);
-    const std::vector<float> dqkv0 = Random<T>(qkv_n, seed + 2);
-
-    cpu::AttentionShape cs{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
-    std::vector<float> want_out(out_n), att(s.batch * s.heads * s.seq_len * s.seq_len);
-    cpu::AttentionForward(want_out.data(), att.data(), qkv.data(), cs);
-    std::vector<float> want_dqkv = dqkv0, scratch(s.seq_len * s.seq_len);
-    cpu::AttentionBackward(want_dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
-                           cs);
+    const testing::AttentionCase c = testing::MakeAttentionCase<T>(s, seed);
+    const std::vector<float>& qkv = c.qkv;
+    const int64_t out_n = static_cast<int64_t>(c.out.size());
     const std::vector<float> want_lse = ReferenceLse(qkv, s);
 
     DeviceBuffer<T> d_qkv, d_out, d_dout, d_dqkv;
@@ -73,8 +62,8 @@ class AttentionTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<T>(out_n));
     GRADSYNC_ASSIGN_OR_FAIL(d_lse, testing::Poisoned<float>(want_lse.size()));
     GRADSYNC_ASSIGN_OR_FAIL(d_delta, testing::Poisoned<float>(want_lse.size()));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(dout));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<T>(dqkv0));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(c.dout));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<T>(c.dqkv0));
 
     GRADSYNC_ASSERT_OK(AttentionForward<T>(d_out.data(), d_lse.data(), d_qkv.data(), s, stream_));
     GRADSYNC_ASSERT_OK(AttentionBackward<T>(d_dqkv.data(), d_delta.data(), d_dout.data(),
@@ -82,11 +71,11 @@ class AttentionTest : public testing::CudaTest {
     ASSERT_TRUE(Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
-    EXPECT_TRUE(Close(got, want_out, TolFor<T>(), "out"));
+    EXPECT_TRUE(Close(got, c.out, TolFor<T>(), "out"));
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_lse));
     EXPECT_TRUE(Close(got, want_lse, TolFor<float>(), "lse"));
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dqkv));
-    EXPECT_TRUE(Close(got, want_dqkv, TolFor<T>(), "dqkv"));
+    EXPECT_TRUE(Close(got, c.dqkv, TolFor<T>(), "dqkv"));
   }
 };
 

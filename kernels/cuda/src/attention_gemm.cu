@@ -128,18 +128,24 @@ __global__ void CausalSoftmaxBackwardKernel(bf16* ds, const bf16* probs, const f
 
 unsigned Blocks(int64_t n, int64_t per_block) { return static_cast<unsigned>(CeilDiv(n, per_block)); }
 
+// `g` once per head, B H products in one call, operands `stride_*` elements apart, bf16 in.
+absl::Status RunHeads(MatmulContext& ctx, Gemm g, const AttentionShape& s, int64_t stride_a, int64_t stride_b,
+                      int64_t stride_d, cudaStream_t stream) {
+  g.batch = s.batch * s.heads;
+  g.stride_a = stride_a;
+  g.stride_b = stride_b;
+  g.stride_d = stride_d;
+  return RunGemm(ctx, CUDA_R_16BF, g, stream);
+}
+
 // Row-major per head: C[T, T] = X[T, D] Y[T, D]^T (fp32), the scores and dP. Column-major, that is
 // C^T = Y X^T: A = Y stored [D, T] transposed, B = X stored [D, T].
 absl::Status SquareProduct(MatmulContext& ctx, const char* what, float* c, const bf16* x, const bf16* y,
                            const AttentionShape& s, cudaStream_t stream) {
   const int64_t T = s.seq_len, D = s.head_dim;
   Gemm g{what, T, T, D, y, true, D, x, false, D, c, T, 0.0f, nullptr};
-  g.batch = s.batch * s.heads;
-  g.stride_a = T * D;
-  g.stride_b = T * D;
-  g.stride_d = T * T;
   g.d_fp32 = true;
-  return RunGemm(ctx, CUDA_R_16BF, g, stream);
+  return RunHeads(ctx, g, s, T * D, T * D, T * T, stream);
 }
 
 // Row-major per head: C[T, D] = P[T, T] Y[T, D] (transpose_p: P^T Y), bf16. Column-major,
@@ -148,11 +154,7 @@ absl::Status PanelProduct(MatmulContext& ctx, const char* what, bf16* c, const b
                           const bf16* y, const AttentionShape& s, cudaStream_t stream) {
   const int64_t T = s.seq_len, D = s.head_dim;
   Gemm g{what, D, T, T, y, false, D, p, transpose_p, T, c, D, 0.0f, nullptr};
-  g.batch = s.batch * s.heads;
-  g.stride_a = T * D;
-  g.stride_b = T * T;
-  g.stride_d = T * D;
-  return RunGemm(ctx, CUDA_R_16BF, g, stream);
+  return RunHeads(ctx, g, s, T * D, T * T, T * D, stream);
 }
 
 absl::Status Check(const char* fn, const AttentionShape& s, const void* scratch, size_t scratch_bytes,
