@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
@@ -107,9 +108,11 @@ absl::Status LocalCluster::Start() {
   }
   const int gpus = static_cast<int>(device::ListGpus().size());
   for (int i = 0; i < options_.workers; ++i) {
+    absl::StatusOr<std::string> worker_device = LocalWorkerDevice(options_.device, i, gpus);
+    if (!worker_device.ok()) return worker_device.status();
     s = StartChild(absl::StrCat("worker-", i),
                    {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
-                    absl::StrCat("--name=local", i), "--device=" + LocalWorkerDevice(options_.device, i, gpus), "--metrics=" + metrics,
+                    absl::StrCat("--name=local", i), "--device=" + *worker_device, "--metrics=" + metrics,
                     "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
                     "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()});
     if (!s.ok()) return s;
@@ -117,10 +120,16 @@ absl::Status LocalCluster::Start() {
   return WriteClusterFile();
 }
 
-std::string LocalWorkerDevice(const std::string& device, int index, int gpus) {
+absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int index, int gpus) {
   if ((device == "auto" || device == "cuda") && gpus > 0) return absl::StrCat("cuda:", index % gpus);
-  if (device == "auto") return "cpu";
-  return device;  // "cpu", "cuda:N", or "cuda" without a GPU, which the worker refuses by name
+  if (device == "auto" || device == "cpu") return std::string("cpu");
+  int n = 0;
+  if (device == "cuda" || (absl::StartsWith(device, "cuda:") && absl::SimpleAtoi(device.substr(5), &n) && n >= 0)) {
+    if (n < gpus) return device;
+    return absl::FailedPreconditionError(absl::StrCat("--device ", device, ": ", gpus, " GPUs are visible on this machine",
+                                                      device::BuiltWithCuda() ? "" : " (this build has no CUDA)"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--device: expected auto, cpu, cuda or cuda:N, got \"", device, "\""));
 }
 
 absl::Status LocalCluster::WriteClusterFile() const {

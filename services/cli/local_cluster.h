@@ -23,13 +23,14 @@ struct LocalClusterOptions {
   bool with_metrics = true;
   // The workers' --device: "auto" gives worker i GPU i mod (GPUs visible), one GPU per worker
   // as far as they go (as torchrun's local ranks), or the CPU when there is none; "cuda" the same
-  // but refused without a GPU; "cpu" or "cuda:N" is passed to every worker as is.
+  // but refused without a GPU; "cpu" or an existing "cuda:N" goes to every worker as is.
   std::string device = "auto";
   absl::Duration start_timeout = absl::Seconds(30);
 };
 
 // The --device worker `index` of a local cluster gets, with `gpus` GPUs visible.
-std::string LocalWorkerDevice(const std::string& device, int index, int gpus);
+// FAILED_PRECONDITION, naming --device, for a GPU this machine does not have.
+absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int index, int gpus);
 
 class LocalCluster {
  public:

@@ -6,19 +6,36 @@
 namespace gradsync::cli {
 namespace {
 
+std::string Device(const std::string& device, int index, int gpus) {
+  absl::StatusOr<std::string> d = LocalWorkerDevice(device, index, gpus);
+  return d.ok() ? *d : std::string(d.status().message());
+}
+
 TEST(LocalWorkerDevice, AutoSpreadsWorkersOverTheGpusOrStaysOnTheCpu) {
-  EXPECT_EQ(LocalWorkerDevice("auto", 0, 4), "cuda:0");
-  EXPECT_EQ(LocalWorkerDevice("auto", 3, 4), "cuda:3");
-  EXPECT_EQ(LocalWorkerDevice("auto", 5, 4), "cuda:1") << "more workers than GPUs share them round robin";
-  EXPECT_EQ(LocalWorkerDevice("auto", 1, 1), "cuda:0");
-  EXPECT_EQ(LocalWorkerDevice("auto", 2, 0), "cpu");
+  EXPECT_EQ(Device("auto", 0, 4), "cuda:0");
+  EXPECT_EQ(Device("auto", 3, 4), "cuda:3");
+  EXPECT_EQ(Device("auto", 5, 4), "cuda:1") << "more workers than GPUs share them round robin";
+  EXPECT_EQ(Device("auto", 1, 1), "cuda:0");
+  EXPECT_EQ(Device("auto", 2, 0), "cpu");
 }
 
 TEST(LocalWorkerDevice, ExplicitDevicesPassThrough) {
-  EXPECT_EQ(LocalWorkerDevice("cuda", 2, 2), "cuda:0");
-  EXPECT_EQ(LocalWorkerDevice("cuda", 0, 0), "cuda") << "the worker refuses it, naming the flag";
-  EXPECT_EQ(LocalWorkerDevice("cpu", 1, 8), "cpu");
-  EXPECT_EQ(LocalWorkerDevice("cuda:1", 0, 8), "cuda:1");
+  EXPECT_EQ(Device("cuda", 2, 2), "cuda:0");
+  EXPECT_EQ(Device("cpu", 1, 8), "cpu");
+  EXPECT_EQ(Device("cuda:1", 0, 8), "cuda:1");
+}
+
+TEST(LocalWorkerDevice, AGpuThisMachineLacksIsRefusedBeforeAnyWorkerStarts) {
+  absl::StatusOr<std::string> none = LocalWorkerDevice("cuda", 0, 0);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("--device cuda: 0 GPUs are visible on this machine"), std::string::npos)
+      << none.status();
+  absl::StatusOr<std::string> third = LocalWorkerDevice("cuda:2", 0, 2);
+  EXPECT_NE(third.status().message().find("--device cuda:2: 2 GPUs are visible"), std::string::npos) << third.status();
+  absl::StatusOr<std::string> typo = LocalWorkerDevice("gpu", 0, 2);
+  EXPECT_EQ(typo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(typo.status().message().find("--device: expected auto, cpu, cuda or cuda:N, got \"gpu\""),
+            std::string::npos);
 }
 
 }  // namespace
