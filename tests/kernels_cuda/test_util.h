@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -163,9 +164,8 @@ Tolerance TolFor() {
   }
 }
 
-inline ::testing::AssertionResult Close(const std::vector<float>& got,
-                                        const std::vector<float>& want, Tolerance tol,
-                                        const std::string& what) {
+inline ::testing::AssertionResult Close(std::span<const float> got, std::span<const float> want,
+                                        Tolerance tol, const std::string& what) {
   if (got.size() != want.size()) {
     return ::testing::AssertionFailure()
            << what << ": " << got.size() << " elements, want " << want.size();
@@ -195,6 +195,12 @@ inline ::testing::AssertionResult Close(const std::vector<float>& got,
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// The same for vectors (so that a braced list of floats can be the expectation).
+inline ::testing::AssertionResult Close(const std::vector<float>& got, const std::vector<float>& want, Tolerance tol,
+                                        const std::string& what) {
+  return Close(std::span<const float>(got), std::span<const float>(want), tol, what);
 }
 
 // Bitwise equality of two downloads of the same computation.

@@ -17,20 +17,14 @@
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
+#include "test_util.h"
 
 namespace gradsync::nn::cuda::testing {
 
-// Empty when a CUDA device is usable; otherwise why not. Without a driver cudaGetDeviceCount
-// fails: that is "no device", not an error.
-inline std::string NoDeviceReason() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
-  }
-  return count == 0 ? "cudaGetDeviceCount returned 0" : "";
-}
+// The device check and the comparison of tests/kernels_cuda/test_util.h.
+using gradsync::kernels::cuda::testing::Close;
+using gradsync::kernels::cuda::testing::NoDeviceReason;
+using gradsync::kernels::cuda::testing::Tolerance;
 
 // Skips without a device; owns a stream for the models under test.
 class CudaModelTest : public ::testing::Test {
@@ -103,44 +97,6 @@ inline int64_t Count(const Batch& batch) {
   int64_t count = 0;
   for (int32_t t : batch.targets) count += t != -1;
   return count;
-}
-
-// got matches want when ||got - want|| <= norm_rel ||want|| and, element by element,
-// |got - want| <= elem_rel |want| + elem_abs rms(want).
-struct Tolerance {
-  double norm_rel, elem_rel, elem_abs;
-};
-
-inline ::testing::AssertionResult Close(std::span<const float> got, std::span<const float> want,
-                                        Tolerance tol, const std::string& what) {
-  if (got.size() != want.size()) {
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " vs " << want.size();
-  }
-  double diff_sq = 0.0, want_sq = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) {
-      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i];
-    }
-    const double d = static_cast<double>(got[i]) - want[i];
-    diff_sq += d * d;
-    want_sq += static_cast<double>(want[i]) * want[i];
-  }
-  const double norm = std::sqrt(want_sq);
-  const double rms = got.empty() ? 0.0 : std::sqrt(want_sq / static_cast<double>(got.size()));
-  const double rel = norm > 0.0 ? std::sqrt(diff_sq) / norm : std::sqrt(diff_sq);
-  if (rel > tol.norm_rel) {
-    return ::testing::AssertionFailure()
-           << what << ": ||got - want|| / ||want|| = " << rel << " > " << tol.norm_rel;
-  }
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(static_cast<double>(got[i]) - want[i]);
-    if (d > tol.elem_rel * std::abs(want[i]) + tol.elem_abs * rms) {
-      return ::testing::AssertionFailure()
-             << what << "[" << i << "] = " << got[i] << ", want " << want[i] << " (rms " << rms
-             << ")";
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 inline std::unique_ptr<Model> MustCreateCpu(const gradsync::v1::JobSpec& spec) {
