@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gloo_ranks.h"
 #include "gradsync/comm/nccl.h"
 #include "gtest/gtest.h"
@@ -124,6 +125,35 @@ TEST(Nccl, ACollectiveWaitsForTheComputeStream) {
   ASSERT_TRUE((*comm)->AllGather(x.span(), copy.span())->Wait().ok());
   EXPECT_EQ(copy.Host(), ones);
   cudaFreeHost(pinned);
+  comm->reset();
+  cudaStreamDestroy(compute);
+}
+
+// The collective's timing is its time on the device: a compute stream held for 200 ms by a host
+// function delays the all-reduce queued behind it, but that wait is not the all-reduce's.
+TEST(Nccl, TimingCountsTheCollectiveNotTheComputeItWaitedFor) {
+  REQUIRE_GPU();
+  CoordinatorServer server;
+  auto kv = server.Kv("nccl-timing");
+  cudaStream_t compute = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  NcclOptions options;
+  options.compute_stream = compute;
+  options.timeout = absl::Seconds(60);
+  auto comm = ConnectNccl(kv.get(), 0, 1, options);
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  DeviceFloats x(Iota(1 << 16, 1.0f));
+  const auto hold = [](void*) { absl::SleepFor(absl::Milliseconds(200)); };
+  const absl::Time issued = absl::Now();
+  ASSERT_EQ(cudaLaunchHostFunc(compute, hold, nullptr), cudaSuccess);
+  auto work = (*comm)->AllReduce(x.span(), ReduceOp::kSum);
+  ASSERT_TRUE(work->Wait().ok());
+  const absl::Time seen = absl::Now();
+  const Work::Timing t = work->timing();
+  EXPECT_GE(seen - issued, absl::Milliseconds(200));
+  EXPECT_GE(t.finished, t.started);
+  EXPECT_LE(t.finished, seen);
+  EXPECT_LT(t.finished - t.started, absl::Milliseconds(100)) << "the wait for the compute stream was counted";
   comm->reset();
   cudaStreamDestroy(compute);
 }

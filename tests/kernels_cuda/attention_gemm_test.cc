@@ -49,11 +49,15 @@ class AttentionGemmTest : public testing::CudaTest {
     ASSERT_TRUE(Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
-    EXPECT_TRUE(Close(got, c.out, TolFor<bf16>(), "out"));
+    // The output multiplies v by P rounded to bf16, then rounds itself: two roundings. Each term
+    // p v errs by up to 2^-9 p |v|, so a short row (two keys at t = 1) can miss by 2^-9 max|v|,
+    // more than one rounding of its small output allows.
+    const testing::Tolerance two_roundings{2e-2, 4e-2, 2e-2};
+    EXPECT_TRUE(Close(got, c.out, two_roundings, "out"));
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_probs));
     EXPECT_TRUE(Close(got, c.probs, TolFor<bf16>(), "probs"));
-    // The backward rounds P, dS and each head's dq, dk, dv to bf16 before they are added up:
-    // twice the bounds of one rounding.
+    // The backward rounds P and dS to bf16, and dq, dk, dv round as each head's product adds into
+    // dqkv: twice the bounds of one rounding.
     const testing::Tolerance backward{2e-2, 4e-2, 2e-2};
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dqkv));
     EXPECT_TRUE(Close(got, c.dqkv, backward, "dqkv"));

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -36,10 +39,18 @@ class MatmulTest : public testing::CudaTest {
   }
 
   // Forward and backward at one shape; bias_offset shifts the bias pointer by elements (1 makes it
-  // unaligned, which takes the bias-rows path instead of the epilogue).
-  void Check(const Shape& s, bool with_bias, int bias_offset) {
+  // unaligned, which takes the bias-rows path instead of the epilogue). With a stride, out and
+  // dout rows lie `stride` apart and the padding (NaN) must be neither read nor written.
+  void Check(const Shape& s, bool with_bias, int bias_offset, int64_t stride = 0) {
     SCOPED_TRACE(::testing::Message() << "n=" << s.n << " in=" << s.in << " out=" << s.out
-                                      << " bias=" << with_bias << " offset=" << bias_offset);
+                                      << " bias=" << with_bias << " offset=" << bias_offset << " stride=" << stride);
+    const int64_t ld = stride == 0 ? s.out : stride;
+    // Packed rows of `x` [n, out] spread to `ld` apart, the gaps NaN; and back.
+    const auto spread = [&](const std::vector<float>& x) {
+      std::vector<float> rows(s.n * ld, std::numeric_limits<float>::quiet_NaN());
+      for (int64_t i = 0; i < s.n; ++i) std::copy_n(x.begin() + i * s.out, s.out, rows.begin() + i * ld);
+      return rows;
+    };
     const uint32_t seed = static_cast<uint32_t>(s.n * 7919 + s.in * 131 + s.out);
     const std::vector<float> inp = Random<T>(s.n * s.in, seed);
     const std::vector<float> w = Random<T>(s.out * s.in, seed + 1);
@@ -60,22 +71,27 @@ class MatmulTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_inp, Upload<T>(inp));
     GRADSYNC_ASSIGN_OR_FAIL(d_w, Upload<T>(w));
     GRADSYNC_ASSIGN_OR_FAIL(d_bias, Upload<T>(bias_host));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(dout));
-    GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<T>(s.n * s.out));
+    GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(spread(dout)));
+    GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<T>(s.n * ld));
     GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(dinp0));
     GRADSYNC_ASSIGN_OR_FAIL(d_dw, Upload<T>(dw0));
     GRADSYNC_ASSIGN_OR_FAIL(d_db, Upload<T>(db0));
     const T* bias = with_bias ? d_bias.data() + bias_offset : nullptr;
 
     GRADSYNC_ASSERT_OK(MatmulForward<T>(*ctx_, d_out.data(), d_inp.data(), d_w.data(), bias, s.n,
-                                        s.in, s.out, this->stream_));
+                                        s.in, s.out, this->stream_, stride));
     GRADSYNC_ASSERT_OK(MatmulBackward<T>(*ctx_, d_dinp.data(), d_dw.data(), d_db.data(),
                                          d_dout.data(), d_inp.data(), d_w.data(), s.n, s.in,
-                                         s.out, this->stream_));
+                                         s.out, this->stream_, stride));
     ASSERT_TRUE(this->Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
-    EXPECT_TRUE(Close(got, want_out, TolFor<T>(), "out"));
+    std::vector<float> packed(s.n * s.out);
+    for (int64_t i = 0; i < s.n; ++i) {
+      std::copy_n(got.begin() + i * ld, s.out, packed.begin() + i * s.out);
+      for (int64_t j = s.out; j < ld; ++j) ASSERT_TRUE(std::isnan(got[i * ld + j])) << "padding of row " << i;
+    }
+    EXPECT_TRUE(Close(packed, want_out, TolFor<T>(), "out"));
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dinp));
     EXPECT_TRUE(Close(got, want_dinp, TolFor<T>(), "dinp"));
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dw));
@@ -103,6 +119,21 @@ TYPED_TEST(MatmulTest, MatchesCpuWithUnalignedBias) {
 }
 
 // Null gradient pointers are skipped; the others still accumulate.
+// Output rows padded to a multiple of 64 elements, as the LM head lays out an odd vocabulary; the
+// bias-rows path (unaligned bias) and the epilogue both honour the stride.
+TYPED_TEST(MatmulTest, MatchesCpuWithARowStride) {
+  this->Check({33, 64, 257}, false, 0, 320);
+  this->Check({64, 128, 101}, true, 0, 128);
+  this->Check({17, 32, 45}, true, 1, 64);
+}
+
+// Few output tiles over many rows: dweight runs as a batch of row chunks (8192 rows: 4 chunks;
+// 4096: 2) whose fp32 partial products add in order, strided dout included.
+TYPED_TEST(MatmulTest, MatchesCpuWithASplitDweight) {
+  this->Check({8192, 64, 96}, true, 0);
+  this->Check({4096, 32, 45}, false, 0, 64);
+}
+
 TYPED_TEST(MatmulTest, SkipsNullGradients) {
   using T = TypeParam;
   const Shape s{9, 24, 40};
@@ -134,6 +165,11 @@ TYPED_TEST(MatmulTest, RejectsBadShapes) {
                                                  2, 4, 4, this->stream_);
   EXPECT_EQ(null_out.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(null_out.message().find("out"), std::string::npos) << null_out;
+  const absl::Status short_stride = MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr, 2, 4, 4,
+                                                     this->stream_, 3);
+  EXPECT_EQ(short_stride.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(short_stride.message().find("out_stride = 3 is less than out_features = 4"), std::string::npos)
+      << short_stride;
 }
 
 // TF32 products round their inputs to 10 mantissa bits: close to fp32, not to 1e-5.

@@ -18,75 +18,39 @@ using internal::RunGemm;
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / kWarpSize;  // softmax: one warp per row
 
-// Scratch carved in 256-byte aligned pieces.
+// Scratch carved in 256-byte aligned pieces: the scores / dP (fp32) and dS (bf16), [B, H, T, T],
+// and with grouped queries the dk and dv sums [B, T, 2 KVH D] (fp32).
 struct Scratch {
-  bf16 *q, *k, *v, *o, *dq, *dk, *dv;
-  float* scores;  // S forward, dP backward
+  float* scores;
   bf16* ds;
+  float* dkv;
 };
 
 size_t Align(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-size_t HeadsCount(const AttentionShape& s) { return static_cast<size_t>(s.batch * s.heads * s.seq_len * s.head_dim); }
 size_t SquareCount(const AttentionShape& s) { return static_cast<size_t>(s.batch * s.heads * s.seq_len * s.seq_len); }
+size_t KvCount(const AttentionShape& s) {
+  return s.heads == s.kv_heads ? 0 : static_cast<size_t>(s.batch * s.seq_len * 2 * s.kv_heads * s.head_dim);
+}
 
 Scratch Carve(void* base, const AttentionShape& s) {
   auto* p = static_cast<unsigned char*>(base);
-  const size_t heads = Align(HeadsCount(s) * sizeof(bf16));
   Scratch out;
-  bf16** slots[] = {&out.q, &out.k, &out.v, &out.o, &out.dq, &out.dk, &out.dv};
-  for (bf16** slot : slots) {
-    *slot = reinterpret_cast<bf16*>(p);
-    p += heads;
-  }
   out.scores = reinterpret_cast<float*>(p);
   p += Align(SquareCount(s) * sizeof(float));
   out.ds = reinterpret_cast<bf16*>(p);
+  p += Align(SquareCount(s) * sizeof(bf16));
+  out.dkv = reinterpret_cast<float*>(p);
   return out;
 }
 
-// q, k, v [B, H, T, D] from rows [B, T, width] holding H query heads, then KVH key heads, then
-// KVH value heads (qkv: width (H + 2 KVH) D); query head h reads kv head h / (H / KVH). `which`
-// selects the outputs: 1 q, 2 k, 4 v (a [B, T, H D] tensor splits as q alone, width H D).
-__global__ void SplitHeadsKernel(bf16* q, bf16* k, bf16* v, const bf16* rows, int64_t width, int64_t B, int64_t T,
-                                 int64_t H, int64_t KVH, int64_t D, int which) {
+// dqkv's k and v columns [B, T, H D + (0..2 KVH D)] += dkv [B, T, 2 KVH D]: one rounding of each
+// kv head's sum over its query heads.
+__global__ void AddKvKernel(bf16* dqkv, const float* dkv, int64_t rows, int64_t q_width, int64_t kv_width) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= B * H * T * D) return;
-  const int64_t d = idx % D, t = (idx / D) % T, h = (idx / (D * T)) % H, b = idx / (D * T * H);
-  const int64_t g = h / (H / KVH);
-  const bf16* row = rows + (b * T + t) * width;
-  if (which & 1) q[idx] = row[h * D + d];
-  if (which & 2) k[idx] = row[(H + g) * D + d];
-  if (which & 4) v[idx] = row[(H + KVH + g) * D + d];
-}
-
-// out [B, T, H D] from o [B, H, T, D].
-__global__ void MergeHeadsKernel(bf16* out, const bf16* o, int64_t B, int64_t T, int64_t H, int64_t D) {
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= B * H * T * D) return;
-  const int64_t d = idx % D, t = (idx / D) % T, h = (idx / (D * T)) % H, b = idx / (D * T * H);
-  out[(b * T + t) * H * D + h * D + d] = o[idx];
-}
-
-// dqkv [B, T, (H + 2 KVH) D] += dq, and the dk and dv of each kv head summed over its query heads
-// in ascending order (fp32, one rounding).
-__global__ void AccumulateDqkvKernel(bf16* dqkv, const bf16* dq, const bf16* dk, const bf16* dv, int64_t B, int64_t T,
-                                     int64_t H, int64_t KVH, int64_t D) {
-  const int64_t width = (H + 2 * KVH) * D;
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= B * T * width) return;
-  const int64_t col = idx % width, bt = idx / width, b = bt / T, t = bt % T;
-  const int64_t slot = col / D, d = col % D;
-  auto at = [&](const bf16* x, int64_t h) { return internal::ToFloat(x[((b * H + h) * T + t) * D + d]); };
-  float sum = 0.0f;
-  if (slot < H) {
-    sum = at(dq, slot);
-  } else {
-    const bool is_k = slot < H + KVH;
-    const int64_t g = is_k ? slot - H : slot - H - KVH, group = H / KVH;
-    for (int64_t h = g * group; h < (g + 1) * group; ++h) sum += at(is_k ? dk : dv, h);
-  }
-  dqkv[idx] = internal::FromFloat<bf16>(internal::ToFloat(dqkv[idx]) + sum);
+  if (idx >= rows * kv_width) return;
+  bf16* out = dqkv + idx / kv_width * (q_width + kv_width) + q_width + idx % kv_width;
+  *out = internal::FromFloat<bf16>(internal::ToFloat(*out) + dkv[idx]);
 }
 
 // probs row i = causal softmax(scale scores row i): zeros right of the diagonal. One warp per row.
@@ -128,33 +92,64 @@ __global__ void CausalSoftmaxBackwardKernel(bf16* ds, const bf16* probs, const f
 
 unsigned Blocks(int64_t n, int64_t per_block) { return static_cast<unsigned>(CeilDiv(n, per_block)); }
 
-// `g` once per head, B H products in one call, operands `stride_*` elements apart, bf16 in.
-absl::Status RunHeads(MatmulContext& ctx, Gemm g, const AttentionShape& s, int64_t stride_a, int64_t stride_b,
-                      int64_t stride_d, cudaStream_t stream) {
-  g.batch = s.batch * s.heads;
-  g.stride_a = stride_a;
-  g.stride_b = stride_b;
-  g.stride_d = stride_d;
-  return RunGemm(ctx, CUDA_R_16BF, g, stream);
-}
+// The products read the heads where they lie, in the [B, T, width] rows of qkv, out and dqkv, so
+// no kernel gathers heads into [B, H, T, D] and back. One call covers one sequence b and one
+// residue r of the query heads within their group (group = H / KVH): the KVH heads
+// h = g group + r, g = 0..KVH-1, whose query slices lie group D apart and whose kv slices D apart.
+// GPT-2 (KVH = H) takes B calls per product, each over all H heads.
+struct Panel {
+  const void* ptr;  // head g = 0 of the call, row t = 0
+  int64_t ld;       // elements between rows t and t + 1
+  int64_t stride;   // elements between heads g and g + 1
+};
+
+struct Heads {
+  const AttentionShape& s;
+  int64_t b, r;
+  int64_t group() const { return s.heads / s.kv_heads; }
+  int64_t head() const { return r; }  // the call's first query head (g = 0)
+  // Query head slices of a [B, T, width] tensor whose query heads start at column 0.
+  Panel Query(const bf16* rows, int64_t width) const {
+    return {rows + b * s.seq_len * width + head() * s.head_dim, width, group() * s.head_dim};
+  }
+  // Key (slot 0) or value (slot 1) slices of a qkv-shaped tensor.
+  Panel KeyValue(const bf16* rows, int slot) const {
+    const int64_t width = s.qkv_width();
+    return {rows + b * s.seq_len * width + (s.heads + slot * s.kv_heads) * s.head_dim, width, s.head_dim};
+  }
+  // The [T, T] squares (probs, scores, dS) of the call's heads.
+  int64_t SquareOffset() const { return (b * s.heads + head()) * s.seq_len * s.seq_len; }
+  int64_t SquareStride() const { return group() * s.seq_len * s.seq_len; }
+};
 
 // Row-major per head: C[T, T] = X[T, D] Y[T, D]^T (fp32), the scores and dP. Column-major, that is
 // C^T = Y X^T: A = Y stored [D, T] transposed, B = X stored [D, T].
-absl::Status SquareProduct(MatmulContext& ctx, const char* what, float* c, const bf16* x, const bf16* y,
-                           const AttentionShape& s, cudaStream_t stream) {
-  const int64_t T = s.seq_len, D = s.head_dim;
-  Gemm g{what, T, T, D, y, true, D, x, false, D, c, T, 0.0f, nullptr};
+absl::Status SquareProduct(MatmulContext& ctx, const char* what, float* c, const Heads& h, Panel x, Panel y,
+                           cudaStream_t stream) {
+  const int64_t T = h.s.seq_len, D = h.s.head_dim;
+  Gemm g{what, T, T, D, y.ptr, true, y.ld, x.ptr, false, x.ld, c + h.SquareOffset(), T, 0.0f, nullptr};
   g.d_fp32 = true;
-  return RunHeads(ctx, g, s, T * D, T * D, T * T, stream);
+  g.batch = h.s.kv_heads;
+  g.stride_a = y.stride;
+  g.stride_b = x.stride;
+  g.stride_d = h.SquareStride();
+  return RunGemm(ctx, CUDA_R_16BF, g, stream);
 }
 
-// Row-major per head: C[T, D] = P[T, T] Y[T, D] (transpose_p: P^T Y), bf16. Column-major,
-// C^T = Y^T P^T: A = Y stored [D, T], B = P stored [T, T] (transposed for P^T Y).
-absl::Status PanelProduct(MatmulContext& ctx, const char* what, bf16* c, const bf16* p, bool transpose_p,
-                          const bf16* y, const AttentionShape& s, cudaStream_t stream) {
-  const int64_t T = s.seq_len, D = s.head_dim;
-  Gemm g{what, D, T, T, y, false, D, p, transpose_p, T, c, D, 0.0f, nullptr};
-  return RunHeads(ctx, g, s, T * D, T * T, T * D, stream);
+// Row-major per head: C[T, D] (+)= P[T, T] Y[T, D] (transpose_p: P^T Y), bf16 (fp32 with
+// c_fp32); beta 1 adds into c. Column-major, C^T = Y^T P^T: A = Y stored [D, T], B = P stored
+// [T, T] (transposed for P^T Y).
+absl::Status PanelProduct(MatmulContext& ctx, const char* what, Panel c, float beta, const bf16* p, bool transpose_p,
+                          const Heads& h, Panel y, cudaStream_t stream, bool c_fp32 = false) {
+  const int64_t T = h.s.seq_len, D = h.s.head_dim;
+  Gemm g{what, D, T, T, y.ptr, false, y.ld, p + h.SquareOffset(), transpose_p, T, const_cast<void*>(c.ptr), c.ld,
+         beta, nullptr};
+  g.d_fp32 = c_fp32;
+  g.batch = h.s.kv_heads;
+  g.stride_a = y.stride;
+  g.stride_b = h.SquareStride();
+  g.stride_d = c.stride;
+  return RunGemm(ctx, CUDA_R_16BF, g, stream);
 }
 
 absl::Status Check(const char* fn, const AttentionShape& s, const void* scratch, size_t scratch_bytes,
@@ -176,8 +171,8 @@ float Scale(const AttentionShape& s) { return 1.0f / sqrtf(static_cast<float>(s.
 size_t AttentionGemmProbsCount(const AttentionShape& shape) { return SquareCount(shape); }
 
 size_t AttentionGemmScratchBytes(const AttentionShape& shape) {
-  return 7 * Align(HeadsCount(shape) * sizeof(bf16)) + Align(SquareCount(shape) * sizeof(float)) +
-         Align(SquareCount(shape) * sizeof(bf16));
+  return Align(SquareCount(shape) * sizeof(float)) + Align(SquareCount(shape) * sizeof(bf16)) +
+         Align(KvCount(shape) * sizeof(float));
 }
 
 absl::Status AttentionGemmForward(MatmulContext& ctx, bf16* out, bf16* probs, const bf16* qkv,
@@ -187,16 +182,24 @@ absl::Status AttentionGemmForward(MatmulContext& ctx, bf16* out, bf16* probs, co
       Check(kFn, s, scratch, scratch_bytes, {{"out", out}, {"probs", probs}, {"qkv", qkv}}));
   if (s.batch == 0 || s.seq_len == 0) return absl::OkStatus();
   const Scratch w = Carve(scratch, s);
-  const int64_t B = s.batch, T = s.seq_len, H = s.heads, D = s.head_dim, rows = B * H * T;
-  SplitHeadsKernel<<<Blocks(B * H * T * D, kThreads), kThreads, 0, stream>>>(w.q, w.k, w.v, qkv, s.qkv_width(), B, T,
-                                                                            H, s.kv_heads, D, 7);
-  GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("SplitHeadsKernel"));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(SquareProduct(ctx, "attention scores q k^T", w.scores, w.q, w.k, s, stream));
+  const int64_t T = s.seq_len, rows = s.batch * s.heads * T, group = s.heads / s.kv_heads;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t r = 0; r < group; ++r) {
+      const Heads h{s, b, r};
+      GRADSYNC_CUDA_RETURN_IF_ERROR(SquareProduct(ctx, "attention scores q k^T", w.scores, h,
+                                                  h.Query(qkv, s.qkv_width()), h.KeyValue(qkv, 0), stream));
+    }
+  }
   CausalSoftmaxKernel<<<Blocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(probs, w.scores, rows, T, Scale(s));
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("CausalSoftmaxKernel"));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention output P v", w.o, probs, false, w.v, s, stream));
-  MergeHeadsKernel<<<Blocks(B * H * T * D, kThreads), kThreads, 0, stream>>>(out, w.o, B, T, H, D);
-  return LaunchStatus("MergeHeadsKernel");
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t r = 0; r < group; ++r) {
+      const Heads h{s, b, r};
+      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention output P v", h.Query(out, s.out_width()), 0.0f,
+                                                 probs, false, h, h.KeyValue(qkv, 1), stream));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv,
@@ -207,24 +210,41 @@ absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* d
                                       {{"dqkv", dqkv}, {"dout", dout}, {"qkv", qkv}, {"probs", probs}}));
   if (s.batch == 0 || s.seq_len == 0) return absl::OkStatus();
   const Scratch w = Carve(scratch, s);
-  const int64_t B = s.batch, T = s.seq_len, H = s.heads, KVH = s.kv_heads, D = s.head_dim, rows = B * H * T;
-  const unsigned head_blocks = Blocks(B * H * T * D, kThreads);
-  SplitHeadsKernel<<<head_blocks, kThreads, 0, stream>>>(w.q, w.k, w.v, qkv, s.qkv_width(), B, T, H, KVH, D, 7);
-  GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("SplitHeadsKernel"));
-  // dout [B, T, H D] splits like the query heads of a qkv row.
-  SplitHeadsKernel<<<head_blocks, kThreads, 0, stream>>>(w.o, nullptr, nullptr, dout, s.out_width(), B, T, H, KVH, D,
-                                                         1);
-  GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("SplitHeadsKernel"));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(SquareProduct(ctx, "attention dP = do v^T", w.scores, w.o, w.v, s, stream));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dv = P^T do", w.dv, probs, true, w.o, s, stream));
+  const int64_t T = s.seq_len, rows = s.batch * s.heads * T, group = s.heads / s.kv_heads, W = s.qkv_width();
+  // dq adds into dqkv. With KVH = H each head's dk and dv add into dqkv too; with grouped queries
+  // the group's heads first sum in fp32 (ascending r, a fixed order), then add with one rounding.
+  const int64_t kv_width = 2 * s.kv_heads * s.head_dim;
+  const auto dkv = [&](const Heads& h, int slot) -> Panel {
+    if (group == 1) return h.KeyValue(dqkv, slot);
+    return {w.dkv + h.b * T * kv_width + slot * s.kv_heads * s.head_dim, kv_width, s.head_dim};
+  };
+  const auto kv_beta = [&](int64_t r) { return group == 1 || r > 0 ? 1.0f : 0.0f; };
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t r = 0; r < group; ++r) {
+      const Heads h{s, b, r};
+      GRADSYNC_CUDA_RETURN_IF_ERROR(SquareProduct(ctx, "attention dP = do v^T", w.scores, h, h.Query(dout, s.out_width()),
+                                                  h.KeyValue(qkv, 1), stream));
+      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dv = P^T do", dkv(h, 1), kv_beta(r), probs, true, h,
+                                                 h.Query(dout, s.out_width()), stream, group > 1));
+    }
+  }
   CausalSoftmaxBackwardKernel<<<Blocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(w.ds, probs, w.scores, rows, T,
                                                                                     Scale(s));
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("CausalSoftmaxBackwardKernel"));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dq = dS k", w.dq, w.ds, false, w.k, s, stream));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dk = dS^T q", w.dk, w.ds, true, w.q, s, stream));
-  AccumulateDqkvKernel<<<Blocks(B * T * (H + 2 * KVH) * D, kThreads), kThreads, 0, stream>>>(dqkv, w.dq, w.dk, w.dv,
-                                                                                              B, T, H, KVH, D);
-  return LaunchStatus("AccumulateDqkvKernel");
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t r = 0; r < group; ++r) {
+      const Heads h{s, b, r};
+      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dq = dS k", h.Query(dqkv, W), 1.0f, w.ds, false, h,
+                                                 h.KeyValue(qkv, 0), stream));
+      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dk = dS^T q", dkv(h, 0), kv_beta(r), w.ds, true, h,
+                                                 h.Query(qkv, W), stream, group > 1));
+    }
+  }
+  if (group == 1) return absl::OkStatus();
+  const int64_t tokens = s.batch * T;
+  AddKvKernel<<<Blocks(tokens * kv_width, kThreads), kThreads, 0, stream>>>(dqkv, w.dkv, tokens, s.out_width(),
+                                                                            kv_width);
+  return LaunchStatus("AddKvKernel");
 }
 
 }  // namespace gradsync::kernels::cuda

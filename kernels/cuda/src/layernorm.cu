@@ -15,11 +15,21 @@ using internal::kWarpSize;
 using internal::ToFloat;
 using internal::WarpSum;
 
-// A warp per row: a row of C elements is read by 32 lanes, C/32 each, coalesced.
+// A warp per row: a row of C elements is read by 32 lanes, coalesced. With kVec > 1 each lane
+// moves 16-byte packs (C a multiple of kVec, buffers 16-byte aligned); kVec = 1 is the general
+// layout. Either way the arithmetic is fp32, element by element, in the same order per lane.
 constexpr int kRowsPerBlock = 8;
 constexpr int kThreads = kRowsPerBlock * kWarpSize;
 
-template <typename T>
+template <typename T, int kVec>
+using Pack = internal::Pack<T, kVec>;
+
+template <typename T, int kVec>
+__device__ __forceinline__ Pack<T, kVec> Load(const T* row, int64_t q) {
+  return reinterpret_cast<const Pack<T, kVec>*>(row)[q];
+}
+
+template <typename T, int kVec>
 __global__ void __launch_bounds__(kThreads)
     LayerNormForwardKernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
                            const T* bias, int64_t n, int64_t c, float eps) {
@@ -27,19 +37,34 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n) return;  // whole warps leave together: the shuffles below stay full
   const T* x = inp + row * c;
+  const int64_t packs = c / kVec;
   const float inv_c = 1.0f / static_cast<float>(c);
   float sum = 0.0f;
-  for (int64_t i = lane; i < c; i += kWarpSize) sum += ToFloat(x[i]);
+  for (int64_t q = lane; q < packs; q += kWarpSize) {
+    const Pack<T, kVec> xv = Load<T, kVec>(x, q);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sum += ToFloat(xv.v[e]);
+  }
   const float mu = WarpSum(sum) * inv_c;
   float sq = 0.0f;
-  for (int64_t i = lane; i < c; i += kWarpSize) {
-    const float d = ToFloat(x[i]) - mu;
-    sq += d * d;
+  for (int64_t q = lane; q < packs; q += kWarpSize) {
+    const Pack<T, kVec> xv = Load<T, kVec>(x, q);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float d = ToFloat(xv.v[e]) - mu;
+      sq += d * d;
+    }
   }
   const float rs = 1.0f / sqrtf(WarpSum(sq) * inv_c + eps);
   T* y = out + row * c;
-  for (int64_t i = lane; i < c; i += kWarpSize) {
-    y[i] = FromFloat<T>((ToFloat(x[i]) - mu) * rs * ToFloat(weight[i]) + ToFloat(bias[i]));
+  for (int64_t q = lane; q < packs; q += kWarpSize) {
+    const Pack<T, kVec> xv = Load<T, kVec>(x, q), wv = Load<T, kVec>(weight, q), bv = Load<T, kVec>(bias, q);
+    Pack<T, kVec> yv;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      yv.v[e] = FromFloat<T>((ToFloat(xv.v[e]) - mu) * rs * ToFloat(wv.v[e]) + ToFloat(bv.v[e]));
+    }
+    reinterpret_cast<Pack<T, kVec>*>(y)[q] = yv;
   }
   if (lane == 0) {
     if (mean != nullptr) mean[row] = mu;
@@ -47,7 +72,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T>
+template <typename T, int kVec>
 __global__ void __launch_bounds__(kThreads)
     LayerNormBackwardDinpKernel(T* dinp, const T* dout, const T* inp, const T* weight,
                                 const float* mean, const float* rstd, int64_t n, int64_t c) {
@@ -56,21 +81,32 @@ __global__ void __launch_bounds__(kThreads)
   if (row >= n) return;
   const T* x = inp + row * c;
   const T* dy = dout + row * c;
+  const int64_t packs = c / kVec;
   const float mu = mean[row], rs = rstd[row];
   float sum_g = 0.0f, sum_g_xhat = 0.0f;
-  for (int64_t i = lane; i < c; i += kWarpSize) {
-    const float g = ToFloat(weight[i]) * ToFloat(dy[i]);
-    sum_g += g;
-    sum_g_xhat += g * ((ToFloat(x[i]) - mu) * rs);
+  for (int64_t q = lane; q < packs; q += kWarpSize) {
+    const Pack<T, kVec> xv = Load<T, kVec>(x, q), dv = Load<T, kVec>(dy, q), wv = Load<T, kVec>(weight, q);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float g = ToFloat(wv.v[e]) * ToFloat(dv.v[e]);
+      sum_g += g;
+      sum_g_xhat += g * ((ToFloat(xv.v[e]) - mu) * rs);
+    }
   }
   const float inv_c = 1.0f / static_cast<float>(c);
   const float mean_g = WarpSum(sum_g) * inv_c;
   const float mean_g_xhat = WarpSum(sum_g_xhat) * inv_c;
   T* dx = dinp + row * c;
-  for (int64_t i = lane; i < c; i += kWarpSize) {
-    const float xhat = (ToFloat(x[i]) - mu) * rs;
-    const float g = ToFloat(weight[i]) * ToFloat(dy[i]);
-    dx[i] = FromFloat<T>(ToFloat(dx[i]) + rs * (g - mean_g - xhat * mean_g_xhat));
+  for (int64_t q = lane; q < packs; q += kWarpSize) {
+    const Pack<T, kVec> xv = Load<T, kVec>(x, q), dv = Load<T, kVec>(dy, q), wv = Load<T, kVec>(weight, q);
+    Pack<T, kVec> out = Load<T, kVec>(dx, q);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float xhat = (ToFloat(xv.v[e]) - mu) * rs;
+      const float g = ToFloat(wv.v[e]) * ToFloat(dv.v[e]);
+      out.v[e] = FromFloat<T>(ToFloat(out.v[e]) + rs * (g - mean_g - xhat * mean_g_xhat));
+    }
+    reinterpret_cast<Pack<T, kVec>*>(dx)[q] = out;
   }
 }
 
@@ -107,8 +143,13 @@ absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, co
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "bias", bias));
-  LayerNormForwardKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0,
-                           stream>>>(out, mean, rstd, inp, weight, bias, n, c, eps);
+  const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kRowsPerBlock));
+  if (c % internal::kPackWidth<T> == 0 && internal::Aligned16(out, inp, weight, bias)) {
+    LayerNormForwardKernel<T, internal::kPackWidth<T>><<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight,
+                                                                                       bias, n, c, eps);
+  } else {
+    LayerNormForwardKernel<T, 1><<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, n, c, eps);
+  }
   return LaunchStatus("LayerNormForwardKernel");
 }
 
@@ -130,8 +171,13 @@ absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, con
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "rstd", rstd));
   if (dinp != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-    LayerNormBackwardDinpKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0,
-                                  stream>>>(dinp, dout, inp, weight, mean, rstd, n, c);
+    const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kRowsPerBlock));
+    if (c % internal::kPackWidth<T> == 0 && internal::Aligned16(dinp, dout, inp, weight)) {
+      LayerNormBackwardDinpKernel<T, internal::kPackWidth<T>><<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight,
+                                                                                               mean, rstd, n, c);
+    } else {
+      LayerNormBackwardDinpKernel<T, 1><<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, n, c);
+    }
     GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("LayerNormBackwardDinpKernel"));
   }
   if (dweight == nullptr && dbias == nullptr) return absl::OkStatus();

@@ -1,6 +1,7 @@
 // Softmax + cross-entropy forward/backward and the loss sum (math in softmax_xent.cuh).
 #include "gradsync/kernels/cuda/softmax_xent.cuh"
 
+#include "absl/strings/str_cat.h"
 #include "common.cuh"
 #include "gradsync/kernels/cuda/cuda_check.h"
 
@@ -37,17 +38,32 @@ __device__ __forceinline__ MaxSum WarpCombine(MaxSum v) {
   return v;
 }
 
+__device__ __forceinline__ void Accumulate(MaxSum& acc, float x) {
+  if (x > acc.m) {
+    acc.s = acc.s * expf(acc.m - x) + 1.0f;
+    acc.m = x;
+  } else {
+    acc.s += expf(x - acc.m);
+  }
+}
+
+// `vec`: rows start 16-byte aligned, so elements [0, v / kVec * kVec) go by packs and the rest one
+// at a time. Either way each element is read and written by one thread.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     SoftmaxXentKernel(T* dlogits, float* row_loss, const T* logits, const int32_t* targets,
-                      int64_t v, float scale, int32_t ignore_index) {
+                      int64_t v, int64_t stride, bool vec, float scale, int32_t ignore_index) {
+  constexpr int kVec = internal::kPackWidth<T>;
+  using Pack = internal::Pack<T, kVec>;
   const int64_t row = blockIdx.x;
-  const T* z = logits + row * v;
+  const T* z = logits + row * stride;
+  T* dz = dlogits == nullptr ? nullptr : dlogits + row * stride;
   const int32_t target = targets[row];
+  const int64_t packs = vec ? v / kVec : 0;
   if (target == ignore_index) {  // block-uniform
     if (threadIdx.x == 0 && row_loss != nullptr) row_loss[row] = 0.0f;
-    if (dlogits != nullptr) {
-      for (int64_t j = threadIdx.x; j < v; j += kThreads) dlogits[row * v + j] = FromFloat<T>(0.0f);
+    if (dz != nullptr) {
+      for (int64_t j = threadIdx.x; j < v; j += kThreads) dz[j] = FromFloat<T>(0.0f);
     }
     return;
   }
@@ -56,15 +72,12 @@ __global__ void __launch_bounds__(kThreads)
   const float target_logit = valid ? ToFloat(z[target]) : 0.0f;
 
   MaxSum acc{-INFINITY, 0.0f};
-  for (int64_t j = threadIdx.x; j < v; j += kThreads) {
-    const float x = ToFloat(z[j]);
-    if (x > acc.m) {
-      acc.s = acc.s * expf(acc.m - x) + 1.0f;
-      acc.m = x;
-    } else {
-      acc.s += expf(x - acc.m);
-    }
+  for (int64_t q = threadIdx.x; q < packs; q += kThreads) {
+    const Pack p = reinterpret_cast<const Pack*>(z)[q];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) Accumulate(acc, ToFloat(p.v[e]));
   }
+  for (int64_t j = packs * kVec + threadIdx.x; j < v; j += kThreads) Accumulate(acc, ToFloat(z[j]));
   __shared__ float shared_m[kWarps], shared_s[kWarps];
   acc = WarpCombine(acc);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -80,13 +93,19 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0 && row_loss != nullptr) {
     row_loss[row] = valid ? logf(sum) - (target_logit - max) : NAN;
   }
-  if (dlogits == nullptr) return;
+  if (dz == nullptr) return;
   const float inv_sum = 1.0f / sum;
-  T* dz = dlogits + row * v;
-  for (int64_t j = threadIdx.x; j < v; j += kThreads) {
-    const float p = expf(ToFloat(z[j]) - max) * inv_sum;
-    dz[j] = FromFloat<T>(scale * (j == target ? p - 1.0f : p));
+  auto grad = [&](int64_t j, float x) {
+    const float p = expf(x - max) * inv_sum;
+    return FromFloat<T>(scale * (j == target ? p - 1.0f : p));
+  };
+  for (int64_t q = threadIdx.x; q < packs; q += kThreads) {
+    Pack p = reinterpret_cast<const Pack*>(z)[q];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) p.v[e] = grad(q * kVec + e, ToFloat(p.v[e]));
+    reinterpret_cast<Pack*>(dz)[q] = p;
   }
+  for (int64_t j = packs * kVec + threadIdx.x; j < v; j += kThreads) dz[j] = grad(j, ToFloat(z[j]));
 }
 
 constexpr int kSumThreads = 1024;
@@ -115,18 +134,25 @@ __global__ void __launch_bounds__(kSumThreads)
 template <typename T>
 absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits,
                                  const int32_t* targets, int64_t n, int64_t v, float scale,
-                                 int32_t ignore_index, cudaStream_t stream) {
+                                 int32_t ignore_index, cudaStream_t stream, int64_t stride) {
   constexpr const char* kFn = "SoftmaxCrossEntropy";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::Positive(kFn, "v", v));
+  if (stride == 0) stride = v;
+  if (stride < v) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SoftmaxCrossEntropy: stride = ", stride, " is less than v = ", v));
+  }
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "logits", logits));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "targets", targets));
   if (n > INT32_MAX) {
     return absl::InvalidArgumentError("SoftmaxCrossEntropy: n exceeds the grid (2^31 - 1 rows)");
   }
+  const bool vec = stride % internal::kPackWidth<T> == 0 && internal::Aligned16(logits) &&
+                   (dlogits == nullptr || internal::Aligned16(dlogits));
   SoftmaxXentKernel<T><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
-      dlogits, row_loss, logits, targets, v, scale, ignore_index);
+      dlogits, row_loss, logits, targets, v, stride, vec, scale, ignore_index);
   return LaunchStatus("SoftmaxXentKernel");
 }
 
@@ -147,8 +173,10 @@ absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss
 }
 
 template absl::Status SoftmaxCrossEntropy<float>(float*, float*, const float*, const int32_t*,
-                                                 int64_t, int64_t, float, int32_t, cudaStream_t);
+                                                 int64_t, int64_t, float, int32_t, cudaStream_t,
+                                                int64_t);
 template absl::Status SoftmaxCrossEntropy<bf16>(bf16*, float*, const bf16*, const int32_t*,
-                                                int64_t, int64_t, float, int32_t, cudaStream_t);
+                                                int64_t, int64_t, float, int32_t, cudaStream_t,
+                                                int64_t);
 
 }  // namespace gradsync::kernels::cuda

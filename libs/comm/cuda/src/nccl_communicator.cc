@@ -77,16 +77,19 @@ struct Shared {
   }
 };
 
-// One collective in flight: its completion event on the communication stream, and what to do on
-// the host once it completed (copy staged scalars back).
+// One collective in flight: the events around it on the communication stream, and what to do on
+// the host once it completed (copy staged scalars back). The host issues far ahead of the GPU, so
+// the collective's duration comes from the events: `begin` completes when the stream reaches the
+// collective (after the compute it waits for), `done` when the collective ends.
 class NcclWork : public Work {
  public:
-  NcclWork(std::shared_ptr<Shared> shared, std::string what, cudaEvent_t done, std::function<void()> on_done)
-      : shared_(std::move(shared)), what_(std::move(what)), done_(done), on_done_(std::move(on_done)) {
-    timing_.started = absl::Now();
-  }
+  NcclWork(std::shared_ptr<Shared> shared, std::string what, cudaEvent_t begin, cudaEvent_t done,
+           std::function<void()> on_done)
+      : shared_(std::move(shared)), what_(std::move(what)), begin_(begin), done_(done), on_done_(std::move(on_done)),
+        issued_(absl::Now()) {}
   ~NcclWork() override {
     cudaSetDevice(shared_->device);
+    cudaEventDestroy(begin_);
     cudaEventDestroy(done_);
   }
 
@@ -112,7 +115,7 @@ class NcclWork : public Work {
         return absl::UnavailableError(absl::StrCat(what_, " failed: ", why));
       }
       const absl::Time now = absl::Now();
-      if (now - timing_.started > shared_->timeout) {
+      if (now - issued_ > shared_->timeout) {
         shared_->Abort(absl::StrCat(what_, " did not complete within ", absl::FormatDuration(shared_->timeout)));
         return absl::DeadlineExceededError(absl::StrCat(what_, " did not complete within ",
                                                         absl::FormatDuration(shared_->timeout),
@@ -129,6 +132,9 @@ class NcclWork : public Work {
     absl::MutexLock lock(&mu_);
     if (timing_.finished == absl::Time()) {
       timing_.finished = absl::Now();
+      float ms = 0.0f;
+      if (cudaEventElapsedTime(&ms, begin_, done_) != cudaSuccess) ms = 0.0f;
+      timing_.started = timing_.finished - absl::Microseconds(static_cast<int64_t>(ms * 1e3f));
       if (on_done_) on_done_();
     }
     return absl::OkStatus();
@@ -136,8 +142,9 @@ class NcclWork : public Work {
 
   std::shared_ptr<Shared> shared_;
   const std::string what_;
-  const cudaEvent_t done_;
+  const cudaEvent_t begin_, done_;
   std::function<void()> on_done_;
+  const absl::Time issued_;
   mutable absl::Mutex mu_;
   Timing timing_;
 };
@@ -334,14 +341,22 @@ class NcclCommunicator : public Communicator {
     if (status.ok()) status = CudaError(cudaStreamWaitEvent(stream_, ready, 0), what);
     // Destroying a recorded event is safe: the stream's wait on it stays queued.
     if (ready != nullptr) cudaEventDestroy(ready);
+    // Timed events (the default flags) bracket the collective, its casts included.
+    cudaEvent_t begin = nullptr;
+    if (status.ok()) status = CudaError(cudaEventCreate(&begin), what);
+    if (status.ok()) status = CudaError(cudaEventRecord(begin, stream_), what);
     if (status.ok() && steps.before) status = CudaError(steps.before(stream_), what);
-    if (!status.ok()) return fail(status);
+    if (!status.ok()) {
+      if (begin != nullptr) cudaEventDestroy(begin);
+      return fail(status);
+    }
 
     const absl::Time started = absl::Now();
     ncclResult_t r;
     {
       absl::ReaderMutexLock comm_lock(&shared_->mu);
       if (shared_->aborted.load()) {
+        cudaEventDestroy(begin);
         return fail(absl::AbortedError(absl::StrCat(what, ": the generation was aborted")));
       }
       r = steps.collective(stream_);
@@ -352,17 +367,15 @@ class NcclCommunicator : public Communicator {
       status = absl::UnavailableError(absl::StrCat(what, " failed: ", shared_->Describe(r)));
     }
     if (status.ok() && steps.after) status = CudaError(steps.after(stream_), what);
-    if (!status.ok()) return fail(status);
-
     cudaEvent_t done = nullptr;
-    if (absl::Status s = CudaError(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), what); !s.ok()) {
-      return fail(s);
+    if (status.ok()) status = CudaError(cudaEventCreate(&done), what);
+    if (status.ok()) status = CudaError(cudaEventRecord(done, stream_), what);
+    if (!status.ok()) {
+      cudaEventDestroy(begin);
+      if (done != nullptr) cudaEventDestroy(done);
+      return fail(status);
     }
-    if (absl::Status s = CudaError(cudaEventRecord(done, stream_), what); !s.ok()) {
-      cudaEventDestroy(done);
-      return fail(s);
-    }
-    auto work = std::make_shared<NcclWork>(shared_, what, done, std::move(on_done));
+    auto work = std::make_shared<NcclWork>(shared_, what, begin, done, std::move(on_done));
     // Finished collectives leave the list as new ones join, so a caller that never asks for
     // completed() (a benchmark) does not keep every event alive.
     while (!inflight_.empty() && inflight_.front()->Done()) {

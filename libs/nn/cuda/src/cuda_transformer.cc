@@ -64,7 +64,8 @@ CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec,
       max_seq_len_(config.seq_len()),
       vocab_(config.vocab_size()),
       qkv_width_((heads_ + 2 * kv_heads_) * head_dim_),
-      fc_width_(gpt2_ ? mlp_width_ : 2 * mlp_width_) {}
+      fc_width_(gpt2_ ? mlp_width_ : 2 * mlp_width_),
+      logits_stride_((vocab_ + 63) / 64 * 64) {}
 
 template <typename T>
 CudaTransformer<T>::~CudaTransformer() {
@@ -107,6 +108,9 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeTables(rope_cos_.data(), rope_sin_.data(), max_seq_len_,
                                                 head_dim_, config_.rope_theta(), stream()));
   }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(lm_head_, logits_stride_ * width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemsetAsync(lm_head_.data(), 0, lm_head_.size() * sizeof(T), stream()), "cudaMemsetAsync of the LM head"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(loss_, 1));
   void* pinned = nullptr;
   GRADSYNC_CUDA_RETURN_IF_ERROR(
@@ -271,7 +275,7 @@ absl::Status CudaTransformer<T>::Reserve(int64_t n) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.qkv, L * n * qkv_width_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc, L * n * fc_width_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc_act, L * n * mlp_width_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.logits, n * vocab_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.logits, n * logits_stride_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dqkv, n * qkv_width_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc, n * fc_width_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc_act, n * mlp_width_));
@@ -371,8 +375,11 @@ absl::Status CudaTransformer<T>::Forward() {
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), gpt2_ ? a.normf_mean.data() : nullptr,
                                             a.normf_rstd.data(), x, normf_w_, normf_b_));
-  return k::MatmulForward<T>(*matmul_, a.logits.data(), a.normf.data(), W(wte_), nullptr, n, C,
-                             vocab_, stream());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpyAsync(lm_head_.data(), W(wte_), vocab_ * C * sizeof(T), cudaMemcpyDeviceToDevice, stream()),
+      "cudaMemcpyAsync of wte into the LM head"));
+  return k::MatmulForward<T>(*matmul_, a.logits.data(), a.normf.data(), lm_head_.data(), nullptr, n, C,
+                             logits_stride_, stream());
 }
 
 template <typename T>
@@ -412,11 +419,15 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
   // The gradient of loss_scale x (loss sum) replaces the logits in place.
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
       a.logits.data(), a.row_loss.data(), a.logits.data(), a.targets.data(), n, vocab_,
-      loss_scale, k::kXentIgnoreIndex, stream()));
+      loss_scale, k::kXentIgnoreIndex, stream(), logits_stride_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dnorm, n * C));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), G(wte_), nullptr,
-                                                     a.logits.data(), a.normf.data(), W(wte_), n,
-                                                     C, vocab_, stream()));
+  // dnorm over the padded vocabulary (the padding's gradient is 0), dwte over its V real rows.
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), nullptr, nullptr, a.logits.data(),
+                                                     a.normf.data(), lm_head_.data(), n, C, logits_stride_,
+                                                     stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, nullptr, G(wte_), nullptr, a.logits.data(),
+                                                     a.normf.data(), W(wte_), n, C, vocab_, stream(),
+                                                     logits_stride_));
   // The tied embedding's output half, moved to fp32 now so that its bf16 value rounds once.
   GRADSYNC_CUDA_RETURN_IF_ERROR(Flush(wte_, wte_ + 1));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dres, n * C));
@@ -445,7 +456,7 @@ absl::StatusOr<LossSum> CudaTransformer<T>::Evaluate(const Batch& batch) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
       nullptr, acts_.row_loss.data(), acts_.logits.data(), acts_.targets.data(), n_, vocab_, 1.0f,
-      k::kXentIgnoreIndex, stream()));
+      k::kXentIgnoreIndex, stream(), logits_stride_));
   return ReadLoss();
 }
 
@@ -457,9 +468,10 @@ absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batc
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
   std::vector<T> logits(n_ * vocab_);
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpyAsync(logits.data(), acts_.logits.data(), logits.size() * sizeof(T),
-                                 cudaMemcpyDeviceToHost, stream()),
-                 "cudaMemcpyAsync of the logits"));
+      CudaStatus(cudaMemcpy2DAsync(logits.data(), vocab_ * sizeof(T), acts_.logits.data(),
+                                   logits_stride_ * sizeof(T), vocab_ * sizeof(T), n_,
+                                   cudaMemcpyDeviceToHost, stream()),
+                 "cudaMemcpy2DAsync of the logits"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
   if constexpr (std::is_same_v<T, float>) {
     return logits;

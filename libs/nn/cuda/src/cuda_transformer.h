@@ -143,6 +143,14 @@ class CudaTransformer final : public CudaModel {
   // Q = (H + 2 KVH) D, fc output F (M for gpt2, 2M for the fused gate/up).
   int64_t layers_, heads_, kv_heads_, width_, head_dim_, mlp_width_, max_seq_len_, vocab_,
       qkv_width_, fc_width_;
+  // The LM head runs over a padded vocabulary Vp (V rounded up to 64): the logits' rows lie Vp
+  // apart, and lm_head_ holds wte [V, C] followed by Vp - V zero rows, copied from wte before each
+  // forward. With every dimension of the products a multiple of 64, cuBLASLt runs its tensor-core
+  // kernels; an odd V (GPT-2's 50257) gets only unaligned ones, several times slower. The padded
+  // logits come out exactly 0 and their gradient stays 0, so they add nothing to dnorm; the
+  // gradient of wte covers its V real rows only.
+  int64_t logits_stride_;
+  Dev lm_head_;
   // Current batch: B sequences of T tokens, n = B T.
   int64_t batch_ = 0, seq_len_ = 0, n_ = 0;
   int wte_ = -1, wpe_ = -1, normf_w_ = -1, normf_b_ = -1;

@@ -36,7 +36,10 @@ enum class WireType { kFloat32, kBFloat16 };
 // A pending collective.
 class Work {
  public:
-  // When the backend began and finished running the collective (zero until then).
+  // When the backend began and finished running the collective (zero until then). A device
+  // backend (NCCL) times the collective on its stream: `finished` is when the host saw it done and
+  // `started` is `finished` less the collective's time on the device, which leaves out the wait
+  // for the compute it was queued behind.
   struct Timing {
     absl::Time started;
     absl::Time finished;

@@ -10,13 +10,17 @@
 //   backward  dP = do v^T (fp32)   dv = P^T do   dS = s P (dP - rowsum(P dP)) (bf16)
 //             dq = dS k   dk = dS^T q;   dk and dv of a kv head sum its query heads' in order
 // The products cover the full [T, T] square (the masked half is multiplied by zeros); the
-// softmax kernels write exact zeros above the diagonal. Each product is one strided-batched
-// cuBLASLt call over the B H heads, fp32 accumulation. Every reduction runs in a fixed order and
-// no kernel adds atomically: the result is reproducible bit for bit on one GPU model.
+// softmax kernels write exact zeros above the diagonal. The products read q, k, v and dout, and
+// write out and dqkv, where they lie in the [B, T, width] rows, with no gather into per-head
+// buffers: each is a strided-batched cuBLASLt call over the heads of one sequence (per residue of
+// a kv group with grouped queries), fp32 accumulation, adding into dqkv (with grouped queries a
+// kv head's dk and dv first sum over its query heads in fp32, then add with one rounding). Every reduction runs in
+// a fixed order and no kernel adds atomically: the result is reproducible bit for bit on one GPU
+// model.
 //
 // Memory: probs [B, H, T, T] bf16 per layer (kept from forward to backward), and a scratch of
-// AttentionGemmScratchBytes(shape) that any layer may reuse: q, k, v, o, dq, dk, dv as
-// [B, H, T, D] bf16, the scores / dP as [B, H, T, T] fp32, dS as [B, H, T, T] bf16.
+// AttentionGemmScratchBytes(shape) that any layer may reuse: the scores / dP as [B, H, T, T]
+// fp32, dS as [B, H, T, T] bf16, and with grouped queries the dk and dv sums [B, T, 2 KVH D] fp32.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -34,9 +34,14 @@
 
 namespace gradsync::kernels::cuda {
 
+namespace internal {
+class GemmPlanCache;
+}  // namespace internal
+
 // A cuBLASLt handle and its workspace, bound to the device that was current at Create. Use it on
 // one stream at a time: calls share the workspace, and stream order is what keeps them apart.
-// The backward pass also uses the workspace as scratch for the dbias partial sums.
+// The backward pass also uses the workspace as scratch for the dbias partial sums, and a second
+// buffer, grown on first use, for the partial products of a split dweight.
 class MatmulContext {
  public:
   // 32 MiB: what cuBLASLt's heuristics want for the large Hopper kernels.
@@ -62,31 +67,44 @@ class MatmulContext {
   size_t workspace_bytes() const { return options_.workspace_bytes; }
   bool allow_tf32() const { return options_.allow_tf32; }
   int device() const { return device_; }
+  // At least `bytes` of device scratch apart from the workspace, kept for later calls (grows with
+  // cudaMalloc, so the first call at a size is not free). INTERNAL if the allocation fails.
+  absl::StatusOr<void*> Scratch(size_t bytes);
+  // The descriptors and algorithm of each kind of product run so far (matmul.cu).
+  internal::GemmPlanCache& plans() { return *plans_; }
 
  private:
-  MatmulContext(Options options, int device, cublasLtHandle_t handle, void* workspace)
-      : options_(options), device_(device), handle_(handle), workspace_(workspace) {}
+  MatmulContext(Options options, int device, cublasLtHandle_t handle, void* workspace);
 
   Options options_;
   int device_ = 0;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  std::unique_ptr<internal::GemmPlanCache> plans_;
 };
 
 // out = inp x w^T + bias (overwrites out; bias may be null). T is float or __nv_bfloat16.
+// Rows of out lie out_stride elements apart (0: out_features, the packed layout); a wider
+// stride lets an odd width, such as a vocabulary of 50257, keep every row 16-byte aligned, which
+// the fast tensor-core kernels need. The columns past out_features are never touched.
 // INVALID_ARGUMENT for a negative size or a null buffer that the sizes need; FAILED_PRECONDITION
 // if the current device is not the context's; NOT_FOUND when cuBLASLt offers no algorithm for
 // the shapes and alignments; INTERNAL when a CUDA or cuBLASLt call fails.
 template <typename T>
 absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* weight,
                            const T* bias, int64_t n, int64_t in_features, int64_t out_features,
-                           cudaStream_t stream);
+                           cudaStream_t stream, int64_t out_stride = 0);
 
 // Accumulates (+=) the gradients of MatmulForward given dout; a null dinp, dweight or dbias skips
-// that gradient. Errors as MatmulForward.
+// that gradient. A dweight with few output tiles and many rows (an attention projection's
+// [C, C] over 16K tokens) splits the rows into a batch of fp32 partial products that a kernel
+// then adds in order: one product over all rows would leave most of the GPU idle. dout's rows lie dout_stride elements apart (0: out_features). Errors as
+// MatmulForward.
 template <typename T>
 absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout,
                             const T* inp, const T* weight, int64_t n, int64_t in_features,
-                            int64_t out_features, cudaStream_t stream);
+                            int64_t out_features, cudaStream_t stream, int64_t dout_stride = 0);
 
 }  // namespace gradsync::kernels::cuda
