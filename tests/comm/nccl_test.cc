@@ -101,17 +101,32 @@ TEST(Nccl, OneRankRunsEveryCollectiveOnDeviceMemory) {
   EXPECT_EQ(c.AllReduce(two.span(), ReduceOp::kSum)->Wait().code(), absl::StatusCode::kAborted);
 }
 
-TEST(Nccl, ACollectiveWaitsForTheComputeStream) {
-  REQUIRE_GPU();
-  CoordinatorServer server;
-  auto kv = server.Kv("nccl-order");
-  cudaStream_t compute = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
-  NcclOptions options;
-  options.compute_stream = compute;
-  options.timeout = absl::Seconds(60);
-  auto comm = ConnectNccl(kv.get(), 0, 1, options);
-  ASSERT_TRUE(comm.ok()) << comm.status();
+// One NCCL rank whose collectives are ordered after a compute stream of the test's own.
+class NcclAfterCompute : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_GPU();
+    kv_ = server_.Kv("nccl-after-compute");
+    ASSERT_EQ(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), cudaSuccess);
+    NcclOptions options;
+    options.compute_stream = compute_;
+    options.timeout = absl::Seconds(60);
+    auto comm = ConnectNccl(kv_.get(), 0, 1, options);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    comm_ = *std::move(comm);
+  }
+  void TearDown() override {
+    comm_.reset();  // before the stream it waits on
+    if (compute_ != nullptr) cudaStreamDestroy(compute_);
+  }
+
+  CoordinatorServer server_;
+  std::unique_ptr<KvClient> kv_;
+  cudaStream_t compute_ = nullptr;
+  std::unique_ptr<Communicator> comm_;
+};
+
+TEST_F(NcclAfterCompute, ACollectiveWaitsForTheComputeStream) {
   // The compute stream writes the buffer; the broadcast, issued right after without a host sync,
   // must see the written values (it is ordered after them by an event).
   const size_t n = 1 << 22;
@@ -120,33 +135,22 @@ TEST(Nccl, ACollectiveWaitsForTheComputeStream) {
   float* pinned = nullptr;
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float)), cudaSuccess);
   std::copy(ones.begin(), ones.end(), pinned);
-  ASSERT_EQ(cudaMemcpyAsync(x.span().data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice, compute), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(x.span().data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice, compute_),
+            cudaSuccess);
   DeviceFloats copy(std::vector<float>(n, 0.0f));
-  ASSERT_TRUE((*comm)->AllGather(x.span(), copy.span())->Wait().ok());
+  ASSERT_TRUE(comm_->AllGather(x.span(), copy.span())->Wait().ok());
   EXPECT_EQ(copy.Host(), ones);
   cudaFreeHost(pinned);
-  comm->reset();
-  cudaStreamDestroy(compute);
 }
 
 // The collective's timing is its time on the device: a compute stream held for 200 ms by a host
 // function delays the all-reduce queued behind it, but that wait is not the all-reduce's.
-TEST(Nccl, TimingCountsTheCollectiveNotTheComputeItWaitedFor) {
-  REQUIRE_GPU();
-  CoordinatorServer server;
-  auto kv = server.Kv("nccl-timing");
-  cudaStream_t compute = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
-  NcclOptions options;
-  options.compute_stream = compute;
-  options.timeout = absl::Seconds(60);
-  auto comm = ConnectNccl(kv.get(), 0, 1, options);
-  ASSERT_TRUE(comm.ok()) << comm.status();
+TEST_F(NcclAfterCompute, TimingCountsTheCollectiveNotTheComputeItWaitedFor) {
   DeviceFloats x(Iota(1 << 16, 1.0f));
   const auto hold = [](void*) { absl::SleepFor(absl::Milliseconds(200)); };
   const absl::Time issued = absl::Now();
-  ASSERT_EQ(cudaLaunchHostFunc(compute, hold, nullptr), cudaSuccess);
-  auto work = (*comm)->AllReduce(x.span(), ReduceOp::kSum);
+  ASSERT_EQ(cudaLaunchHostFunc(compute_, hold, nullptr), cudaSuccess);
+  auto work = comm_->AllReduce(x.span(), ReduceOp::kSum);
   ASSERT_TRUE(work->Wait().ok());
   const absl::Time seen = absl::Now();
   const Work::Timing t = work->timing();
@@ -154,8 +158,6 @@ TEST(Nccl, TimingCountsTheCollectiveNotTheComputeItWaitedFor) {
   EXPECT_GE(t.finished, t.started);
   EXPECT_LE(t.finished, seen);
   EXPECT_LT(t.finished - t.started, absl::Milliseconds(100)) << "the wait for the compute stream was counted";
-  comm->reset();
-  cudaStreamDestroy(compute);
 }
 
 TEST(StagedGloo, TwoRanksShareOneGpuThroughPinnedHostBuffers) {

@@ -105,12 +105,11 @@ struct Panel {
 
 struct Heads {
   const AttentionShape& s;
-  int64_t b, r;
+  int64_t b, r;  // r is also the call's first query head (g = 0)
   int64_t group() const { return s.heads / s.kv_heads; }
-  int64_t head() const { return r; }  // the call's first query head (g = 0)
   // Query head slices of a [B, T, width] tensor whose query heads start at column 0.
   Panel Query(const bf16* rows, int64_t width) const {
-    return {rows + b * s.seq_len * width + head() * s.head_dim, width, group() * s.head_dim};
+    return {rows + b * s.seq_len * width + r * s.head_dim, width, group() * s.head_dim};
   }
   // Key (slot 0) or value (slot 1) slices of a qkv-shaped tensor.
   Panel KeyValue(const bf16* rows, int slot) const {
@@ -118,7 +117,7 @@ struct Heads {
     return {rows + b * s.seq_len * width + (s.heads + slot * s.kv_heads) * s.head_dim, width, s.head_dim};
   }
   // The [T, T] squares (probs, scores, dS) of the call's heads.
-  int64_t SquareOffset() const { return (b * s.heads + head()) * s.seq_len * s.seq_len; }
+  int64_t SquareOffset() const { return (b * s.heads + r) * s.seq_len * s.seq_len; }
   int64_t SquareStride() const { return group() * s.seq_len * s.seq_len; }
 };
 
