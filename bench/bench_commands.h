@@ -17,6 +17,9 @@ struct BenchArgs {
   // "cpu" or "cuda": where the buffers (allreduce) or the model (ddp) live; rank r takes GPU
   // r mod (GPUs visible).
   std::string device = "cpu";
+  // Gloo's all-reduce: "auto" (shared memory between ranks on one host) or "tcp". The ddp bench
+  // takes ddp.transport from the spec instead.
+  std::string transport = "auto";
   // allreduce
   int64_t min_bytes = 1 << 10;
   int64_t max_bytes = 64 << 20;

@@ -43,10 +43,11 @@ v1::Assignment BenchAssignment(const v1::JobSpec& spec, const BenchArgs& args) {
 }
 
 // This rank's worker: the CPU, or GPU rank mod (GPUs visible).
-worker::ReplicaOptions BenchWorker(const BenchArgs& args, comm::KvClient* kv) {
+worker::ReplicaOptions BenchWorker(const BenchArgs& args, const v1::JobSpec& spec, comm::KvClient* kv) {
   worker::ReplicaOptions o;
   o.kv = kv;
   o.gloo.timeout = absl::Minutes(2);
+  o.gloo.shared_memory = spec.ddp().transport() != "tcp";
   const int gpus = static_cast<int>(device::ListGpus().size());
   auto d = device::ResolveDevice(args.device == "cuda" && gpus > 0 ? absl::StrCat("cuda:", args.rank % gpus) : "cpu");
   if (d.ok()) o.device = *d;
@@ -71,7 +72,7 @@ int DdpRank(const BenchArgs& args) {
   }
   // The model, optimizer and communicator exactly as a worker builds them for this placement.
   auto replica_kv = NewBenchKv(args.coordinator, 2);
-  auto replica = worker::CreateReplica(BenchAssignment(*spec, args), BenchWorker(args, replica_kv.get()));
+  auto replica = worker::CreateReplica(BenchAssignment(*spec, args), BenchWorker(args, *spec, replica_kv.get()));
   auto data = data::CreateDataset(*spec);
   for (const absl::Status& s : {replica.status(), data.status()}) {
     if (!s.ok()) {

@@ -14,10 +14,13 @@ namespace {
 constexpr char kUsage[] =
     "usage: gradsync-bench allreduce [--backend gloo|nccl] [--device cpu|cuda] [--ranks N]\n"
     "                                [--min SIZE] [--max SIZE] [--iters N] [--warmup N] [--wire fp32|bf16]\n"
+    "                                [--transport auto|tcp]\n"
     "       gradsync-bench ddp [--spec FILE] [--set path=value ...] [--ranks N] [--steps N]\n"
     "                          [--backend gloo|nccl] [--device cpu|cuda]\n"
     "  --backend nccl means --device cuda; rank r uses GPU r mod (GPUs visible), and NCCL needs a\n"
-    "  GPU per rank. --device cuda with gloo stages device memory through pinned host buffers.\n";
+    "  GPU per rank. --device cuda with gloo stages device memory through pinned host buffers.\n"
+    "  --transport auto: Gloo all-reduces through shared memory (the ranks share this host); tcp:\n"
+    "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp).\n";
 
 using gradsync::bench::BenchArgs;
 
@@ -37,7 +40,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest(argv + 2, argv + argc);
   auto args = gradsync::cli::ParseArgs(mode, rest,
                                        {{"backend"}, {"ranks"}, {"min"}, {"max"}, {"iters"}, {"warmup"}, {"wire"},
-                                        {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}, {"device"}});
+                                        {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}, {"device"},
+                                        {"transport"}});
   if (!args.ok()) return Fail(args.status());
   BenchArgs b;
   for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
@@ -64,7 +68,15 @@ int main(int argc, char** argv) {
   if (b.backend == "nccl" && b.device != "cuda") {
     return Fail(absl::InvalidArgumentError("--backend: nccl reduces GPU memory; it needs --device cuda"));
   }
-  b.wire_bf16 = args->Get("wire", "fp32") == "bf16";
+  const std::string wire = args->Get("wire", "fp32");
+  if (wire != "fp32" && wire != "bf16") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--wire: expected fp32 or bf16, got \"", wire, "\"")));
+  }
+  b.wire_bf16 = wire == "bf16";
+  b.transport = args->Get("transport", "auto");
+  if (b.transport != "auto" && b.transport != "tcp") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--transport: expected auto or tcp, got \"", b.transport, "\"")));
+  }
   b.coordinator = args->Get("coordinator");
   b.spec_path = args->Get("spec");
   b.overrides = args->GetAll("set");

@@ -8,13 +8,14 @@
 
 namespace gradsync::bench {
 
-absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator) {
+absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator, bool shared_memory) {
   RankEnv env;
   env.rank = rank;
   env.ranks = ranks;
   env.kv = NewBenchKv(coordinator, 1);
   comm::GlooOptions options;
   options.timeout = absl::Minutes(2);
+  options.shared_memory = shared_memory;
   auto c = comm::ConnectGloo(env.kv.get(), rank, ranks, options);
   if (!c.ok()) return c.status();
   env.comm = *std::move(c);

@@ -136,6 +136,7 @@ void Agent::RunAssignment(const v1::Assignment& a) {
   ro.kv = kv.get();
   ro.gloo.hostname = options_.comm_host;
   ro.gloo.timeout = absl::Seconds(a.spec().ddp().timeout_seconds());
+  ro.gloo.shared_memory = a.spec().ddp().transport() != "tcp";
   absl::StatusOr<TrainOutcome> outcome;
   const absl::Time rendezvous_start = absl::Now();
   auto replica = CreateReplica(a, ro);

@@ -1,8 +1,13 @@
-// Gloo collectives with ranks as threads, formed through a real coordinator gRPC server.
+// Gloo collectives with ranks as threads, formed through a real coordinator gRPC server, over
+// each all-reduce transport: TCP, and shared memory with the default slot and with a slot so
+// small that a buffer takes many rounds.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "gloo_ranks.h"
 #include "gradsync/comm/gloo_store.h"
 #include "gradsync/rpc/server.h"
@@ -13,17 +18,32 @@ namespace {
 
 using gradsync::testing::CoordinatorServer;
 using gradsync::testing::RunRanks;
+using gradsync::testing::TestGlooOptions;
 
 float Value(int rank, int i) { return static_cast<float>(rank * 1000 + i % 997); }
 
-class GlooCollectives : public ::testing::TestWithParam<std::tuple<int, int>> {};
+const std::vector<std::string> kTransports = {"tcp", "shm", "shm-4k-slot"};
+
+GlooOptions Transport(const std::string& name) {
+  GlooOptions o = TestGlooOptions();
+  o.shared_memory = name != "tcp";
+  if (name == "shm-4k-slot") o.shared_memory_slot_bytes = 4096;
+  return o;
+}
+
+std::string ExpectedBackend(const std::string& transport, int world) {
+  return transport != "tcp" && world > 1 ? "gloo (shared memory)" : "gloo";
+}
+
+class GlooCollectives : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {};
 
 TEST_P(GlooCollectives, EveryCollectiveGivesTheExactResult) {
-  const auto [world, count] = GetParam();
+  const auto [world, count, transport] = GetParam();
   CoordinatorServer server;
-  RunRanks(server, "collectives", world, [&, world = world, count = count](int rank, Communicator& comm, KvClient&) {
+  RunRanks(server, "collectives", world, [&, world = world, count = count, transport = transport](int rank, Communicator& comm, KvClient&) {
     EXPECT_EQ(comm.rank(), rank);
     EXPECT_EQ(comm.size(), world);
+    EXPECT_EQ(comm.backend(), ExpectedBackend(transport, world));
     // AllReduce sum and average, float and double.
     std::vector<float> data(count);
     for (int i = 0; i < count; ++i) data[i] = Value(rank, i);
@@ -63,14 +83,28 @@ TEST_P(GlooCollectives, EveryCollectiveGivesTheExactResult) {
     ASSERT_TRUE(comm.Barrier()->Wait().ok());
     EXPECT_EQ(comm.sequence(), 6);
     EXPECT_EQ(comm.completed(), 6);
-  });
+  }, Transport(transport));
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldByCount, GlooCollectives,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                                            ::testing::Values(0, 1, 7, 100003)));
+INSTANTIATE_TEST_SUITE_P(WorldByCountByTransport, GlooCollectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(0, 1, 7, 100003),
+                                            ::testing::ValuesIn(kTransports)),
+                         [](const auto& info) {
+                           std::string t = std::get<2>(info.param);
+                           std::replace(t.begin(), t.end(), '-', '_');
+                           return absl::StrCat("world", std::get<0>(info.param), "_count", std::get<1>(info.param),
+                                               "_", t);
+                         });
 
-TEST(GlooCollectives, AsynchronousWorkCompletesInIssueOrder) {
+class GlooTransport : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(Transports, GlooTransport, ::testing::ValuesIn(kTransports), [](const auto& info) {
+  std::string t = info.param;
+  std::replace(t.begin(), t.end(), '-', '_');
+  return t;
+});
+
+TEST_P(GlooTransport, AsynchronousWorkCompletesInIssueOrder) {
   CoordinatorServer server;
   RunRanks(server, "async", 2, [](int rank, Communicator& comm, KvClient&) {
     std::vector<std::vector<float>> buffers(8, std::vector<float>(50000, static_cast<float>(rank + 1)));
@@ -83,10 +117,10 @@ TEST(GlooCollectives, AsynchronousWorkCompletesInIssueOrder) {
       }
       for (float v : buffers[i]) ASSERT_EQ(v, 3.0f);
     }
-  });
+  }, Transport(GetParam()));
 }
 
-TEST(GlooCollectives, Bf16WireHalvesPrecisionNotCorrectness) {
+TEST_P(GlooTransport, Bf16WireHalvesPrecisionNotCorrectness) {
   CoordinatorServer server;
   RunRanks(server, "bf16", 2, [](int rank, Communicator& comm, KvClient&) {
     std::vector<float> data(1000);
@@ -96,10 +130,10 @@ TEST(GlooCollectives, Bf16WireHalvesPrecisionNotCorrectness) {
       const float exact = 0.003f * static_cast<float>(i + 1);
       ASSERT_NEAR(data[i], exact, 8e-3 * exact) << i;  // bf16 keeps 8 bits of mantissa
     }
-  });
+  }, Transport(GetParam()));
 }
 
-TEST(GlooCollectives, AbortEndsACollectiveWhosePeerNeverAnswers) {
+TEST_P(GlooTransport, AbortEndsACollectiveWhosePeerNeverAnswers) {
   CoordinatorServer server;
   RunRanks(server, "abort", 2, [](int rank, Communicator& comm, KvClient&) {
     if (rank == 1) {
@@ -118,7 +152,7 @@ TEST(GlooCollectives, AbortEndsACollectiveWhosePeerNeverAnswers) {
     const absl::Status s = work->Wait(absl::Seconds(20));
     EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
     EXPECT_EQ(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().code(), absl::StatusCode::kAborted);
-  });
+  }, Transport(GetParam()));
 }
 
 TEST(GlooCollectives, MismatchedBufferSizesAreRefused) {

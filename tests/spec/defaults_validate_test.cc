@@ -60,6 +60,8 @@ TEST(FillDefaultsTest, FillsAnEmptySpec) {
   EXPECT_EQ(spec.ddp().backend(), "auto");
   EXPECT_DOUBLE_EQ(spec.ddp().bucket_cap_mb(), 25);
   EXPECT_DOUBLE_EQ(spec.ddp().timeout_seconds(), 300);
+  EXPECT_EQ(spec.ddp().grad_compression(), "none");
+  EXPECT_EQ(spec.ddp().transport(), "auto");
   EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
 }
 
@@ -150,6 +152,10 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
               HasSubstr("ddp.bucketCapMb"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_timeout_seconds(-1); }),
               HasSubstr("ddp.timeoutSeconds"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_grad_compression("fp16"); }),
+              HasSubstr("ddp.gradCompression: must be one of none, bf16, got \"fp16\""));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_transport("rdma"); }),
+              HasSubstr("ddp.transport: must be one of auto, tcp, got \"rdma\""));
   EXPECT_THAT(ValidationError([](S* s) { s->set_name(std::string(129, 'a')); }),
               HasSubstr("name: must be at most 128 characters"));
   EXPECT_THAT(ValidationError([](S* s) { s->set_name("a\nb"); }),

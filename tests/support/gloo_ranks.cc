@@ -36,15 +36,19 @@ std::unique_ptr<comm::KvClient> CoordinatorServer::Kv(const std::string& job, in
                                       generation);
 }
 
+comm::GlooOptions TestGlooOptions() {
+  comm::GlooOptions opts;
+  opts.timeout = absl::Seconds(30);
+  return opts;
+}
+
 void RunRanks(CoordinatorServer& server, const std::string& job, int world,
-              const std::function<void(int, comm::Communicator&, comm::KvClient&)>& fn) {
+              const std::function<void(int, comm::Communicator&, comm::KvClient&)>& fn, comm::GlooOptions options) {
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       auto kv = server.Kv(job);
-      comm::GlooOptions opts;
-      opts.timeout = absl::Seconds(30);
-      auto c = comm::ConnectGloo(kv.get(), r, world, opts);
+      auto c = comm::ConnectGloo(kv.get(), r, world, options);
       ASSERT_TRUE(c.ok()) << c.status();
       fn(r, **c, *kv);
     });

@@ -23,9 +23,13 @@ class CoordinatorServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs fn(rank, communicator, kv) on `world` threads that rendezvous in namespace `job`.
-// Fails the current test if rendezvous fails.
+// GlooOptions for tests: the defaults with a 30 s timeout.
+comm::GlooOptions TestGlooOptions();
+
+// Runs fn(rank, communicator, kv) on `world` threads that rendezvous in namespace `job`, with
+// `options` (a 30 s timeout unless given). Fails the current test if rendezvous fails.
 void RunRanks(CoordinatorServer& server, const std::string& job, int world,
-              const std::function<void(int rank, comm::Communicator& comm, comm::KvClient& kv)>& fn);
+              const std::function<void(int rank, comm::Communicator& comm, comm::KvClient& kv)>& fn,
+              comm::GlooOptions options = TestGlooOptions());
 
 }  // namespace gradsync::testing

@@ -1,14 +1,20 @@
-// The Gloo backend: CPU memory over Gloo's TCP transport. Every operation runs on the
-// communicator's single work thread, in issue order; Gloo's exceptions become statuses there.
+// The Gloo backend: CPU memory over Gloo's TCP transport, with all-reduce through shared memory
+// when every rank can map one segment (see shm_allreduce.h). Every operation runs on the
+// communicator's single work thread, in issue order; Gloo's exceptions and the shared-memory
+// path's errors become statuses there.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <exception>
+#include <optional>
+#include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bf16.h"
+#include "shm_allreduce.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
@@ -22,6 +28,20 @@
 
 namespace gradsync::comm {
 namespace {
+
+using internal::ShmAllReduce;
+using internal::ShmSegment;
+
+// Tags of the shared-memory setup's two collectives, far above any collective's sequence number.
+constexpr uint32_t kShmOfferTag = 0x7fff0000;
+constexpr uint32_t kShmAgreeTag = 0x7fff0001;
+
+// A failed shared-memory collective, carried out of the operation like Gloo's exceptions.
+struct ShmFailure : std::exception {
+  explicit ShmFailure(absl::Status s) : status(std::move(s)) {}
+  const char* what() const noexcept override { return "shared-memory all-reduce failed"; }
+  absl::Status status;
+};
 
 template <typename T>
 void SumInto(void* c, const void* a, const void* b, size_t n) {
@@ -44,6 +64,7 @@ class GlooCommunicator : public Communicator {
   void Abort() override {
     absl::MutexLock lock(&abort_mu_);
     aborted_ = true;
+    if (shm_ != nullptr) shm_->Abort();
     // Gloo notices neither a closed peer nor its timeout promptly while waiting on a send; its
     // buffers can be told to stop waiting, which makes the collective throw.
     for (gloo::transport::UnboundBuffer* b : inflight_) {
@@ -59,7 +80,56 @@ class GlooCommunicator : public Communicator {
   int size() const override { return context_->size; }
   int64_t sequence() const override { return sequence_.load(); }
   int64_t completed() const override { return completed_.load(); }
-  std::string backend() const override { return "gloo"; }
+  std::string backend() const override { return shm_ != nullptr ? "gloo (shared memory)" : "gloo"; }
+
+  // Moves all-reduce onto shared memory when every rank maps rank 0's segment (they share a host
+  // and an IPC namespace); otherwise all-reduce stays on TCP. Runs once, before any collective,
+  // on the connecting thread; throws Gloo's exceptions if a peer fails meanwhile.
+  void SetUpSharedMemory(size_t slot_bytes) {
+    struct Offer {
+      char name[96];
+      uint64_t token;
+      uint32_t ok;
+      uint32_t pad;
+    } offer{};
+    slot_bytes = std::max<size_t>(64, (slot_bytes + 63) / 64 * 64);
+    const size_t bytes = ShmAllReduce::SegmentBytes(size(), slot_bytes);
+    std::optional<ShmSegment> created;
+    if (rank() == 0) {
+      auto segment = ShmSegment::Create(bytes);
+      if (segment.ok() && segment->name().size() < sizeof(offer.name)) {
+        std::random_device rd;
+        offer.token = (static_cast<uint64_t>(rd()) << 32) | rd();
+        ShmAllReduce::Format(*segment, size(), slot_bytes, offer.token);
+        std::memcpy(offer.name, segment->name().data(), segment->name().size());
+        offer.ok = 1;
+        created.emplace(*std::move(segment));
+      }
+    }
+    {
+      gloo::BroadcastOptions opts(context_);
+      opts.setTag(kShmOfferTag);
+      opts.setRoot(0);
+      opts.setOutput(reinterpret_cast<uint8_t*>(&offer), sizeof(offer));
+      gloo::broadcast(opts);
+    }
+    std::unique_ptr<ShmAllReduce> mine;
+    if (offer.ok != 0) {
+      absl::StatusOr<ShmSegment> segment =
+          created.has_value() ? absl::StatusOr<ShmSegment>(*std::move(created)) : ShmSegment::Open(offer.name, bytes);
+      if (segment.ok()) {
+        auto attached = ShmAllReduce::Attach(*std::move(segment), rank(), size(), slot_bytes, offer.token);
+        if (attached.ok()) mine = *std::move(attached);
+      }
+    }
+    // Every rank must take the same path: shared memory only if all of them attached.
+    double attached = mine != nullptr ? 1.0 : 0.0;
+    RunAllReduce(&attached, 1, &SumInto<double>, kShmAgreeTag);
+    if (attached == static_cast<double>(size())) {
+      if (rank() == 0) mine->segment().Unlink();  // every rank has it mapped: leave no name behind
+      shm_ = std::move(mine);
+    }
+  }
 
   std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op, WireType wire) override {
     return Submit("allreduce", [this, data, op, wire](uint32_t tag) {
@@ -152,6 +222,11 @@ class GlooCommunicator : public Communicator {
   void RunAllReduce(T* data, size_t count, void (*fn)(void*, const void*, const void*, size_t),
                     uint32_t tag) {
     if (count == 0 || size() == 1) return;
+    if (shm_ != nullptr) {
+      const absl::Status s = shm_->Run(data, count, sizeof(T), fn, absl::Now() + absl::FromChrono(context_->getTimeout()));
+      if (!s.ok()) throw ShmFailure(s);
+      return;
+    }
     gloo::AllreduceOptions opts(context_);
     const InflightGuard guard(this);  // declared after opts: forgets the buffers before they die
     opts.setTag(tag);
@@ -199,6 +274,9 @@ class GlooCommunicator : public Communicator {
       absl::Status status;
       try {
         fn(tag);
+      } catch (const ShmFailure& e) {
+        status = absl::Status(e.status.code(), absl::StrCat(what, " #", tag, " on rank ", rank(), " of ", size(),
+                                                            " failed: ", e.status.message()));
       } catch (const std::exception& e) {
         status = absl::UnavailableError(
             absl::StrCat(what, " #", tag, " on rank ", rank(), " of ", size(), " failed: ", e.what()));
@@ -216,6 +294,8 @@ class GlooCommunicator : public Communicator {
   std::atomic<int64_t> completed_{0};
   absl::Mutex abort_mu_;
   bool aborted_ ABSL_GUARDED_BY(abort_mu_) = false;
+  // Set once before the communicator is handed out; null when all-reduce goes over TCP.
+  std::unique_ptr<ShmAllReduce> shm_;
   // Buffers of the collective running now (only the work thread runs collectives).
   std::vector<gloo::transport::UnboundBuffer*> inflight_ ABSL_GUARDED_BY(abort_mu_);
   // Declared last: destroyed first, so queued operations finish while the context lives.
@@ -236,7 +316,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(KvClient* kv, int rank
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(timeout);
     context->connectFullMesh(prefixed, device);
-    return std::make_unique<GlooCommunicator>(std::move(context));
+    auto comm = std::make_unique<GlooCommunicator>(std::move(context));
+    if (options.shared_memory && size > 1) comm->SetUpSharedMemory(options.shared_memory_slot_bytes);
+    return comm;
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("gloo rendezvous of rank ", rank, " of ", size, " failed: ", e.what()));

@@ -39,6 +39,8 @@ constexpr double kDefaultMinLrRatio = 0.1;
 constexpr int32_t kDefaultLogEvery = 10;
 
 constexpr char kDefaultBackend[] = "auto";
+constexpr char kDefaultTransport[] = "auto";
+constexpr char kDefaultGradCompression[] = "none";
 constexpr double kDefaultBucketCapMb = 25;
 constexpr double kDefaultTimeoutSeconds = 300;
 
@@ -95,6 +97,8 @@ void FillTraining(gradsync::v1::TrainingSpec* training) {
 
 void FillDdp(gradsync::v1::DdpSpec* ddp) {
   if (ddp->backend().empty()) ddp->set_backend(kDefaultBackend);
+  if (ddp->transport().empty()) ddp->set_transport(kDefaultTransport);
+  if (ddp->grad_compression().empty()) ddp->set_grad_compression(kDefaultGradCompression);
   if (ddp->bucket_cap_mb() == 0) ddp->set_bucket_cap_mb(kDefaultBucketCapMb);
   if (ddp->timeout_seconds() == 0) ddp->set_timeout_seconds(kDefaultTimeoutSeconds);
 }

@@ -170,6 +170,8 @@ void CheckDdp(const gradsync::v1::ModelSpec& model, const gradsync::v1::DdpSpec&
   const Bound max_bucket{kMaxBucketCapMb, true};
   check->Number("ddp.bucketCapMb", ddp.bucket_cap_mb(), kZeroExclusive, &max_bucket);
   check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive);
+  check->OneOf("ddp.gradCompression", ddp.grad_compression(), {"none", "bf16"});
+  check->OneOf("ddp.transport", ddp.transport(), {"auto", "tcp"});
 }
 
 void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {
