@@ -82,6 +82,20 @@ TEST(ClipTest, GlobalNorm) {
   EXPECT_DOUBLE_EQ(GlobalNorm(std::vector<float>{}), 0.0);
 }
 
+TEST(ClipTest, GlobalNormOfRaggedSizesMatchesALongDoubleSum) {
+  // Sizes around the 8 interleaved partial sums and their remainder, and a large one.
+  for (int n : {1, 7, 8, 9, 15, 17, 1000003}) {
+    std::vector<float> g(n);
+    long double exact = 0;
+    for (int i = 0; i < n; ++i) {
+      g[i] = std::ldexp(static_cast<float>((i * 7919) % 2001 - 1000) / 1000.0f, (i % 41) - 20);
+      exact += static_cast<long double>(g[i]) * g[i];
+    }
+    const double want = std::sqrt(static_cast<double>(exact));
+    EXPECT_NEAR(GlobalNorm(g), want, 1e-12 * want) << "n = " << n;  // double rounding over n terms
+  }
+}
+
 TEST(ClipTest, ScalesDownToMaxNorm) {
   std::vector<float> g = {3.0f, 0.0f, 4.0f};
   EXPECT_DOUBLE_EQ(ClipGlobalNorm(g, 1.0), 5.0);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/kernels/cpu/adamw.h"
+#include "gradsync/kernels/cpu/global_norm.h"
 
 namespace gradsync::nn {
 
@@ -33,16 +34,13 @@ void AdamW::Step(std::span<float> params, std::span<const float> grads, double l
 }
 
 double GlobalNorm(std::span<const float> grads) {
-  double sum = 0.0;
-  for (float g : grads) sum += static_cast<double>(g) * g;
-  return std::sqrt(sum);
+  return std::sqrt(kernels::cpu::SumOfSquares(grads.data(), static_cast<int64_t>(grads.size())));
 }
 
 double ClipGlobalNorm(std::span<float> grads, double max_norm) {
   const double norm = GlobalNorm(grads);
   if (max_norm > 0.0 && norm > max_norm) {
-    const float scale = static_cast<float>(max_norm / norm);
-    for (float& g : grads) g *= scale;
+    kernels::cpu::Scale(grads.data(), static_cast<int64_t>(grads.size()), static_cast<float>(max_norm / norm));
   }
   return norm;
 }
