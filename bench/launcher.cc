@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/core/cpu_set.h"
 #include "local_cluster.h"
 #include "process.h"
 
@@ -24,12 +25,16 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   if (absl::Status s = cluster.Start(); !s.ok()) return s;
 
   const std::string self = cli::BinaryDir() + "/gradsync-bench";
+  const std::vector<int> cpus = AllowedCpus();
   std::vector<pid_t> pids;
   for (int r = 0; r < launch.ranks; ++r) {
     std::vector<std::string> argv = {self, launch.mode};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
     argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks),
                              "--coordinator", cluster.coordinator_address()});
+    if (const std::vector<int> share = CpuShare(cpus, launch.ranks, r); launch.bind_cpus && !share.empty()) {
+      argv.insert(argv.end(), {"--cpus", FormatCpuList(share)});
+    }
     auto pid = cli::Spawn({argv, absl::StrCat(dir, "/rank", r, ".log"), cli::TrainingEnvDefaults()});
     if (!pid.ok()) return pid.status();
     pids.push_back(*pid);

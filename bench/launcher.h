@@ -1,5 +1,6 @@
 // Runs a benchmark's ranks as separate local processes: starts a coordinator (for rendezvous),
-// then this binary once per rank with "--rank R --coordinator ADDR" appended, and waits.
+// then this binary once per rank with "--rank R --coordinator ADDR [--cpus LIST]" appended, and
+// waits.
 #pragma once
 
 #include <string>
@@ -13,6 +14,9 @@ struct RankLaunch {
   std::string mode;                // the subcommand each rank runs, e.g. "allreduce-rank"
   std::vector<std::string> args;   // passed through to every rank
   int ranks = 2;
+  // Rank r runs on its even share of this process's CPUs (gradsync/core/cpu_set.h), as the
+  // workers of a local cluster do; no binding when there are fewer CPUs than ranks.
+  bool bind_cpus = true;
 };
 
 // Returns when every rank exited; rank 0's standard output is copied to ours.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
+#include "gradsync/core/cpu_set.h"
 #include "bench_commands.h"
 #include "launcher.h"
 #include "rank_env.h"
@@ -20,7 +21,8 @@ constexpr char kUsage[] =
     "  --backend nccl means --device cuda; rank r uses GPU r mod (GPUs visible), and NCCL needs a\n"
     "  GPU per rank. --device cuda with gloo stages device memory through pinned host buffers.\n"
     "  --transport auto: Gloo all-reduces through shared memory (the ranks share this host); tcp:\n"
-    "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp).\n";
+    "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp).\n"
+    "  Rank r runs bound to its even share of the CPUs unless --no-cpu-binding (or fewer CPUs than ranks).\n";
 
 using gradsync::bench::BenchArgs;
 
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
   auto args = gradsync::cli::ParseArgs(mode, rest,
                                        {{"backend"}, {"ranks"}, {"min"}, {"max"}, {"iters"}, {"warmup"}, {"wire"},
                                         {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}, {"device"},
-                                        {"transport"}});
+                                        {"transport"}, {"cpus"}, {"no-cpu-binding", false}});
   if (!args.ok()) return Fail(args.status());
   BenchArgs b;
   for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
@@ -81,11 +83,17 @@ int main(int argc, char** argv) {
   b.spec_path = args->Get("spec");
   b.overrides = args->GetAll("set");
 
+  if (args->Has("cpus")) {
+    // A rank process: bind before any thread starts (the launcher gave each rank its share).
+    auto cpus = gradsync::ParseCpuList(args->Get("cpus"));
+    absl::Status bound = cpus.ok() ? gradsync::BindProcessToCpus(*cpus) : cpus.status();
+    if (!bound.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--cpus: ", bound.message())));
+  }
   if (mode == "allreduce-rank") return gradsync::bench::AllReduceRank(b);
   if (mode == "ddp-rank") return gradsync::bench::DdpRank(b);
   std::vector<std::string> pass = rest;
   if (mode == "allreduce" || mode == "ddp") {
-    absl::Status s = gradsync::bench::LaunchRanks({mode + "-rank", pass, b.ranks});
+    absl::Status s = gradsync::bench::LaunchRanks({mode + "-rank", pass, b.ranks, !args->Has("no-cpu-binding")});
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 1;

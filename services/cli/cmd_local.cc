@@ -110,6 +110,7 @@ int Up(const Args& args) {
   options.rest_port = *rest_port;
   options.metrics_port = *metrics_port;
   options.device = args.Get("device", "auto");
+  options.bind_cpus = !args.Has("no-cpu-binding");
 
   const pid_t child = ::fork();
   if (child < 0) {
@@ -161,9 +162,10 @@ int Down(const Args& args) {
 int LocalCommand(const std::vector<std::string>& argv) {
   const char* usage =
       "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P] [--rest-port P]\n"
-      "                         [--metrics-port P]\n"
+      "                         [--metrics-port P] [--device D] [--no-cpu-binding]\n"
       "       gradsync local down --state-dir DIR\n";
-  auto args = ParseArgs("local", argv, {{"workers"}, {"state-dir"}, {"coordinator-port"}, {"rest-port"}, {"metrics-port"}, {"device"}});
+  auto args = ParseArgs("local", argv, {{"workers"}, {"state-dir"}, {"coordinator-port"}, {"rest-port"}, {"metrics-port"},
+                                        {"device"}, {"no-cpu-binding", false}});
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fprintf(stderr, "%s", usage);

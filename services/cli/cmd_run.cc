@@ -32,14 +32,15 @@ std::string MakeRunDir() {
 
 int RunCommand(const std::vector<std::string>& argv) {
   auto args = ParseArgs("run", argv,
-                        {{"workers"}, {"set"}, {"output", true, 'o'}, {"state-dir"}, {"device"}});
+                        {{"workers"}, {"set"}, {"output", true, 'o'}, {"state-dir"}, {"device"},
+                         {"no-cpu-binding", false}});
   if (!args.ok()) {
-    std::fprintf(stderr, "%s\nusage: gradsync run FILE [--workers N] [--set path=value ...] [-o json]\n",
+    std::fprintf(stderr, "%s\nusage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n",
                  std::string(args.status().message()).c_str());
     return 2;
   }
   if (args->positional.size() != 1) {
-    std::fprintf(stderr, "usage: gradsync run FILE [--workers N] [--set path=value ...] [-o json]\n");
+    std::fprintf(stderr, "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n");
     return 2;
   }
   auto workers = args->GetInt("workers", 0, 1, 1024);
@@ -60,6 +61,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   options.state_dir = args->Get("state-dir", "");
   if (options.state_dir.empty()) options.state_dir = MakeRunDir();
   options.device = args->Get("device", "auto");
+  options.bind_cpus = !args->Has("no-cpu-binding");
   if (options.state_dir.empty()) {
     std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
     return 1;

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
 #include "process.h"
 
@@ -107,14 +108,18 @@ absl::Status LocalCluster::Start() {
     endpoints_["metricsApi"] = (*m)["api"];
   }
   const int gpus = static_cast<int>(device::ListGpus().size());
+  const std::vector<int> cpus = AllowedCpus();
   for (int i = 0; i < options_.workers; ++i) {
     absl::StatusOr<std::string> worker_device = LocalWorkerDevice(options_.device, i, gpus);
     if (!worker_device.ok()) return worker_device.status();
-    s = StartChild(absl::StrCat("worker-", i),
-                   {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
-                    absl::StrCat("--name=local", i), "--device=" + *worker_device, "--metrics=" + metrics,
-                    "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
-                    "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()});
+    std::vector<std::string> argv = {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
+                                     absl::StrCat("--name=local", i), "--device=" + *worker_device, "--metrics=" + metrics,
+                                     "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
+                                     "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()};
+    if (const std::vector<int> share = CpuShare(cpus, options_.workers, i); options_.bind_cpus && !share.empty()) {
+      argv.push_back("--cpus=" + FormatCpuList(share));
+    }
+    s = StartChild(absl::StrCat("worker-", i), std::move(argv));
     if (!s.ok()) return s;
   }
   return WriteClusterFile();

@@ -25,6 +25,10 @@ struct LocalClusterOptions {
   // as far as they go (as torchrun's local ranks), or the CPU when there is none; "cuda" the same
   // but refused without a GPU; "cpu" or an existing "cuda:N" goes to every worker as is.
   std::string device = "auto";
+  // Worker i runs bound to part i of this process's CPUs split evenly (gradsync/core/cpu_set.h):
+  // ranks synchronise every step, and unbound ones wait on each other more. No binding when
+  // there are fewer CPUs than workers.
+  bool bind_cpus = true;
   absl::Duration start_timeout = absl::Seconds(30);
 };
 

@@ -11,6 +11,7 @@
 #include "agent.h"
 #include "metrics_http.h"
 #include "worker_metrics.h"
+#include "gradsync/core/cpu_set.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
@@ -47,11 +48,24 @@ ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR"
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
+ABSL_FLAG(std::string, cpus, gradsync::EnvOr("GRADSYNC_WORKER_CPUS", ""),
+          "CPUs to run on, a list like 0-3,6 (as taskset -c); empty: wherever the scheduler puts it. A local "
+          "cluster gives each worker its share (env GRADSYNC_WORKER_CPUS)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("gradsync worker: gradsync-worker --coordinator host:port");
   absl::ParseCommandLine(argc, argv);
   gradsync::SetLogComponent("worker");
+  // Before any thread starts, though BindProcessToCpus binds those already running too.
+  if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
+    auto cpus = gradsync::ParseCpuList(list);
+    const absl::Status bound = cpus.ok() ? gradsync::BindProcessToCpus(*cpus) : cpus.status();
+    if (!bound.ok()) {
+      GS_LOG(ERROR) << "--cpus: " << bound.message();
+      return 2;
+    }
+    GS_LOG(INFO) << "bound to CPUs " << gradsync::FormatCpuList(*cpus);
+  }
   gradsync::InstallShutdownHandlers();
 
   if (!gradsync::kernels::cpu::SetBlasThreads(absl::GetFlag(FLAGS_blas_threads))) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -11,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gradsync/ckpt/weights_file.h"
+#include "gradsync/core/cpu_set.h"
 #include "gradsync/core/digest.h"
 #include "gtest/gtest.h"
 
@@ -184,6 +186,55 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   EXPECT_NE(unreachable.exit_code, 0);
   CommandResult gone = RunBinary({"gradsync", "healthcheck", address, "--timeout", "1"});
   EXPECT_EQ(gone.exit_code, 1) << gone.out;
+}
+
+// The CPUs process `pid` may run on, as the kernel reports them ("0-1", "1").
+std::string CpusAllowed(const std::string& pid) {
+  const std::string status = ReadFile("/proc/" + pid + "/status");
+  const std::string key = "Cpus_allowed_list:";
+  const size_t at = status.find(key);
+  if (at == std::string::npos) return "";
+  const size_t begin = status.find_first_not_of(" \t", at + key.size());
+  return status.substr(begin, status.find('\n', begin) - begin);
+}
+
+// The pid of the running process whose command line holds `needle`, or "".
+std::string PidWithArgument(const std::string& needle) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) return name;
+  }
+  return "";
+}
+
+TEST(LocalCluster, EachWorkerRunsOnItsShareOfTheCpus) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU: two workers share it unbound";
+  for (const bool bind : {true, false}) {
+    const std::string dir = MakeTempDir();
+    std::vector<std::string> args = {"gradsync", "local", "up", "--workers", "2", "--state-dir", dir};
+    if (!bind) args.push_back("--no-cpu-binding");
+    CommandResult up = RunBinary(args);
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    for (int i = 0; i < 2; ++i) {
+      // A worker writes its endpoints file once serving, after binding.
+      const std::string endpoints = absl::StrCat(dir, "/worker-", i, ".json");
+      for (int t = 0; t < 200 && !std::filesystem::exists(endpoints); ++t) absl::SleepFor(absl::Milliseconds(100));
+      const std::string pid = PidWithArgument("--endpoints_file=" + endpoints);
+      ASSERT_FALSE(pid.empty()) << "worker " << i << " is not running";
+      const std::string want = FormatCpuList(bind ? CpuShare(cpus, 2, i) : cpus);
+      EXPECT_EQ(CpusAllowed(pid), want) << "worker " << i << (bind ? " bound" : " unbound") << ", pid " << pid << ": "
+                                        << ReadFile("/proc/" + pid + "/cmdline");
+    }
+    if (bind) {
+      EXPECT_NE(ReadFile(dir + "/logs/worker-1.log").find("bound to CPUs " + FormatCpuList(CpuShare(cpus, 2, 1))),
+                std::string::npos);
+    }
+    EXPECT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", dir}).exit_code, 0);
+  }
 }
 
 TEST(Worker, RetriesAWrongCoordinatorAddressWithBackoffAndSaysWhy) {
