@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bf16.h"
-#include "shm_allreduce.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
@@ -24,6 +23,8 @@
 #include "gloo/transport/tcp/device.h"
 #include "gradsync/comm/communicator.h"
 #include "gradsync/comm/gloo_store.h"
+#include "gradsync/core/log.h"
+#include "shm_allreduce.h"
 #include "work_queue.h"
 
 namespace gradsync::comm {
@@ -95,8 +96,10 @@ class GlooCommunicator : public Communicator {
     slot_bytes = std::max<size_t>(64, (slot_bytes + 63) / 64 * 64);
     const size_t bytes = ShmAllReduce::SegmentBytes(size(), slot_bytes);
     std::optional<ShmSegment> created;
+    absl::Status why;  // this rank's reason for staying on TCP
     if (rank() == 0) {
       auto segment = ShmSegment::Create(bytes);
+      why = segment.status();
       if (segment.ok() && segment->name().size() < sizeof(offer.name)) {
         std::random_device rd;
         offer.token = (static_cast<uint64_t>(rd()) << 32) | rd();
@@ -120,6 +123,9 @@ class GlooCommunicator : public Communicator {
       if (segment.ok()) {
         auto attached = ShmAllReduce::Attach(*std::move(segment), rank(), size(), slot_bytes, offer.token);
         if (attached.ok()) mine = *std::move(attached);
+        why = attached.status();
+      } else {
+        why = segment.status();
       }
     }
     // Every rank must take the same path: shared memory only if all of them attached.
@@ -128,6 +134,9 @@ class GlooCommunicator : public Communicator {
     if (attached == static_cast<double>(size())) {
       if (rank() == 0) mine->segment().Unlink();  // every rank has it mapped: leave no name behind
       shm_ = std::move(mine);
+    } else if (!why.ok()) {
+      // Ranks on different hosts (or pods) land here as a matter of course.
+      GS_LOG(INFO) << "gloo rank " << rank() << ": all-reduce over TCP, shared memory unavailable: " << why.message();
     }
   }
 
