@@ -76,7 +76,8 @@ TEST(SharedMemoryAllReduce, LeavesNoNameInDevShmOnceEveryRankHasMappedIt) {
     ASSERT_EQ(comm.backend(), "gloo (shared memory)");
     // Every rank has finished setting up when the first collective completes on it.
     ASSERT_TRUE(comm.Barrier()->Wait().ok());
-    EXPECT_TRUE(OurSegments().empty()) << OurSegments()[0];
+    const std::vector<std::string> left = OurSegments();
+    EXPECT_TRUE(left.empty()) << left[0];
   });
 }
 
@@ -96,12 +97,13 @@ TEST(SharedMemoryAllReduce, OneRanksAbortEndsThePeersCollective) {
     const absl::Status s = comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait(absl::Seconds(20));
     done.Notify();
     EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "rank 0 ended the shared-memory group")) << s;
     EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the 30 s timeout, not the abort, ended it";
     EXPECT_EQ(data[0], 1.0f) << "a failed all-reduce leaves the buffer as it was";
   });
 }
 
-TEST(SharedMemoryAllReduce, APeerThatNeverArrivesIsNamedAtTheDeadline) {
+TEST(SharedMemoryAllReduce, APeerThatNeverArrivesIsNamedAtTheDeadlineAndTheGroupEnds) {
   GlooOptions options = TestGlooOptions();
   options.timeout = absl::Seconds(2);
   absl::Notification done;
@@ -109,6 +111,13 @@ TEST(SharedMemoryAllReduce, APeerThatNeverArrivesIsNamedAtTheDeadline) {
   RunRanks(server, "late", 2, [&](int rank, Communicator& comm, KvClient&) {
     if (rank == 1) {
       done.WaitForNotification();
+      // Too late: rank 0 gave up, so this rank must not find a half-finished round and go on
+      // with a slot rank 0 may be writing again.
+      std::vector<float> data(1000, 2.0f);
+      const absl::Status s = comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait(absl::Seconds(20));
+      EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), "rank 0 ended the shared-memory group")) << s;
+      EXPECT_EQ(data[0], 2.0f);
       return;
     }
     std::vector<float> data(1000, 1.0f);

@@ -100,7 +100,9 @@ class GlooCommunicator : public Communicator {
     if (rank() == 0) {
       auto segment = ShmSegment::Create(bytes);
       why = segment.status();
-      if (segment.ok() && segment->name().size() < sizeof(offer.name)) {
+      if (segment.ok() && segment->name().size() >= sizeof(offer.name)) {
+        why = absl::InternalError(absl::StrCat("segment name ", segment->name(), " is too long"));
+      } else if (segment.ok()) {
         std::random_device rd;
         offer.token = (static_cast<uint64_t>(rd()) << 32) | rd();
         ShmAllReduce::Format(*segment, size(), slot_bytes, offer.token);
@@ -127,6 +129,8 @@ class GlooCommunicator : public Communicator {
       } else {
         why = segment.status();
       }
+    } else if (rank() != 0) {
+      why = absl::UnavailableError("rank 0 could not create a segment");
     }
     // Every rank must take the same path: shared memory only if all of them attached.
     double attached = mine != nullptr ? 1.0 : 0.0;
@@ -134,9 +138,11 @@ class GlooCommunicator : public Communicator {
     if (attached == static_cast<double>(size())) {
       if (rank() == 0) mine->segment().Unlink();  // every rank has it mapped: leave no name behind
       shm_ = std::move(mine);
-    } else if (!why.ok()) {
+    } else {
       // Ranks on different hosts (or pods) land here as a matter of course.
-      GS_LOG(INFO) << "gloo rank " << rank() << ": all-reduce over TCP, shared memory unavailable: " << why.message();
+      GS_LOG(INFO) << "gloo rank " << rank() << ": all-reduce over TCP: "
+                   << (why.ok() ? std::string("another rank could not map rank 0's shared memory")
+                                : absl::StrCat("shared memory unavailable: ", why.message()));
     }
   }
 

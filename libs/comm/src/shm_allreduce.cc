@@ -24,7 +24,8 @@ constexpr size_t kLine = 64;
 // Spins before sleeping: about a microsecond each. Short, because on a host with every core busy
 // the peer being waited for may need this very core.
 constexpr int kSpins = 200;
-// A sleeping waiter looks at the deadline and the abort word at least this often.
+// A sleeping waiter looks at the deadline and the abort word at least this often (Abort's wake-up
+// can fall between a waiter's look and its sleep; this bounds how late it notices).
 constexpr absl::Duration kPoll = absl::Milliseconds(5);
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -56,7 +57,7 @@ struct ShmAllReduce::Header {
   uint64_t token;
   uint64_t slot_bytes;
   uint32_t ranks;
-  std::atomic<uint32_t> aborted;
+  std::atomic<uint32_t> aborted;  // 0, or 1 + the rank that aborted the group
 };
 
 struct alignas(kLine) ShmAllReduce::RankWords {
@@ -67,7 +68,7 @@ struct alignas(kLine) ShmAllReduce::RankWords {
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
 
 size_t ShmAllReduce::SegmentBytes(int ranks, size_t slot_bytes) {
-  return DataOffset(ranks) + (static_cast<size_t>(ranks) + 2) * slot_bytes;
+  return DataOffset(ranks) + (static_cast<size_t>(ranks) + 1) * slot_bytes;
 }
 
 void ShmAllReduce::Format(const ShmSegment& segment, int ranks, size_t slot_bytes, uint64_t token) {
@@ -106,8 +107,8 @@ std::byte* ShmAllReduce::slot(int rank) const {
   return segment_.data() + DataOffset(ranks_) + static_cast<size_t>(rank) * slot_bytes_;
 }
 
-std::byte* ShmAllReduce::result(uint32_t round) const {
-  return segment_.data() + DataOffset(ranks_) + (static_cast<size_t>(ranks_) + (round & 1)) * slot_bytes_;
+std::byte* ShmAllReduce::result() const {
+  return segment_.data() + DataOffset(ranks_) + static_cast<size_t>(ranks_) * slot_bytes_;
 }
 
 absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn fn, absl::Time deadline) {
@@ -115,7 +116,10 @@ absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn f
   const size_t per_round = slot_bytes_ / elem;
   for (size_t offset = 0; offset < count; offset += per_round) {
     const size_t c = std::min(per_round, count - offset);
-    if (absl::Status s = Round(bytes + offset * elem, c, elem, fn, deadline); !s.ok()) return s;
+    if (absl::Status s = Round(bytes + offset * elem, c, elem, fn, deadline); !s.ok()) {
+      AbortAs(rank_);  // the others may still read this rank's slot: no rank goes on alone
+      return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -130,14 +134,14 @@ absl::Status ShmAllReduce::Round(std::byte* chunk, size_t count, size_t elem, Re
   const auto [lo, hi] = BlockRange(static_cast<int64_t>(count), ranks_, rank_);
   if (hi > lo) {
     const size_t at = static_cast<size_t>(lo) * elem, n = static_cast<size_t>(hi - lo);
-    std::byte* out = result(round) + at;
+    std::byte* out = result() + at;
     fn(out, slot(0) + at, slot(1) + at, n);
     for (int j = 2; j < ranks_; ++j) fn(out, out, slot(j) + at, n);
   }
   words(rank_)->reduced.store(round, std::memory_order_release);
   FutexWakeAll(&words(rank_)->reduced);
   if (absl::Status s = WaitAll(&RankWords::reduced, round, deadline, "reduce"); !s.ok()) return s;
-  std::memcpy(chunk, result(round), count * elem);
+  std::memcpy(chunk, result(), count * elem);
   return absl::OkStatus();
 }
 
@@ -149,8 +153,8 @@ absl::Status ShmAllReduce::WaitAll(std::atomic<uint32_t> RankWords::*counter, ui
     for (;;) {
       const uint32_t seen = word->load(std::memory_order_acquire);
       if (Reached(seen, round)) break;
-      if (header()->aborted.load(std::memory_order_acquire) != 0) {
-        return absl::AbortedError("the shared-memory group was aborted");
+      if (const uint32_t by = header()->aborted.load(std::memory_order_acquire); by != 0) {
+        return absl::AbortedError(absl::StrCat("rank ", by - 1, " ended the shared-memory group"));
       }
       const absl::Time now = absl::Now();
       if (now >= deadline) {
@@ -167,8 +171,12 @@ absl::Status ShmAllReduce::WaitAll(std::atomic<uint32_t> RankWords::*counter, ui
   return absl::OkStatus();
 }
 
-void ShmAllReduce::Abort() {
-  header()->aborted.store(1, std::memory_order_release);
+void ShmAllReduce::Abort() { AbortAs(rank_); }
+
+void ShmAllReduce::AbortAs(int rank) {
+  // The first rank to give up is the one named.
+  uint32_t none = 0;
+  header()->aborted.compare_exchange_strong(none, static_cast<uint32_t>(rank) + 1, std::memory_order_acq_rel);
   for (int j = 0; j < ranks_; ++j) {
     FutexWakeAll(&words(j)->arrived);
     FutexWakeAll(&words(j)->reduced);

@@ -1,11 +1,11 @@
 // All-reduce among ranks that share a host, through one shared-memory segment.
 //
-// Every rank owns a slot of S bytes; two result buffers of S bytes follow. A buffer larger than
-// S goes in rounds of at most S bytes. One round, with n ranks and c elements:
+// Every rank owns a slot of S bytes; a result buffer of S bytes follows. A buffer larger than S
+// goes in rounds of at most S bytes. One round, with n ranks and c elements:
 //   1. copy the chunk into my slot; publish arrived[me] = round;
 //   2. wait until every rank has arrived;
 //   3. reduce my block of the chunk (BlockRange(c, n, me)) over the n slots in rank order into
-//      result[round % 2]; publish reduced[me] = round;
+//      the result; publish reduced[me] = round;
 //   4. wait until every rank has reduced; copy the whole result back into the chunk.
 // Cost per rank: c elements written to the slot, c read back, c/n x n read and c/n written by
 // the reduction: memory traffic only, no system call but a futex wake per phase, against
@@ -13,12 +13,15 @@
 // in rank order, so every rank ends with identical bytes, and the same bytes run to run.
 //
 // Reuse needs no further barrier: a rank writes its slot in round r+1 only after step 4 of round
-// r, when every reader of that slot is done; and result[(r+1) % 2] was last read in round r-1,
-// which every rank finished before arriving at round r+1, as step 3 of round r+1 waited for.
+// r, when every reader of that slot is done; and it writes the result in round r+1 only after
+// step 2, when every rank has arrived at round r+1, so has copied round r's result out.
 //
 // A waiter spins briefly, then sleeps on the counter's futex (the segment is shared, so the
 // futex is too), waking every few milliseconds to check the deadline and the segment's abort
-// word, which any rank's Abort() sets: the collective in flight on every rank ends ABORTED.
+// word. Any rank's Abort() sets that word, and so does a rank whose collective failed (a peer
+// missed the deadline): a rank that gave up must not leave its peers reading a slot it may
+// write again. The collective in flight on every rank then ends ABORTED, naming the rank, within
+// a few milliseconds, and so does every later one: the group is finished.
 // Private to libs/comm.
 #pragma once
 
@@ -52,6 +55,8 @@ class ShmAllReduce {
 
   // Ends the collective in flight on every rank of the segment, and all later ones.
   void Abort();
+  // `rank` gave up: as Abort(), recording who.
+  void AbortAs(int rank);
 
   ShmSegment& segment() { return segment_; }
 
@@ -68,7 +73,7 @@ class ShmAllReduce {
   Header* header() const;
   RankWords* words(int rank) const;
   std::byte* slot(int rank) const;
-  std::byte* result(uint32_t round) const;
+  std::byte* result() const;
 
   ShmSegment segment_;
   int rank_, ranks_;

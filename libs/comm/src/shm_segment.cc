@@ -64,7 +64,12 @@ absl::StatusOr<ShmSegment> ShmSegment::Open(const std::string& name, size_t byte
     return err == ENOENT ? absl::NotFoundError(why) : absl::InternalError(why);
   }
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("fstat ", name, ": ", Errno(err)));
+  }
+  if (static_cast<size_t>(st.st_size) != bytes) {
     close(fd);
     return absl::FailedPreconditionError(absl::StrCat(name, " is ", st.st_size, " bytes, expected ", bytes));
   }

@@ -104,11 +104,13 @@ absl::Status BindProcessToCpus(const std::vector<int>& cpus) {
     return sched_setaffinity(0, sizeof(set), &set) == 0 ? absl::OkStatus() : Refused(cpus, 0, errno);
   }
   absl::Status status;
-  while (dirent* e = readdir(dir)) {
+  while (status.ok()) {
+    const dirent* e = readdir(dir);
+    if (e == nullptr) break;
     int tid = 0;
     if (!absl::SimpleAtoi(e->d_name, &tid)) continue;
     // A thread may exit meanwhile (ESRCH): nothing to bind then.
-    if (sched_setaffinity(tid, sizeof(set), &set) != 0 && errno != ESRCH && status.ok()) status = Refused(cpus, tid, errno);
+    if (sched_setaffinity(tid, sizeof(set), &set) != 0 && errno != ESRCH) status = Refused(cpus, tid, errno);
   }
   closedir(dir);
   return status;
