@@ -40,6 +40,10 @@ void Pause() {
 #endif
 }
 
+absl::Status EndedBy(uint32_t aborted) {
+  return absl::AbortedError(absl::StrCat("rank ", aborted - 1, " ended the shared-memory group"));
+}
+
 void FutexWait(std::atomic<uint32_t>* word, uint32_t seen, absl::Duration timeout) {
   const timespec ts = absl::ToTimespec(timeout);
   // Shared futex (no FUTEX_PRIVATE_FLAG): the word lives in memory other processes map.
@@ -112,6 +116,9 @@ std::byte* ShmAllReduce::result() const {
 }
 
 absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn fn, absl::Time deadline) {
+  // Once the group has ended, this rank's slot may still be read by a peer finishing a round:
+  // write nothing more.
+  if (const uint32_t by = header()->aborted.load(std::memory_order_acquire); by != 0) return EndedBy(by);
   auto* bytes = static_cast<std::byte*>(data);
   const size_t per_round = slot_bytes_ / elem;
   for (size_t offset = 0; offset < count; offset += per_round) {
@@ -153,9 +160,7 @@ absl::Status ShmAllReduce::WaitAll(std::atomic<uint32_t> RankWords::*counter, ui
     for (;;) {
       const uint32_t seen = word->load(std::memory_order_acquire);
       if (Reached(seen, round)) break;
-      if (const uint32_t by = header()->aborted.load(std::memory_order_acquire); by != 0) {
-        return absl::AbortedError(absl::StrCat("rank ", by - 1, " ended the shared-memory group"));
-      }
+      if (const uint32_t by = header()->aborted.load(std::memory_order_acquire); by != 0) return EndedBy(by);
       const absl::Time now = absl::Now();
       if (now >= deadline) {
         std::vector<int> late;
