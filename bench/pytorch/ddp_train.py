@@ -7,12 +7,19 @@ Each rank trains on its own batch of `--batch` x seq-len random tokens; DDP all-
 gradients in 25 MiB buckets during backward (its defaults, and ours). Prints the mean step
 time over ranks and the total tokens per second of all ranks.
 """
+import os
 import socket
 import time
 
 import options
 
-ARGS = options.parse(__doc__, lambda p: p.add_argument("--ranks", type=int, default=2))
+def _extra(p):
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--bind-cpus", action="store_true",
+                   help="run rank r on its even share of the CPUs, as gradsync's launchers do (torchrun does not)")
+
+
+ARGS = options.parse(__doc__, _extra)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -23,6 +30,11 @@ from gpt_model import build, random_batch  # noqa: E402
 
 
 def run(rank, args, port):
+    if args.bind_cpus:
+        cpus = sorted(os.sched_getaffinity(0))
+        share = len(cpus) // args.ranks
+        if share > 0:
+            os.sched_setaffinity(0, cpus[rank * share:(rank + 1) * share])
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.ranks)
