@@ -25,15 +25,14 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   if (absl::Status s = cluster.Start(); !s.ok()) return s;
 
   const std::string self = cli::BinaryDir() + "/gradsync-bench";
-  const std::vector<int> cpus = AllowedCpus();
   std::vector<pid_t> pids;
   for (int r = 0; r < launch.ranks; ++r) {
     std::vector<std::string> argv = {self, launch.mode};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
     argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks),
                              "--coordinator", cluster.coordinator_address()});
-    if (const std::vector<int> share = CpuShare(cpus, launch.ranks, r); launch.bind_cpus && !share.empty()) {
-      argv.insert(argv.end(), {"--cpus", FormatCpuList(share)});
+    if (const std::string share = ShareOfAllowedCpus(launch.ranks, r); launch.bind_cpus && !share.empty()) {
+      argv.insert(argv.end(), {"--cpus", share});
     }
     auto pid = cli::Spawn({argv, absl::StrCat(dir, "/rank", r, ".log"), cli::TrainingEnvDefaults()});
     if (!pid.ok()) return pid.status();

@@ -85,9 +85,8 @@ int main(int argc, char** argv) {
 
   if (args->Has("cpus")) {
     // A rank process: bind before any thread starts (the launcher gave each rank its share).
-    auto cpus = gradsync::ParseCpuList(args->Get("cpus"));
-    absl::Status bound = cpus.ok() ? gradsync::BindProcessToCpus(*cpus) : cpus.status();
-    if (!bound.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--cpus: ", bound.message())));
+    const auto bound = gradsync::BindProcessToCpuList(args->Get("cpus"));
+    if (!bound.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--cpus: ", bound.status().message())));
   }
   if (mode == "allreduce-rank") return gradsync::bench::AllReduceRank(b);
   if (mode == "ddp-rank") return gradsync::bench::DdpRank(b);

@@ -108,7 +108,6 @@ absl::Status LocalCluster::Start() {
     endpoints_["metricsApi"] = (*m)["api"];
   }
   const int gpus = static_cast<int>(device::ListGpus().size());
-  const std::vector<int> cpus = AllowedCpus();
   for (int i = 0; i < options_.workers; ++i) {
     absl::StatusOr<std::string> worker_device = LocalWorkerDevice(options_.device, i, gpus);
     if (!worker_device.ok()) return worker_device.status();
@@ -116,8 +115,8 @@ absl::Status LocalCluster::Start() {
                                      absl::StrCat("--name=local", i), "--device=" + *worker_device, "--metrics=" + metrics,
                                      "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
                                      "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()};
-    if (const std::vector<int> share = CpuShare(cpus, options_.workers, i); options_.bind_cpus && !share.empty()) {
-      argv.push_back("--cpus=" + FormatCpuList(share));
+    if (const std::string share = ShareOfAllowedCpus(options_.workers, i); options_.bind_cpus && !share.empty()) {
+      argv.push_back("--cpus=" + share);
     }
     s = StartChild(absl::StrCat("worker-", i), std::move(argv));
     if (!s.ok()) return s;

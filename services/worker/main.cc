@@ -58,10 +58,9 @@ int main(int argc, char** argv) {
   gradsync::SetLogComponent("worker");
   // Before any thread starts, though BindProcessToCpus binds those already running too.
   if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
-    auto cpus = gradsync::ParseCpuList(list);
-    const absl::Status bound = cpus.ok() ? gradsync::BindProcessToCpus(*cpus) : cpus.status();
-    if (!bound.ok()) {
-      GS_LOG(ERROR) << "--cpus: " << bound.message();
+    const auto cpus = gradsync::BindProcessToCpuList(list);
+    if (!cpus.ok()) {
+      GS_LOG(ERROR) << "--cpus: " << cpus.status().message();
       return 2;
     }
     GS_LOG(INFO) << "bound to CPUs " << gradsync::FormatCpuList(*cpus);

@@ -31,6 +31,12 @@ GlooOptions Transport(const std::string& name) {
   return o;
 }
 
+// A transport's name as a test-name part (letters, digits and underscores only).
+std::string TestName(std::string transport) {
+  std::replace(transport.begin(), transport.end(), '-', '_');
+  return transport;
+}
+
 std::string ExpectedBackend(const std::string& transport, int world) {
   return transport != "tcp" && world > 1 ? "gloo (shared memory)" : "gloo";
 }
@@ -90,19 +96,14 @@ INSTANTIATE_TEST_SUITE_P(WorldByCountByTransport, GlooCollectives,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(0, 1, 7, 100003),
                                             ::testing::ValuesIn(kTransports)),
                          [](const auto& info) {
-                           std::string t = std::get<2>(info.param);
-                           std::replace(t.begin(), t.end(), '-', '_');
                            return absl::StrCat("world", std::get<0>(info.param), "_count", std::get<1>(info.param),
-                                               "_", t);
+                                               "_", TestName(std::get<2>(info.param)));
                          });
 
 class GlooTransport : public ::testing::TestWithParam<std::string> {};
 
-INSTANTIATE_TEST_SUITE_P(Transports, GlooTransport, ::testing::ValuesIn(kTransports), [](const auto& info) {
-  std::string t = info.param;
-  std::replace(t.begin(), t.end(), '-', '_');
-  return t;
-});
+INSTANTIATE_TEST_SUITE_P(Transports, GlooTransport, ::testing::ValuesIn(kTransports),
+                         [](const auto& info) { return TestName(info.param); });
 
 TEST_P(GlooTransport, AsynchronousWorkCompletesInIssueOrder) {
   CoordinatorServer server;

@@ -3,12 +3,10 @@
 #include <dirent.h>
 #include <sched.h>
 #include <sys/sysinfo.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -84,6 +82,10 @@ std::vector<int> CpuShare(const std::vector<int>& cpus, int parts, int index) {
   return std::vector<int>(cpus.begin() + begin, cpus.begin() + begin + size);
 }
 
+std::string ShareOfAllowedCpus(int parts, int index) {
+  return FormatCpuList(CpuShare(AllowedCpus(), parts, index));
+}
+
 absl::Status BindProcessToCpus(const std::vector<int>& cpus) {
   if (cpus.empty()) return absl::InvalidArgumentError("cpu binding: no CPUs given");
   const int configured = get_nprocs_conf();
@@ -114,6 +116,13 @@ absl::Status BindProcessToCpus(const std::vector<int>& cpus) {
   }
   closedir(dir);
   return status;
+}
+
+absl::StatusOr<std::vector<int>> BindProcessToCpuList(const std::string& list) {
+  absl::StatusOr<std::vector<int>> cpus = ParseCpuList(list);
+  if (!cpus.ok()) return cpus.status();
+  if (absl::Status s = BindProcessToCpus(*cpus); !s.ok()) return s;
+  return cpus;
 }
 
 }  // namespace gradsync

@@ -30,9 +30,15 @@ std::vector<int> AllowedCpus();
 // sharing cores is the scheduler's job.
 std::vector<int> CpuShare(const std::vector<int>& cpus, int parts, int index);
 
+// The cpu list of process `index` of `parts` sharing this process's CPUs (what a launcher passes
+// as --cpus), or "" when there are fewer CPUs than parts.
+std::string ShareOfAllowedCpus(int parts, int index);
+
 // Binds every thread of this process to `cpus`; threads started later inherit it.
 // INVALID_ARGUMENT for an empty set; FAILED_PRECONDITION naming CPUs the machine does not have,
 // or when the container's cpuset holds none of them.
 absl::Status BindProcessToCpus(const std::vector<int>& cpus);
+// ParseCpuList, then BindProcessToCpus; the CPUs bound to. Errors as those two.
+absl::StatusOr<std::vector<int>> BindProcessToCpuList(const std::string& list);
 
 }  // namespace gradsync
