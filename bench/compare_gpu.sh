@@ -6,6 +6,7 @@
 #   gradsync-model-bench --preset gpt2-124m --device cuda   vs   bench/pytorch/gpt_train_gpu.py
 # Both print model FLOPs utilisation against the matmul rate they measure on the card.
 # Usage: bench/compare_gpu.sh [BUILD_DIR (default build)]; STEPS=N timed steps (default 20);
+# ATTENTION=products|flash|fused (gradsync's bf16 attention kernels, default products);
 # PY=python3 (any PyTorch 2 with CUDA).
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ BUILD=${1:-build}
 STEPS=${STEPS:-20}
 BATCH=${BATCH:-16}
 PRECISION=${PRECISION:-bf16}
+ATTENTION=${ATTENTION:-products}
 PY=${PY:-python3}
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -23,10 +25,10 @@ run() {
 }
 
 ours=$(run "$BUILD/bin/gradsync-model-bench" --preset gpt2-124m --device cuda --precision "$PRECISION" \
-  --batch "$BATCH" --steps "$STEPS")
+  --attention "$ATTENTION" --batch "$BATCH" --steps "$STEPS")
 torch=$(run $PY bench/pytorch/gpt_train_gpu.py --layers 12 --heads 12 --width 768 --mlp-width 3072 \
   --seq-len 1024 --vocab 50257 --batch "$BATCH" --steps "$STEPS" --warmup 5 --precision "$PRECISION")
 
-echo "gpt2-124m, $PRECISION, batch $BATCH x 1024 tokens, $STEPS steps"
+echo "gpt2-124m, $PRECISION ($ATTENTION attention), batch $BATCH x 1024 tokens, $STEPS steps"
 printf '%-28s %12s %12s %8s\n' "" "gradsync" "pytorch" "ratio"
 awk -v o="$ours" -v t="$torch" 'BEGIN { printf "%-28s %12d %12d %7.2fx\n", "1 GPU (tokens/s)", o, t, o / t }'

@@ -25,7 +25,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: gradsync-model-bench [--preset gpt-tiny] [--set model.transformer.layers=6 ...]\n"
     "                            [--batch 8] [--steps 20] [--warmup 3] [--threads 1]\n"
-    "                            [--device cpu|cuda|cuda:N] [--precision bf16|fp32]\n";
+    "                            [--device cpu|cuda|cuda:N] [--precision bf16|fp32]\n"
+    "                            [--attention products|flash|fused]\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n%s", message.c_str(), kUsage);
@@ -33,7 +34,8 @@ int Fail(const std::string& message) {
 }
 
 int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch, int64_t tokens_per_step,
-             double flops_per_token, const std::string& device, const std::string& precision, int steps, int warmup) {
+             double flops_per_token, const std::string& device, const std::string& precision,
+             const std::string& attention, int steps, int warmup) {
   int index = 0;
   if (device != "cuda" && !(device.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(device.substr(5), &index) && index >= 0)) {
     return Fail("--device: expected cpu, cuda or cuda:N, got \"" + device + "\"");
@@ -41,12 +43,14 @@ int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch
   if (precision != "bf16" && precision != "fp32") {
     return Fail("--precision: expected bf16 or fp32, got \"" + precision + "\"");
   }
-  auto r = gradsync::bench::RunGpuModelBench(spec, batch, tokens_per_step, index, precision == "bf16", steps, warmup);
+  auto r = gradsync::bench::RunGpuModelBench(spec, batch, tokens_per_step, index, precision == "bf16", attention,
+                                             steps, warmup);
   if (!r.ok()) return Fail(std::string(r.status().message()));
   const double step_seconds = r->forward_backward_seconds + r->optimizer_seconds;
   const double tokens_per_second = static_cast<double>(tokens_per_step) / step_seconds;
   const double achieved = tokens_per_second * flops_per_token;
-  std::printf("%s on %s, %s\n", r->model.c_str(), r->gpu.c_str(), precision.c_str());
+  std::printf("%s on %s, %s, %s attention\n", r->model.c_str(), r->gpu.c_str(), precision.c_str(),
+              attention.c_str());
   std::printf("batch %lld tokens, %d steps after %d warmup\n", static_cast<long long>(tokens_per_step), steps, warmup);
   std::printf("step %.2f ms (forward+backward %.2f ms, clip+AdamW %.2f ms)\n", step_seconds * 1e3,
               r->forward_backward_seconds * 1e3, r->optimizer_seconds * 1e3);
@@ -64,7 +68,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> argv_rest(argv + 1, argv + argc);
   auto args = cli::ParseArgs("model-bench", argv_rest,
                              {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}, {"device"},
-                              {"precision"}});
+                              {"precision"}, {"attention"}});
   if (!args.ok()) return Fail(std::string(args.status().message()));
   auto batch_size = args->GetInt("batch", 8, 1, 1 << 16);
   auto steps = args->GetInt("steps", 20, 1, 1 << 20);
@@ -113,8 +117,14 @@ int main(int argc, char** argv) {
   }
 
   const std::string device = args->Get("device", "cpu");
-  if (device != "cpu") return RunOnGpu(*spec, batch, tokens_per_step, flops_per_token, device,
-                                       args->Get("precision", "bf16"), *steps, *warmup);
+  const std::string attention = args->Get("attention", "products");
+  if (attention != "products" && attention != "flash" && attention != "fused") {
+    return Fail("--attention: expected products, flash or fused, got \"" + attention + "\"");
+  }
+  if (device != "cpu") {
+    return RunOnGpu(*spec, batch, tokens_per_step, flops_per_token, device, args->Get("precision", "bf16"),
+                    attention, *steps, *warmup);
+  }
 
   nn::AdamW adam(model.layout(), nn::AdamWConfig{.weight_decay = 0.1});
   double fb_seconds = 0, opt_seconds = 0;

@@ -21,7 +21,9 @@ struct GpuModelBench {
   double peak_flops = 0;
 };
 
+// `attention` names the bf16 attention kernels (products, flash or fused; nn/cuda/cuda_model.h).
 absl::StatusOr<GpuModelBench> RunGpuModelBench(const v1::JobSpec& spec, const nn::Batch& batch, int64_t tokens_per_step,
-                                               int device, bool bf16, int steps, int warmup);
+                                               int device, bool bf16, const std::string& attention, int steps,
+                                               int warmup);
 
 }  // namespace gradsync::bench

@@ -13,36 +13,10 @@ namespace gradsync::kernels::cuda {
 namespace {
 
 using testing::Close;
+using testing::ReferenceLse;
 using testing::Download;
 using testing::TolFor;
 using testing::Upload;
-
-// log sum_{j <= i} exp(q_i . k_j / sqrt(D)) in double, straight from the definition.
-std::vector<float> ReferenceLse(const std::vector<float>& qkv, const AttentionShape& s) {
-  std::vector<float> lse(s.batch * s.heads * s.seq_len);
-  const int64_t row = s.qkv_width(), d = s.head_dim;
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t g = h / (s.heads / s.kv_heads);
-      for (int64_t i = 0; i < s.seq_len; ++i) {
-        const float* q = qkv.data() + (b * s.seq_len + i) * row + h * d;
-        std::vector<double> scores(i + 1);
-        double max = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) {
-          const float* k = qkv.data() + (b * s.seq_len + j) * row + (s.heads + g) * d;
-          double dot = 0.0;
-          for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(q[c]) * k[c];
-          scores[j] = dot / std::sqrt(static_cast<double>(d));
-          max = std::max(max, scores[j]);
-        }
-        double sum = 0.0;
-        for (const double sc : scores) sum += std::exp(sc - max);
-        lse[(b * s.heads + h) * s.seq_len + i] = static_cast<float>(max + std::log(sum));
-      }
-    }
-  }
-  return lse;
-}
 
 template <typename T>
 class AttentionTest : public testing::CudaTest {

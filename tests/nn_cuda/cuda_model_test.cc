@@ -151,34 +151,48 @@ TEST_P(CudaTransformerTest, Bf16IsCloseToFp32) {
   EXPECT_TRUE(Close(ToHost(bf16->grads()), ToHost(fp32->grads()), kNormOnly, "grads"));
 }
 
-// bf16 attention through tensor-core products (which keep the probabilities) and through the
-// fused kernels compute the same function: the loss and the gradients agree to bf16's precision.
+// bf16 attention through tensor-core products (which keep the probabilities), through the
+// tensor-core FlashAttention kernels, and through the exact fused kernels compute the same
+// function: the loss and the gradients agree to bf16's precision.
 TEST_P(CudaTransformerTest, TensorCoreAttentionMatchesTheFusedKernels) {
   CudaModelOptions fused_options = Options(Precision::kBf16);
-  fused_options.tensor_core_attention = false;
-  auto products = MustCreateCuda(Spec(), Options(Precision::kBf16));
+  fused_options.attention = AttentionKernels::kFused;
   auto fused = MustCreateCuda(Spec(), fused_options);
-  ASSERT_TRUE(products && fused);
+  ASSERT_TRUE(fused);
   const Batch batch = RandomBatch(3, 16, 256, 8, /*ignore_every=*/5);
   const float scale = 1.0f / static_cast<float>(Count(batch));
   absl::StatusOr<LossSum> want = fused->ForwardBackward(batch, scale, nullptr);
-  absl::StatusOr<LossSum> got = products->ForwardBackward(batch, scale, nullptr);
   ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_NEAR(got->sum / static_cast<double>(got->count), want->sum / static_cast<double>(want->count),
-              1e-2 * want->sum / static_cast<double>(want->count));
-  constexpr Tolerance kNormOnly{5e-2, 1e30, 1e30};
-  EXPECT_TRUE(Close(ToHost(products->grads()), ToHost(fused->grads()), kNormOnly, "grads"));
+  const std::vector<float> want_grads = ToHost(fused->grads());
+  for (AttentionKernels kernels : {AttentionKernels::kProducts, AttentionKernels::kFlash}) {
+    SCOPED_TRACE(AttentionKernelsName(kernels));
+    CudaModelOptions options = Options(Precision::kBf16);
+    options.attention = kernels;
+    auto model = MustCreateCuda(Spec(), options);
+    ASSERT_TRUE(model);
+    absl::StatusOr<LossSum> got = model->ForwardBackward(batch, scale, nullptr);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_NEAR(got->sum / static_cast<double>(got->count), want->sum / static_cast<double>(want->count),
+                1e-2 * want->sum / static_cast<double>(want->count));
+    constexpr Tolerance kNormOnly{5e-2, 1e30, 1e30};
+    EXPECT_TRUE(Close(ToHost(model->grads()), want_grads, kNormOnly, "grads"));
+  }
 }
 
 // Two fresh models, and two passes of one model, give bitwise identical gradients and losses.
 TEST_P(CudaTransformerTest, Deterministic) {
-  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+  const std::pair<Precision, AttentionKernels> cases[] = {{Precision::kFp32, AttentionKernels::kFused},
+                                                          {Precision::kBf16, AttentionKernels::kProducts},
+                                                          {Precision::kBf16, AttentionKernels::kFlash}};
+  for (const auto& [precision, kernels] : cases) {
+    SCOPED_TRACE(AttentionKernelsName(kernels));
     const Batch batch = RandomBatch(4, 16, 256, 6, /*ignore_every=*/3);
     std::vector<std::vector<float>> runs;
     std::vector<double> losses;
-    auto a = MustCreateCuda(Spec(), Options(precision));
-    auto b = MustCreateCuda(Spec(), Options(precision));
+    CudaModelOptions options = Options(precision);
+    options.attention = kernels;
+    auto a = MustCreateCuda(Spec(), options);
+    auto b = MustCreateCuda(Spec(), options);
     ASSERT_TRUE(a && b);
     for (CudaModel* model : {a.get(), b.get(), a.get()}) {
       model->ZeroGrads();

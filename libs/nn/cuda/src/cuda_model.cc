@@ -18,6 +18,26 @@ absl::Status CudaModel::Synchronize() const {
                                    "cudaStreamSynchronize of the model's stream");
 }
 
+const char* AttentionKernelsName(AttentionKernels kernels) {
+  switch (kernels) {
+    case AttentionKernels::kProducts:
+      return "products";
+    case AttentionKernels::kFlash:
+      return "flash";
+    case AttentionKernels::kFused:
+      return "fused";
+  }
+  return "?";
+}
+
+absl::StatusOr<AttentionKernels> ParseAttentionKernels(absl::string_view name) {
+  for (AttentionKernels k : {AttentionKernels::kProducts, AttentionKernels::kFlash, AttentionKernels::kFused}) {
+    if (name == AttentionKernelsName(k)) return k;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("attention kernels must be products, flash or fused, got \"", name, "\""));
+}
+
 absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::JobSpec& spec,
                                                            const CudaModelOptions& options) {
   const std::string& preset = spec.model().preset();

@@ -296,16 +296,29 @@ absl::Status CudaTransformer<T>::Reserve(int64_t n) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.encoder_scratch, static_cast<int64_t>(*encoder_bytes)));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.tokens, n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.targets, n));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(ReserveGemmAttention(n));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(ChooseAttention(n));
   a.capacity = n;
   return absl::OkStatus();
 }
 
 template <typename T>
-absl::Status CudaTransformer<T>::ReserveGemmAttention(int64_t n) {
+absl::Status CudaTransformer<T>::ChooseAttention(int64_t n) {
   Activations& a = acts_;
-  a.gemm_attention = false;
-  if (!std::is_same_v<T, __nv_bfloat16> || !options().tensor_core_attention) return absl::OkStatus();
+  const auto release_products = [&a] {
+    a.attn_probs = Dev();
+    a.attn_scratch = kernels::cuda::DeviceBuffer<unsigned char>();
+  };
+  a.attention = AttentionKernels::kFused;
+  if (!std::is_same_v<T, __nv_bfloat16> || options().attention == AttentionKernels::kFused) {
+    release_products();
+    return absl::OkStatus();
+  }
+  if (options().attention == AttentionKernels::kFlash && k::FlashAttentionSupports({.head_dim = head_dim_}) &&
+      k::FlashAttentionDeviceSupported()) {
+    release_products();
+    a.attention = AttentionKernels::kFlash;
+    return absl::OkStatus();
+  }
   // Bounds for any B x T = n with T <= the context length: the probabilities B H T T of each
   // layer are at most n H maxT, and the scratch is largest for the longest rows.
   const kernels::cuda::AttentionShape widest{n / max_seq_len_ + 1, max_seq_len_, heads_, kv_heads_, head_dim_};
@@ -316,13 +329,12 @@ absl::Status CudaTransformer<T>::ReserveGemmAttention(int64_t n) {
   const size_t have = free_bytes + a.attn_probs.size() * sizeof(T) + a.attn_scratch.size();
   if (static_cast<size_t>(probs) * sizeof(T) + scratch > have / 2) {
     // Too large: the fused kernels, and the memory back.
-    a.attn_probs = Dev();
-    a.attn_scratch = kernels::cuda::DeviceBuffer<unsigned char>();
+    release_products();
     return absl::OkStatus();
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.attn_probs, probs));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.attn_scratch, static_cast<int64_t>(scratch)));
-  a.gemm_attention = true;
+  a.attention = AttentionKernels::kProducts;
   return absl::OkStatus();
 }
 

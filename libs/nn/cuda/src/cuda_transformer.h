@@ -29,6 +29,7 @@
 #include "gradsync/kernels/cuda/attention.cuh"
 #include "gradsync/kernels/cuda/attention_gemm.cuh"
 #include "gradsync/kernels/cuda/device_buffer.h"
+#include "gradsync/kernels/cuda/flash_attention.cuh"
 #include "gradsync/kernels/cuda/matmul.cuh"
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/v1/job.pb.h"
@@ -79,11 +80,11 @@ class CudaTransformer final : public CudaModel {
     Dev dres, dnorm, datty, dqkv, dfc, dfc_act;  // backward scratch, one layer
     DevF delta, norm_scratch, row_loss;
     kernels::cuda::DeviceBuffer<unsigned char> encoder_scratch;
-    // Tensor-core attention (bf16): every layer's probabilities, the products' scratch, and
-    // whether Reserve found room for them.
+    // The attention kernels ChooseAttention picked; for kProducts, every layer's probabilities
+    // and the products' scratch.
+    AttentionKernels attention = AttentionKernels::kFused;
     Dev attn_probs;
     kernels::cuda::DeviceBuffer<unsigned char> attn_scratch;
-    bool gemm_attention = false;
     kernels::cuda::DeviceBuffer<int32_t> tokens, targets;
   };
 
@@ -119,8 +120,9 @@ class CudaTransformer final : public CudaModel {
   absl::Status Reserve(int64_t n);
   LayerView Layer(int l);
   kernels::cuda::AttentionShape Shape() const;
-  // Reserve's part for tensor-core attention: sizes its buffers for n tokens when they fit.
-  absl::Status ReserveGemmAttention(int64_t n);
+  // Reserve's part for attention: picks the kernels (options().attention, the shape, the device,
+  // the free memory) and sizes their buffers for n tokens.
+  absl::Status ChooseAttention(int64_t n);
   absl::Status Forward();
   absl::Status AttentionForward(int l, const LayerView& v);
   absl::Status AttentionBackward(int l, const LayerView& v);

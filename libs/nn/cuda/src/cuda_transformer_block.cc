@@ -68,15 +68,21 @@ absl::Status CudaTransformer<T>::NormBackward(T* dinp, int w, int b, const T* do
                                stream());
 }
 
-// Layer l's attention: the tensor-core products where Reserve made room for them (bf16), the
-// fused kernels otherwise.
+// Layer l's attention through the kernels ChooseAttention picked (attention_gemm.cuh and
+// flash_attention.cuh are bf16 only).
 template <typename T>
 absl::Status CudaTransformer<T>::AttentionForward(int l, const LayerView& v) {
   const k::AttentionShape shape = Shape();
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    if (acts_.gemm_attention) {
-      return k::AttentionGemmForward(*matmul_, v.atty, acts_.attn_probs.data() + l * k::AttentionGemmProbsCount(shape),
-                                     v.qkv, shape, acts_.attn_scratch.data(), acts_.attn_scratch.size(), stream());
+    switch (acts_.attention) {
+      case AttentionKernels::kProducts:
+        return k::AttentionGemmForward(*matmul_, v.atty,
+                                       acts_.attn_probs.data() + l * k::AttentionGemmProbsCount(shape), v.qkv, shape,
+                                       acts_.attn_scratch.data(), acts_.attn_scratch.size(), stream());
+      case AttentionKernels::kFlash:
+        return k::FlashAttentionForward(v.atty, v.lse, v.qkv, shape, stream());
+      case AttentionKernels::kFused:
+        break;
     }
   }
   return k::AttentionForward<T>(v.atty, v.lse, v.qkv, shape, stream());
@@ -87,10 +93,16 @@ absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
   const k::AttentionShape shape = Shape();
   Activations& a = acts_;
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    if (a.gemm_attention) {
-      return k::AttentionGemmBackward(*matmul_, a.dqkv.data(), a.datty.data(), v.qkv,
-                                      a.attn_probs.data() + l * k::AttentionGemmProbsCount(shape), shape,
-                                      a.attn_scratch.data(), a.attn_scratch.size(), stream());
+    switch (a.attention) {
+      case AttentionKernels::kProducts:
+        return k::AttentionGemmBackward(*matmul_, a.dqkv.data(), a.datty.data(), v.qkv,
+                                        a.attn_probs.data() + l * k::AttentionGemmProbsCount(shape), shape,
+                                        a.attn_scratch.data(), a.attn_scratch.size(), stream());
+      case AttentionKernels::kFlash:
+        return k::FlashAttentionBackward(a.dqkv.data(), a.delta.data(), a.datty.data(), v.qkv, v.atty, v.lse, shape,
+                                         stream());
+      case AttentionKernels::kFused:
+        break;
     }
   }
   return k::AttentionBackward<T>(a.dqkv.data(), a.delta.data(), a.datty.data(), v.qkv, v.atty, v.lse, shape,

@@ -31,12 +31,27 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn::cuda {
 
 enum class Precision { kFp32, kBf16 };
+
+// The attention kernels of a bf16 model:
+//   kProducts  batched tensor-core products (kernels/cuda/attention_gemm.cuh), which keep every
+//              layer's [B, H, T, T] probabilities, when those and the products' scratch take at
+//              most half the GPU memory free when activations are sized; kFused otherwise;
+//   kFlash     the tensor-core FlashAttention kernels (flash_attention.cuh), which keep only the
+//              softmax statistics, where they apply (head_dim 32 or 64, compute capability 8.0
+//              or later); kProducts otherwise;
+//   kFused     the exact fp32 FlashAttention-style kernels on CUDA cores (attention.cuh).
+enum class AttentionKernels { kProducts, kFlash, kFused };
+
+// "products", "flash", "fused"; and back (INVALID_ARGUMENT naming the choices).
+const char* AttentionKernelsName(AttentionKernels kernels);
+absl::StatusOr<AttentionKernels> ParseAttentionKernels(absl::string_view name);
 
 struct CudaModelOptions {
   // CUDA device ordinal.
@@ -45,11 +60,8 @@ struct CudaModelOptions {
   // default stream.
   cudaStream_t stream = nullptr;
   Precision precision = Precision::kFp32;
-  // bf16 only: attention through batched tensor-core products (kernels/cuda/attention_gemm.cuh),
-  // which keeps every layer's [B, H, T, T] probabilities, when those and the products' scratch
-  // take at most half the GPU memory free when activations are sized; otherwise, and in fp32,
-  // the fused FlashAttention-style kernels (attention.cuh), which keep none.
-  bool tensor_core_attention = true;
+  // How bf16 attention runs; fp32 always takes the exact fused kernels.
+  AttentionKernels attention = AttentionKernels::kProducts;
 };
 
 class CudaModel : public Model {

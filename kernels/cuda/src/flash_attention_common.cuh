@@ -1,0 +1,72 @@
+// Tiling, tile copies and checks of the tensor-core attention kernels (flash_attention.cuh).
+// Private to kernels/cuda.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+
+#include "attention_common.cuh"
+#include "gradsync/kernels/cuda/flash_attention.cuh"
+#include "mma.cuh"
+
+namespace gradsync::kernels::cuda::internal {
+
+inline constexpr int kFlashWarps = 4;
+inline constexpr int kFlashThreads = kFlashWarps * kWarpSize;
+// Rows a warp owns (one m16 fragment) and rows of a block and of a streamed tile.
+inline constexpr int kFlashWarpRows = mma::kM;
+inline constexpr int kFlashRows = kFlashWarps * kFlashWarpRows;
+// 8-row slices of a tile (n8 fragments) and 16-row slices (k16 fragments).
+inline constexpr int kFlashSlices = kFlashRows / mma::kN;
+
+// A tile [64][D] of bf16 in shared memory, rows padded by 8 elements (16 bytes): rows stay
+// 16-byte aligned for the copies, and the 8 groups x 4 quads of a fragment load fall on distinct
+// banks both for pair loads along a row (LoadA, LoadBNk) and for LoadBKn's column reads, where
+// rows 2 quad lie (D + 8) / 2 words apart.
+template <int D>
+struct FlashTile {
+  static_assert(D % 16 == 0);
+  static constexpr int kLd = D + 8;
+  static constexpr int kElems = kFlashRows * kLd;
+  static constexpr size_t kBytes = kElems * sizeof(bf16);
+};
+
+// Starts copying rows [r0, r0 + 64) of one head (rows `src_row` elements apart, `src` at row 0)
+// into `dst`; rows at or past seq_len become zeros. All threads of the block take part.
+template <int D>
+__device__ __forceinline__ void CopyTileAsync(bf16* dst, const bf16* src, int64_t src_row, int64_t r0,
+                                              int64_t seq_len) {
+  constexpr int kChunks = D / 8;  // 16-byte pieces per row
+  for (int e = threadIdx.x; e < kFlashRows * kChunks; e += kFlashThreads) {
+    const int r = e / kChunks, c = (e % kChunks) * 8;
+    const int64_t t = r0 + r;
+    const bool valid = t < seq_len;
+    mma::CopyAsync16(dst + r * FlashTile<D>::kLd + c, src + (valid ? t : 0) * src_row + c, valid);
+  }
+}
+
+// Quad reductions: the four lanes of a quad hold one row of a C fragment between them.
+__device__ __forceinline__ float QuadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
+  return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
+}
+__device__ __forceinline__ float QuadSum(float v) {
+  v += __shfl_xor_sync(kFullMask, v, 1);
+  return v + __shfl_xor_sync(kFullMask, v, 2);
+}
+
+// dst[0..1] += scale * (v0, v1) in bf16, dst 4-byte aligned: one rounding per element.
+__device__ __forceinline__ void AddPair(bf16* dst, float v0, float v1) {
+  const uint32_t old = mma::LoadPair(dst);
+  const float a = __uint_as_float(old << 16), b = __uint_as_float(old & 0xffff0000u);
+  *reinterpret_cast<uint32_t*>(dst) = mma::PackFloats(a + v0, b + v1);
+}
+
+// attention.cuh's checks, then head_dim, the device's compute capability, and the buffers: none
+// null, the bf16 tensors 16-byte aligned (the tile copies move 16 bytes), the fp32 statistics
+// (lse, delta) as they come.
+using Buffers = std::initializer_list<std::pair<const char*, const void*>>;
+absl::Status CheckFlashAttention(const char* fn, const AttentionShape& s, Buffers tensors, Buffers stats);
+
+}  // namespace gradsync::kernels::cuda::internal

@@ -1,0 +1,54 @@
+// Device-only pieces of the tensor-core kernels: the m16n8k16 bf16 product (fragments in
+// mma_fragments.h) and asynchronous 16-byte copies from global to shared memory (cp.async), both
+// sm_80 and later. Compiled for an older architecture they trap, and the launchers refuse such
+// devices before launching.
+#pragma once
+
+#include "mma_fragments.h"
+
+namespace gradsync::kernels::cuda::mma {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define GRADSYNC_MMA_UNSUPPORTED 1
+#endif
+
+// d += a b.
+__device__ __forceinline__ void Mma(FragC& d, const FragA& a, const FragB& b) {
+#ifndef GRADSYNC_MMA_UNSUPPORTED
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3])
+      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]));
+#else
+  __trap();
+#endif
+}
+
+// Starts copying 16 bytes from global `src` to shared `dst` (both 16-byte aligned); with `valid`
+// false it writes 16 zero bytes and reads nothing (src must still be a mapped address).
+__device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool valid) {
+#ifndef GRADSYNC_MMA_UNSUPPORTED
+  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(src), "r"(valid ? 16 : 0));
+#else
+  __trap();
+#endif
+}
+
+// Closes the copies started since the last commit into one group.
+__device__ __forceinline__ void CommitCopies() {
+#ifndef GRADSYNC_MMA_UNSUPPORTED
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most `kPending` of this thread's committed groups are still in flight. Other
+// threads' copies become visible after a following __syncthreads().
+template <int kPending>
+__device__ __forceinline__ void WaitCopies() {
+#ifndef GRADSYNC_MMA_UNSUPPORTED
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+}  // namespace gradsync::kernels::cuda::mma
