@@ -1,16 +1,28 @@
 // Device-only pieces of the tensor-core kernels: the m16n8k16 bf16 product (fragments in
-// mma_fragments.h) and asynchronous 16-byte copies from global to shared memory (cp.async), both
-// sm_80 and later. Compiled for an older architecture they trap, and the launchers refuse such
-// devices before launching.
+// mma_fragments.h), asynchronous 16-byte copies from global to shared memory (cp.async), both
+// sm_80 and later, and the block's dynamic shared memory. Compiled for an older architecture the
+// first two trap, and the launchers refuse such devices before launching.
 #pragma once
 
 #include "mma_fragments.h"
+
+#ifdef GRADSYNC_WARP_EMULATION
+// The host emulation of tests/kernels_emulated supplies these names, run by host threads standing
+// in for the block's.
+#include "warp_emulation.h"
+#else
 
 namespace gradsync::kernels::cuda::mma {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define GRADSYNC_MMA_UNSUPPORTED 1
 #endif
+
+// The block's dynamic shared memory (16-byte aligned).
+__device__ __forceinline__ unsigned char* SharedMemory() {
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  return dynamic_smem;
+}
 
 // d += a b.
 __device__ __forceinline__ void Mma(FragC& d, const FragA& a, const FragB& b) {
@@ -52,3 +64,5 @@ __device__ __forceinline__ void WaitCopies() {
 }
 
 }  // namespace gradsync::kernels::cuda::mma
+
+#endif  // GRADSYNC_WARP_EMULATION
