@@ -64,4 +64,32 @@ inline std::vector<float> ReferenceLse(const std::vector<float>& qkv, const Atte
   return lse;
 }
 
+// What the tensor-core kernels (flash_attention.cuh) return for one case, as floats.
+struct FlashResults {
+  std::vector<float> out, lse, delta, dqkv;
+};
+
+// The flash kernels' results against the CPU's: out and dqkv to two bf16 roundings (P rounds to
+// bf16 before it multiplies v and the output rounds again; the backward rounds P and dS, and
+// dqkv once as the gradient adds into it, as attention_gemm_test), lse and delta = dout . out
+// (with the kernel's own bf16 out) to fp32 summation order.
+inline void ExpectFlashMatchesCpu(const AttentionShape& s, const AttentionCase& c, const FlashResults& r) {
+  const Tolerance two_roundings{2e-2, 4e-2, 2e-2}, fp32_sums{1e-5, 1e-4, 1e-4};
+  EXPECT_TRUE(Close(r.out, c.out, two_roundings, "out"));
+  EXPECT_TRUE(Close(r.lse, ReferenceLse(c.qkv, s), fp32_sums, "lse"));
+  EXPECT_TRUE(Close(r.dqkv, c.dqkv, two_roundings, "dqkv"));
+  std::vector<float> want_delta(r.delta.size());
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t t = 0; t < s.seq_len; ++t) {
+        double sum = 0;
+        const int64_t at = (b * s.seq_len + t) * s.out_width() + h * s.head_dim;
+        for (int64_t d = 0; d < s.head_dim; ++d) sum += static_cast<double>(c.dout[at + d]) * r.out[at + d];
+        want_delta[(b * s.heads + h) * s.seq_len + t] = static_cast<float>(sum);
+      }
+    }
+  }
+  EXPECT_TRUE(Close(r.delta, want_delta, fp32_sums, "delta"));
+}
+
 }  // namespace gradsync::kernels::cuda::testing

@@ -14,7 +14,6 @@
 namespace gradsync::kernels::cuda {
 namespace {
 
-using testing::Close;
 using testing::Download;
 using testing::Upload;
 using bf16 = __nv_bfloat16;
@@ -27,12 +26,8 @@ class FlashAttentionTest : public testing::CudaTest {
     if (!FlashAttentionDeviceSupported()) GTEST_SKIP() << "the device is older than compute capability 8.0";
   }
 
-  struct Results {
-    std::vector<float> out, lse, delta, dqkv;
-  };
-
   // Forward, then backward on the forward's out and lse, as the model runs them.
-  void Run(const AttentionShape& s, const testing::AttentionCase& c, Results* r) {
+  void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::FlashResults* r) {
     DeviceBuffer<bf16> d_qkv, d_out, d_dout, d_dqkv;
     DeviceBuffer<float> d_lse, d_delta;
     const size_t stats = static_cast<size_t>(s.batch * s.heads * s.seq_len);
@@ -57,28 +52,9 @@ class FlashAttentionTest : public testing::CudaTest {
                                       << " KVH=" << s.kv_heads << " D=" << s.head_dim);
     const uint32_t seed = static_cast<uint32_t>(s.seq_len * 71 + s.heads * 5 + s.head_dim);
     const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed);
-    Results r;
+    testing::FlashResults r;
     ASSERT_NO_FATAL_FAILURE(Run(s, c, &r));
-    // As attention_gemm_test: P is rounded to bf16 before it multiplies v, and the output rounds
-    // again; the backward rounds P and dS, and dqkv rounds once as the gradient adds into it.
-    const testing::Tolerance two_roundings{2e-2, 4e-2, 2e-2};
-    EXPECT_TRUE(Close(r.out, c.out, two_roundings, "out"));
-    // The statistics stay fp32 from bf16 inputs: only the order of the sums differs.
-    EXPECT_TRUE(Close(r.lse, testing::ReferenceLse(c.qkv, s), {1e-5, 1e-4, 1e-4}, "lse"));
-    EXPECT_TRUE(Close(r.dqkv, c.dqkv, two_roundings, "dqkv"));
-    // delta = dout . out, with the kernel's own (bf16) out.
-    std::vector<float> want_delta(r.delta.size());
-    for (int64_t b = 0; b < s.batch; ++b) {
-      for (int64_t h = 0; h < s.heads; ++h) {
-        for (int64_t t = 0; t < s.seq_len; ++t) {
-          double sum = 0;
-          const int64_t at = (b * s.seq_len + t) * s.out_width() + h * s.head_dim;
-          for (int64_t d = 0; d < s.head_dim; ++d) sum += static_cast<double>(c.dout[at + d]) * r.out[at + d];
-          want_delta[(b * s.heads + h) * s.seq_len + t] = static_cast<float>(sum);
-        }
-      }
-    }
-    EXPECT_TRUE(Close(r.delta, want_delta, {1e-5, 1e-4, 1e-4}, "delta"));
+    testing::ExpectFlashMatchesCpu(s, c, r);
   }
 };
 
@@ -102,7 +78,7 @@ TEST_F(FlashAttentionTest, Gpt2ShapeMatchesCpu) { Check({1, 1024, 12, 12, 64}); 
 TEST_F(FlashAttentionTest, RepeatsBitwise) {
   const AttentionShape s{2, 150, 4, 2, 64};
   const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, 11);
-  Results first, second;
+  testing::FlashResults first, second;
   ASSERT_NO_FATAL_FAILURE(Run(s, c, &first));
   ASSERT_NO_FATAL_FAILURE(Run(s, c, &second));
   EXPECT_EQ(first.out, second.out);

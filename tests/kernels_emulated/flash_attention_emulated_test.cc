@@ -31,12 +31,8 @@ std::vector<float> ToFloat(const std::vector<bf16>& v) {
   return out;
 }
 
-struct Results {
-  std::vector<float> out, lse, delta, dqkv;
-};
-
 template <int D>
-void Run(const AttentionShape& s, const testing::AttentionCase& c, Results* r) {
+void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::FlashResults* r) {
   using namespace internal;
   const AttnDims dims = DimsOf(s);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -69,28 +65,13 @@ void Check(const AttentionShape& s) {
                                     << " KVH=" << s.kv_heads << " D=" << s.head_dim);
   const uint32_t seed = static_cast<uint32_t>(s.seq_len * 71 + s.heads * 5 + s.head_dim);
   const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed);
-  Results r;
+  testing::FlashResults r;
   if (s.head_dim == 32) {
     Run<32>(s, c, &r);
   } else {
     Run<64>(s, c, &r);
   }
-  const testing::Tolerance two_roundings{2e-2, 4e-2, 2e-2};
-  EXPECT_TRUE(testing::Close(r.out, c.out, two_roundings, "out"));
-  EXPECT_TRUE(testing::Close(r.lse, testing::ReferenceLse(c.qkv, s), {1e-5, 1e-4, 1e-4}, "lse"));
-  EXPECT_TRUE(testing::Close(r.dqkv, c.dqkv, two_roundings, "dqkv"));
-  std::vector<float> want_delta(r.delta.size());
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t t = 0; t < s.seq_len; ++t) {
-        double sum = 0;
-        const int64_t at = (b * s.seq_len + t) * s.out_width() + h * s.head_dim;
-        for (int64_t d = 0; d < s.head_dim; ++d) sum += static_cast<double>(c.dout[at + d]) * r.out[at + d];
-        want_delta[(b * s.heads + h) * s.seq_len + t] = static_cast<float>(sum);
-      }
-    }
-  }
-  EXPECT_TRUE(testing::Close(r.delta, want_delta, {1e-5, 1e-4, 1e-4}, "delta"));
+  testing::ExpectFlashMatchesCpu(s, c, r);
 }
 
 TEST(FlashAttentionEmulatedTest, OneTokenAndShortRows) {

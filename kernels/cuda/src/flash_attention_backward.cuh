@@ -8,7 +8,6 @@
 namespace gradsync::kernels::cuda::internal {
 
 using mma::FragA;
-using mma::FragB;
 using mma::FragC;
 
 // Scale and dimensions shared by both kernels.
@@ -89,16 +88,7 @@ __global__ void __launch_bounds__(kFlashThreads)
 
   for (int kt = 0; kt < tiles; ++kt) {
     const int buf = kt & 1;
-    if (kt + 1 < tiles) {
-      const int64_t next = static_cast<int64_t>(kt + 1) * kFlashRows;
-      CopyTileAsync<D>(sk + (buf ^ 1) * kTile, k_head, dims.qkv_row, next, T);
-      CopyTileAsync<D>(sv + (buf ^ 1) * kTile, v_head, dims.qkv_row, next, T);
-      mma::CommitCopies();
-      mma::WaitCopies<1>();
-    } else {
-      mma::WaitCopies<0>();
-    }
-    __syncthreads();
+    StreamKeyValueTile<D>(sk, sv, k_head, v_head, dims.qkv_row, kt, tiles, T);
     if (kt == 0) {
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
@@ -113,20 +103,8 @@ __global__ void __launch_bounds__(kFlashThreads)
 
     // s = q k^T becomes P, then dS; dp = dout v^T.
     FragC s[kFlashSlices], dp[kFlashSlices];
-#pragma unroll
-    for (int j = 0; j < kFlashSlices; ++j) {
-      mma::Zero(s[j]);
-      mma::Zero(dp[j]);
-      if (j >= slices) continue;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        FragB f;
-        mma::LoadBNk(f, kb + j * mma::kN * kLd + c * mma::kK, kLd, lane);
-        mma::Mma(s[j], q[c], f);
-        mma::LoadBNk(f, vb + j * mma::kN * kLd + c * mma::kK, kLd, lane);
-        mma::Mma(dp[j], dy[c], f);
-      }
-    }
+    SliceProducts<D>(s, q, kb, 0, slices, lane);
+    SliceProducts<D>(dp, dy, vb, 0, slices, lane);
 #pragma unroll
     for (int j = 0; j < kFlashSlices; ++j) {
 #pragma unroll
@@ -138,17 +116,7 @@ __global__ void __launch_bounds__(kFlashThreads)
       }
     }
     // dq += dS k, 16 keys at a time.
-#pragma unroll
-    for (int kc = 0; kc < kFlashSlices / 2; ++kc) {
-      if (2 * kc >= slices) continue;
-      const FragA ds = mma::AFromC(s[2 * kc], s[2 * kc + 1]);
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        FragB kf;
-        mma::LoadBKn(kf, kb + kc * mma::kK * kLd + c * mma::kN, kLd, lane);
-        mma::Mma(dq[c], ds, kf);
-      }
-    }
+    AccumulateProducts<D>(dq, s, kb, 0, slices, lane);
     __syncthreads();
   }
 
@@ -272,20 +240,8 @@ __global__ void __launch_bounds__(kFlashThreads)
 
     // st = k q^T becomes P^T, then dS^T; dpt = v dout^T.
     FragC st[kFlashSlices], dpt[kFlashSlices];
-#pragma unroll
-    for (int j = 0; j < kFlashSlices; ++j) {
-      mma::Zero(st[j]);
-      mma::Zero(dpt[j]);
-      if (j < first) continue;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        FragB f;
-        mma::LoadBNk(f, qb + j * mma::kN * kLd + c * mma::kK, kLd, lane);
-        mma::Mma(st[j], kf[c], f);
-        mma::LoadBNk(f, dob + j * mma::kN * kLd + c * mma::kK, kLd, lane);
-        mma::Mma(dpt[j], vf[c], f);
-      }
-    }
+    SliceProducts<D>(st, kf, qb, first, kFlashSlices, lane);
+    SliceProducts<D>(dpt, vf, dob, first, kFlashSlices, lane);
 #pragma unroll
     for (int j = 0; j < kFlashSlices; ++j) {
 #pragma unroll
@@ -295,34 +251,14 @@ __global__ void __launch_bounds__(kFlashThreads)
       }
     }
     // dv += P^T dout, 16 queries at a time.
-#pragma unroll
-    for (int kc = 0; kc < kFlashSlices / 2; ++kc) {
-      if (2 * kc < first) continue;
-      const FragA pt = mma::AFromC(st[2 * kc], st[2 * kc + 1]);
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        FragB f;
-        mma::LoadBKn(f, dob + kc * mma::kK * kLd + c * mma::kN, kLd, lane);
-        mma::Mma(dv[c], pt, f);
-      }
-    }
+    AccumulateProducts<D>(dv, st, dob, first, kFlashSlices, lane);
 #pragma unroll
     for (int j = 0; j < kFlashSlices; ++j) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) st[j].v[i] *= dpt[j].v[i] - td[j * mma::kN + mma::CCol(lane, i)];
     }
     // dk += dS^T q.
-#pragma unroll
-    for (int kc = 0; kc < kFlashSlices / 2; ++kc) {
-      if (2 * kc < first) continue;
-      const FragA dst = mma::AFromC(st[2 * kc], st[2 * kc + 1]);
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        FragB f;
-        mma::LoadBKn(f, qb + kc * mma::kK * kLd + c * mma::kN, kLd, lane);
-        mma::Mma(dk[c], dst, f);
-      }
-    }
+    AccumulateProducts<D>(dk, st, qb, first, kFlashSlices, lane);
     __syncthreads();
   }
 

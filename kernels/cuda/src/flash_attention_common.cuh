@@ -46,6 +46,62 @@ __device__ __forceinline__ void CopyTileAsync(bf16* dst, const bf16* src, int64_
   }
 }
 
+// For the kernels that stream key/value tiles 0..tiles-1 through double buffers `sk` and `sv`:
+// starts the copies of tile kt + 1 into the other buffers (consumed before the barrier that ended
+// the previous tile), then waits until tile kt is in place for every thread.
+template <int D>
+__device__ __forceinline__ void StreamKeyValueTile(bf16* sk, bf16* sv, const bf16* k_head, const bf16* v_head,
+                                                   int64_t src_row, int kt, int tiles, int64_t seq_len) {
+  if (kt + 1 < tiles) {
+    const int next = (kt + 1) & 1;
+    const int64_t r0 = static_cast<int64_t>(kt + 1) * kFlashRows;
+    CopyTileAsync<D>(sk + next * FlashTile<D>::kElems, k_head, src_row, r0, seq_len);
+    CopyTileAsync<D>(sv + next * FlashTile<D>::kElems, v_head, src_row, r0, seq_len);
+    mma::CommitCopies();
+    mma::WaitCopies<1>();
+  } else {
+    mma::WaitCopies<0>();
+  }
+  __syncthreads();
+}
+
+// s[j] = a b_j^T for the 8-row slices j in [first, last) of `tile` ([64][D], rows of B^T: the
+// keys of q k^T), zeros elsewhere; `a` holds the warp's 16 rows as D / 16 A fragments.
+template <int D>
+__device__ __forceinline__ void SliceProducts(mma::FragC (&s)[kFlashSlices], const mma::FragA (&a)[D / mma::kK],
+                                              const bf16* tile, int first, int last, int lane) {
+#pragma unroll
+  for (int j = 0; j < kFlashSlices; ++j) {
+    mma::Zero(s[j]);
+    if (j < first || j >= last) continue;
+#pragma unroll
+    for (int c = 0; c < D / mma::kK; ++c) {
+      mma::FragB f;
+      mma::LoadBNk(f, tile + j * mma::kN * FlashTile<D>::kLd + c * mma::kK, FlashTile<D>::kLd, lane);
+      mma::Mma(s[j], a[c], f);
+    }
+  }
+}
+
+// acc += x tile over the slices [first, last) of x (both even): x's C fragments, rounded to bf16,
+// are the A fragments of its 16-column chunks; `tile` [64][D] holds the rows of B (the values of
+// P v).
+template <int D>
+__device__ __forceinline__ void AccumulateProducts(mma::FragC (&acc)[D / mma::kN], const mma::FragC (&x)[kFlashSlices],
+                                                   const bf16* tile, int first, int last, int lane) {
+#pragma unroll
+  for (int kc = 0; kc < kFlashSlices / 2; ++kc) {
+    if (2 * kc < first || 2 * kc >= last) continue;
+    const mma::FragA a = mma::AFromC(x[2 * kc], x[2 * kc + 1]);
+#pragma unroll
+    for (int c = 0; c < D / mma::kN; ++c) {
+      mma::FragB f;
+      mma::LoadBKn(f, tile + kc * mma::kK * FlashTile<D>::kLd + c * mma::kN, FlashTile<D>::kLd, lane);
+      mma::Mma(acc[c], a, f);
+    }
+  }
+}
+
 // Quad reductions: the four lanes of a quad hold one row of a C fragment between them.
 __device__ __forceinline__ float QuadMax(float v) {
   v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));

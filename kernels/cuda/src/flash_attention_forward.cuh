@@ -8,7 +8,6 @@
 namespace gradsync::kernels::cuda::internal {
 
 using mma::FragA;
-using mma::FragB;
 using mma::FragC;
 
 // Shared memory: the block's queries, then two key tiles and two value tiles (double buffer).
@@ -57,17 +56,7 @@ __global__ void __launch_bounds__(kFlashThreads)
 
   for (int kt = 0; kt < tiles; ++kt) {
     const int buf = kt & 1;
-    if (kt + 1 < tiles) {
-      // The other buffer was consumed before the barrier that ended the previous tile.
-      const int64_t next = static_cast<int64_t>(kt + 1) * kFlashRows;
-      CopyTileAsync<D>(sk + (buf ^ 1) * kTile, k_head, dims.qkv_row, next, T);
-      CopyTileAsync<D>(sv + (buf ^ 1) * kTile, v_head, dims.qkv_row, next, T);
-      mma::CommitCopies();
-      mma::WaitCopies<1>();
-    } else {
-      mma::WaitCopies<0>();
-    }
-    __syncthreads();
+    StreamKeyValueTile<D>(sk, sv, k_head, v_head, dims.qkv_row, kt, tiles, T);
     if (kt == 0) {
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) mma::LoadA(q[c], sq + warp * kFlashWarpRows * kLd + c * mma::kK, kLd, lane);
@@ -79,17 +68,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     const int slices = kt + 1 == tiles ? 2 * warp + 2 : kFlashSlices;
 
     FragC s[kFlashSlices];
-#pragma unroll
-    for (int j = 0; j < kFlashSlices; ++j) {
-      mma::Zero(s[j]);
-      if (j >= slices) continue;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        FragB kf;
-        mma::LoadBNk(kf, kb + j * mma::kN * kLd + c * mma::kK, kLd, lane);
-        mma::Mma(s[j], q[c], kf);
-      }
-    }
+    SliceProducts<D>(s, q, kb, 0, slices, lane);
 
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -131,17 +110,7 @@ __global__ void __launch_bounds__(kFlashThreads)
       o[c].v[3] *= correction[1];
     }
     // o += P v, 16 keys at a time; P's A fragment is two neighbouring slices of s.
-#pragma unroll
-    for (int kc = 0; kc < kFlashSlices / 2; ++kc) {
-      if (2 * kc >= slices) continue;
-      const FragA p = mma::AFromC(s[2 * kc], s[2 * kc + 1]);
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        FragB vf;
-        mma::LoadBKn(vf, vb + kc * mma::kK * kLd + c * mma::kN, kLd, lane);
-        mma::Mma(o[c], p, vf);
-      }
-    }
+    AccumulateProducts<D>(o, s, vb, 0, slices, lane);
     __syncthreads();  // every warp is done with this buffer before it is refilled
   }
 
