@@ -1,6 +1,8 @@
 // GELU, SwiGLU, residual and rotary embeddings against their kernels/cpu references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "gradsync/kernels/cpu/gelu.h"
@@ -28,34 +30,48 @@ TYPED_TEST_SUITE(ElementwiseTest, testing::Dtypes);
 
 // Lengths around the 16-byte packs (4 floats, 8 bf16) and their tails. offset 1 misaligns every
 // pointer, which takes the one-element path.
+// Overwriting, dinp starts as NaN (the element before an offset view included: it must stay so)
+// and comes out as the bare gradient.
 TYPED_TEST(ElementwiseTest, GeluMatchesCpu) {
   using T = TypeParam;
-  for (const int64_t n : {1, 7, 8, 9, 1000, 4099}) {
-    for (const int offset : {0, 1}) {
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " offset=" << offset);
-      const uint32_t seed = static_cast<uint32_t>(n * 3 + offset);
-      // Wide enough to reach both tails of the tanh (and the exp clamp).
-      const std::vector<float> x = Random<T>(n + offset, seed, -12.0f, 12.0f);
-      const std::vector<float> dy = Random<T>(n + offset, seed + 1);
-      const std::vector<float> dx0 = Random<T>(n + offset, seed + 2);
-      std::vector<float> want_y(n + offset, 0.0f), want_dx = dx0;
-      cpu::GeluForward(want_y.data() + offset, x.data() + offset, n);
-      cpu::GeluBackward(want_dx.data() + offset, x.data() + offset, dy.data() + offset, n);
+  for (const GradMode mode : {GradMode::kAccumulate, GradMode::kOverwrite}) {
+    for (const int64_t n : {1, 7, 8, 9, 1000, 4099}) {
+      for (const int offset : {0, 1}) {
+        const bool overwrite = mode == GradMode::kOverwrite;
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " offset=" << offset << " overwrite=" << overwrite);
+        const uint32_t seed = static_cast<uint32_t>(n * 3 + offset);
+        // Wide enough to reach both tails of the tanh (and the exp clamp).
+        const std::vector<float> x = Random<T>(n + offset, seed, -12.0f, 12.0f);
+        const std::vector<float> dy = Random<T>(n + offset, seed + 1);
+        std::vector<float> dx0 = Random<T>(n + offset, seed + 2);
+        if (overwrite) std::fill(dx0.begin(), dx0.end(), 0.0f);
+        std::vector<float> want_y(n + offset, 0.0f), want_dx = dx0;
+        cpu::GeluForward(want_y.data() + offset, x.data() + offset, n);
+        cpu::GeluBackward(want_dx.data() + offset, x.data() + offset, dy.data() + offset, n);
 
-      DeviceBuffer<T> d_x, d_dy, d_y, d_dx;
-      GRADSYNC_ASSIGN_OR_FAIL(d_x, Upload<T>(x));
-      GRADSYNC_ASSIGN_OR_FAIL(d_dy, Upload<T>(dy));
-      GRADSYNC_ASSIGN_OR_FAIL(d_y, Upload<T>(std::vector<float>(n + offset, 0.0f)));
-      GRADSYNC_ASSIGN_OR_FAIL(d_dx, Upload<T>(dx0));
-      GRADSYNC_ASSERT_OK(GeluForward<T>(d_y.data() + offset, d_x.data() + offset, n, this->stream_));
-      GRADSYNC_ASSERT_OK(GeluBackward<T>(d_dx.data() + offset, d_x.data() + offset,
-                                         d_dy.data() + offset, n, this->stream_));
-      ASSERT_TRUE(this->Sync());
-      std::vector<float> got;
-      GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
-      EXPECT_TRUE(Close(got, want_y, TolFor<T>(), "gelu"));
-      GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dx));
-      EXPECT_TRUE(Close(got, want_dx, TolFor<T>(), "dinp"));
+        DeviceBuffer<T> d_x, d_dy, d_y, d_dx;
+        GRADSYNC_ASSIGN_OR_FAIL(d_x, Upload<T>(x));
+        GRADSYNC_ASSIGN_OR_FAIL(d_dy, Upload<T>(dy));
+        GRADSYNC_ASSIGN_OR_FAIL(d_y, Upload<T>(std::vector<float>(n + offset, 0.0f)));
+        if (overwrite) {
+          GRADSYNC_ASSIGN_OR_FAIL(d_dx, testing::Poisoned<T>(n + offset));
+        } else {
+          GRADSYNC_ASSIGN_OR_FAIL(d_dx, Upload<T>(dx0));
+        }
+        GRADSYNC_ASSERT_OK(GeluForward<T>(d_y.data() + offset, d_x.data() + offset, n, this->stream_));
+        GRADSYNC_ASSERT_OK(GeluBackward<T>(d_dx.data() + offset, d_x.data() + offset,
+                                           d_dy.data() + offset, n, this->stream_, mode));
+        ASSERT_TRUE(this->Sync());
+        std::vector<float> got;
+        GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
+        EXPECT_TRUE(Close(got, want_y, TolFor<T>(), "gelu"));
+        GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dx));
+        if (overwrite && offset == 1) {
+          ASSERT_TRUE(std::isnan(got[0])) << "the element before dinp was written";
+          got[0] = 0.0f;
+        }
+        EXPECT_TRUE(Close(got, want_dx, TolFor<T>(), "dinp"));
+      }
     }
   }
 }
@@ -82,30 +98,38 @@ TYPED_TEST(ElementwiseTest, SwiGluMatchesCpu) {
     int64_t n, m;
   };
   // m = 8 and 256 take the packed path for both types; 37 and 1 the one-element path.
-  for (const Shape s : {Shape{1, 1}, Shape{3, 8}, Shape{5, 37}, Shape{64, 256}, Shape{7, 12}}) {
-    SCOPED_TRACE(::testing::Message() << "n=" << s.n << " m=" << s.m);
-    const uint32_t seed = static_cast<uint32_t>(s.n * 31 + s.m);
-    const std::vector<float> inp = Random<T>(s.n * 2 * s.m, seed, -6.0f, 6.0f);
-    const std::vector<float> dy = Random<T>(s.n * s.m, seed + 1);
-    const std::vector<float> dinp0 = Random<T>(s.n * 2 * s.m, seed + 2);
-    std::vector<float> want_y(s.n * s.m), want_dinp = dinp0;
-    cpu::SwiGluForward(want_y.data(), inp.data(), s.n, s.m);
-    cpu::SwiGluBackward(want_dinp.data(), inp.data(), dy.data(), s.n, s.m);
+  for (const GradMode mode : {GradMode::kAccumulate, GradMode::kOverwrite}) {
+    for (const Shape s : {Shape{1, 1}, Shape{3, 8}, Shape{5, 37}, Shape{64, 256}, Shape{7, 12}}) {
+      const bool overwrite = mode == GradMode::kOverwrite;
+      SCOPED_TRACE(::testing::Message() << "n=" << s.n << " m=" << s.m << " overwrite=" << overwrite);
+      const uint32_t seed = static_cast<uint32_t>(s.n * 31 + s.m);
+      const std::vector<float> inp = Random<T>(s.n * 2 * s.m, seed, -6.0f, 6.0f);
+      const std::vector<float> dy = Random<T>(s.n * s.m, seed + 1);
+      const std::vector<float> dinp0 =
+          overwrite ? std::vector<float>(s.n * 2 * s.m, 0.0f) : Random<T>(s.n * 2 * s.m, seed + 2);
+      std::vector<float> want_y(s.n * s.m), want_dinp = dinp0;
+      cpu::SwiGluForward(want_y.data(), inp.data(), s.n, s.m);
+      cpu::SwiGluBackward(want_dinp.data(), inp.data(), dy.data(), s.n, s.m);
 
-    DeviceBuffer<T> d_inp, d_dy, d_y, d_dinp;
-    GRADSYNC_ASSIGN_OR_FAIL(d_inp, Upload<T>(inp));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dy, Upload<T>(dy));
-    GRADSYNC_ASSIGN_OR_FAIL(d_y, testing::Poisoned<T>(s.n * s.m));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(dinp0));
-    GRADSYNC_ASSERT_OK(SwiGluForward<T>(d_y.data(), d_inp.data(), s.n, s.m, this->stream_));
-    GRADSYNC_ASSERT_OK(
-        SwiGluBackward<T>(d_dinp.data(), d_inp.data(), d_dy.data(), s.n, s.m, this->stream_));
-    ASSERT_TRUE(this->Sync());
-    std::vector<float> got;
-    GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
-    EXPECT_TRUE(Close(got, want_y, TolFor<T>(), "swiglu"));
-    GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dinp));
-    EXPECT_TRUE(Close(got, want_dinp, TolFor<T>(), "dinp"));
+      DeviceBuffer<T> d_inp, d_dy, d_y, d_dinp;
+      GRADSYNC_ASSIGN_OR_FAIL(d_inp, Upload<T>(inp));
+      GRADSYNC_ASSIGN_OR_FAIL(d_dy, Upload<T>(dy));
+      GRADSYNC_ASSIGN_OR_FAIL(d_y, testing::Poisoned<T>(s.n * s.m));
+      if (overwrite) {
+        GRADSYNC_ASSIGN_OR_FAIL(d_dinp, testing::Poisoned<T>(s.n * 2 * s.m));
+      } else {
+        GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(dinp0));
+      }
+      GRADSYNC_ASSERT_OK(SwiGluForward<T>(d_y.data(), d_inp.data(), s.n, s.m, this->stream_));
+      GRADSYNC_ASSERT_OK(
+          SwiGluBackward<T>(d_dinp.data(), d_inp.data(), d_dy.data(), s.n, s.m, this->stream_, mode));
+      ASSERT_TRUE(this->Sync());
+      std::vector<float> got;
+      GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
+      EXPECT_TRUE(Close(got, want_y, TolFor<T>(), "swiglu"));
+      GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dinp));
+      EXPECT_TRUE(Close(got, want_dinp, TolFor<T>(), "dinp"));
+    }
   }
 }
 

@@ -40,10 +40,14 @@ class MatmulTest : public testing::CudaTest {
 
   // Forward and backward at one shape; bias_offset shifts the bias pointer by elements (1 makes it
   // unaligned, which takes the bias-rows path instead of the epilogue). With a stride, out and
-  // dout rows lie `stride` apart and the padding (NaN) must be neither read nor written.
-  void Check(const Shape& s, bool with_bias, int bias_offset, int64_t stride = 0) {
-    SCOPED_TRACE(::testing::Message() << "n=" << s.n << " in=" << s.in << " out=" << s.out
-                                      << " bias=" << with_bias << " offset=" << bias_offset << " stride=" << stride);
+  // dout rows lie `stride` apart and the padding (NaN) must be neither read nor written. With
+  // GradMode::kOverwrite dinp starts as NaN and must come out as the bare product.
+  void Check(const Shape& s, bool with_bias, int bias_offset, int64_t stride = 0,
+             GradMode dinp_mode = GradMode::kAccumulate) {
+    const bool overwrite = dinp_mode == GradMode::kOverwrite;
+    SCOPED_TRACE(::testing::Message() << "n=" << s.n << " in=" << s.in << " out=" << s.out << " bias=" << with_bias
+                                      << " offset=" << bias_offset << " stride=" << stride
+                                      << " overwrite=" << overwrite);
     const int64_t ld = stride == 0 ? s.out : stride;
     // Packed rows of `x` [n, out] spread to `ld` apart, the gaps NaN; and back.
     const auto spread = [&](const std::vector<float>& x) {
@@ -56,7 +60,7 @@ class MatmulTest : public testing::CudaTest {
     const std::vector<float> w = Random<T>(s.out * s.in, seed + 1);
     std::vector<float> bias_host = Random<T>(s.out + bias_offset, seed + 2);
     const std::vector<float> dout = Random<T>(s.n * s.out, seed + 3);
-    const std::vector<float> dinp0 = Random<T>(s.n * s.in, seed + 4);
+    const std::vector<float> dinp0 = overwrite ? std::vector<float>(s.n * s.in, 0.0f) : Random<T>(s.n * s.in, seed + 4);
     const std::vector<float> dw0 = Random<T>(s.out * s.in, seed + 5);
     const std::vector<float> db0 = Random<T>(s.out, seed + 6);
     const float* bias_ref = with_bias ? bias_host.data() + bias_offset : nullptr;
@@ -73,7 +77,11 @@ class MatmulTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_bias, Upload<T>(bias_host));
     GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(spread(dout)));
     GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<T>(s.n * ld));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(dinp0));
+    if (overwrite) {
+      GRADSYNC_ASSIGN_OR_FAIL(d_dinp, testing::Poisoned<T>(s.n * s.in));
+    } else {
+      GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(dinp0));
+    }
     GRADSYNC_ASSIGN_OR_FAIL(d_dw, Upload<T>(dw0));
     GRADSYNC_ASSIGN_OR_FAIL(d_db, Upload<T>(db0));
     const T* bias = with_bias ? d_bias.data() + bias_offset : nullptr;
@@ -82,7 +90,7 @@ class MatmulTest : public testing::CudaTest {
                                         s.in, s.out, this->stream_, stride));
     GRADSYNC_ASSERT_OK(MatmulBackward<T>(*ctx_, d_dinp.data(), d_dw.data(), d_db.data(),
                                          d_dout.data(), d_inp.data(), d_w.data(), s.n, s.in,
-                                         s.out, this->stream_, stride));
+                                         s.out, this->stream_, stride, dinp_mode));
     ASSERT_TRUE(this->Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
@@ -132,6 +140,24 @@ TYPED_TEST(MatmulTest, MatchesCpuWithARowStride) {
 TYPED_TEST(MatmulTest, MatchesCpuWithASplitDweight) {
   this->Check({8192, 64, 96}, true, 0);
   this->Check({4096, 32, 45}, false, 0, 64);
+}
+
+// dinp written over a NaN buffer (beta = 0), as the model's backward uses it; dweight and dbias
+// still accumulate. With no output features the overwritten dinp is all zeros.
+TYPED_TEST(MatmulTest, OverwritesDinp) {
+  using T = TypeParam;
+  for (const Shape& s : {Shape{7, 13, 5}, Shape{130, 77, 258}, Shape{256, 384, 192}}) {
+    this->Check(s, true, 0, 0, GradMode::kOverwrite);
+  }
+  this->Check({33, 64, 257}, false, 0, 320, GradMode::kOverwrite);
+  DeviceBuffer<T> d_dinp;
+  GRADSYNC_ASSIGN_OR_FAIL(d_dinp, testing::Poisoned<T>(5 * 7));
+  GRADSYNC_ASSERT_OK(MatmulBackward<T>(*this->ctx_, d_dinp.data(), nullptr, nullptr, nullptr, nullptr, nullptr, 5,
+                                       7, 0, this->stream_, 0, GradMode::kOverwrite));
+  ASSERT_TRUE(this->Sync());
+  std::vector<float> got;
+  GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dinp));
+  EXPECT_EQ(got, std::vector<float>(5 * 7, 0.0f));
 }
 
 TYPED_TEST(MatmulTest, SkipsNullGradients) {

@@ -48,22 +48,26 @@ absl::Status GeluForward(T* out, const T* inp, int64_t n, cudaStream_t stream) {
 }
 
 template <typename T>
-absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream) {
+absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream,
+                          GradMode mode) {
   constexpr const char* kFn = "GeluBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "dinp", dinp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "dout", dout));
-  return internal::LaunchMap<T, 2, true>("GeluBackwardKernel", dinp,
-                                         internal::Inputs<T, 2>{{inp, dout}}, n, GeluGradOp{},
-                                         stream);
+  const internal::Inputs<T, 2> inputs{{inp, dout}};
+  if (mode == GradMode::kOverwrite) {
+    return internal::LaunchMap<T, 2, false>("GeluBackwardKernel", dinp, inputs, n, GeluGradOp{}, stream);
+  }
+  return internal::LaunchMap<T, 2, true>("GeluBackwardKernel", dinp, inputs, n, GeluGradOp{}, stream);
 }
 
 template absl::Status GeluForward<float>(float*, const float*, int64_t, cudaStream_t);
 template absl::Status GeluForward<bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
-template absl::Status GeluBackward<float>(float*, const float*, const float*, int64_t,
-                                          cudaStream_t);
-template absl::Status GeluBackward<bf16>(bf16*, const bf16*, const bf16*, int64_t, cudaStream_t);
+template absl::Status GeluBackward<float>(float*, const float*, const float*, int64_t, cudaStream_t,
+                                          GradMode);
+template absl::Status GeluBackward<bf16>(bf16*, const bf16*, const bf16*, int64_t, cudaStream_t,
+                                         GradMode);
 
 }  // namespace gradsync::kernels::cuda

@@ -374,11 +374,18 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
 template <typename T>
 absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout,
                             const T* inp, const T* weight, int64_t n, int64_t in_features,
-                            int64_t out_features, cudaStream_t stream, int64_t dout_stride) {
+                            int64_t out_features, cudaStream_t stream, int64_t dout_stride,
+                            GradMode dinp_mode) {
   constexpr const char* kFn = "MatmulBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckSizes(kFn, n, in_features, out_features));
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckStride(kFn, "dout_stride", &dout_stride, out_features));
-  if (n == 0 || out_features == 0) return absl::OkStatus();
+  if (n == 0) return absl::OkStatus();
+  if (out_features == 0) {
+    // Sums over no outputs: an overwritten dinp is zero, the rest keeps its value.
+    if (dinp == nullptr || dinp_mode == GradMode::kAccumulate) return absl::OkStatus();
+    return CudaStatus(cudaMemsetAsync(dinp, 0, static_cast<size_t>(n * in_features) * sizeof(T), stream),
+                      "MatmulBackward: cudaMemsetAsync of dinp");
+  }
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "dout", dout));
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckDevice(ctx, kFn));
   if (dbias != nullptr) {
@@ -394,7 +401,8 @@ absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, c
   if (dinp != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
     const Gemm gemm{"MatmulBackward (dinp)", in_features, n, out_features, weight, false,
-                    in_features, dout, false, dout_stride, dinp, in_features, 1.0f, nullptr};
+                    in_features, dout, false, dout_stride, dinp, in_features,
+                    dinp_mode == GradMode::kOverwrite ? 0.0f : 1.0f, nullptr};
     GRADSYNC_CUDA_RETURN_IF_ERROR(RunGemm(ctx, kDataType<T>, gemm, stream));
   }
   if (dweight != nullptr) {
@@ -431,9 +439,9 @@ template absl::Status MatmulForward<bf16>(MatmulContext&, bf16*, const bf16*, co
                                           const bf16*, int64_t, int64_t, int64_t, cudaStream_t, int64_t);
 template absl::Status MatmulBackward<float>(MatmulContext&, float*, float*, float*, const float*,
                                             const float*, const float*, int64_t, int64_t, int64_t,
-                                            cudaStream_t, int64_t);
+                                            cudaStream_t, int64_t, GradMode);
 template absl::Status MatmulBackward<bf16>(MatmulContext&, bf16*, bf16*, bf16*, const bf16*,
                                            const bf16*, const bf16*, int64_t, int64_t, int64_t,
-                                           cudaStream_t, int64_t);
+                                           cudaStream_t, int64_t, GradMode);
 
 }  // namespace gradsync::kernels::cuda

@@ -432,11 +432,10 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
       a.logits.data(), a.row_loss.data(), a.logits.data(), a.targets.data(), n, vocab_,
       loss_scale, k::kXentIgnoreIndex, stream(), logits_stride_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dnorm, n * C));
   // dnorm over the padded vocabulary (the padding's gradient is 0), dwte over its V real rows.
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), nullptr, nullptr, a.logits.data(),
                                                      a.normf.data(), lm_head_.data(), n, C, logits_stride_,
-                                                     stream()));
+                                                     stream(), 0, k::GradMode::kOverwrite));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, nullptr, G(wte_), nullptr, a.logits.data(),
                                                      a.normf.data(), W(wte_), n, C, vocab_, stream(),
                                                      logits_stride_));

@@ -157,31 +157,30 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
   T* dres = a.dres.data();
 
   // res_mlp = res_attn + mlp_out: dres is the gradient of both terms, and stays in place as the
-  // gradient of res_attn while the MLP branch adds to it.
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dfc_act, n * M));
+  // gradient of res_attn while the MLP branch adds to it. The branch's own gradients (dfc_act,
+  // dfc, dnorm, datty) each come from one operation, which writes them over the scratch.
+  constexpr k::GradMode kWrite = k::GradMode::kOverwrite;
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.dfc_act.data(), G(p.mlp_out_w),
                                                      G(p.mlp_out_b), dres, v.fc_act,
-                                                     W(p.mlp_out_w), n, M, C, s));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dfc, n * fc_width_));
+                                                     W(p.mlp_out_w), n, M, C, s, 0, kWrite));
   if (gpt2_) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(
-        k::GeluBackward<T>(a.dfc.data(), v.fc, a.dfc_act.data(), n * M, s));
+        k::GeluBackward<T>(a.dfc.data(), v.fc, a.dfc_act.data(), n * M, s, kWrite));
   } else {
     GRADSYNC_CUDA_RETURN_IF_ERROR(
-        k::SwiGluBackward<T>(a.dfc.data(), v.fc, a.dfc_act.data(), n, M, s));
+        k::SwiGluBackward<T>(a.dfc.data(), v.fc, a.dfc_act.data(), n, M, s, kWrite));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dnorm, n * C));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.dnorm.data(), G(p.fc_w), G(p.fc_b),
                                                      a.dfc.data(), v.norm2, W(p.fc_w), n, C,
-                                                     fc_width_, s));
+                                                     fc_width_, s, 0, kWrite));
   GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(dres, p.norm2_w, p.norm2_b, a.dnorm.data(),
                                              v.res_attn, v.norm2_mean, v.norm2_rstd));
 
   // res_attn = x + attn_out, likewise.
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.datty, n * C));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.datty.data(), G(p.attn_out_w),
                                                      G(p.attn_out_b), dres, v.atty,
-                                                     W(p.attn_out_w), n, C, C, s));
+                                                     W(p.attn_out_w), n, C, C, s, 0, kWrite));
+  // The attention kernels add into dqkv.
   GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dqkv, n * qkv_width_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(AttentionBackward(l, v));
   if (!gpt2_) {
@@ -189,10 +188,9 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
                                                      rope_sin_.data(), batch_, seq_len_,
                                                      heads_ + kv_heads_, head_dim_, qkv_width_, s));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dnorm, n * C));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.dnorm.data(), G(p.qkv_w), G(p.qkv_b),
                                                      a.dqkv.data(), v.norm1, W(p.qkv_w), n, C,
-                                                     qkv_width_, s));
+                                                     qkv_width_, s, 0, kWrite));
   return NormBackward(dres, p.norm1_w, p.norm1_b, a.dnorm.data(), x, v.norm1_mean, v.norm1_rstd);
 }
 

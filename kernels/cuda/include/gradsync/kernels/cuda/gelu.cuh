@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "gradsync/kernels/cuda/grad_mode.h"
 
 namespace gradsync::kernels::cuda {
 
@@ -23,8 +24,10 @@ namespace gradsync::kernels::cuda {
 template <typename T>
 absl::Status GeluForward(T* out, const T* inp, int64_t n, cudaStream_t stream);
 
-// dinp += gelu'(inp) * dout. Takes the forward input, not its output.
+// dinp += gelu'(inp) * dout (dinp = ... with GradMode::kOverwrite). Takes the forward input, not
+// its output.
 template <typename T>
-absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream);
+absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream,
+                          GradMode mode = GradMode::kAccumulate);
 
 }  // namespace gradsync::kernels::cuda

@@ -2,7 +2,7 @@
 // inp [N, IC], out [N, OC], weight [OC, IC].
 //
 //   forward:  out[n, o]   = sum_i inp[n, i] * w[o, i] + bias[o]
-//   backward: dinp[n, i] += sum_o dout[n, o] * w[o, i]
+//   backward: dinp[n, i] += sum_o dout[n, o] * w[o, i]        (or =, GradMode::kOverwrite)
 //             dw[o, i]   += sum_n dout[n, o] * inp[n, i]
 //             dbias[o]   += sum_n dout[n, o]
 //
@@ -31,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gradsync/kernels/cuda/grad_mode.h"
 
 namespace gradsync::kernels::cuda {
 
@@ -98,13 +99,15 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
                            cudaStream_t stream, int64_t out_stride = 0);
 
 // Accumulates (+=) the gradients of MatmulForward given dout; a null dinp, dweight or dbias skips
-// that gradient. A dweight with few output tiles and many rows (an attention projection's
+// that gradient. With dinp_mode kOverwrite, dinp is written (beta = 0) instead: the caller need
+// not zero it first. A dweight with few output tiles and many rows (an attention projection's
 // [C, C] over 16K tokens) splits the rows into a batch of fp32 partial products that a kernel
-// then adds in order: one product over all rows would leave most of the GPU idle. dout's rows lie dout_stride elements apart (0: out_features). Errors as
-// MatmulForward.
+// then adds in order: one product over all rows would leave most of the GPU idle. dout's rows
+// lie dout_stride elements apart (0: out_features). Errors as MatmulForward.
 template <typename T>
 absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout,
                             const T* inp, const T* weight, int64_t n, int64_t in_features,
-                            int64_t out_features, cudaStream_t stream, int64_t dout_stride = 0);
+                            int64_t out_features, cudaStream_t stream, int64_t dout_stride = 0,
+                            GradMode dinp_mode = GradMode::kAccumulate);
 
 }  // namespace gradsync::kernels::cuda

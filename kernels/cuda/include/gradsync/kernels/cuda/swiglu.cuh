@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "gradsync/kernels/cuda/grad_mode.h"
 
 namespace gradsync::kernels::cuda {
 
@@ -26,9 +27,9 @@ namespace gradsync::kernels::cuda {
 template <typename T>
 absl::Status SwiGluForward(T* out, const T* inp, int64_t n, int64_t m, cudaStream_t stream);
 
-// Accumulates into dinp [n, 2m]. Takes the forward input.
+// Accumulates into dinp [n, 2m] (writes it with GradMode::kOverwrite). Takes the forward input.
 template <typename T>
 absl::Status SwiGluBackward(T* dinp, const T* inp, const T* dout, int64_t n, int64_t m,
-                            cudaStream_t stream);
+                            cudaStream_t stream, GradMode mode = GradMode::kAccumulate);
 
 }  // namespace gradsync::kernels::cuda
