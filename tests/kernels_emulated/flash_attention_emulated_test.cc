@@ -60,18 +60,23 @@ void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::Flas
   r->dqkv = ToFloat(dqkv);
 }
 
+// Every case twice: with the tile copies landing as they are issued, and only when waited for.
 void Check(const AttentionShape& s) {
-  SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
-                                    << " KVH=" << s.kv_heads << " D=" << s.head_dim);
   const uint32_t seed = static_cast<uint32_t>(s.seq_len * 71 + s.heads * 5 + s.head_dim);
   const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed);
-  testing::FlashResults r;
-  if (s.head_dim == 32) {
-    Run<32>(s, c, &r);
-  } else {
-    Run<64>(s, c, &r);
+  for (const emulation::CopyLanding landing : {emulation::CopyLanding::kAtIssue, emulation::CopyLanding::kAtWait}) {
+    SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
+                                      << " KVH=" << s.kv_heads << " D=" << s.head_dim << " copies land "
+                                      << (landing == emulation::CopyLanding::kAtIssue ? "at issue" : "at wait"));
+    emulation::copy_landing = landing;
+    testing::FlashResults r;
+    if (s.head_dim == 32) {
+      Run<32>(s, c, &r);
+    } else {
+      Run<64>(s, c, &r);
+    }
+    testing::ExpectFlashMatchesCpu(s, c, r);
   }
-  testing::ExpectFlashMatchesCpu(s, c, r);
 }
 
 TEST(FlashAttentionEmulatedTest, OneTokenAndShortRows) {

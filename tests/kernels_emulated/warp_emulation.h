@@ -9,8 +9,9 @@
 //
 // What it checks: the kernels' arithmetic, indexing, fragment layouts, masking and the
 // cooperation of their threads through shared memory, with real concurrency between the
-// threads. What it cannot: timing, the hardware's order of fp32 sums inside one product, and
-// missing cp.async waits (copies here complete at once).
+// threads; with the asynchronous copies landing at either end of their window (copy_landing),
+// both a buffer refilled while other warps still read it and a read before its copy was waited
+// for. What it cannot: timing, and the hardware's order of fp32 sums inside one product.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -23,7 +24,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -57,6 +60,27 @@ struct Block {
   std::vector<unsigned char> smem;
 };
 inline Block* current = nullptr;
+
+// When a thread's cp.async copies land in shared memory. kAtIssue: at once, so a kernel that
+// starts refilling a buffer before every warp is done reading it reads the new data. kAtWait: only
+// when the thread waits for their group (cp.async.wait_group), so a kernel that reads a tile
+// before waiting for it, or before the barrier after the wait, reads stale or poisoned bytes.
+// The hardware lands them anywhere in between.
+enum class CopyLanding { kAtIssue, kAtWait };
+inline CopyLanding copy_landing = CopyLanding::kAtIssue;
+
+// A copy that has not landed yet: its destination and the 16 bytes it read (zeros for a copy
+// with no source).
+struct PendingCopy {
+  void* dst;
+  std::array<unsigned char, 16> bytes;
+};
+inline thread_local std::vector<PendingCopy> open_group;               // since the last commit
+inline thread_local std::deque<std::vector<PendingCopy>> committed;   // oldest first
+
+inline void Land(const std::vector<PendingCopy>& group) {
+  for (const PendingCopy& c : group) std::memcpy(c.dst, c.bytes.data(), c.bytes.size());
+}
 
 inline int Tid() { return static_cast<int>(thread_idx.x); }
 inline void WarpBarrier() { current->warps[Tid() / kWarp]->arrive_and_wait(); }
@@ -127,6 +151,12 @@ inline void Launch(Dim3 grid, int threads, size_t smem_bytes, const std::functio
             thread_idx = {static_cast<unsigned>(t), 0, 0};
             block_idx = {x, y, z};
             kernel();
+            if (!open_group.empty() || !committed.empty()) {
+              // Copies nobody waited for: their data was never safe to read.
+              std::fprintf(stderr, "warp emulation: thread %d of block (%u, %u, %u) ended with cp.async copies "
+                                   "it never waited for\n", t, x, y, z);
+              std::abort();
+            }
           });
         }
         for (std::thread& th : pool) th.join();
@@ -148,15 +178,24 @@ inline unsigned char* SharedMemory() {
 }
 inline void Mma(FragC& d, const FragA& a, const FragB& b) { emulation::Mma(d, a, b); }
 inline void CopyAsync16(void* dst, const void* src, bool valid) {
-  if (valid) {
-    std::memcpy(dst, src, 16);
-  } else {
-    std::memset(dst, 0, 16);
+  emulation::PendingCopy copy{dst, {}};
+  if (valid) std::memcpy(copy.bytes.data(), src, copy.bytes.size());
+  if (emulation::copy_landing == emulation::CopyLanding::kAtIssue) {
+    emulation::Land({copy});
+  }
+  emulation::open_group.push_back(copy);  // landed or not, it belongs to the next group
+}
+inline void CommitCopies() {
+  emulation::committed.push_back(std::move(emulation::open_group));
+  emulation::open_group.clear();
+}
+template <int kPending>
+inline void WaitCopies() {
+  while (emulation::committed.size() > kPending) {
+    if (emulation::copy_landing == emulation::CopyLanding::kAtWait) emulation::Land(emulation::committed.front());
+    emulation::committed.pop_front();
   }
 }
-inline void CommitCopies() {}
-template <int kPending>
-inline void WaitCopies() {}
 
 }  // namespace gradsync::kernels::cuda::mma
 
