@@ -2,7 +2,8 @@
 // fragments are loaded lane by lane, multiplied by an emulation of mma.sync.m16n8k16 written from
 // the PTX ISA's fragment tables (independently of the header), and the products compared with
 // plain matrix products. Needs no GPU, so these run everywhere; they pin down the layouts the
-// attention kernels rely on (q k^T from row-major keys, P v with P from the accumulators).
+// attention kernels rely on (q k^T from row-major keys, P v with P from the accumulators, and
+// the ldmatrix loads against the lane-by-lane ones).
 #include "mma_fragments.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ float ToF(bf16 x) { return __bfloat162float(x); }
 float Half(uint32_t reg, int half) {
   const uint16_t bits = static_cast<uint16_t>(half == 0 ? reg & 0xffffu : reg >> 16);
   bf16 x;
-  std::memcpy(&x, &bits, sizeof(x));
+  std::memcpy(static_cast<void*>(&x), &bits, sizeof(x));
   return ToF(x);
 }
 
@@ -158,6 +159,48 @@ TEST(MmaFragmentsTest, ProbabilityValueProductFromAccumulators) {
         double want = 0;
         for (int key = 0; key < kKeys; ++key) want += static_cast<double>(p[row][key]) * v.at(key, col);
         ASSERT_NEAR(o[c][lane].v[i], want, 1e-4) << "row " << row << " col " << col;
+      }
+    }
+  }
+}
+
+// The ldmatrix loads of the kernels' inner loops (LoadBNkPair, LoadBKnPair): the rows each lane
+// names (BNkPairRow, BKnPairRow) through the instruction's model hand every lane the registers
+// of two LoadBNk / LoadBKn, at every offset the kernels use.
+TEST(MmaFragmentsTest, LdMatrixPairsMatchTheLaneLoaders) {
+  const Tile keys(64, 64, 6);  // [n][k]: 8-row slices, k16 chunks in pairs
+  for (int j = 0; j < 8; ++j) {
+    for (int c = 0; c < 4; c += 2) {
+      const bf16* m = keys.ptr(8 * j, 16 * c);
+      const bf16* rows[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) rows[lane] = BNkPairRow(m, keys.ld, lane);
+      for (int lane = 0; lane < kLanes; ++lane) {
+        FragB b0, b1;
+        LoadBNk(b0, m, keys.ld, lane);
+        LoadBNk(b1, m + 16, keys.ld, lane);
+        const uint32_t want[4] = {b0.r[0], b0.r[1], b1.r[0], b1.r[1]};
+        for (int i = 0; i < 4; ++i) {
+          ASSERT_EQ(LdMatrixModel(rows, i, lane, false), want[i]) << "slice " << j << " chunk " << c << " lane " << lane
+                                                                  << " register " << i;
+        }
+      }
+    }
+  }
+  const Tile values(64, 64, 7);  // [k][n]: k16 chunks, n8 tiles in pairs
+  for (int kc = 0; kc < 4; ++kc) {
+    for (int c = 0; c < 8; c += 2) {
+      const bf16* m = values.ptr(16 * kc, 8 * c);
+      const bf16* rows[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) rows[lane] = BKnPairRow(m, values.ld, lane);
+      for (int lane = 0; lane < kLanes; ++lane) {
+        FragB b0, b1;
+        LoadBKn(b0, m, values.ld, lane);
+        LoadBKn(b1, m + 8, values.ld, lane);
+        const uint32_t want[4] = {b0.r[0], b0.r[1], b1.r[0], b1.r[1]};
+        for (int i = 0; i < 4; ++i) {
+          ASSERT_EQ(LdMatrixModel(rows, i, lane, true), want[i]) << "chunk " << kc << " tile " << c << " lane " << lane
+                                                                 << " register " << i;
+        }
       }
     }
   }

@@ -1,8 +1,8 @@
 // Runs CUDA kernels written for kernels/cuda on the host: one host thread per CUDA thread, one
-// block at a time, with the block barrier, the warp shuffles and the tensor-core product
-// (mma.sync.m16n8k16, bf16 in, fp32 accumulate, per the PTX ISA's fragment tables) as
+// block at a time, with the block barrier, the warp shuffles, the tensor-core product
+// (mma.sync.m16n8k16, bf16 in, fp32 accumulate, per the PTX ISA's fragment tables) and ldmatrix as
 // collectives among those threads. Compiled with GRADSYNC_WARP_EMULATION, kernels/cuda/src/mma.cuh
-// takes Mma, the asynchronous copies and SharedMemory from here.
+// takes Mma, LdMatrixX4, the asynchronous copies and SharedMemory from here.
 //
 // Include this first: it includes the CUDA headers the kernels need, then redefines the CUDA
 // keywords and built-ins (__global__, threadIdx, __syncthreads, ...) for the host compiler.
@@ -135,6 +135,25 @@ inline void Mma(kernels::cuda::mma::FragC& d, const kernels::cuda::mma::FragA& a
   for (int i = 0; i < 4; ++i) d.v[i] += out[i];
 }
 
+// ldmatrix .x4[.trans] across the warp: every lane publishes the row it names, then takes its four
+// registers from everyone's rows (mma_fragments.h's LdMatrixModel). The rows must lie in the
+// block's shared memory, 16-byte aligned, as the instruction requires.
+inline void LdMatrixX4(uint32_t (&r)[4], const kernels::cuda::mma::bf16* row, bool trans) {
+  const int tid = Tid(), base = (tid / kWarp) * kWarp, lane = tid % kWarp;
+  const auto addr = reinterpret_cast<uintptr_t>(row);
+  const auto smem = reinterpret_cast<uintptr_t>(current->smem.data());
+  if (addr % 16 != 0 || addr < smem || addr + 16 > smem + current->smem.size()) {
+    std::fprintf(stderr, "warp emulation: ldmatrix row of thread %d is not 16 aligned bytes of shared memory\n", tid);
+    std::abort();
+  }
+  std::memcpy(current->exchange[tid].data(), &row, sizeof(row));
+  WarpBarrier();
+  const kernels::cuda::mma::bf16* rows[kWarp];
+  for (int l = 0; l < kWarp; ++l) std::memcpy(&rows[l], current->exchange[base + l].data(), sizeof(rows[l]));
+  for (int i = 0; i < 4; ++i) r[i] = kernels::cuda::mma::LdMatrixModel(rows, i, lane, trans);
+  WarpBarrier();
+}
+
 // Runs kernel() for every thread of every block of `grid` (threads in x only).
 inline void Launch(Dim3 grid, int threads, size_t smem_bytes, const std::function<void()>& kernel) {
   grid_dim = grid;
@@ -177,6 +196,10 @@ inline unsigned char* SharedMemory() {
   return reinterpret_cast<unsigned char*>((p + 15) / 16 * 16);
 }
 inline void Mma(FragC& d, const FragA& a, const FragB& b) { emulation::Mma(d, a, b); }
+template <bool kTrans>
+inline void LdMatrixX4(uint32_t (&r)[4], const bf16* row) {
+  emulation::LdMatrixX4(r, row, kTrans);
+}
 inline void CopyAsync16(void* dst, const void* src, bool valid) {
   emulation::PendingCopy copy{dst, {}};
   if (valid) std::memcpy(copy.bytes.data(), src, copy.bytes.size());

@@ -21,12 +21,12 @@ inline constexpr int kFlashRows = kFlashWarps * kFlashWarpRows;
 inline constexpr int kFlashSlices = kFlashRows / mma::kN;
 
 // A tile [64][D] of bf16 in shared memory, rows padded by 8 elements (16 bytes): rows stay
-// 16-byte aligned for the copies, and the 8 groups x 4 quads of a fragment load fall on distinct
-// banks both for pair loads along a row (LoadA, LoadBNk) and for LoadBKn's column reads, where
-// rows 2 quad lie (D + 8) / 2 words apart.
+// 16-byte aligned for the copies and ldmatrix, and the 8 rows of an 8x8 matrix, (D + 8) / 2 words
+// apart, start on 8 distinct groups of 4 banks, so each ldmatrix phase (and LoadA's pair loads)
+// is free of bank conflicts.
 template <int D>
 struct FlashTile {
-  static_assert(D % 16 == 0);
+  static_assert(D % 32 == 0, "the fragment loads take head dims in pairs of k16 chunks");
   static constexpr int kLd = D + 8;
   static constexpr int kElems = kFlashRows * kLd;
   static constexpr size_t kBytes = kElems * sizeof(bf16);
@@ -75,10 +75,11 @@ __device__ __forceinline__ void SliceProducts(mma::FragC (&s)[kFlashSlices], con
     mma::Zero(s[j]);
     if (j < first || j >= last) continue;
 #pragma unroll
-    for (int c = 0; c < D / mma::kK; ++c) {
-      mma::FragB f;
-      mma::LoadBNk(f, tile + j * mma::kN * FlashTile<D>::kLd + c * mma::kK, FlashTile<D>::kLd, lane);
-      mma::Mma(s[j], a[c], f);
+    for (int c = 0; c < D / mma::kK; c += 2) {
+      mma::FragB f0, f1;
+      mma::LoadBNkPair(f0, f1, tile + j * mma::kN * FlashTile<D>::kLd + c * mma::kK, FlashTile<D>::kLd, lane);
+      mma::Mma(s[j], a[c], f0);
+      mma::Mma(s[j], a[c + 1], f1);
     }
   }
 }
@@ -94,10 +95,11 @@ __device__ __forceinline__ void AccumulateProducts(mma::FragC (&acc)[D / mma::kN
     if (2 * kc < first || 2 * kc >= last) continue;
     const mma::FragA a = mma::AFromC(x[2 * kc], x[2 * kc + 1]);
 #pragma unroll
-    for (int c = 0; c < D / mma::kN; ++c) {
-      mma::FragB f;
-      mma::LoadBKn(f, tile + kc * mma::kK * FlashTile<D>::kLd + c * mma::kN, FlashTile<D>::kLd, lane);
-      mma::Mma(acc[c], a, f);
+    for (int c = 0; c < D / mma::kN; c += 2) {
+      mma::FragB f0, f1;
+      mma::LoadBKnPair(f0, f1, tile + kc * mma::kK * FlashTile<D>::kLd + c * mma::kN, FlashTile<D>::kLd, lane);
+      mma::Mma(acc[c], a, f0);
+      mma::Mma(acc[c + 1], a, f1);
     }
   }
 }

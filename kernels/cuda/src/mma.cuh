@@ -1,7 +1,7 @@
 // Device-only pieces of the tensor-core kernels: the m16n8k16 bf16 product (fragments in
-// mma_fragments.h), asynchronous 16-byte copies from global to shared memory (cp.async), both
-// sm_80 and later, and the block's dynamic shared memory. Compiled for an older architecture the
-// first two trap, and the launchers refuse such devices before launching.
+// mma_fragments.h), the ldmatrix fragment loads, asynchronous 16-byte copies from global to shared
+// memory (cp.async), all sm_80 and later, and the block's dynamic shared memory. Compiled for an
+// older architecture these trap, and the launchers refuse such devices before launching.
 #pragma once
 
 #include "mma_fragments.h"
@@ -31,6 +31,25 @@ __device__ __forceinline__ void Mma(FragC& d, const FragA& a, const FragB& b) {
       "{%0, %1, %2, %3};\n"
       : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3])
       : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]));
+#else
+  __trap();
+#endif
+}
+
+// ldmatrix .x4 (kTrans: .x4.trans) with this lane naming `row` (mma_fragments.h); shared memory.
+template <bool kTrans>
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const bf16* row) {
+#ifndef GRADSYNC_MMA_UNSUPPORTED
+  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem));
+  }
 #else
   __trap();
 #endif
@@ -66,3 +85,23 @@ __device__ __forceinline__ void WaitCopies() {
 }  // namespace gradsync::kernels::cuda::mma
 
 #endif  // GRADSYNC_WARP_EMULATION
+
+namespace gradsync::kernels::cuda::mma {
+
+// Two LoadBNk in one instruction: b0 for the k16 chunk at m, b1 for the one at m + 16.
+__device__ __forceinline__ void LoadBNkPair(FragB& b0, FragB& b1, const bf16* m, int ld, int lane) {
+  uint32_t r[4];
+  LdMatrixX4<false>(r, BNkPairRow(m, ld, lane));
+  b0 = {{r[0], r[1]}};
+  b1 = {{r[2], r[3]}};
+}
+
+// Two LoadBKn in one instruction: b0 for the n8 tile at m, b1 for the one at m + 8.
+__device__ __forceinline__ void LoadBKnPair(FragB& b0, FragB& b1, const bf16* m, int ld, int lane) {
+  uint32_t r[4];
+  LdMatrixX4<true>(r, BKnPairRow(m, ld, lane));
+  b0 = {{r[0], r[1]}};
+  b1 = {{r[2], r[3]}};
+}
+
+}  // namespace gradsync::kernels::cuda::mma

@@ -19,6 +19,12 @@
 //             halves of a register come from two rows.
 // Pair loads need an even pitch and a 4-byte aligned start. Everything here but Mma runs on the
 // host as well, so tests can check the layouts without a GPU (tests/kernels_cuda).
+//
+// The kernels' inner loops load B through ldmatrix instead (mma.cuh's LoadBNkPair, LoadBKnPair),
+// four 8x8 matrices per instruction: the same registers as two LoadBNk / LoadBKn, with a quarter
+// to an eighth of the load instructions and, for [k][n] storage, half the shared-memory
+// wavefronts. BNkPairRow and BKnPairRow give the row each lane names; LdMatrixModel says what
+// the instruction hands back, so the host can check that the two ways agree.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -106,6 +112,32 @@ GRADSYNC_MMA_FN void LoadBKn(FragB& b, const bf16* m, int ld, int lane) {
   const bf16* p = m + 2 * Quad(lane) * ld + Group(lane);
   b.r[0] = Pack(p[0], p[ld]);
   b.r[1] = Pack(p[8 * ld], p[9 * ld]);
+}
+
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lane l names row l % 8 of matrix l / 8 (8
+// bf16, 16 bytes, 16-byte aligned). Register i of lane l receives matrix i's row Group(l), columns
+// 2 Quad(l) and the one after; with .trans its column Group(l), rows 2 Quad(l) and the one after;
+// the lower index in the low half.
+//
+// The row a lane names for the B fragments of k16 chunks c and c + 1 of B stored as [n][k] rows
+// (the layout of LoadBNk) at m, chunk c starting at column 0: the four matrices are the 8 rows'
+// columns 0-7, 8-15, 16-23 and 24-31, so registers 0-1 are chunk c's fragment, 2-3 chunk c + 1's.
+GRADSYNC_MMA_FN const bf16* BNkPairRow(const bf16* m, int ld, int lane) { return m + (lane & 7) * ld + 8 * (lane >> 3); }
+
+// The row a lane names (with .trans) for the B fragments of the n8 tiles at columns 0 and 8 of B
+// stored as [k][n] rows (the layout of LoadBKn) at m: the matrices are rows 0-7 and 8-15 of
+// columns 0-7, then of columns 8-15, so registers 0-1 are the first tile's fragment, 2-3 the
+// second's.
+GRADSYNC_MMA_FN const bf16* BKnPairRow(const bf16* m, int ld, int lane) {
+  const int matrix = lane >> 3;
+  return m + (8 * (matrix & 1) + (lane & 7)) * ld + 8 * (matrix >> 1);
+}
+
+// What register i of `lane` receives from ldmatrix .x4 (trans: .x4.trans) when lane l named
+// rows[l]: the instruction as the PTX ISA describes it, for the host.
+inline uint32_t LdMatrixModel(const bf16* const (&rows)[32], int i, int lane, bool trans) {
+  if (!trans) return LoadPair(rows[8 * i + Group(lane)] + 2 * Quad(lane));
+  return Pack(rows[8 * i + 2 * Quad(lane)][Group(lane)], rows[8 * i + 2 * Quad(lane) + 1][Group(lane)]);
 }
 
 // The A fragment of a 16x16 tile whose columns 0..7 are `lo` and 8..15 `hi`, rounded to bf16.
