@@ -20,13 +20,15 @@ struct AttentionCase {
   std::vector<float> out, probs, dqkv;       // the CPU's results (dqkv = dqkv0 + gradient)
 };
 
+// With zero_start, dqkv0 is all zeros and dqkv the bare gradient: what an overwriting backward
+// (GradMode::kOverwrite) must produce whatever dqkv held.
 template <typename T>
-AttentionCase MakeAttentionCase(const AttentionShape& s, uint32_t seed) {
+AttentionCase MakeAttentionCase(const AttentionShape& s, uint32_t seed, bool zero_start = false) {
   AttentionCase c;
   const int64_t qkv_n = s.batch * s.seq_len * s.qkv_width(), out_n = s.batch * s.seq_len * s.out_width();
   c.qkv = Random<T>(qkv_n, seed, -2.0f, 2.0f);
   c.dout = Random<T>(out_n, seed + 1);
-  c.dqkv0 = Random<T>(qkv_n, seed + 2);
+  c.dqkv0 = zero_start ? std::vector<float>(qkv_n, 0.0f) : Random<T>(qkv_n, seed + 2);
   const cpu::AttentionShape cs{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
   c.out.resize(out_n);
   c.probs.resize(s.batch * s.heads * s.seq_len * s.seq_len);

@@ -26,8 +26,10 @@ class FlashAttentionTest : public testing::CudaTest {
     if (!FlashAttentionDeviceSupported()) GTEST_SKIP() << "the device is older than compute capability 8.0";
   }
 
-  // Forward, then backward on the forward's out and lse, as the model runs them.
-  void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::FlashResults* r) {
+  // Forward, then backward on the forward's out and lse, as the model runs them. Overwriting,
+  // dqkv starts as NaN.
+  void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::FlashResults* r,
+           GradMode mode = GradMode::kAccumulate) {
     DeviceBuffer<bf16> d_qkv, d_out, d_dout, d_dqkv;
     DeviceBuffer<float> d_lse, d_delta;
     const size_t stats = static_cast<size_t>(s.batch * s.heads * s.seq_len);
@@ -36,10 +38,14 @@ class FlashAttentionTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_lse, testing::Poisoned<float>(stats));
     GRADSYNC_ASSIGN_OR_FAIL(d_delta, testing::Poisoned<float>(stats));
     GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<bf16>(c.dout));
-    GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<bf16>(c.dqkv0));
+    if (mode == GradMode::kOverwrite) {
+      GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, testing::Poisoned<bf16>(c.dqkv0.size()));
+    } else {
+      GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<bf16>(c.dqkv0));
+    }
     GRADSYNC_ASSERT_OK(FlashAttentionForward(d_out.data(), d_lse.data(), d_qkv.data(), s, stream_));
     GRADSYNC_ASSERT_OK(FlashAttentionBackward(d_dqkv.data(), d_delta.data(), d_dout.data(), d_qkv.data(),
-                                              d_out.data(), d_lse.data(), s, stream_));
+                                              d_out.data(), d_lse.data(), s, stream_, mode));
     ASSERT_TRUE(Sync());
     GRADSYNC_ASSIGN_OR_FAIL(r->out, Download(d_out));
     GRADSYNC_ASSIGN_OR_FAIL(r->lse, Download(d_lse));
@@ -47,13 +53,14 @@ class FlashAttentionTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(r->dqkv, Download(d_dqkv));
   }
 
-  void Check(const AttentionShape& s) {
+  void Check(const AttentionShape& s, GradMode mode = GradMode::kAccumulate) {
+    const bool overwrite = mode == GradMode::kOverwrite;
     SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
-                                      << " KVH=" << s.kv_heads << " D=" << s.head_dim);
+                                      << " KVH=" << s.kv_heads << " D=" << s.head_dim << " overwrite=" << overwrite);
     const uint32_t seed = static_cast<uint32_t>(s.seq_len * 71 + s.heads * 5 + s.head_dim);
-    const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed);
+    const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed, overwrite);
     testing::FlashResults r;
-    ASSERT_NO_FATAL_FAILURE(Run(s, c, &r));
+    ASSERT_NO_FATAL_FAILURE(Run(s, c, &r, mode));
     testing::ExpectFlashMatchesCpu(s, c, r);
   }
 };
@@ -74,6 +81,12 @@ TEST_F(FlashAttentionTest, GroupedQueryMatchesCpu) {
 }
 
 TEST_F(FlashAttentionTest, Gpt2ShapeMatchesCpu) { Check({1, 1024, 12, 12, 64}); }
+
+// dqkv written, not added to: every element of a NaN buffer must come out as the gradient.
+TEST_F(FlashAttentionTest, OverwritesDqkv) {
+  Check({2, 65, 4, 4, 64}, GradMode::kOverwrite);
+  Check({1, 193, 8, 2, 32}, GradMode::kOverwrite);
+}
 
 TEST_F(FlashAttentionTest, RepeatsBitwise) {
   const AttentionShape s{2, 150, 4, 2, 64};

@@ -31,7 +31,8 @@ std::vector<float> ToFloat(const std::vector<bf16>& v) {
   return out;
 }
 
-template <int D>
+// kAccumulate: the backward kernels add into dqkv0; otherwise they write over a NaN dqkv.
+template <int D, bool kAccumulate>
 void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::FlashResults* r) {
   using namespace internal;
   const AttnDims dims = DimsOf(s);
@@ -40,7 +41,8 @@ void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::Flas
                   static_cast<unsigned>(s.batch)};
   const Dim3 kv_grid{grid.x, static_cast<unsigned>(s.kv_heads), grid.z};
   const std::vector<bf16> qkv = ToBf16(c.qkv), dout = ToBf16(c.dout);
-  std::vector<bf16> out(c.out.size(), __float2bfloat16_rn(NAN)), dqkv = ToBf16(c.dqkv0);
+  std::vector<bf16> out(c.out.size(), __float2bfloat16_rn(NAN));
+  std::vector<bf16> dqkv = kAccumulate ? ToBf16(c.dqkv0) : std::vector<bf16>(c.dqkv0.size(), __float2bfloat16_rn(NAN));
   const size_t stats = static_cast<size_t>(s.batch * s.heads * s.seq_len);
   std::vector<float> lse(stats, NAN), delta(stats, NAN);
 
@@ -49,10 +51,10 @@ void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::Flas
   });
   const Params prm{dims, kLog2e * scale, scale};
   emulation::Launch(grid, kFlashThreads, DqSmemBytes<D>(), [&] {
-    FlashDqKernel<D>(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(), lse.data(), prm);
+    FlashDqKernel<D, kAccumulate>(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(), lse.data(), prm);
   });
   emulation::Launch(kv_grid, kFlashThreads, DkvSmemBytes<D>(), [&] {
-    FlashDkvKernel<D>(dqkv.data(), dout.data(), qkv.data(), lse.data(), delta.data(), prm);
+    FlashDkvKernel<D, kAccumulate>(dqkv.data(), dout.data(), qkv.data(), lse.data(), delta.data(), prm);
   });
   r->out = ToFloat(out);
   r->lse = lse;
@@ -60,20 +62,22 @@ void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::Flas
   r->dqkv = ToFloat(dqkv);
 }
 
-// Every case twice: with the tile copies landing as they are issued, and only when waited for.
+// Every case twice: with the tile copies landing as they are issued, and only when waited for;
+// the backward adds into dqkv the first time and writes over it the second.
 void Check(const AttentionShape& s) {
   const uint32_t seed = static_cast<uint32_t>(s.seq_len * 71 + s.heads * 5 + s.head_dim);
-  const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed);
   for (const emulation::CopyLanding landing : {emulation::CopyLanding::kAtIssue, emulation::CopyLanding::kAtWait}) {
+    const bool accumulate = landing == emulation::CopyLanding::kAtIssue;
     SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
                                       << " KVH=" << s.kv_heads << " D=" << s.head_dim << " copies land "
-                                      << (landing == emulation::CopyLanding::kAtIssue ? "at issue" : "at wait"));
+                                      << (accumulate ? "at issue, dqkv accumulated" : "at wait, dqkv overwritten"));
     emulation::copy_landing = landing;
+    const testing::AttentionCase c = testing::MakeAttentionCase<bf16>(s, seed, !accumulate);
     testing::FlashResults r;
     if (s.head_dim == 32) {
-      Run<32>(s, c, &r);
+      accumulate ? Run<32, true>(s, c, &r) : Run<32, false>(s, c, &r);
     } else {
-      Run<64>(s, c, &r);
+      accumulate ? Run<64, true>(s, c, &r) : Run<64, false>(s, c, &r);
     }
     testing::ExpectFlashMatchesCpu(s, c, r);
   }

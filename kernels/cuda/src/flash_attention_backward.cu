@@ -15,7 +15,7 @@ using internal::kFlashRows;
 using internal::kFlashThreads;
 using internal::Params;
 
-template <int D>
+template <int D, bool kAccumulate>
 absl::Status Launch(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
                     const AttentionShape& shape, cudaStream_t stream) {
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
@@ -23,14 +23,14 @@ absl::Status Launch(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv,
   const unsigned blocks = static_cast<unsigned>(CeilDiv(shape.seq_len, kFlashRows));
 
   constexpr size_t kDqSmem = DqSmemBytes<D>();
-  auto dq_kernel = FlashDqKernel<D>;
+  auto dq_kernel = FlashDqKernel<D, kAccumulate>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dq_kernel, kDqSmem, "FlashDqKernel"));
   dq_kernel<<<dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)), kFlashThreads,
               kDqSmem, stream>>>(dqkv, delta, dout, qkv, out, lse, prm);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("FlashDqKernel"));
 
   constexpr size_t kDkvSmem = DkvSmemBytes<D>();
-  auto dkv_kernel = FlashDkvKernel<D>;
+  auto dkv_kernel = FlashDkvKernel<D, kAccumulate>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dkv_kernel, kDkvSmem, "FlashDkvKernel"));
   dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)),
                kFlashThreads, kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, prm);
@@ -40,13 +40,19 @@ absl::Status Launch(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv,
 }  // namespace
 
 absl::Status FlashAttentionBackward(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv, const bf16* out,
-                                    const float* lse, const AttentionShape& shape, cudaStream_t stream) {
+                                    const float* lse, const AttentionShape& shape, cudaStream_t stream,
+                                    GradMode mode) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::CheckFlashAttention("FlashAttentionBackward", shape,
                                                               {{"dqkv", dqkv}, {"dout", dout}, {"qkv", qkv}, {"out", out}},
                                                               {{"delta", delta}, {"lse", lse}}));
   if (shape.batch == 0 || shape.seq_len == 0) return absl::OkStatus();
-  if (shape.head_dim == 32) return Launch<32>(dqkv, delta, dout, qkv, out, lse, shape, stream);
-  return Launch<64>(dqkv, delta, dout, qkv, out, lse, shape, stream);
+  const bool accumulate = mode == GradMode::kAccumulate;
+  if (shape.head_dim == 32) {
+    return accumulate ? Launch<32, true>(dqkv, delta, dout, qkv, out, lse, shape, stream)
+                      : Launch<32, false>(dqkv, delta, dout, qkv, out, lse, shape, stream);
+  }
+  return accumulate ? Launch<64, true>(dqkv, delta, dout, qkv, out, lse, shape, stream)
+                    : Launch<64, false>(dqkv, delta, dout, qkv, out, lse, shape, stream);
 }
 
 }  // namespace gradsync::kernels::cuda

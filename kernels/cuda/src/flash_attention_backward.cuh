@@ -1,5 +1,5 @@
 // The tensor-core attention backward kernels (math and tiling in flash_attention.cuh), templates
-// on the head dim: dQ with delta, then dK/dV. Launched by flash_attention_backward.cu, and run on
+// on the head dim and on whether they add into dqkv or write it: dQ with delta, then dK/dV. Launched by flash_attention_backward.cu, and run on
 // the host by the warp emulation of tests/kernels_emulated.
 #pragma once
 
@@ -25,7 +25,7 @@ constexpr size_t DqSmemBytes() {
   return 6 * FlashTile<D>::kBytes;
 }
 
-template <int D>
+template <int D, bool kAccumulate>
 __global__ void __launch_bounds__(kFlashThreads)
     FlashDqKernel(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
                   Params prm) {
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     bf16* dst = dqkv + (b * T + row[r]) * dims.qkv_row + static_cast<int64_t>(h) * D + 2 * mma::Quad(lane);
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      AddPair(dst + c * mma::kN, dq[c].v[2 * r] * prm.scale, dq[c].v[2 * r + 1] * prm.scale);
+      StorePair<kAccumulate>(dst + c * mma::kN, dq[c].v[2 * r] * prm.scale, dq[c].v[2 * r + 1] * prm.scale);
     }
   }
 }
@@ -164,7 +164,7 @@ __device__ __forceinline__ void LoadQueryTile(bf16* sq, bf16* sdo, float* slse, 
   }
 }
 
-template <int D>
+template <int D, bool kAccumulate>
 __global__ void __launch_bounds__(kFlashThreads)
     FlashDkvKernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* delta, Params prm) {
   constexpr int kLd = FlashTile<D>::kLd, kTile = FlashTile<D>::kElems;
@@ -268,8 +268,8 @@ __global__ void __launch_bounds__(kFlashThreads)
     bf16* at = dqkv + (b * T + key[r]) * dims.qkv_row + 2 * mma::Quad(lane);
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      AddPair(at + k_col + c * mma::kN, dk[c].v[2 * r] * prm.scale, dk[c].v[2 * r + 1] * prm.scale);
-      AddPair(at + v_col + c * mma::kN, dv[c].v[2 * r], dv[c].v[2 * r + 1]);
+      StorePair<kAccumulate>(at + k_col + c * mma::kN, dk[c].v[2 * r] * prm.scale, dk[c].v[2 * r + 1] * prm.scale);
+      StorePair<kAccumulate>(at + v_col + c * mma::kN, dv[c].v[2 * r], dv[c].v[2 * r + 1]);
     }
   }
 }

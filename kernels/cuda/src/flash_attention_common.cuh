@@ -114,11 +114,16 @@ __device__ __forceinline__ float QuadSum(float v) {
   return v + __shfl_xor_sync(kFullMask, v, 2);
 }
 
-// dst[0..1] += scale * (v0, v1) in bf16, dst 4-byte aligned: one rounding per element.
-__device__ __forceinline__ void AddPair(bf16* dst, float v0, float v1) {
-  const uint32_t old = mma::LoadPair(dst);
-  const float a = __uint_as_float(old << 16), b = __uint_as_float(old & 0xffff0000u);
-  *reinterpret_cast<uint32_t*>(dst) = mma::PackFloats(a + v0, b + v1);
+// dst[0..1] = (v0, v1) in bf16, added to what dst holds when kAccumulate; dst 4-byte aligned. One
+// rounding per element.
+template <bool kAccumulate>
+__device__ __forceinline__ void StorePair(bf16* dst, float v0, float v1) {
+  if constexpr (kAccumulate) {
+    const uint32_t old = mma::LoadPair(dst);
+    v0 += __uint_as_float(old << 16);
+    v1 += __uint_as_float(old & 0xffff0000u);
+  }
+  *reinterpret_cast<uint32_t*>(dst) = mma::PackFloats(v0, v1);
 }
 
 // attention.cuh's checks, then head_dim, the device's compute capability, and the buffers: none

@@ -92,6 +92,10 @@ template <typename T>
 absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
   const k::AttentionShape shape = Shape();
   Activations& a = acts_;
+  // The flash kernels write dqkv; the others add into it.
+  if (!std::is_same_v<T, __nv_bfloat16> || a.attention != AttentionKernels::kFlash) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dqkv, n_ * qkv_width_));
+  }
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     switch (a.attention) {
       case AttentionKernels::kProducts:
@@ -100,7 +104,7 @@ absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
                                         a.attn_scratch.data(), a.attn_scratch.size(), stream());
       case AttentionKernels::kFlash:
         return k::FlashAttentionBackward(a.dqkv.data(), a.delta.data(), a.datty.data(), v.qkv, v.atty, v.lse, shape,
-                                         stream());
+                                         stream(), k::GradMode::kOverwrite);
       case AttentionKernels::kFused:
         break;
     }
@@ -180,8 +184,6 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.datty.data(), G(p.attn_out_w),
                                                      G(p.attn_out_b), dres, v.atty,
                                                      W(p.attn_out_w), n, C, C, s, 0, kWrite));
-  // The attention kernels add into dqkv.
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dqkv, n * qkv_width_));
   GRADSYNC_CUDA_RETURN_IF_ERROR(AttentionBackward(l, v));
   if (!gpt2_) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeBackward<T>(a.dqkv.data(), rope_cos_.data(),

@@ -21,7 +21,8 @@
 //        transposed products directly (S^T = k q^T, dP^T = v dout^T) so that P^T and dS^T feed
 //        dv += P^T dout and dk += dS^T q from the accumulators.
 // P and dS are rounded to bf16 as product inputs, as in attention_gemm.cuh; the softmax
-// statistics, the sums and delta stay fp32. dqkv is accumulated into (one rounding per element).
+// statistics, the sums and delta stay fp32. dqkv is accumulated into, or written (one rounding
+// per element either way).
 //
 // Requirements beyond attention.cuh's: head_dim 32 or 64 (the dK/dV kernel keeps 2 D^2/16 fp32
 // accumulators per lane; 128 would spill), every pointer 16-byte aligned, and a device of compute
@@ -33,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "gradsync/kernels/cuda/attention.cuh"
+#include "gradsync/kernels/cuda/grad_mode.h"
 
 namespace gradsync::kernels::cuda {
 
@@ -46,10 +48,11 @@ bool FlashAttentionDeviceSupported();
 absl::Status FlashAttentionForward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv,
                                    const AttentionShape& shape, cudaStream_t stream);
 
-// Accumulates into dqkv [B, T, (H + 2 KVH) D] and overwrites delta [B, H, T]; as
-// AttentionBackward<bf16>.
+// Accumulates into dqkv [B, T, (H + 2 KVH) D] (writes every element of it with
+// GradMode::kOverwrite) and overwrites delta [B, H, T]; as AttentionBackward<bf16>.
 absl::Status FlashAttentionBackward(__nv_bfloat16* dqkv, float* delta, const __nv_bfloat16* dout,
                                     const __nv_bfloat16* qkv, const __nv_bfloat16* out, const float* lse,
-                                    const AttentionShape& shape, cudaStream_t stream);
+                                    const AttentionShape& shape, cudaStream_t stream,
+                                    GradMode mode = GradMode::kAccumulate);
 
 }  // namespace gradsync::kernels::cuda
