@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kFlashThreads)
       for (int i = 0; i < 4; ++i) {
         const int r = i >> 1;
         const int64_t key = k0 + j * mma::kN + mma::CCol(lane, i);
-        const float p = j < slices && key <= row[r] ? exp2f(s[j].v[i] * prm.scale_log2 - row_lse[r]) : 0.0f;
+        const float p = j < slices && key <= row[r] ? Exp2(s[j].v[i] * prm.scale_log2 - row_lse[r]) : 0.0f;
         s[j].v[i] = p * (dp[j].v[i] - row_delta[r]);
       }
     }
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kFlashThreads)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int x = j * mma::kN + mma::CCol(lane, i);  // query within the tile
-        st[j].v[i] = j >= first && key[i >> 1] <= q0 + x ? exp2f(st[j].v[i] * prm.scale_log2 - tl[x]) : 0.0f;
+        st[j].v[i] = j >= first && key[i >> 1] <= q0 + x ? Exp2(st[j].v[i] * prm.scale_log2 - tl[x]) : 0.0f;
       }
     }
     // dv += P^T dout, 16 queries at a time.

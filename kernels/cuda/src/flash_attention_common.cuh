@@ -104,6 +104,19 @@ __device__ __forceinline__ void AccumulateProducts(mma::FragC (&acc)[D / mma::kN
   }
 }
 
+// 2^x on the special function unit: ex2.approx.ftz (about 2 ulp, as exp2f; results below 2^-126
+// flush to 0, which probabilities can spare), without exp2f's extra steps for denormal results.
+// 2^-inf = 0 for the masked scores. The host (the emulation) takes exp2f.
+__device__ __forceinline__ float Exp2(float x) {
+#ifdef __CUDA_ARCH__
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return exp2f(x);
+#endif
+}
+
 // Quad reductions: the four lanes of a quad hold one row of a C fragment between them.
 __device__ __forceinline__ float QuadMax(float v) {
   v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));

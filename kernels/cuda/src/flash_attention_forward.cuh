@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kFlashThreads)
       const float m_new = fmaxf(m[r], QuadMax(tile_max[r]));
       // A row with no unmasked key yet keeps m = -inf; subtracting 0 then keeps every 2^x at 0.
       base[r] = m_new == -INFINITY ? 0.0f : m_new;
-      correction[r] = exp2f(m[r] - base[r]);
+      correction[r] = Exp2(m[r] - base[r]);
       m[r] = m_new;
     }
     float tile_sum[2] = {0.0f, 0.0f};
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     for (int j = 0; j < kFlashSlices; ++j) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float p = exp2f(s[j].v[i] - base[i >> 1]);
+        const float p = Exp2(s[j].v[i] - base[i >> 1]);
         s[j].v[i] = p;
         tile_sum[i >> 1] += p;
       }
