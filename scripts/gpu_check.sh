@@ -35,7 +35,8 @@ for t in $TESTS; do
     status=1
   fi
   # gtest's closing lines: how many ran, passed, skipped, failed.
-  echo "$t: $result, $(grep -E '^\[ +(PASSED|SKIPPED|FAILED) +\]' "$OUT/$t.log" | sed 's/^\[ *//; s/ *\] */ /' | paste -sd ';' -)"
+  counts=$(grep -E '^\[ +(PASSED|SKIPPED|FAILED) +\]' "$OUT/$t.log" | sed 's/^\[ *//; s/ *\] */ /' | paste -sd ';' -)
+  echo "$t: $result, $counts"
 done
 
 for a in $ATTENTIONS; do

@@ -164,6 +164,23 @@ TEST(MmaFragmentsTest, ProbabilityValueProductFromAccumulators) {
   }
 }
 
+// What ldmatrix (.x4, or .x4.trans) hands each lane when every lane names Row(m, ld, lane),
+// against two lane-by-lane loads Load at m and at m + second.
+template <typename RowFn, typename LoadFn>
+void ExpectLdMatrixPair(const Tile& t, const bf16* m, RowFn row_of, LoadFn load, int second, bool trans) {
+  const bf16* rows[kLanes];
+  for (int lane = 0; lane < kLanes; ++lane) rows[lane] = row_of(m, t.ld, lane);
+  for (int lane = 0; lane < kLanes; ++lane) {
+    FragB b0, b1;
+    load(b0, m, t.ld, lane);
+    load(b1, m + second, t.ld, lane);
+    const uint32_t want[4] = {b0.r[0], b0.r[1], b1.r[0], b1.r[1]};
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(LdMatrixModel(rows, i, lane, trans), want[i]) << "lane " << lane << " register " << i;
+    }
+  }
+}
+
 // The ldmatrix loads of the kernels' inner loops (LoadBNkPair, LoadBKnPair): the rows each lane
 // names (BNkPairRow, BKnPairRow) through the instruction's model hand every lane the registers
 // of two LoadBNk / LoadBKn, at every offset the kernels use.
@@ -171,37 +188,15 @@ TEST(MmaFragmentsTest, LdMatrixPairsMatchTheLaneLoaders) {
   const Tile keys(64, 64, 6);  // [n][k]: 8-row slices, k16 chunks in pairs
   for (int j = 0; j < 8; ++j) {
     for (int c = 0; c < 4; c += 2) {
-      const bf16* m = keys.ptr(8 * j, 16 * c);
-      const bf16* rows[kLanes];
-      for (int lane = 0; lane < kLanes; ++lane) rows[lane] = BNkPairRow(m, keys.ld, lane);
-      for (int lane = 0; lane < kLanes; ++lane) {
-        FragB b0, b1;
-        LoadBNk(b0, m, keys.ld, lane);
-        LoadBNk(b1, m + 16, keys.ld, lane);
-        const uint32_t want[4] = {b0.r[0], b0.r[1], b1.r[0], b1.r[1]};
-        for (int i = 0; i < 4; ++i) {
-          ASSERT_EQ(LdMatrixModel(rows, i, lane, false), want[i]) << "slice " << j << " chunk " << c << " lane " << lane
-                                                                  << " register " << i;
-        }
-      }
+      SCOPED_TRACE(::testing::Message() << "keys: slice " << j << " chunk " << c);
+      ExpectLdMatrixPair(keys, keys.ptr(8 * j, 16 * c), BNkPairRow, LoadBNk, 16, false);
     }
   }
   const Tile values(64, 64, 7);  // [k][n]: k16 chunks, n8 tiles in pairs
   for (int kc = 0; kc < 4; ++kc) {
     for (int c = 0; c < 8; c += 2) {
-      const bf16* m = values.ptr(16 * kc, 8 * c);
-      const bf16* rows[kLanes];
-      for (int lane = 0; lane < kLanes; ++lane) rows[lane] = BKnPairRow(m, values.ld, lane);
-      for (int lane = 0; lane < kLanes; ++lane) {
-        FragB b0, b1;
-        LoadBKn(b0, m, values.ld, lane);
-        LoadBKn(b1, m + 8, values.ld, lane);
-        const uint32_t want[4] = {b0.r[0], b0.r[1], b1.r[0], b1.r[1]};
-        for (int i = 0; i < 4; ++i) {
-          ASSERT_EQ(LdMatrixModel(rows, i, lane, true), want[i]) << "chunk " << kc << " tile " << c << " lane " << lane
-                                                                 << " register " << i;
-        }
-      }
+      SCOPED_TRACE(::testing::Message() << "values: chunk " << kc << " tile " << c);
+      ExpectLdMatrixPair(values, values.ptr(16 * kc, 8 * c), BKnPairRow, LoadBKn, 8, true);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The tensor-core attention backward kernels (math and tiling in flash_attention.cuh), templates
-// on the head dim and on whether they add into dqkv or write it: dQ with delta, then dK/dV. Launched by flash_attention_backward.cu, and run on
-// the host by the warp emulation of tests/kernels_emulated.
+// on the head dim and on whether they add into dqkv or write it: dQ with delta, then dK/dV.
+// Launched by flash_attention_backward.cu, and run on the host by the warp emulation of
+// tests/kernels_emulated.
 #pragma once
 
 #include "flash_attention_common.cuh"

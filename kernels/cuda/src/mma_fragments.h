@@ -122,7 +122,9 @@ GRADSYNC_MMA_FN void LoadBKn(FragB& b, const bf16* m, int ld, int lane) {
 // The row a lane names for the B fragments of k16 chunks c and c + 1 of B stored as [n][k] rows
 // (the layout of LoadBNk) at m, chunk c starting at column 0: the four matrices are the 8 rows'
 // columns 0-7, 8-15, 16-23 and 24-31, so registers 0-1 are chunk c's fragment, 2-3 chunk c + 1's.
-GRADSYNC_MMA_FN const bf16* BNkPairRow(const bf16* m, int ld, int lane) { return m + (lane & 7) * ld + 8 * (lane >> 3); }
+GRADSYNC_MMA_FN const bf16* BNkPairRow(const bf16* m, int ld, int lane) {
+  return m + (lane & 7) * ld + 8 * (lane >> 3);
+}
 
 // The row a lane names (with .trans) for the B fragments of the n8 tiles at columns 0 and 8 of B
 // stored as [k][n] rows (the layout of LoadBKn) at m: the matrices are rows 0-7 and 8-15 of
