@@ -38,16 +38,11 @@ __global__ void __launch_bounds__(kFlashThreads)
   bf16* sv = sk + 2 * kTile;
 
   const AttnDims& dims = prm.dims;
-  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kFlashRows;
-  const int h = blockIdx.y;
-  const int64_t b = blockIdx.z;
-  const int g = h / (dims.heads / dims.kv_heads);
-  const int64_t T = dims.seq_len;
-  const bf16* rows = qkv + b * T * dims.qkv_row;
-  const bf16* k_head = rows + static_cast<int64_t>(dims.heads + g) * D;
-  const bf16* v_head = rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D;
+  const QueryBlock<D> blk(qkv, dims);
+  const int64_t q0 = blk.q0, b = blk.b, T = dims.seq_len;
+  const int h = blk.h, tiles = blk.tiles;
+  const bf16 *rows = blk.rows, *k_head = blk.k_head, *v_head = blk.v_head;
   const int64_t head_out = b * T * dims.out_row + static_cast<int64_t>(h) * D;  // row 0 of (b, h) in out, dout
-  const int tiles = static_cast<int>(q0 / kFlashRows) + 1;
 
   CopyTileAsync<D>(sq, rows + static_cast<int64_t>(h) * D, dims.qkv_row, q0, T);
   CopyTileAsync<D>(sdo, dout + head_out, dims.out_row, q0, T);

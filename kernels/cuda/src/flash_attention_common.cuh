@@ -32,6 +32,28 @@ struct FlashTile {
   static constexpr size_t kBytes = kElems * sizeof(bf16);
 };
 
+// Where a query-block kernel (forward, dQ) works, from its block index: the 64 query rows from q0
+// of head h of sequence b, the kv head g they read, where the sequence's qkv rows and g's keys
+// and values start, and the key tiles 0..tiles-1 it streams (the last, k0 = q0, holds the
+// diagonal). The last query blocks see the most keys: they start first so they do not form the
+// tail.
+template <int D>
+struct QueryBlock {
+  int64_t q0, b;
+  int h, g, tiles;
+  const bf16 *rows, *k_head, *v_head;
+
+  __device__ __forceinline__ QueryBlock(const bf16* qkv, const AttnDims& dims)
+      : q0(static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kFlashRows),
+        b(blockIdx.z),
+        h(static_cast<int>(blockIdx.y)),
+        g(h / (dims.heads / dims.kv_heads)),
+        tiles(static_cast<int>(q0 / kFlashRows) + 1),
+        rows(qkv + b * dims.seq_len * dims.qkv_row),
+        k_head(rows + static_cast<int64_t>(dims.heads + g) * D),
+        v_head(rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D) {}
+};
+
 // Starts copying rows [r0, r0 + 64) of one head (rows `src_row` elements apart, `src` at row 0)
 // into `dst`; rows at or past seq_len become zeros. All threads of the block take part.
 template <int D>

@@ -26,17 +26,10 @@ __global__ void __launch_bounds__(kFlashThreads)
   bf16* sk = sq + kTile;
   bf16* sv = sk + 2 * kTile;
 
-  // The last query blocks see the most keys: start them first so they do not form the tail.
-  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kFlashRows;
-  const int h = blockIdx.y;
-  const int64_t b = blockIdx.z;
-  const int g = h / (dims.heads / dims.kv_heads);
-  const int64_t T = dims.seq_len;
-  const bf16* rows = qkv + b * T * dims.qkv_row;
-  const bf16* k_head = rows + static_cast<int64_t>(dims.heads + g) * D;
-  const bf16* v_head = rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D;
-  // Key tiles 0..tiles-1; the last one (k0 = q0) holds the diagonal.
-  const int tiles = static_cast<int>(q0 / kFlashRows) + 1;
+  const QueryBlock<D> blk(qkv, dims);
+  const int64_t q0 = blk.q0, b = blk.b, T = dims.seq_len;
+  const int h = blk.h, tiles = blk.tiles;
+  const bf16 *rows = blk.rows, *k_head = blk.k_head, *v_head = blk.v_head;
 
   CopyTileAsync<D>(sq, rows + static_cast<int64_t>(h) * D, dims.qkv_row, q0, T);
   CopyTileAsync<D>(sk, k_head, dims.qkv_row, 0, T);
