@@ -9,7 +9,15 @@ if(NOT GRADSYNC_CUDA STREQUAL "OFF")
   endif()
   include(CheckLanguage)
   check_language(CUDA)
-  find_package(CUDAToolkit QUIET)
+  # Stock CMake 3.25's FindCUDAToolkit marks CUDA::nvToolsExt deprecated whenever the project's
+  # minimum is 3.25 or more, without checking that the target exists; CUDA 13 no longer ships
+  # that library, so configuring stops ("set_property could not find TARGET CUDA::nvToolsExt").
+  # CMake 3.27 checks for the target first. Look for the toolkit under a minimum of 3.24, in a
+  # scope of its own; its targets are directory-wide and its results are passed up.
+  block(PROPAGATE CUDAToolkit_FOUND CUDAToolkit_VERSION CUDAToolkit_INCLUDE_DIRS CUDAToolkit_LIBRARY_DIR)
+    set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
+    find_package(CUDAToolkit QUIET)
+  endblock()
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS})
   find_library(NCCL_LIBRARY nccl HINTS /usr/local/cuda/lib /usr/local/cuda/lib64)
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
