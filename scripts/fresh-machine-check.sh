@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Runs the quick start as a newcomer would, on a fresh Debian 12: a minimal bookworm made by
+# debootstrap, with only what a C++ machine ships (g++, cmake, make, git, python3, GoogleTest,
+# GoogleMock, Google Benchmark) and stock CMake, the repository cloned from HEAD, then
+# `make test` and `make demo` inside it.
+#
+#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [BUILD_DIR]
+#
+#   --cuda auto   bind the CUDA toolkit (/usr/local/cuda) in when the host has one (default)
+#   --cuda on     bind it in, fail when the host has none
+#   --cuda off    a machine without the toolkit
+#
+# The base system lives in BUILD_DIR/fresh-machine/base (default BUILD_DIR: build) and is reused
+# by later runs; each run works on a copy of it, so every run starts from the same clean base.
+# Every mount is undone on exit, also on failure or interruption. Needs root (chroot, mount) and
+# debootstrap (installed from Debian when missing). The mirror is the one this machine's apt uses.
+set -euo pipefail
+
+cuda=auto
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cuda) cuda="${2:?--cuda needs auto, on or off}"; shift 2 ;;
+    --cuda=*) cuda="${1#--cuda=}"; shift ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "fresh-machine-check: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+case "$cuda" in auto|on|off) ;; *) echo "fresh-machine-check: --cuda must be auto, on or off, not '$cuda'" >&2; exit 2 ;; esac
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+build_dir="$(mkdir -p "${1:-$repo/build}" && cd "${1:-$repo/build}" && pwd)"
+top="$build_dir/fresh-machine"
+base="$top/base"
+root="$top/run"
+log="$top/run.log"
+packages="g++,cmake,make,git,python3,libgtest-dev,libgmock-dev,libbenchmark-dev"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "fresh-machine-check: needs root (debootstrap, chroot, mount)" >&2
+  exit 2
+fi
+
+cuda_dir=""
+if [ "$cuda" != off ] && [ -d /usr/local/cuda ]; then cuda_dir="$(readlink -f /usr/local/cuda)"; fi
+if [ "$cuda" = on ] && [ -z "$cuda_dir" ]; then
+  echo "fresh-machine-check: --cuda on, but this machine has no /usr/local/cuda" >&2
+  exit 2
+fi
+
+# The first deb822 or one-line source for bookworm's main component, as this machine's apt has it.
+mirror() {
+  local uri
+  uri="$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+         | grep -v -- '-security' | head -n 1 || true)"
+  if [ -z "$uri" ]; then
+    uri="$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]*\)[[:space:]]\+bookworm[[:space:]].*/\2/p' \
+           /etc/apt/sources.list 2>/dev/null | head -n 1 || true)"
+  fi
+  [ -n "$uri" ] || { echo "fresh-machine-check: no Debian mirror in /etc/apt sources" >&2; return 1; }
+  echo "$uri"
+}
+
+# Unmounts everything below $1, deepest first; lazily when a mount is still busy.
+unmount_below() {
+  local dir="$1" m
+  [ -d "$dir" ] || return 0
+  while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done < <(awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r)
+}
+
+# Kills the processes whose root is $1 (a test's leftover server would keep mounts busy).
+kill_inside() {
+  local dir="$1" p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$dir" ] && kill -9 "${p#/proc/}" 2>/dev/null || true
+  done
+}
+
+cleanup() {
+  kill_inside "$root"
+  unmount_below "$root"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+make_base() {
+  if [ -f "$base/.gradsync-base" ]; then
+    echo "fresh-machine-check: reusing the base in $base"
+    return 0
+  fi
+  if ! command -v debootstrap > /dev/null; then
+    echo "fresh-machine-check: installing debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap > /dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap > /dev/null; }
+  fi
+  local from
+  from="$(mirror)"
+  echo "fresh-machine-check: debootstrap bookworm from $from into $base"
+  unmount_below "$base"
+  rm -rf --one-file-system "$base"
+  debootstrap --variant=minbase --include="$packages" bookworm "$base" "$from" > "$top/debootstrap.log" 2>&1 \
+    || { tail -n 30 "$top/debootstrap.log"; echo "fresh-machine-check: debootstrap failed" >&2; return 1; }
+  # The same suites as this machine (updates and security too), as a newcomer's machine has them.
+  if ls /etc/apt/sources.list.d/*.sources > /dev/null 2>&1; then
+    rm -f "$base/etc/apt/sources.list"
+    cp /etc/apt/sources.list.d/*.sources "$base/etc/apt/sources.list.d/"
+  fi
+  chroot "$base" apt-get clean
+  touch "$base/.gradsync-base"
+}
+
+# A fresh copy of the base with the repository's HEAD cloned into /src/gradsync.
+prepare_run() {
+  unmount_below "$root"
+  rm -rf --one-file-system "$root"
+  cp -a "$base" "$root"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  git clone -q --no-hardlinks "$repo" "$root/src/gradsync"
+  echo "fresh-machine-check: testing $(git -C "$root/src/gradsync" log --oneline -1)"
+}
+
+mount_run() {
+  mount -t proc proc "$root/proc"
+  mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
+  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
+  if [ -n "$cuda_dir" ]; then
+    mkdir -p "$root/usr/local/cuda"
+    mount --bind "$cuda_dir" "$root/usr/local/cuda"
+    mount -o remount,bind,ro "$root/usr/local/cuda"
+    echo "fresh-machine-check: CUDA toolkit $cuda_dir bound in (read-only)"
+  else
+    echo "fresh-machine-check: no CUDA toolkit"
+  fi
+}
+
+run_quick_start() {
+  local status=0
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c 'cd /src/gradsync && make test && make demo' > "$log" 2>&1 || status=$?
+  if [ "$status" -ne 0 ]; then
+    tail -n 80 "$log"
+    echo "fresh-machine-check: FAILED (exit $status); the whole log is $log" >&2
+    return "$status"
+  fi
+  grep -E "tests passed|tests failed" "$log" || true
+  echo "fresh-machine-check: make test and make demo passed on a fresh Debian 12 ($( [ -n "$cuda_dir" ] && echo "with" || echo "without") CUDA); log: $log"
+}
+
+mkdir -p "$top"
+make_base
+prepare_run
+mount_run
+run_quick_start
