@@ -34,5 +34,7 @@ demo: build
 	  echo && echo "text sampled from $$weights:" && echo && \
 	  $(BUILD_DIR)/bin/gradsync generate --weights $$weights --prompt "This License" --tokens 300 --seed 1
 
+# --one-file-system: a fresh-machine check interrupted before its clean-up leaves mounts of the
+# host's /dev and CUDA toolkit under $(BUILD_DIR)/fresh-machine; never delete through them.
 clean:
-	@rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log
+	@rm -rf --one-file-system $(BUILD_DIR) $(BUILD_DIR).configure.log

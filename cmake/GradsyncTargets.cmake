@@ -21,10 +21,13 @@ function(gradsync_binary name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endfunction()
 
-# gradsync_test(NAME SOURCES ... DEPS ... [LABELS ...] [TIMEOUT seconds])
+# gradsync_test(NAME SOURCES ... DEPS ... [LABELS ...] [TIMEOUT seconds] [NUMERICS ALL|filter])
 # One GoogleTest binary registered with CTest; every TEST in it becomes a CTest case.
+# NUMERICS marks the cases whose results depend on how BLAS rounds (all of them, or those a
+# GoogleTest filter matches) with the label `numerics`, which scripts/numerics-check.sh reruns
+# under every OpenBLAS kernel the CPU can execute.
 function(gradsync_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;NUMERICS" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${GRADSYNC_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
@@ -35,7 +38,17 @@ function(gradsync_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
+  if(ARG_NUMERICS STREQUAL "ALL")
+    list(APPEND ARG_LABELS numerics)
+  elseif(ARG_NUMERICS)
+    gtest_discover_tests(${name}
+      TEST_FILTER "${ARG_NUMERICS}"
+      DISCOVERY_TIMEOUT 60
+      PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS};numerics")
+    set(other_cases TEST_FILTER "-${ARG_NUMERICS}")
+  endif()
   gtest_discover_tests(${name}
+    ${other_cases}
     DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
 endfunction()

@@ -9,6 +9,7 @@
 #   --cuda auto   bind the CUDA toolkit (/usr/local/cuda) in when the host has one (default)
 #   --cuda on     bind it in, fail when the host has none
 #   --cuda off    a machine without the toolkit
+#   --base-only   make (or keep) the base system and stop
 #
 # The base system lives in BUILD_DIR/fresh-machine/base (default BUILD_DIR: build) and is reused
 # by later runs; each run works on a copy of it, so every run starts from the same clean base.
@@ -17,11 +18,13 @@
 set -euo pipefail
 
 cuda=auto
+base_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) cuda="${2:?--cuda needs auto, on or off}"; shift 2 ;;
     --cuda=*) cuda="${1#--cuda=}"; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --base-only) base_only=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fresh-machine-check: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -151,6 +154,7 @@ run_quick_start() {
 
 mkdir -p "$top"
 make_base
+[ "$base_only" -eq 1 ] && exit 0
 prepare_run
 mount_run
 run_quick_start

@@ -2,6 +2,7 @@
 // differences in double (activations).
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <vector>
 
@@ -23,17 +24,34 @@ std::vector<T> RandomVector(int64_t n, uint64_t seed) {
   return v;
 }
 
-// Relative tolerance of one BLAS product against a double reference.
+// One BLAS product against a double reference. An element that sums n terms (products, plus the
+// bias or the gradient it accumulates into) in floating point, in whatever order and blocking the
+// BLAS kernel picks, with or without fused multiply-adds, is off by at most
+// gamma_n = n u / (1 - n u) times the sum of its terms' magnitudes (Higham, Accuracy and Stability
+// of Numerical Algorithms, 2nd ed., section 3.1), u the type's unit roundoff. The reference
+// carries each element's magnitude sum in `magnitude` and its term count in `terms`; the double
+// reference's own rounding (2^-53) adds nothing visible at float's scale.
 template <typename T>
-constexpr double kTol = 1e-5;
-template <>
-constexpr double kTol<double> = 1e-12;
+double Gamma(int64_t terms) {
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  return static_cast<double>(terms) * u / (1.0 - static_cast<double>(terms) * u);
+}
+
+struct Reference {
+  explicit Reference(size_t size, int64_t terms) : value(size), magnitude(size), terms(terms) {}
+  std::vector<double> value, magnitude;
+  int64_t terms;
+  void Add(size_t i, double term) {
+    value[i] += term;
+    magnitude[i] += std::abs(term);
+  }
+};
 
 template <typename T>
-void ExpectClose(const std::vector<T>& actual, const std::vector<double>& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
+void ExpectClose(const std::vector<T>& actual, const Reference& want) {
+  ASSERT_EQ(actual.size(), want.value.size());
   for (size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_NEAR(actual[i], expected[i], kTol<T> * (1.0 + std::abs(expected[i]))) << "at " << i;
+    EXPECT_NEAR(actual[i], want.value[i], Gamma<T>(want.terms) * want.magnitude[i]) << "at " << i;
   }
 }
 
@@ -54,13 +72,15 @@ TYPED_TEST(MatmulTest, ForwardMatchesNaiveLoops) {
     const std::vector<T> inp = RandomVector<T>(s.n * s.ic, 1);
     const std::vector<T> w = RandomVector<T>(s.oc * s.ic, 2);
     const std::vector<T> bias = RandomVector<T>(s.oc, 3);
-    std::vector<double> expected(s.n * s.oc), expected_no_bias(s.n * s.oc);
+    Reference expected(s.n * s.oc, s.ic + 1), expected_no_bias(s.n * s.oc, s.ic);
     for (int64_t r = 0; r < s.n; ++r) {
       for (int64_t o = 0; o < s.oc; ++o) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < s.ic; ++i) sum += double{inp[r * s.ic + i]} * w[o * s.ic + i];
-        expected_no_bias[r * s.oc + o] = sum;
-        expected[r * s.oc + o] = sum + bias[o];
+        for (int64_t i = 0; i < s.ic; ++i) {
+          const double term = double{inp[r * s.ic + i]} * w[o * s.ic + i];
+          expected.Add(r * s.oc + o, term);
+          expected_no_bias.Add(r * s.oc + o, term);
+        }
+        expected.Add(r * s.oc + o, bias[o]);
       }
     }
     // Garbage in `out` must not leak through: forward overwrites.
@@ -84,16 +104,18 @@ TYPED_TEST(MatmulTest, BackwardAccumulatesNaiveGradients) {
     std::vector<T> dinp = RandomVector<T>(s.n * s.ic, 14);
     std::vector<T> dw = RandomVector<T>(s.oc * s.ic, 15);
     std::vector<T> db = RandomVector<T>(s.oc, 16);
-    std::vector<double> want_dinp(dinp.begin(), dinp.end());
-    std::vector<double> want_dw(dw.begin(), dw.end());
-    std::vector<double> want_db(db.begin(), db.end());
+    // Each starts from the gradient already there: one more term.
+    Reference want_dinp(dinp.size(), s.oc + 1), want_dw(dw.size(), s.n + 1), want_db(db.size(), s.n + 1);
+    for (size_t i = 0; i < dinp.size(); ++i) want_dinp.Add(i, dinp[i]);
+    for (size_t i = 0; i < dw.size(); ++i) want_dw.Add(i, dw[i]);
+    for (size_t i = 0; i < db.size(); ++i) want_db.Add(i, db[i]);
     for (int64_t r = 0; r < s.n; ++r) {
       for (int64_t o = 0; o < s.oc; ++o) {
         const double g = dout[r * s.oc + o];
-        want_db[o] += g;
+        want_db.Add(o, g);
         for (int64_t i = 0; i < s.ic; ++i) {
-          want_dinp[r * s.ic + i] += g * w[o * s.ic + i];
-          want_dw[o * s.ic + i] += g * inp[r * s.ic + i];
+          want_dinp.Add(r * s.ic + i, g * w[o * s.ic + i]);
+          want_dw.Add(o * s.ic + i, g * inp[r * s.ic + i]);
         }
       }
     }
@@ -152,7 +174,10 @@ TYPED_TEST(SoftmaxXentTypedTest, MatchesDirectFormula) {
       SoftmaxCrossEntropy(dlogits.data(), logits.data(), targets.data(), kN, kV, kScale);
 
   double want_loss = 0.0;
-  std::vector<double> want_d(kN * kV, 0.0);
+  // p_j = exp(z_j - max) / sum: the exponentials (correctly rounded to within an ulp), the sum of
+  // kV of them and the division keep p_j within (kV + 3) u of itself; the subtraction of the
+  // target's 1 and the scale add two roundings of the result: kV + 5 terms of magnitude p_j + 1.
+  Reference want_d(kN * kV, kV + 5);
   for (int64_t r = 0; r < kN; ++r) {
     if (targets[r] == kIgnoreIndex) continue;
     std::vector<double> z(logits.begin() + r * kV, logits.begin() + (r + 1) * kV);
@@ -160,7 +185,9 @@ TYPED_TEST(SoftmaxXentTypedTest, MatchesDirectFormula) {
     double sum = 0.0;
     for (double x : z) sum += std::exp(x);
     for (int64_t j = 0; j < kV; ++j) {
-      want_d[r * kV + j] = kScale * (std::exp(z[j]) / sum - (j == targets[r] ? 1.0 : 0.0));
+      const double p = std::exp(z[j]) / sum, one = j == targets[r] ? 1.0 : 0.0;
+      want_d.value[r * kV + j] = kScale * (p - one);
+      want_d.magnitude[r * kV + j] = kScale * (p + one);
     }
   }
   EXPECT_EQ(got.count, 4);
