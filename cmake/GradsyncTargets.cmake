@@ -21,6 +21,29 @@ function(gradsync_binary name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endfunction()
 
+# Registers the cases of test binary `name` that GoogleTest `filter` matches (all when empty) with
+# CTest, each with `labels`. gtest_discover_tests writes its PROPERTIES out unquoted, which keeps
+# only the first of several labels, so the labels are set by a script CTest runs after the
+# discovered list: every label of the list reaches `ctest -L`.
+function(gradsync_discover_tests name filter timeout labels)
+  get_property(count TARGET ${name} PROPERTY GRADSYNC_DISCOVERIES)
+  math(EXPR count "${count} + 1")
+  set_property(TARGET ${name} PROPERTY GRADSYNC_DISCOVERIES ${count})
+  set(cases "${name}_cases_${count}")
+  if(filter)
+    set(filter_args TEST_FILTER "${filter}")
+  endif()
+  gtest_discover_tests(${name}
+    ${filter_args}
+    TEST_LIST ${cases}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT ${timeout})
+  set(script "${CMAKE_CURRENT_BINARY_DIR}/${cases}_labels.cmake")
+  file(WRITE "${script}"
+    "if(${cases})\n  set_tests_properties(\${${cases}} PROPERTIES LABELS \"${labels}\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+endfunction()
+
 # gradsync_test(NAME SOURCES ... DEPS ... [LABELS ...] [TIMEOUT seconds] [NUMERICS ALL|filter])
 # One GoogleTest binary registered with CTest; every TEST in it becomes a CTest case.
 # NUMERICS marks the cases whose results depend on how BLAS rounds (all of them, or those a
@@ -39,16 +62,11 @@ function(gradsync_test name)
     set(ARG_LABELS unit)
   endif()
   if(ARG_NUMERICS STREQUAL "ALL")
-    list(APPEND ARG_LABELS numerics)
+    gradsync_discover_tests(${name} "" ${ARG_TIMEOUT} "${ARG_LABELS};numerics")
   elseif(ARG_NUMERICS)
-    gtest_discover_tests(${name}
-      TEST_FILTER "${ARG_NUMERICS}"
-      DISCOVERY_TIMEOUT 60
-      PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS};numerics")
-    set(other_cases TEST_FILTER "-${ARG_NUMERICS}")
+    gradsync_discover_tests(${name} "${ARG_NUMERICS}" ${ARG_TIMEOUT} "${ARG_LABELS};numerics")
+    gradsync_discover_tests(${name} "-${ARG_NUMERICS}" ${ARG_TIMEOUT} "${ARG_LABELS}")
+  else()
+    gradsync_discover_tests(${name} "" ${ARG_TIMEOUT} "${ARG_LABELS}")
   endif()
-  gtest_discover_tests(${name}
-    ${other_cases}
-    DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
 endfunction()
