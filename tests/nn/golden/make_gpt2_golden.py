@@ -52,8 +52,9 @@ gradient, so an element whose gradient is within rounding of zero moves by +-lr 
 implementation, and at lr 1e-2 (a fifth of a weight's size) the parameters those flips move
 change the next gradients more than rounding does: the bounds above then grow past the values
 they bound by the fifth step (loss bounds of 0.03 at step 7, weights' of 1e-2). At lr 1e-3 the
-steps stay where first order holds, and eps 1e-5 (below the gradients of all but 0.1% of the
-elements) turns the update of a gradient lost in rounding into g / eps instead of its sign:
+steps stay where first order holds, and eps 1e-5 (3% of the first step's clipped gradients, the
+key bias among them, lie below it) turns the update of a gradient lost in rounding into g / eps
+instead of its sign:
 loss bounds of 1e-4 to 5e-4, weights' of 1e-5 (median) to 1e-4, while an error in the forward,
 the backward or AdamW moves these figures by far more.
 
