@@ -120,6 +120,12 @@ prepare_run() {
   rm -rf --one-file-system "$root"
   cp -a "$base" "$root"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # debootstrap writes no /etc/hosts; Debian's installer (and every container runtime) does, and
+  # without it `localhost` does not resolve.
+  if [ ! -s "$root/etc/hosts" ]; then
+    printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\nff02::1\t\tip6-allnodes\nff02::2\t\tip6-allrouters\n' \
+      > "$root/etc/hosts"
+  fi
   git clone -q --no-hardlinks "$repo" "$root/src/gradsync"
   echo "fresh-machine-check: testing $(git -C "$root/src/gradsync" log --oneline -1)"
 }
