@@ -1,6 +1,6 @@
-// The golden run's inputs and expectations (golden/gpt2_golden.json, written by PyTorch in float64
-// through golden/make_gpt2_golden.py, with the bounds it derived for float32), shared by the CPU model's test (golden_test.cc) and the GPU
-// model's (tests/nn_cuda/cuda_golden_test.cc).
+// The golden run's inputs and expectations (golden/gpt2_golden.json, written by PyTorch in
+// float64 through golden/make_gpt2_golden.py, with the bounds it derived for float32), shared by
+// the CPU model's test (golden_test.cc) and the GPU model's (tests/nn_cuda/cuda_golden_test.cc).
 #pragma once
 
 #include <algorithm>
