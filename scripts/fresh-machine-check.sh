@@ -146,9 +146,12 @@ mount_run() {
 
 run_quick_start() {
   local status=0
+  # In the background, so that a TERM or INT reaches this script at once (bash runs traps only
+  # between commands, and `wait` is one); the clean-up then kills what runs inside.
   chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c 'cd /src/gradsync && make test && make demo' > "$log" 2>&1 || status=$?
+    bash -c 'cd /src/gradsync && make test && make demo' > "$log" 2>&1 &
+  wait $! || status=$?
   if [ "$status" -ne 0 ]; then
     tail -n 80 "$log"
     echo "fresh-machine-check: FAILED (exit $status); the whole log is $log" >&2
