@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "common.cuh"
+#include "gradsync/kernels/cuda/cuda_check.h"
 
 namespace gradsync::kernels::cuda::internal {
 
@@ -124,20 +125,15 @@ absl::Status LaunchColumnReduce(const char* what, Fn fn, int64_t rows, int64_t c
                   static_cast<unsigned>(plan.chunks));
   ColumnReducePartialKernel<K, T, Fn>
       <<<grid, kReduceThreads, 0, stream>>>(fn, rows, cols, plan.rows_per_chunk, scratch, outputs);
-  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) {
-    return absl::InternalError(absl::StrCat("launch of ColumnReducePartialKernel (", what,
-                                            ") failed: ", cudaGetErrorString(err)));
+  if (absl::Status s = LaunchStatus(absl::StrCat("ColumnReducePartialKernel (", what, ")")); !s.ok()) {
+    return s;
   }
   if (plan.chunks == 1) return absl::OkStatus();
   constexpr int kThreads = 256;
   ColumnReduceFinishKernel<K, T>
       <<<static_cast<unsigned>(CeilDiv(K * cols, kThreads)), kThreads, 0, stream>>>(
           scratch, plan.chunks, cols, outputs);
-  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) {
-    return absl::InternalError(absl::StrCat("launch of ColumnReduceFinishKernel (", what,
-                                            ") failed: ", cudaGetErrorString(err)));
-  }
-  return absl::OkStatus();
+  return LaunchStatus(absl::StrCat("ColumnReduceFinishKernel (", what, ")"));
 }
 
 }  // namespace gradsync::kernels::cuda::internal

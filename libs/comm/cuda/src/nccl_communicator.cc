@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "bf16_cast.h"
 #include "gradsync/comm/nccl.h"
+#include "gradsync/kernels/cuda/cuda_check.h"
 #include "work_queue.h"
 
 namespace gradsync::comm {
@@ -20,10 +21,7 @@ namespace {
 
 constexpr char kUniqueIdKey[] = "nccl/unique-id";
 
-absl::Status CudaError(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
-}
+using kernels::cuda::CudaStatus;
 
 // The communicator's handle and the lock that keeps it valid: ncclCommAbort frees it, so every
 // other use happens under the reader lock and only Abort() takes the writer lock.
@@ -106,7 +104,7 @@ class NcclWork : public Work {
     for (;;) {
       const cudaError_t q = cudaEventQuery(done_);
       if (q == cudaSuccess) return Finish();
-      if (q != cudaErrorNotReady) return CudaError(q, what_);
+      if (q != cudaErrorNotReady) return CudaStatus(q, what_);
       if (shared_->aborted.load()) return absl::AbortedError(absl::StrCat(what_, ": the generation was aborted"));
       const ncclResult_t state = shared_->AsyncState();
       if (state != ncclSuccess && state != ncclInProgress) {
@@ -336,16 +334,16 @@ class NcclCommunicator : public Communicator {
     }
     cudaSetDevice(shared_->device);
     cudaEvent_t ready = nullptr;
-    absl::Status status = CudaError(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), what);
-    if (status.ok()) status = CudaError(cudaEventRecord(ready, compute_), what);
-    if (status.ok()) status = CudaError(cudaStreamWaitEvent(stream_, ready, 0), what);
+    absl::Status status = CudaStatus(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), what);
+    if (status.ok()) status = CudaStatus(cudaEventRecord(ready, compute_), what);
+    if (status.ok()) status = CudaStatus(cudaStreamWaitEvent(stream_, ready, 0), what);
     // Destroying a recorded event is safe: the stream's wait on it stays queued.
     if (ready != nullptr) cudaEventDestroy(ready);
     // Timed events (the default flags) bracket the collective, its casts included.
     cudaEvent_t begin = nullptr;
-    if (status.ok()) status = CudaError(cudaEventCreate(&begin), what);
-    if (status.ok()) status = CudaError(cudaEventRecord(begin, stream_), what);
-    if (status.ok() && steps.before) status = CudaError(steps.before(stream_), what);
+    if (status.ok()) status = CudaStatus(cudaEventCreate(&begin), what);
+    if (status.ok()) status = CudaStatus(cudaEventRecord(begin, stream_), what);
+    if (status.ok() && steps.before) status = CudaStatus(steps.before(stream_), what);
     if (!status.ok()) {
       if (begin != nullptr) cudaEventDestroy(begin);
       return fail(status);
@@ -366,10 +364,10 @@ class NcclCommunicator : public Communicator {
     } else if (r != ncclSuccess) {
       status = absl::UnavailableError(absl::StrCat(what, " failed: ", shared_->Describe(r)));
     }
-    if (status.ok() && steps.after) status = CudaError(steps.after(stream_), what);
+    if (status.ok() && steps.after) status = CudaStatus(steps.after(stream_), what);
     cudaEvent_t done = nullptr;
-    if (status.ok()) status = CudaError(cudaEventCreate(&done), what);
-    if (status.ok()) status = CudaError(cudaEventRecord(done, stream_), what);
+    if (status.ok()) status = CudaStatus(cudaEventCreate(&done), what);
+    if (status.ok()) status = CudaStatus(cudaEventRecord(done, stream_), what);
     if (!status.ok()) {
       cudaEventDestroy(begin);
       if (done != nullptr) cudaEventDestroy(done);
@@ -421,7 +419,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KvClient* kv, int rank
     std::memcpy(&id, value->data(), sizeof(id));
   }
 
-  if (absl::Status s = CudaError(cudaSetDevice(options.device), absl::StrCat("nccl: cuda:", options.device)); !s.ok()) {
+  if (absl::Status s = CudaStatus(cudaSetDevice(options.device), absl::StrCat("nccl: cuda:", options.device)); !s.ok()) {
     return s;
   }
   auto shared = std::make_shared<Shared>();
@@ -439,8 +437,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KvClient* kv, int rank
   }
   cudaStream_t stream = nullptr;
   float* barrier = nullptr;
-  absl::Status s = CudaError(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "nccl: stream");
-  if (s.ok()) s = CudaError(cudaMalloc(reinterpret_cast<void**>(&barrier), sizeof(float)), "nccl: barrier buffer");
+  absl::Status s = CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "nccl: stream");
+  if (s.ok()) s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&barrier), sizeof(float)), "nccl: barrier buffer");
   if (!s.ok()) {
     ncclCommAbort(shared->comm);
     return s;

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/comm/nccl.h"
+#include "gradsync/kernels/cuda/cuda_check.h"
 #include "work_queue.h"
 
 namespace gradsync::comm {
@@ -42,9 +43,7 @@ class PinnedBuffer {
   size_t capacity_ = 0;
 };
 
-absl::Status Cuda(cudaError_t e, const char* what) {
-  return e == cudaSuccess ? absl::OkStatus() : absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
-}
+using kernels::cuda::CudaStatus;
 
 // One CUDA event, recorded on a stream at construction.
 class Recorded {
@@ -56,10 +55,10 @@ class Recorded {
   }
   static absl::StatusOr<std::shared_ptr<Recorded>> On(cudaStream_t stream) {
     std::shared_ptr<Recorded> r(new Recorded);
-    if (absl::Status s = Cuda(cudaEventCreateWithFlags(&r->event_, cudaEventDisableTiming), "staging: event"); !s.ok()) {
+    if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&r->event_, cudaEventDisableTiming), "staging: event"); !s.ok()) {
       return s;
     }
-    if (absl::Status s = Cuda(cudaEventRecord(r->event_, stream), "staging: record the compute stream"); !s.ok()) {
+    if (absl::Status s = CudaStatus(cudaEventRecord(r->event_, stream), "staging: record the compute stream"); !s.ok()) {
       return s;
     }
     return r;
@@ -75,8 +74,8 @@ class StagedCommunicator : public Communicator {
  public:
   StagedCommunicator(Communicator* host, int device, cudaStream_t stream)
       : host_(host), device_(device), stream_(stream) {
-    if (Cuda(cudaSetDevice(device_), "staging: set device").ok()) {
-      setup_ = Cuda(cudaStreamCreateWithFlags(&staging_, cudaStreamNonBlocking), "staging: stream");
+    if (CudaStatus(cudaSetDevice(device_), "staging: set device").ok()) {
+      setup_ = CudaStatus(cudaStreamCreateWithFlags(&staging_, cudaStreamNonBlocking), "staging: stream");
     } else {
       setup_ = absl::InternalError(absl::StrCat("staging: cannot use GPU ", device_));
     }
@@ -133,25 +132,25 @@ class StagedCommunicator : public Communicator {
         setup_.ok() ? Recorded::On(stream_) : absl::StatusOr<std::shared_ptr<Recorded>>(setup_);
     return Enqueue([=, this]() -> absl::Status {
       if (!ready.ok()) return ready.status();
-      if (absl::Status s = Cuda(cudaSetDevice(device_), "staging: set device"); !s.ok()) return s;
+      if (absl::Status s = CudaStatus(cudaSetDevice(device_), "staging: set device"); !s.ok()) return s;
       float* host_in = in_.Reserve(in.size());
       float* host_out = in.data() == out.data() ? host_in : out_.Reserve(out.size());
       if (host_in == nullptr || host_out == nullptr) return absl::ResourceExhaustedError("staging: no pinned host memory");
       // Ordered after the compute work queued before this collective was issued, so it reads
       // finished gradients while later kernels keep running.
-      absl::Status s = Cuda(cudaStreamWaitEvent(staging_, (*ready)->get(), 0), "staging: wait for the compute stream");
+      absl::Status s = CudaStatus(cudaStreamWaitEvent(staging_, (*ready)->get(), 0), "staging: wait for the compute stream");
       if (s.ok()) {
-        s = Cuda(cudaMemcpyAsync(host_in, in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, staging_),
+        s = CudaStatus(cudaMemcpyAsync(host_in, in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, staging_),
                  "staging: device to host");
       }
-      if (s.ok()) s = Cuda(cudaStreamSynchronize(staging_), "staging: device to host");
+      if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: device to host");
       if (s.ok()) s = collective(std::span<float>(host_in, in.size()), std::span<float>(host_out, out.size()));
       if (s.ok()) {
-        s = Cuda(cudaMemcpyAsync(out.data(), host_out, out.size_bytes(), cudaMemcpyHostToDevice, staging_),
+        s = CudaStatus(cudaMemcpyAsync(out.data(), host_out, out.size_bytes(), cudaMemcpyHostToDevice, staging_),
                  "staging: host to device");
       }
       // Wait() returns after this: compute work queued after it sees the result.
-      if (s.ok()) s = Cuda(cudaStreamSynchronize(staging_), "staging: host to device");
+      if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: host to device");
       return s;
     });
   }
