@@ -1,5 +1,6 @@
-// Where the coordinator keeps job resources. This interface is the seam for durable storage:
-// the in-memory store below serves until a database-backed one replaces it.
+// Where the coordinator keeps job resources. Two stores implement it: SqliteJobStore
+// (sqlite_job_store.h), the durable one a coordinator with --state_dir uses, and the in-memory
+// store below, for a coordinator without a state directory (jobs lost when it stops) and tests.
 #pragma once
 
 #include <map>
