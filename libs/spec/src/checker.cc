@@ -38,8 +38,7 @@ void Checker::Number(absl::string_view path, double value, Bound lower, const Bo
   Require(ok, path, problem, absl::StrCat(value));
 }
 
-void Checker::OneOf(absl::string_view path, const std::string& value,
-                    std::initializer_list<absl::string_view> allowed) {
+void Checker::OneOf(absl::string_view path, absl::string_view value, absl::Span<const absl::string_view> allowed) {
   bool ok = false;
   for (absl::string_view candidate : allowed) ok = ok || value == candidate;
   Require(ok, path, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", ")), Quote(value));

@@ -3,11 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace gradsync::spec::internal {
 
@@ -26,8 +26,7 @@ class Checker {
   void AtLeast(absl::string_view path, int64_t value, int64_t min);
   // A finite value within the bounds; no upper bound when `upper` is null.
   void Number(absl::string_view path, double value, Bound lower, const Bound* upper = nullptr);
-  void OneOf(absl::string_view path, const std::string& value,
-             std::initializer_list<absl::string_view> allowed);
+  void OneOf(absl::string_view path, absl::string_view value, absl::Span<const absl::string_view> allowed);
   // Records `problem` for `path` if `ok` is false; `got` is the offending value as text.
   void Require(bool ok, absl::string_view path, absl::string_view problem, absl::string_view got);
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gradsync/nn/presets.h"
+#include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::spec {
@@ -15,8 +16,8 @@ constexpr char kDefaultName[] = "job";
 constexpr char kDefaultPreset[] = "mlp";
 constexpr int32_t kDefaultHiddenDims[] = {128, 128};
 constexpr char kDefaultActivation[] = "gelu";
-constexpr char kDefaultDevice[] = "auto";
-constexpr char kDefaultPrecision[] = "auto";
+constexpr Device kDefaultDevice = Device::kAuto;
+constexpr Precision kDefaultPrecision = Precision::kAuto;
 
 constexpr int64_t kDefaultNumSamples = 8192;
 constexpr int32_t kDefaultInputDim = 32;
@@ -24,7 +25,7 @@ constexpr int32_t kDefaultNumClasses = 10;
 constexpr int32_t kDefaultTeacherHidden = 64;
 // The dataset seed cannot be 0: zero reads as unset and becomes this value.
 constexpr uint64_t kDefaultDataSeed = 1234;
-constexpr char kDefaultLastBatch[] = "partial";
+constexpr LastBatch kDefaultLastBatch = LastBatch::kPartial;
 
 constexpr int32_t kDefaultWorldSize = 1;
 constexpr int32_t kDefaultMicroBatch = 32;
@@ -34,20 +35,20 @@ constexpr double kDefaultLr = 1e-3;
 constexpr double kDefaultBeta1 = 0.9;
 constexpr double kDefaultBeta2 = 0.95;
 constexpr double kDefaultEps = 1e-8;
-constexpr char kDefaultLrSchedule[] = "cosine";
+constexpr LrSchedule kDefaultLrSchedule = LrSchedule::kCosine;
 constexpr double kDefaultMinLrRatio = 0.1;
 constexpr int32_t kDefaultLogEvery = 10;
 
-constexpr char kDefaultBackend[] = "auto";
-constexpr char kDefaultTransport[] = "auto";
-constexpr char kDefaultGradCompression[] = "none";
+constexpr Backend kDefaultBackend = Backend::kAuto;
+constexpr Transport kDefaultTransport = Transport::kAuto;
+constexpr GradCompression kDefaultGradCompression = GradCompression::kNone;
 constexpr double kDefaultBucketCapMb = 25;
 constexpr double kDefaultTimeoutSeconds = 300;
 
 void FillModel(gradsync::v1::ModelSpec* model) {
   if (model->preset().empty()) model->set_preset(kDefaultPreset);
-  if (model->device().empty()) model->set_device(kDefaultDevice);
-  if (model->precision().empty()) model->set_precision(kDefaultPrecision);
+  if (model->device().empty()) model->set_device(Name(kDefaultDevice));
+  if (model->precision().empty()) model->set_precision(Name(kDefaultPrecision));
   if (nn::IsTransformerPreset(model->preset())) {
     // Every field, so that the stored spec says which network ran even if a preset changes.
     *model->mutable_transformer() = *nn::ResolveTransformerConfig(*model);
@@ -64,7 +65,7 @@ void FillModel(gradsync::v1::ModelSpec* model) {
 // Synthetic data is the mlp preset's task; a transformer's text has no sensible default, so a
 // transformer spec without a source stays without one and validation names what is missing.
 void FillData(const std::string& preset, gradsync::v1::DataSpec* data) {
-  if (data->last_batch().empty()) data->set_last_batch(kDefaultLastBatch);
+  if (data->last_batch().empty()) data->set_last_batch(Name(kDefaultLastBatch));
   if (data->source_case() == gradsync::v1::DataSpec::SOURCE_NOT_SET && !nn::IsTransformerPreset(preset)) {
     data->mutable_synthetic();
   }
@@ -90,15 +91,15 @@ void FillTraining(gradsync::v1::TrainingSpec* training) {
   if (training->beta1() == 0) training->set_beta1(kDefaultBeta1);
   if (training->beta2() == 0) training->set_beta2(kDefaultBeta2);
   if (training->eps() == 0) training->set_eps(kDefaultEps);
-  if (training->lr_schedule().empty()) training->set_lr_schedule(kDefaultLrSchedule);
+  if (training->lr_schedule().empty()) training->set_lr_schedule(Name(kDefaultLrSchedule));
   if (training->min_lr_ratio() == 0) training->set_min_lr_ratio(kDefaultMinLrRatio);
   if (training->log_every() == 0) training->set_log_every(kDefaultLogEvery);
 }
 
 void FillDdp(gradsync::v1::DdpSpec* ddp) {
-  if (ddp->backend().empty()) ddp->set_backend(kDefaultBackend);
-  if (ddp->transport().empty()) ddp->set_transport(kDefaultTransport);
-  if (ddp->grad_compression().empty()) ddp->set_grad_compression(kDefaultGradCompression);
+  if (ddp->backend().empty()) ddp->set_backend(Name(kDefaultBackend));
+  if (ddp->transport().empty()) ddp->set_transport(Name(kDefaultTransport));
+  if (ddp->grad_compression().empty()) ddp->set_grad_compression(Name(kDefaultGradCompression));
   if (ddp->bucket_cap_mb() == 0) ddp->set_bucket_cap_mb(kDefaultBucketCapMb);
   if (ddp->timeout_seconds() == 0) ddp->set_timeout_seconds(kDefaultTimeoutSeconds);
 }

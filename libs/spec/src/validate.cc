@@ -10,6 +10,7 @@
 #include "checker.h"
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::spec {
@@ -53,6 +54,13 @@ void CheckName(const std::string& name, Checker* check) {
                  internal::Quote(name));
 }
 
+// The parsed choice, or `fallback` after recording the parse error (later rules then do nothing).
+template <typename E>
+E Checked(const absl::StatusOr<E>& parsed, E fallback, Checker* check) {
+  check->Merge(parsed.status());
+  return parsed.value_or(fallback);
+}
+
 // A message as compact JSON, for "got" in messages about sections that must stay unset.
 std::string Json(const google::protobuf::Message& message) {
   std::string json;
@@ -60,26 +68,27 @@ std::string Json(const google::protobuf::Message& message) {
   return json;
 }
 
-void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
+// Returns model.device as parsed (kAuto when it is not a device: the error is recorded).
+Device CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
   const std::vector<std::string>& presets = nn::ModelPresetNames();
   check->Require(std::find(presets.begin(), presets.end(), model.preset()) != presets.end(),
                  "model.preset", absl::StrCat("must be one of ", absl::StrJoin(presets, ", ")),
                  internal::Quote(model.preset()));
-  check->OneOf("model.device", model.device(), {"auto", "cpu", "cuda"});
-  check->OneOf("model.precision", model.precision(), {"auto", "fp32", "bf16"});
-  check->Require(!(model.device() == "cpu" && model.precision() == "bf16"), "model.precision",
+  const Device device = Checked(ParseDevice(model.device()), Device::kAuto, check);
+  const Precision precision = Checked(ParsePrecision(model.precision()), Precision::kAuto, check);
+  check->Require(!(device == Device::kCpu && precision == Precision::kBf16), "model.precision",
                  "bf16 runs on a GPU only; with model.device \"cpu\" use \"fp32\" or \"auto\"", "\"bf16\"");
   if (nn::IsTransformerPreset(model.preset())) {
     check->Require(model.mlp().ByteSizeLong() == 0, "model.mlp",
                    "must not be set with a transformer preset", Json(model.mlp()));
     check->Merge(nn::ValidateTransformerConfig(model.transformer()));
-    return;
+    return device;
   }
   check->Require(model.transformer().ByteSizeLong() == 0, "model.transformer",
                  "must not be set with the mlp preset", Json(model.transformer()));
-  check->Require(model.device() != "cuda", "model.device",
+  check->Require(device != Device::kCuda, "model.device",
                  "the mlp preset runs on the CPU only; use \"cpu\" or \"auto\"", "\"cuda\"");
-  check->Require(model.precision() != "bf16", "model.precision",
+  check->Require(precision != Precision::kBf16, "model.precision",
                  "the mlp preset runs on the CPU in fp32; use \"fp32\" or \"auto\"", "\"bf16\"");
   const gradsync::v1::MlpConfig& mlp = model.mlp();
   check->Require(mlp.hidden_dims_size() <= kMaxLayers, "model.mlp.hiddenDims",
@@ -89,6 +98,7 @@ void CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
     check->Between(absl::StrCat("model.mlp.hiddenDims[", i, "]"), mlp.hidden_dims(i), 1, kMaxWidth);
   }
   check->OneOf("model.mlp.activation", mlp.activation(), {"gelu", "relu"});
+  return device;
 }
 
 // The paths of a text or shards source: at least one, none empty. Whether the files exist is
@@ -127,7 +137,7 @@ void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpe
                    absl::StrCat(model.transformer().vocab_size()));
   }
   if (data.has_shards()) CheckPaths("data.shards.paths", data.shards().paths(), check);
-  check->OneOf("data.lastBatch", data.last_batch(), {"partial", "drop", "pad"});
+  check->Merge(ParseLastBatch(data.last_batch()).status());
 }
 
 void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
@@ -154,24 +164,25 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Number("training.eps", training.eps(), kZeroExclusive);
   check->Number("training.gradClip", training.grad_clip(), kZeroInclusive);
   check->AtLeast("training.warmupSteps", training.warmup_steps(), 0);
-  check->OneOf("training.lrSchedule", training.lr_schedule(), {"cosine", "constant"});
+  check->Merge(ParseLrSchedule(training.lr_schedule()).status());
   check->Number("training.minLrRatio", training.min_lr_ratio(), kZeroInclusive, &kOneInclusive);
   check->AtLeast("training.logEvery", training.log_every(), 1);
 }
 
-void CheckDdp(const gradsync::v1::ModelSpec& model, const gradsync::v1::DdpSpec& ddp, Checker* check) {
-  check->OneOf("ddp.backend", ddp.backend(), {"auto", "gloo", "nccl"});
+void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsync::v1::DdpSpec& ddp,
+              Checker* check) {
+  const Backend backend = Checked(ParseBackend(ddp.backend()), Backend::kAuto, check);
   // NCCL reduces GPU memory: it needs every rank's model on a GPU of its own.
-  const bool cpu_only = model.device() == "cpu" || !nn::IsTransformerPreset(model.preset());
-  check->Require(!(ddp.backend() == "nccl" && cpu_only), "ddp.backend",
+  const bool cpu_only = device == Device::kCpu || !nn::IsTransformerPreset(model.preset());
+  check->Require(!(backend == Backend::kNccl && cpu_only), "ddp.backend",
                  "nccl reduces GPU memory and this model runs on the CPU (model.device \"cpu\" or the mlp "
                  "preset); use \"gloo\" or \"auto\"",
                  "\"nccl\"");
   const Bound max_bucket{kMaxBucketCapMb, true};
   check->Number("ddp.bucketCapMb", ddp.bucket_cap_mb(), kZeroExclusive, &max_bucket);
   check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive);
-  check->OneOf("ddp.gradCompression", ddp.grad_compression(), {"none", "bf16"});
-  check->OneOf("ddp.transport", ddp.transport(), {"auto", "tcp"});
+  check->Merge(ParseGradCompression(ddp.grad_compression()).status());
+  check->Merge(ParseTransport(ddp.transport()).status());
 }
 
 void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {
@@ -184,10 +195,10 @@ void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* ch
 absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
   Checker check;
   CheckName(spec.name(), &check);
-  CheckModel(spec.model(), &check);
+  const Device device = CheckModel(spec.model(), &check);
   CheckData(spec.model(), spec.data(), &check);
   CheckTraining(spec.training(), &check);
-  CheckDdp(spec.model(), spec.ddp(), &check);
+  CheckDdp(spec.model(), device, spec.ddp(), &check);
   CheckCheckpoint(spec.checkpoint(), &check);
   return check.status();
 }

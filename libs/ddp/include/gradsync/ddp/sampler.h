@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "gradsync/spec/choices.h"
+
 namespace gradsync::ddp {
 
-enum class LastBatch { kPartial, kDrop, kPad };
+// The spec's data.lastBatch, read once where the spec enters the process.
+using LastBatch = spec::LastBatch;
 
 // The index of a padding slot under LastBatch::kPad.
 inline constexpr int64_t kPadSample = -1;
