@@ -29,13 +29,12 @@ AttentionCase MakeAttentionCase(const AttentionShape& s, uint32_t seed, bool zer
   c.qkv = Random<T>(qkv_n, seed, -2.0f, 2.0f);
   c.dout = Random<T>(out_n, seed + 1);
   c.dqkv0 = zero_start ? std::vector<float>(qkv_n, 0.0f) : Random<T>(qkv_n, seed + 2);
-  const cpu::AttentionShape cs{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
   c.out.resize(out_n);
   c.probs.resize(s.batch * s.heads * s.seq_len * s.seq_len);
-  cpu::AttentionForward(c.out.data(), c.probs.data(), c.qkv.data(), cs);
+  cpu::AttentionForward(c.out.data(), c.probs.data(), c.qkv.data(), s);
   c.dqkv = c.dqkv0;
   std::vector<float> scratch(s.seq_len * s.seq_len);
-  cpu::AttentionBackward(c.dqkv.data(), scratch.data(), c.dout.data(), c.qkv.data(), c.probs.data(), cs);
+  cpu::AttentionBackward(c.dqkv.data(), scratch.data(), c.dout.data(), c.qkv.data(), c.probs.data(), s);
   return c;
 }
 

@@ -46,18 +46,13 @@ TYPED_TEST(OptimizerTest, AdamWMatchesCpu) {
         const std::vector<float> grads = Random<TG>(n, seed + 100 * step, -0.1f, 0.1f);
         std::vector<float> scaled(n);
         for (int64_t i = 0; i < n; ++i) scaled[i] = grads[i] * grad_scale;
-        cpu::AdamWHyper cpu_hyper;
-        cpu_hyper.lr = 1e-2;
-        cpu_hyper.weight_decay = 0.1;
-        cpu_hyper.step = step;
-        cpu_hyper.decay = decay;
-        cpu::AdamWUpdate(params.data(), scaled.data(), m.data(), v.data(), n, cpu_hyper);
-
         AdamWHyper hyper;
-        hyper.lr = cpu_hyper.lr;
-        hyper.weight_decay = cpu_hyper.weight_decay;
+        hyper.lr = 1e-2;
+        hyper.weight_decay = 0.1;
         hyper.step = step;
         hyper.decay = decay;
+        cpu::AdamWUpdate(params.data(), scaled.data(), m.data(), v.data(), n, hyper);
+
         DeviceBuffer<TG> d_grads;
         GRADSYNC_ASSIGN_OR_FAIL(d_grads, Upload<TG>(grads));
         GRADSYNC_ASSERT_OK(AdamWUpdate<TG>(d_params.data(), d_model.data(), d_grads.data(),

@@ -4,7 +4,7 @@
 
 #include "attention_common.cuh"
 #include "common.cuh"
-#include "gemm.cuh"
+#include "gemm_engine.cuh"
 
 namespace gradsync::kernels::cuda {
 namespace {

@@ -18,7 +18,7 @@ AdamW::AdamW(const ParamLayout& layout, AdamWConfig config)
 
 void AdamW::Step(std::span<float> params, std::span<const float> grads, double lr) {
   ++t_;
-  kernels::cpu::AdamWHyper hyper;
+  kernels::AdamWHyper hyper;
   hyper.lr = lr;
   hyper.beta1 = config_.beta1;
   hyper.beta2 = config_.beta2;

@@ -62,7 +62,7 @@ void Transformer::BlockForward(int l, const float* x) {
   const LayerView a = Layer(l);
   Buffers& b = buf_;
   const int64_t n = b.n, C = width_, M = mlp_width_;
-  const k::AttentionShape shape{b.batch, b.seq_len, heads_, kv_heads_, head_dim_};
+  const kernels::AttentionShape shape{b.batch, b.seq_len, heads_, kv_heads_, head_dim_};
 
   NormForward(a.norm1, a.norm1_mean, a.norm1_rstd, x, p.norm1_w, p.norm1_b);
   k::MatmulForward(a.qkv, a.norm1, P(p.qkv_w), P(p.qkv_b), n, C, qkv_width_);
@@ -90,7 +90,7 @@ void Transformer::BlockBackward(int l, const float* x) {
   const LayerView a = Layer(l);
   Buffers& b = buf_;
   const int64_t n = b.n, C = width_, M = mlp_width_;
-  const k::AttentionShape shape{b.batch, b.seq_len, heads_, kv_heads_, head_dim_};
+  const kernels::AttentionShape shape{b.batch, b.seq_len, heads_, kv_heads_, head_dim_};
   float* dres = b.dres.data();
 
   // res_mlp = res_attn + mlp_out: dres is the gradient of both terms, and stays in place as the

@@ -95,7 +95,7 @@ absl::Status CudaAdamW::Step(std::span<float> params, std::span<const float> gra
     return absl::InvalidArgumentError(absl::StrCat("AdamW step on ", params.size(), " params and ",
                                                    grads.size(), " grads for a layout of ", n_));
   }
-  k::AdamWHyper hyper;
+  kernels::AdamWHyper hyper;
   hyper.lr = lr;
   hyper.beta1 = config_.beta1;
   hyper.beta2 = config_.beta2;

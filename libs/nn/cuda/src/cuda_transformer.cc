@@ -321,7 +321,7 @@ absl::Status CudaTransformer<T>::ChooseAttention(int64_t n) {
   }
   // Bounds for any B x T = n with T <= the context length: the probabilities B H T T of each
   // layer are at most n H maxT, and the scratch is largest for the longest rows.
-  const kernels::cuda::AttentionShape widest{n / max_seq_len_ + 1, max_seq_len_, heads_, kv_heads_, head_dim_};
+  const kernels::AttentionShape widest{n / max_seq_len_ + 1, max_seq_len_, heads_, kv_heads_, head_dim_};
   const int64_t probs = layers_ * n * heads_ * max_seq_len_;
   const size_t scratch = k::AttentionGemmScratchBytes(widest);
   size_t free_bytes = 0, total_bytes = 0;
@@ -500,7 +500,7 @@ std::string CudaTransformer<T>::Describe() const {
 }
 
 template <typename T>
-kernels::cuda::AttentionShape CudaTransformer<T>::Shape() const {
+kernels::AttentionShape CudaTransformer<T>::Shape() const {
   return {batch_, seq_len_, heads_, kv_heads_, head_dim_};
 }
 

@@ -119,7 +119,7 @@ class CudaTransformer final : public CudaModel {
   absl::StatusOr<int64_t> Prepare(const Batch& batch, bool need_targets);
   absl::Status Reserve(int64_t n);
   LayerView Layer(int l);
-  kernels::cuda::AttentionShape Shape() const;
+  kernels::AttentionShape Shape() const;
   // Reserve's part for attention: picks the kernels (options().attention, the shape, the device,
   // the free memory) and sizes their buffers for n tokens.
   absl::Status ChooseAttention(int64_t n);

@@ -72,7 +72,7 @@ absl::Status CudaTransformer<T>::NormBackward(T* dinp, int w, int b, const T* do
 // flash_attention.cuh are bf16 only).
 template <typename T>
 absl::Status CudaTransformer<T>::AttentionForward(int l, const LayerView& v) {
-  const k::AttentionShape shape = Shape();
+  const kernels::AttentionShape shape = Shape();
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     switch (acts_.attention) {
       case AttentionKernels::kProducts:
@@ -90,7 +90,7 @@ absl::Status CudaTransformer<T>::AttentionForward(int l, const LayerView& v) {
 
 template <typename T>
 absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
-  const k::AttentionShape shape = Shape();
+  const kernels::AttentionShape shape = Shape();
   Activations& a = acts_;
   // The flash kernels write dqkv; the others add into it.
   if (!std::is_same_v<T, __nv_bfloat16> || a.attention != AttentionKernels::kFlash) {

@@ -15,17 +15,9 @@
 
 #include <cstdint>
 
-namespace gradsync::kernels::cpu {
+#include "gradsync/kernels/adamw_hyper.h"
 
-struct AdamWHyper {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  int64_t step = 1;   // t, counting from 1
-  bool decay = true;  // apply weight_decay to this range (false for biases and norm gains)
-};
+namespace gradsync::kernels::cpu {
 
 // Updates params, m and v in place from grads.
 void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,

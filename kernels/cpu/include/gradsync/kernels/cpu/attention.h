@@ -25,20 +25,9 @@
 // Preconditions: H % KVH == 0, D >= 1; buffers hold their shapes; scratch holds T * T elements.
 #pragma once
 
-#include <cstdint>
+#include "gradsync/kernels/attention_shape.h"
 
 namespace gradsync::kernels::cpu {
-
-struct AttentionShape {
-  int64_t batch = 0;     // B
-  int64_t seq_len = 0;   // T
-  int64_t heads = 0;     // H
-  int64_t kv_heads = 0;  // KVH
-  int64_t head_dim = 0;  // D
-
-  int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
-  int64_t out_width() const { return heads * head_dim; }
-};
 
 // Overwrites out and att.
 template <typename T>

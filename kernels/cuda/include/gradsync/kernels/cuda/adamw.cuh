@@ -21,18 +21,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "gradsync/kernels/adamw_hyper.h"
 
 namespace gradsync::kernels::cuda {
-
-struct AdamWHyper {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  int64_t step = 1;   // t, counting from 1
-  bool decay = true;  // apply weight_decay to this range
-};
 
 // Updates params (fp32 master), m and v in place from grads, and writes model (bf16) when not
 // null. grad_scale is a device pointer to one float, or null for 1. TG (the gradient type) is

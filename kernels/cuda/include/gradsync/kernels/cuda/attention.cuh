@@ -38,19 +38,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "gradsync/kernels/attention_shape.h"
 
 namespace gradsync::kernels::cuda {
-
-struct AttentionShape {
-  int64_t batch = 0;     // B
-  int64_t seq_len = 0;   // T
-  int64_t heads = 0;     // H
-  int64_t kv_heads = 0;  // KVH
-  int64_t head_dim = 0;  // D
-
-  int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
-  int64_t out_width() const { return heads * head_dim; }
-};
 
 // Overwrites out [B, T, H D] and lse [B, H, T]. T is float or __nv_bfloat16.
 // INVALID_ARGUMENT unless batch, seq_len >= 0, heads, kv_heads >= 1 (at most 65535),

@@ -71,7 +71,7 @@ class MatmulContext {
   // At least `bytes` of device scratch apart from the workspace, kept for later calls (grows with
   // cudaMalloc, so the first call at a size is not free). INTERNAL if the allocation fails.
   absl::StatusOr<void*> Scratch(size_t bytes);
-  // The descriptors and algorithm of each kind of product run so far (matmul.cu).
+  // The descriptors and algorithm of each kind of product run so far (src/gemm_engine.cu).
   internal::GemmPlanCache& plans() { return *plans_; }
 
  private:

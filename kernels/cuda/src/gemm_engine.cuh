@@ -1,5 +1,6 @@
-// One cuBLASLt product, for the linear layer (matmul.cu) and the batched attention products
-// (attention_gemm.cu). Defined in matmul.cu. Private to kernels/cuda.
+// The GEMM engine: one cuBLASLt product, planned once per kind, for the linear layer (matmul.cu)
+// and the batched attention products (attention_gemm.cu). Defined in gemm_engine.cu, with
+// MatmulContext's members. Private to kernels/cuda.
 #pragma once
 
 #include <cublasLt.h>
