@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gradsync/spec/choices.h"
 
 namespace gradsync::coordinator {
 namespace {
@@ -18,6 +19,12 @@ std::string Where(const RankHost& r) { return absl::StrCat(r.worker_id, " on ", 
 
 absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const std::vector<RankHost>& ranks) {
   const v1::ModelSpec& model = spec.model();
+  const absl::StatusOr<spec::Device> device = spec::ParseDevice(model.device());
+  const absl::StatusOr<spec::Precision> precision = spec::ParsePrecision(model.precision());
+  const absl::StatusOr<spec::Backend> asked = spec::ParseBackend(spec.ddp().backend());
+  for (const absl::Status& s : {device.status(), precision.status(), asked.status()}) {
+    if (!s.ok()) return s;
+  }
   std::vector<v1::Placement> out(ranks.size());
   std::vector<std::string> without_gpu;
   for (size_t r = 0; r < ranks.size(); ++r) {
@@ -26,12 +33,14 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
     }
   }
   // One device kind for the whole generation (see the header).
-  const bool cuda = model.device() == "cuda" || (model.device() == "auto" && without_gpu.empty() && HasGpuModel(model));
+  const bool cuda = *device == spec::Device::kCuda ||
+                    (*device == spec::Device::kAuto && without_gpu.empty() && HasGpuModel(model));
+  const spec::Precision placed =
+      *precision != spec::Precision::kAuto ? *precision : (cuda ? spec::Precision::kBf16 : spec::Precision::kFp32);
   for (size_t r = 0; r < ranks.size(); ++r) {
-    out[r].set_device(cuda ? "cuda" : "cpu");
-    const std::string& precision = model.precision();
-    out[r].set_precision(precision == "fp32" || precision == "bf16" ? precision : (cuda ? "bf16" : "fp32"));
-    if (!cuda && out[r].precision() == "bf16") {
+    out[r].set_device(spec::Name(cuda ? spec::Device::kCuda : spec::Device::kCpu));
+    out[r].set_precision(spec::Name(placed));
+    if (!cuda && placed == spec::Precision::kBf16) {
       return absl::FailedPreconditionError(absl::StrCat("model.precision: bf16 runs on a GPU only, and rank ", r, " (",
                                                         Where(ranks[r]), ") computes on its CPU"));
     }
@@ -45,21 +54,21 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
   std::string nccl_obstacle;
   std::set<std::pair<std::string, int>> gpus;
   for (size_t r = 0; r < ranks.size() && nccl_obstacle.empty(); ++r) {
-    if (out[r].device() != "cuda") {
+    if (!cuda) {
       nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") computes on its CPU");
     } else if (!gpus.emplace(ranks[r].hostname, ranks[r].device.gpu_index()).second) {
       nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") shares GPU ", ranks[r].device.gpu_index(),
                                    " with another rank, which NCCL refuses");
     }
   }
-  const std::string& asked = spec.ddp().backend();
-  if (asked == "nccl" && !nccl_obstacle.empty()) {
+  if (*asked == spec::Backend::kNccl && !nccl_obstacle.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("ddp.backend: \"nccl\" needs every rank on a GPU of its own, and ", nccl_obstacle,
                      "; use \"auto\" or \"gloo\""));
   }
-  const std::string backend = asked == "gloo" ? "gloo" : (nccl_obstacle.empty() ? "nccl" : "gloo");
-  for (v1::Placement& p : out) p.set_backend(backend);
+  const spec::Backend backend =
+      *asked == spec::Backend::kGloo || !nccl_obstacle.empty() ? spec::Backend::kGloo : spec::Backend::kNccl;
+  for (v1::Placement& p : out) p.set_backend(spec::Name(backend));
   return out;
 }
 
