@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcivetweb-dev libcurl4-openssl-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
   openssl  # the integration tests make their TLS certificates with the openssl CLI
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   yamllint python3-yaml python3-jsonschema

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator.h"
 #include "coordinator_metrics.h"
-#include "prometheus/exposer.h"
+#include "gradsync/http/metrics.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
@@ -127,20 +127,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   coordinator.Start();
-  std::unique_ptr<prometheus::Exposer> exposer;
-  // The exposer keeps only a weak reference: this owns the collectable for the process's life.
+  // The server holds the collectable weakly: this owns it for the process's life.
   auto coordinator_metrics = std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator);
-  int metrics_port = 0;
+  std::unique_ptr<gradsync::http::Server> metrics;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(listen, 2);
-    } catch (const std::exception& e) {  // civetweb reports a failed bind by throwing
-      GS_LOG(ERROR) << "cannot serve /metrics on " << listen << ": " << e.what();
+    auto started = gradsync::http::StartMetricsServer(listen, {coordinator_metrics});
+    if (!started.ok()) {
+      GS_LOG(ERROR) << started.status();
       return 1;
     }
-    exposer->RegisterCollectable(coordinator_metrics);
-    metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts().front();
-    GS_LOG(INFO) << "serving /metrics on port " << metrics_port;
+    metrics = *std::move(started);
+    GS_LOG(INFO) << "serving /metrics on port " << metrics->port();
   }
   GS_LOG(INFO) << "serving gRPC" << (tls->enabled() ? " over TLS" : "") << " on port " << (*server)->port()
                << " (JobService, CoordinatorService, health, reflection)";
@@ -163,7 +160,7 @@ int main(int argc, char** argv) {
   const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
   if (!endpoints.empty()) {
     std::map<std::string, std::string> fields = {{"grpc", gradsync::LoopbackAddress((*server)->port())}};
-    if (metrics_port > 0) fields["metrics"] = gradsync::LoopbackAddress(metrics_port);
+    if (metrics) fields["metrics"] = gradsync::LoopbackAddress(metrics->port());
     if (rest) fields["rest"] = gradsync::LoopbackAddress(rest->port());
     if (absl::Status s = gradsync::WriteEndpointsFile(endpoints, fields); !s.ok()) {
       GS_LOG(ERROR) << s;
@@ -178,6 +175,6 @@ int main(int argc, char** argv) {
   coordinator.Shutdown();
   rest.reset();
   (*server)->Shutdown(absl::Seconds(2));
-  exposer.reset();
+  metrics.reset();
   return 0;
 }

@@ -1,4 +1,4 @@
-// The coordinator's REST API (civetweb), calling the same Coordinator logic as gRPC. Bodies and
+// The coordinator's REST API (libs/http, HTTPS when TLS is configured), calling the same Coordinator logic as gRPC. Bodies and
 // responses are protobuf's JSON mapping of the gradsync.v1 messages (lowerCamelCase).
 //
 //   POST /v1/jobs                 body: a JobSpec       -> Job
@@ -21,11 +21,7 @@
 #include "auth.h"
 #include "coordinator.h"
 
-class CivetServer;
-
-namespace gradsync::coordinator {
-class TlsFrontend;
-}
+#include "gradsync/http/server.h"
 
 namespace gradsync::coordinator {
 
@@ -33,28 +29,44 @@ struct RestOptions {
   std::string listen = "0.0.0.0:8080";  // port 0 picks a free port
   size_t max_body_bytes = 1 << 20;
   TokenAuth auth;
-  // PEM certificate chain and key files: HTTPS when set (both or neither), through TlsFrontend.
+  // PEM certificate chain and key files: HTTPS when set (both or neither).
   std::string tls_cert_file;
   std::string tls_key_file;
 };
 
-class RestGateway {
+// The routing and encoding of one request, without a server: plain request in, reply out.
+// `coordinator` must outlive it; thread-safe as the Coordinator is.
+class RestApi {
  public:
-  // UNAVAILABLE if the address cannot be bound. `coordinator` must outlive the gateway.
-  static absl::StatusOr<std::unique_ptr<RestGateway>> Start(Coordinator* coordinator, RestOptions options);
-  ~RestGateway();
+  RestApi(Coordinator* coordinator, TokenAuth auth) : c_(coordinator), auth_(std::move(auth)) {}
 
-  int port() const { return port_; }
+  http::Reply Handle(const http::Request& request) const;
 
  private:
-  class Handler;
-  RestGateway() = default;
+  http::Reply RouteJobs(const http::Request& request, const std::string& rest) const;
+  http::Reply Create(const http::Request& request) const;
+  http::Reply ListJobs(const http::Request& request) const;
 
-  std::unique_ptr<Handler> handler_;
-  std::unique_ptr<CivetServer> server_;
-  // HTTPS in front of server_ when TLS is on.
-  std::unique_ptr<TlsFrontend> tls_;
-  int port_ = 0;
+  Coordinator* c_;
+  TokenAuth auth_;
+};
+
+// A JSON error body {"code", "message", "details": []} with the matching HTTP status.
+http::Reply ErrorReply(const absl::Status& status);
+
+class RestGateway {
+ public:
+  // INVALID_ARGUMENT for a bad address or TLS file, UNAVAILABLE if the address cannot be bound.
+  // `coordinator` must outlive the gateway.
+  static absl::StatusOr<std::unique_ptr<RestGateway>> Start(Coordinator* coordinator, RestOptions options);
+
+  int port() const { return server_->port(); }
+
+ private:
+  explicit RestGateway(RestApi api) : api_(std::move(api)) {}
+
+  RestApi api_;
+  std::unique_ptr<http::Server> server_;  // declared last: stops calling api_ first
 };
 
 // The HTTP status for a status code.

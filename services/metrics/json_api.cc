@@ -1,9 +1,7 @@
 #include "json_api.h"
 
-#include <exception>
-#include <vector>
+#include <utility>
 
-#include "CivetServer.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
@@ -64,60 +62,30 @@ HttpReply HandleApiGet(const MetricsCollector& collector, std::string_view path,
   return HttpReply{200, ToJson(*series)};
 }
 
-class JsonApi::Handler : public CivetHandler {
- public:
-  explicit Handler(const MetricsCollector* collector) : collector_(collector) {}
-
-  bool handleGet(CivetServer*, mg_connection* conn) override {
-    const mg_request_info* info = mg_get_request_info(conn);
-    std::string limit;
-    if (info->query_string != nullptr) CivetServer::getParam(info->query_string, "limit", limit);
-    Send(conn, HandleApiGet(*collector_, info->local_uri != nullptr ? info->local_uri : "", limit));
-    return true;
-  }
-
-  bool handlePost(CivetServer* server, mg_connection* conn) override { return NotAllowed(conn); }
-  bool handlePut(CivetServer* server, mg_connection* conn) override { return NotAllowed(conn); }
-  bool handleDelete(CivetServer* server, mg_connection* conn) override { return NotAllowed(conn); }
-  bool handlePatch(CivetServer* server, mg_connection* conn) override { return NotAllowed(conn); }
-
- private:
-  static bool NotAllowed(mg_connection* conn) {
-    Send(conn, Error(absl::UnimplementedError("the API is read-only: use GET")));
-    return true;
-  }
-
-  static void Send(mg_connection* conn, const HttpReply& reply) {
-    const std::string length = absl::StrCat(reply.body.size());
-    mg_response_header_start(conn, reply.status);
-    mg_response_header_add(conn, "Content-Type", "application/json", -1);
-    mg_response_header_add(conn, "Content-Length", length.c_str(), -1);
-    mg_response_header_send(conn);
-    mg_write(conn, reply.body.data(), reply.body.size());
-  }
-
-  const MetricsCollector* collector_;
-};
+HttpReply HandleApi(const MetricsCollector& collector, const http::Request& request) {
+  if (request.method != "GET") return Error(absl::UnimplementedError("the API is read-only: use GET"));
+  return HandleApiGet(collector, request.path, request.Query("limit"));
+}
 
 absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& address,
                                                         const MetricsCollector* collector) {
+  http::ServerOptions options;
+  options.listen = address;
+  options.name = "JSON API";
+  options.threads = 2;
+  options.max_body_bytes = 4096;  // GET only
+  options.error_reply = [](int status, std::string message) {
+    HttpReply r = Error(absl::Status(status == 404 ? absl::StatusCode::kNotFound : absl::StatusCode::kInvalidArgument,
+                                     message));
+    r.status = status;
+    return r;
+  };
+  auto server = http::Server::Start(std::move(options),
+                                    [collector](const http::Request& r) { return HandleApi(*collector, r); });
+  if (!server.ok()) return server.status();
   std::unique_ptr<JsonApi> api(new JsonApi());
-  api->handler_ = std::make_unique<Handler>(collector);
-  try {
-    api->server_ = std::make_unique<CivetServer>(
-        std::vector<std::string>{"listening_ports", address, "num_threads", "2"});
-  } catch (const std::exception& e) {  // CivetServer reports a failed bind by throwing
-    return absl::UnavailableError(absl::StrCat("JSON API cannot listen on ", address, ": ", e.what()));
-  }
-  api->server_->addHandler(std::string(kJobsPath), api->handler_.get());
-  std::vector<int> ports = api->server_->getListeningPorts();
-  if (ports.empty()) return absl::UnavailableError(absl::StrCat("JSON API not listening on ", address));
-  api->port_ = ports.front();
+  api->server_ = *std::move(server);
   return api;
-}
-
-JsonApi::~JsonApi() {
-  if (server_ != nullptr) server_->close();
 }
 
 }  // namespace gradsync::metrics

@@ -1,5 +1,4 @@
-// The JSON API of gradsync-metrics, served by a small civetweb server of its own (prometheus-cpp's
-// Exposer offers no way to add handlers beside /metrics):
+// The JSON API of gradsync-metrics, on a server of its own (libs/http):
 //
 //   GET /v1/jobs                      -> gradsync.v1.JobList
 //   GET /v1/jobs/{job}/series?limit=N -> gradsync.v1.JobSeries, the last N reduced steps (all
@@ -16,18 +15,18 @@
 #include "absl/status/statusor.h"
 #include "metrics_collector.h"
 
-class CivetServer;
+#include "gradsync/http/server.h"
 
 namespace gradsync::metrics {
 
-struct HttpReply {
-  int status = 200;
-  std::string body;  // JSON
-};
+using HttpReply = http::Reply;
 
 // The routing and encoding of one GET, without a server. `path` is URL-decoded; `limit` is the
 // raw value of the limit query parameter ("" when absent).
 HttpReply HandleApiGet(const MetricsCollector& collector, std::string_view path, std::string_view limit);
+
+// Any request: GETs as HandleApiGet, other methods 405.
+HttpReply HandleApi(const MetricsCollector& collector, const http::Request& request);
 
 class JsonApi {
  public:
@@ -35,18 +34,13 @@ class JsonApi {
   // `collector` must outlive it. UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<JsonApi>> Start(const std::string& address,
                                                         const MetricsCollector* collector);
-  ~JsonApi();
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
 
  private:
-  class Handler;
-
   JsonApi() = default;
 
-  std::unique_ptr<Handler> handler_;
-  std::unique_ptr<CivetServer> server_;  // destroyed first: it stops calling handler_
-  int port_ = 0;
+  std::unique_ptr<http::Server> server_;
 };
 
 }  // namespace gradsync::metrics

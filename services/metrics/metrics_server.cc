@@ -1,11 +1,10 @@
 #include "metrics_server.h"
 
-#include <exception>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "prometheus/exposer.h"
+#include "gradsync/http/metrics.h"
 
 namespace gradsync::metrics {
 
@@ -16,21 +15,13 @@ MetricsServer::~MetricsServer() { Shutdown(absl::ZeroDuration()); }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options) {
   std::unique_ptr<MetricsServer> s(new MetricsServer(options));
-  try {
-    s->exposer_ = std::make_unique<prometheus::Exposer>(options.http_listen, /*num_threads=*/2);
-  } catch (const std::exception& e) {  // civetweb reports a failed bind by throwing
-    return absl::UnavailableError(
-        absl::StrCat("Prometheus exposer cannot listen on ", options.http_listen, ": ", e.what()));
-  }
-  s->exposer_->RegisterCollectable(s->metrics_.registry());
-  std::vector<int> ports = s->exposer_->GetListeningPorts();
-  if (ports.empty()) return absl::UnavailableError(absl::StrCat("not listening on ", options.http_listen));
-  s->http_port_ = ports.front();
+  auto exposition = http::StartMetricsServer(options.http_listen, {s->metrics_.registry()});
+  if (!exposition.ok()) return exposition.status();
+  s->exposition_ = *std::move(exposition);
 
   absl::StatusOr<std::unique_ptr<JsonApi>> api = JsonApi::Start(options.api_listen, &s->collector_);
   if (!api.ok()) return api.status();
   s->api_ = *std::move(api);
-  s->api_port_ = s->api_->port();
 
   absl::StatusOr<std::unique_ptr<rpc::RunningServer>> grpc =
       rpc::StartServer(options.grpc_listen, {&s->service_});
@@ -54,11 +45,8 @@ void MetricsServer::Shutdown(absl::Duration grace) {
     stop_ticker_.Notify();
     ticker_.join();
   }
-  // civetweb notices a stop only when its listener's poll times out (up to 2 s): stop both HTTP
-  // servers at once rather than one after the other.
-  std::thread api_stopper([this] { api_.reset(); });
-  exposer_.reset();
-  api_stopper.join();
+  api_.reset();
+  exposition_.reset();
 }
 
 }  // namespace gradsync::metrics

@@ -10,16 +10,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "gradsync/http/server.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/step_reducer.h"
 #include "grpc_service.h"
 #include "json_api.h"
 #include "metrics_collector.h"
 #include "training_metrics.h"
-
-namespace prometheus {
-class Exposer;
-}  // namespace prometheus
 
 namespace gradsync::metrics {
 
@@ -41,8 +38,8 @@ class MetricsServer {
   ~MetricsServer();
 
   int grpc_port() const { return grpc_->port(); }
-  int http_port() const { return http_port_; }
-  int api_port() const { return api_port_; }
+  int http_port() const { return exposition_->port(); }
+  int api_port() const { return api_->port(); }
   MetricsCollector& collector() { return collector_; }
 
   // Marks gRPC NOT_SERVING, gives open report streams until `grace` to end, then stops the
@@ -58,10 +55,8 @@ class MetricsServer {
   MetricsCollector collector_;
   MetricsServiceImpl service_;
   std::unique_ptr<rpc::RunningServer> grpc_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int http_port_ = 0;
+  std::unique_ptr<http::Server> exposition_;  // /metrics
   std::unique_ptr<JsonApi> api_;
-  int api_port_ = 0;
   absl::Notification stop_ticker_;
   std::thread ticker_;
   bool shut_down_ = false;

@@ -9,12 +9,12 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "agent.h"
-#include "metrics_http.h"
 #include "worker_metrics.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
+#include "gradsync/http/metrics.h"
 #include "gradsync/core/shutdown.h"
 #include "gradsync/device/device.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
   options.stall = *stall;
   gradsync::worker::WorkerMetrics own_metrics;
   std::map<std::string, std::string> endpoints;
-  std::unique_ptr<gradsync::worker::MetricsHttpServer> exposer;
+  std::unique_ptr<gradsync::http::Server> exposer;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    auto server = gradsync::worker::MetricsHttpServer::Start(listen, own_metrics.registry());
+    auto server = gradsync::http::StartMetricsServer(listen, {own_metrics.registry()});
     if (!server.ok()) {
       GS_LOG(ERROR) << "cannot serve /metrics: " << server.status();
       return 1;

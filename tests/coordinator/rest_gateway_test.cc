@@ -1,4 +1,4 @@
-// The REST API over real HTTP against a real civetweb server and coordinator.
+// The REST API over real HTTP against a real server (libs/http) and coordinator.
 #include "rest_gateway.h"
 
 #include "gtest/gtest.h"

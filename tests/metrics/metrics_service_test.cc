@@ -52,7 +52,7 @@ std::unique_ptr<MetricsServer> StartServer(MetricsServerOptions options) {
   return server.ok() ? *std::move(server) : nullptr;
 }
 
-// One server for the suite (stopping its HTTP servers takes civetweb up to 2 s); each test
+// One server for the suite, started once; each test
 // reports under its own job id.
 class MetricsServiceTest : public ::testing::Test {
  protected:
