@@ -1,20 +1,20 @@
 // gradsync local up|down: a local cluster that runs in the background until stopped.
 //
-// `up` forks a supervisor that owns the cluster's processes and writes DIR/endpoints.json once
-// the coordinator serves; `down` signals the supervisor, which stops everything it started.
+// `up` forks a supervisor that owns the cluster's processes. The cluster file that records the
+// supervisor (DIR/endpoints.json, gradsync/cli/local_cluster_file.h) appears once the cluster is
+// ready, and `up` prints it. `down` signals that supervisor, which stops everything it started.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "args.h"
 #include "commands.h"
+#include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/shutdown.h"
 #include "local_cluster.h"
 #include "process.h"
@@ -24,17 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string EndpointsPath(const std::string& dir) { return (fs::path(dir) / "endpoints.json").string(); }
-
-// The supervisor pid recorded in DIR/endpoints.json, or -1.
+// The supervisor pid recorded in DIR's cluster file, or -1.
 pid_t RecordedPid(const std::string& dir) {
-  std::vector<std::pair<std::string, std::string>> fields;
-  if (!ReadJsonFields(EndpointsPath(dir), &fields).ok()) return -1;
-  for (const auto& [k, v] : fields) {
-    int pid = 0;
-    if (k == "pid" && absl::SimpleAtoi(v, &pid)) return pid;
-  }
-  return -1;
+  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  return file.ok() ? file->supervisor_pid : -1;
 }
 
 // Runs in the forked supervisor: never returns.
@@ -44,22 +37,13 @@ pid_t RecordedPid(const std::string& dir) {
   std::FILE* f = std::freopen(log.c_str(), "a", stdout);
   if (f != nullptr) ::dup2(::fileno(stdout), STDERR_FILENO);
   InstallShutdownHandlers();
+  options.supervisor_pid = ::getpid();
   LocalCluster cluster(options);
   if (absl::Status s = cluster.Start(); !s.ok()) {
     std::fprintf(stderr, "local cluster failed to start: %s\n", std::string(s.message()).c_str());
     cluster.Stop();
     ::_exit(1);
   }
-  const std::string tmp = EndpointsPath(options.state_dir) + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "{\n";
-    for (const auto& [name, address] : cluster.endpoints()) out << "  \"" << name << "\": \"" << address << "\",\n";
-    out << "  \"workers\": " << options.workers << ",\n"
-        << "  \"pid\": " << ::getpid() << ",\n"
-        << "  \"logs\": \"" << cluster.log_dir() << "\"\n}\n";
-  }
-  std::rename(tmp.c_str(), EndpointsPath(options.state_dir).c_str());
   std::fprintf(stderr, "local cluster up at %s\n", cluster.coordinator_address().c_str());
   std::fflush(stderr);
   while (!WaitForShutdown(absl::Milliseconds(200))) {
@@ -72,8 +56,6 @@ pid_t RecordedPid(const std::string& dir) {
     std::fflush(stderr);
   }
   cluster.Stop();
-  std::error_code ec;
-  fs::remove(EndpointsPath(options.state_dir), ec);
   std::fprintf(stderr, "local cluster stopped\n");
   std::fflush(stderr);
   ::_exit(0);
@@ -102,7 +84,8 @@ int Up(const Args& args) {
   }
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "logs", ec);
-  fs::remove(EndpointsPath(dir), ec);
+  // A stale file would read as ready before the supervisor's cluster removes it.
+  RemoveLocalClusterFile(dir);
   LocalClusterOptions options;
   options.workers = *workers;
   options.state_dir = fs::absolute(dir).string();
@@ -120,7 +103,8 @@ int Up(const Args& args) {
   if (child == 0) Supervise(options);
 
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (!fs::exists(EndpointsPath(dir))) {
+  absl::StatusOr<LocalClusterFile> ready;
+  while (!(ready = ReadLocalClusterFile(dir)).ok()) {
     if (!Alive(child) || absl::Now() > deadline) {
       std::fprintf(stderr, "the local cluster did not come up; see %s\n%s\n",
                    (fs::path(dir) / "logs").c_str(),
@@ -130,8 +114,7 @@ int Up(const Args& args) {
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
-  std::ifstream in(EndpointsPath(dir));
-  std::printf("%s", std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()).c_str());
+  std::printf("%s", LocalClusterFileJson(*ready).c_str());
   return 0;
 }
 

@@ -1,15 +1,12 @@
 #include "local_cluster.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
+#include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
 #include "process.h"
@@ -17,20 +14,6 @@
 namespace gradsync::cli {
 
 namespace fs = std::filesystem;
-
-absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::string, std::string>>* out) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  google::protobuf::Struct s;
-  auto status = google::protobuf::util::JsonStringToMessage(text, &s);
-  if (!status.ok()) return absl::DataLossError(absl::StrCat(path, ": ", status.ToString()));
-  for (const auto& [k, v] : s.fields()) {
-    if (v.has_string_value()) out->emplace_back(k, v.string_value());
-    if (v.has_number_value()) out->emplace_back(k, absl::StrCat(static_cast<int64_t>(v.number_value())));
-  }
-  return absl::OkStatus();
-}
 
 LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
 
@@ -75,6 +58,7 @@ absl::Status LocalCluster::Start() {
   const fs::path state(options_.state_dir);
   fs::remove(state / "coordinator.json", ec);
   fs::remove(state / "metrics.json", ec);
+  RemoveLocalClusterFile(options_.state_dir);
 
   absl::Status s = StartChild(
       "coordinator",
@@ -137,15 +121,11 @@ absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int ind
 }
 
 absl::Status LocalCluster::WriteClusterFile() const {
-  const std::string path = (fs::path(options_.state_dir) / "cluster.json").string();
-  std::ofstream out(path);
-  out << "{\n";
-  for (const auto& [k, v] : endpoints_) out << "  \"" << k << "\": \"" << v << "\",\n";
-  out << "  \"pids\": [";
-  for (size_t i = 0; i < children_.size(); ++i) out << (i ? ", " : "") << children_[i].pid;
-  out << "]\n}\n";
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+  return WriteLocalClusterFile(options_.state_dir, {.endpoints = endpoints_,
+                                                    .workers = options_.workers,
+                                                    .supervisor_pid = options_.supervisor_pid,
+                                                    .log_dir = log_dir(),
+                                                    .pids = pids()});
 }
 
 void LocalCluster::PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address) {
@@ -175,6 +155,7 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::Supervise(int max_restart
 }
 
 void LocalCluster::Stop() {
+  if (children_.empty()) return;
   // The coordinator first: on SIGTERM it has running jobs checkpoint while their workers still
   // run (preemption). Then the workers, then the metrics service (their last reports reach it).
   std::vector<pid_t> coordinator, workers, others;
@@ -185,6 +166,9 @@ void LocalCluster::Stop() {
   StopAll(workers, absl::Seconds(5));
   StopAll(others, absl::Seconds(5));
   children_.clear();
+  // Last: until every child has stopped, `gradsync local up` finds a live supervisor in the file
+  // and refuses to start a second cluster here.
+  RemoveLocalClusterFile(options_.state_dir);
 }
 
 absl::Status LocalCluster::CheckAlive() const {

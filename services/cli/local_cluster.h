@@ -1,5 +1,6 @@
 // A whole gradsync cluster on this machine: a coordinator and N workers as child processes on
-// loopback, with their logs under <state_dir>/logs. Used by `gradsync run` and `gradsync local up`.
+// loopback, with their logs under <state_dir>/logs and the cluster file that finds them
+// (gradsync/cli/local_cluster_file.h). Used by `gradsync run` and `gradsync local up`.
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +31,8 @@ struct LocalClusterOptions {
   // there are fewer CPUs than workers.
   bool bind_cpus = true;
   absl::Duration start_timeout = absl::Seconds(30);
+  // Recorded in the cluster file as the process that `gradsync local down` signals; -1: none.
+  pid_t supervisor_pid = -1;
 };
 
 // The --device worker `index` of a local cluster gets, with `gpus` GPUs visible.
@@ -41,15 +44,15 @@ class LocalCluster {
   explicit LocalCluster(LocalClusterOptions options);
   ~LocalCluster();  // stops everything still running
 
-  // Starts the coordinator, waits until it serves, then starts the workers.
+  // Starts the coordinator, waits until it serves, starts the workers, then writes the cluster file.
   absl::Status Start();
-  // Stops workers, then the coordinator. Idempotent.
+  // Stops the coordinator, the workers, then the rest; removes the cluster file. Idempotent.
   void Stop();
   // OK while every child runs; otherwise names the first one that exited.
   absl::Status CheckAlive() const;
   // Starts again every child that exited, the way Kubernetes restarts a pod: services on the
-  // ports they had, workers as new registrations (spares). Returns the names restarted; an error
-  // once a child has been restarted more than `max_restarts` times.
+  // ports they had, workers as new registrations (spares), and rewrites the cluster file. Returns
+  // the names restarted; an error once a child has been restarted more than `max_restarts` times.
   absl::StatusOr<std::vector<std::string>> Supervise(int max_restarts = 20);
 
   std::string coordinator_address() const { return address_; }
@@ -77,7 +80,6 @@ class LocalCluster {
   // Waits for a service's endpoints file while the service runs.
   absl::StatusOr<std::map<std::string, std::string>> AwaitEndpoints(const std::string& path,
                                                                     const std::string& name) const;
-  // <state_dir>/cluster.json: the coordinator address and every child's pid.
   absl::Status WriteClusterFile() const;
 
   LocalClusterOptions options_;
@@ -85,8 +87,5 @@ class LocalCluster {
   std::map<std::string, std::string> endpoints_;
   std::vector<Child> children_;  // the coordinator first
 };
-
-// Reads a small JSON object file of string and number fields (endpoints files).
-absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::string, std::string>>* out);
 
 }  // namespace gradsync::cli

@@ -102,16 +102,6 @@ std::map<std::string, std::string> ParseFlatJson(const std::string& json) {
   return out;
 }
 
-std::vector<double> ParseNumberList(const std::string& json, const std::string& key) {
-  std::vector<double> out;
-  google::protobuf::Struct s;
-  if (!google::protobuf::util::JsonStringToMessage(json, &s).ok()) return out;
-  auto it = s.fields().find(key);
-  if (it == s.fields().end()) return out;
-  for (const auto& v : it->second.list_value().values()) out.push_back(v.number_value());
-  return out;
-}
-
 bool ProcessAlive(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, WNOHANG) == pid) return false;

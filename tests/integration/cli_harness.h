@@ -41,7 +41,6 @@ class Children {
 
 // A flat JSON object's fields as text (strings unquoted, numbers as printed by protobuf).
 std::map<std::string, std::string> ParseFlatJson(const std::string& json);
-std::vector<double> ParseNumberList(const std::string& json, const std::string& key);
 
 std::string ExamplePath(const std::string& name);
 // Command lines of the services on loopback. Every port but the coordinator's gRPC address is

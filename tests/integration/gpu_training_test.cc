@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
+#include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/device/device.h"
 #include "gtest/gtest.h"
 
@@ -72,9 +73,11 @@ TEST(GpuTraining, OneWorkerOnItsGpuTrainsOverNcclAndRecoversBitwiseFromAKill) {
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   const std::string job = submitted.out.substr(0, submitted.out.find('\n'));
   WaitForJob(address, job, absl::Seconds(300), [](const std::string& out) { return ProgressStep(out) >= 1200; });
-  const std::vector<double> pids = ParseNumberList(ReadFile(dir + "/cluster.json"), "pids");
+  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::vector<pid_t> pids = cluster->pids;
   ASSERT_EQ(pids.size(), 3u);  // coordinator, metrics service, the worker
-  ASSERT_EQ(::kill(static_cast<pid_t>(pids[2]), SIGKILL), 0);
+  ASSERT_EQ(::kill(pids[2], SIGKILL), 0);
 
   CommandResult watched = RunBinary({"gradsync", "watch", job, "--address", address, "-o", "json"});
   EXPECT_EQ(ParseFlatJson(watched.out)["state"], "SUCCEEDED") << watched.out << watched.err;

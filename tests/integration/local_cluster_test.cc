@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gradsync/ckpt/weights_file.h"
+#include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/digest.h"
 #include "gtest/gtest.h"
@@ -124,15 +125,16 @@ TEST(LocalCluster, CtrlCStopsEveryChild) {
   while (ReadFile(dir + "/cli.log").find("step ") == std::string::npos && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  const std::string cluster = ReadFile(dir + "/cluster.json");
-  const std::vector<double> pids = ParseNumberList(cluster, "pids");
-  ASSERT_EQ(pids.size(), 4u) << cluster;  // coordinator, metrics service, 2 workers
+  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::vector<pid_t> pids = cluster->pids;
+  ASSERT_EQ(pids.size(), 4u) << cli::LocalClusterFileJson(*cluster);  // coordinator, metrics service, 2 workers
   ::kill(cli, SIGINT);
   int status = 0;
   ::waitpid(cli, &status, 0);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir + "/cli.log");
-  for (double p : pids) EXPECT_FALSE(ProcessAlive(static_cast<pid_t>(p))) << "child " << p << " survived";
+  for (pid_t p : pids) EXPECT_FALSE(ProcessAlive(p)) << "child " << p << " survived";
 }
 
 TEST(LocalCluster, UpSubmitPendingCancelDown) {
@@ -142,7 +144,9 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   const auto endpoints = ParseFlatJson(up.out);
   const std::string address = endpoints.count("coordinator") ? endpoints.at("coordinator") : "";
   ASSERT_FALSE(address.empty()) << up.out;
-  EXPECT_EQ(ParseFlatJson(ReadFile(dir + "/endpoints.json")).at("coordinator"), address);
+  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ(cluster->endpoints.at("coordinator"), address);
   CommandResult health = RunBinary({"gradsync", "healthcheck", address});
   EXPECT_EQ(health.exit_code, 0) << health.err;
   EXPECT_NE(health.out.find("SERVING"), std::string::npos) << health.out;
@@ -282,9 +286,11 @@ TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawT
   EXPECT_NE(picture.find(job.substr(5)), std::string::npos);
 
   // Kill the metrics service; the next job trains to the end regardless.
-  const std::vector<double> pids = ParseNumberList(ReadFile(dir + "/cluster.json"), "pids");
+  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::vector<pid_t> pids = cluster->pids;
   ASSERT_GE(pids.size(), 2u);
-  const pid_t metrics = static_cast<pid_t>(pids[1]);
+  const pid_t metrics = pids[1];
   CommandResult second = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
                                     "--set", "training.maxSteps=200", "--set", "training.epochs=0"});
   ASSERT_EQ(second.exit_code, 0) << second.err;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
+#include "gradsync/cli/local_cluster_file.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::testing {
@@ -45,9 +46,11 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
   // Past the second checkpoint, kill worker 0 without warning.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (CurrentStep(address, job) < 500 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
-  const std::vector<double> pids = ParseNumberList(ReadFile(dir + "/cluster.json"), "pids");
+  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::vector<pid_t> pids = cluster->pids;
   ASSERT_EQ(pids.size(), 4u);
-  ASSERT_EQ(::kill(static_cast<pid_t>(pids[2]), SIGKILL), 0);
+  ASSERT_EQ(::kill(pids[2], SIGKILL), 0);
 
   CommandResult watched = RunBinary({"gradsync", "watch", job, "--address", address, "-o", "json"});
   EXPECT_EQ(watched.exit_code, 0) << watched.out << watched.err;

@@ -6,9 +6,8 @@
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
-namespace {
 
-std::string JsonString(const std::string& s) {
+std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out.push_back('\\');
@@ -17,19 +16,21 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-}  // namespace
-
 absl::Status WriteEndpointsFile(const std::string& path, const std::map<std::string, std::string>& fields) {
+  std::string json = "{";
+  const char* sep = "";
+  for (const auto& [name, value] : fields) {
+    absl::StrAppend(&json, sep, JsonString(name), ": ", JsonString(value));
+    sep = ", ";
+  }
+  return ReplaceFileAtomically(path, json + "}\n");
+}
+
+absl::Status ReplaceFileAtomically(const std::string& path, std::string_view contents) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
-    out << "{";
-    const char* sep = "";
-    for (const auto& [name, value] : fields) {
-      out << sep << JsonString(name) << ": " << JsonString(value);
-      sep = ", ";
-    }
-    out << "}\n";
+    out << contents;
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));

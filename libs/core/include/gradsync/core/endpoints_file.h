@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 
@@ -13,6 +14,13 @@ namespace gradsync {
 // sees the old file or the whole new one. Values are written as JSON strings, escaped.
 // INTERNAL naming the path when it cannot be written.
 absl::Status WriteEndpointsFile(const std::string& path, const std::map<std::string, std::string>& fields);
+
+// Replaces `path` with `contents` the same way (`path`.tmp, then rename). No fsync: these files
+// describe running processes and mean nothing after a crash. INTERNAL naming the file.
+absl::Status ReplaceFileAtomically(const std::string& path, std::string_view contents);
+
+// `s` as a JSON string literal: quoted, with quotes and backslashes escaped.
+std::string JsonString(std::string_view s);
 
 // "127.0.0.1:<port>", the loopback address of a locally bound port.
 std::string LoopbackAddress(int port);

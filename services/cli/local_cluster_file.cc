@@ -1,0 +1,92 @@
+#include "gradsync/cli/local_cluster_file.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gradsync/core/endpoints_file.h"
+
+namespace gradsync::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kFileName[] = "endpoints.json";
+constexpr char kWorkers[] = "workers";
+constexpr char kSupervisorPid[] = "pid";
+constexpr char kLogs[] = "logs";
+constexpr char kPids[] = "pids";
+
+absl::StatusOr<google::protobuf::Struct> ReadJsonObject(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  google::protobuf::Struct object;
+  auto status = google::protobuf::util::JsonStringToMessage(text, &object);
+  if (!status.ok()) return absl::DataLossError(absl::StrCat(path, ": ", status.ToString()));
+  return object;
+}
+
+}  // namespace
+
+std::string LocalClusterFilePath(const std::string& state_dir) { return (fs::path(state_dir) / kFileName).string(); }
+
+std::string LocalClusterFileJson(const LocalClusterFile& file) {
+  std::string json = "{\n";
+  for (const auto& [name, address] : file.endpoints) {
+    absl::StrAppend(&json, "  ", JsonString(name), ": ", JsonString(address), ",\n");
+  }
+  absl::StrAppend(&json, "  \"", kWorkers, "\": ", file.workers, ",\n");
+  if (file.supervisor_pid > 0) absl::StrAppend(&json, "  \"", kSupervisorPid, "\": ", file.supervisor_pid, ",\n");
+  absl::StrAppend(&json, "  \"", kLogs, "\": ", JsonString(file.log_dir), ",\n  \"", kPids, "\": [");
+  for (size_t i = 0; i < file.pids.size(); ++i) absl::StrAppend(&json, i ? ", " : "", file.pids[i]);
+  return json + "]\n}\n";
+}
+
+absl::Status WriteLocalClusterFile(const std::string& state_dir, const LocalClusterFile& file) {
+  return ReplaceFileAtomically(LocalClusterFilePath(state_dir), LocalClusterFileJson(file));
+}
+
+absl::StatusOr<LocalClusterFile> ReadLocalClusterFile(const std::string& state_dir) {
+  const std::string path = LocalClusterFilePath(state_dir);
+  absl::StatusOr<google::protobuf::Struct> object = ReadJsonObject(path);
+  if (!object.ok()) return object.status();
+  LocalClusterFile file;
+  for (const auto& [key, value] : object->fields()) {
+    if (key == kWorkers) {
+      file.workers = static_cast<int>(value.number_value());
+    } else if (key == kSupervisorPid) {
+      file.supervisor_pid = static_cast<pid_t>(value.number_value());
+    } else if (key == kLogs) {
+      file.log_dir = value.string_value();
+    } else if (key == kPids) {
+      for (const auto& pid : value.list_value().values()) file.pids.push_back(static_cast<pid_t>(pid.number_value()));
+    } else if (value.has_string_value()) {
+      file.endpoints[key] = value.string_value();
+    } else {
+      return absl::DataLossError(absl::StrCat(path, ": \"", key, "\" is not an endpoint address"));
+    }
+  }
+  return file;
+}
+
+void RemoveLocalClusterFile(const std::string& state_dir) {
+  std::error_code ignored;
+  fs::remove(LocalClusterFilePath(state_dir), ignored);
+}
+
+absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::string, std::string>>* out) {
+  absl::StatusOr<google::protobuf::Struct> object = ReadJsonObject(path);
+  if (!object.ok()) return object.status();
+  for (const auto& [key, value] : object->fields()) {
+    if (value.has_string_value()) out->emplace_back(key, value.string_value());
+    if (value.has_number_value()) out->emplace_back(key, absl::StrCat(static_cast<int64_t>(value.number_value())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,88 @@
+// The local cluster file: what LocalCluster writes reads back whole, in the schema scripts and
+// `gradsync local up`'s output rely on.
+#include "gradsync/cli/local_cluster_file.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace gradsync::cli {
+namespace {
+
+std::string MakeDir() {
+  char dir[] = "/tmp/gradsync-cluster-file-test-XXXXXX";
+  EXPECT_NE(::mkdtemp(dir), nullptr);
+  return dir;
+}
+
+LocalClusterFile Example() {
+  return {.endpoints = {{"coordinator", "127.0.0.1:7070"}, {"metricsApi", "127.0.0.1:9100"}},
+          .workers = 2,
+          .supervisor_pid = 1234,
+          .log_dir = "/state/logs",
+          .pids = {10, 11, 12, 13}};
+}
+
+TEST(LocalClusterFile, ReadsBackWhatWasWritten) {
+  const std::string dir = MakeDir();
+  ASSERT_TRUE(WriteLocalClusterFile(dir, Example()).ok());
+  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->endpoints, Example().endpoints);
+  EXPECT_EQ(file->workers, 2);
+  EXPECT_EQ(file->supervisor_pid, 1234);
+  EXPECT_EQ(file->log_dir, "/state/logs");
+  EXPECT_EQ(file->pids, (std::vector<pid_t>{10, 11, 12, 13}));
+  EXPECT_FALSE(std::filesystem::exists(LocalClusterFilePath(dir) + ".tmp"));
+}
+
+// Endpoints are top-level strings, so `sed` and flat JSON readers find "coordinator" directly.
+TEST(LocalClusterFile, EndpointsAreTopLevelFields) {
+  google::protobuf::Struct json;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(LocalClusterFileJson(Example()), &json).ok());
+  EXPECT_EQ(json.fields().at("coordinator").string_value(), "127.0.0.1:7070");
+  EXPECT_EQ(json.fields().at("pid").number_value(), 1234);
+  EXPECT_EQ(json.fields().at("pids").list_value().values_size(), 4);
+  EXPECT_NE(LocalClusterFileJson(Example()).find("\n  \"coordinator\": \"127.0.0.1:7070\",\n"), std::string::npos);
+}
+
+TEST(LocalClusterFile, WithoutASupervisorThereIsNoPid) {
+  const std::string dir = MakeDir();
+  LocalClusterFile run = Example();
+  run.supervisor_pid = -1;
+  ASSERT_TRUE(WriteLocalClusterFile(dir, run).ok());
+  EXPECT_EQ(LocalClusterFileJson(run).find("\"pid\""), std::string::npos);
+  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->supervisor_pid, -1);
+  EXPECT_EQ(file->pids.size(), 4u);
+}
+
+TEST(LocalClusterFile, AbsentOnceRemovedAndRefusedWhenNotAClusterFile) {
+  const std::string dir = MakeDir();
+  ASSERT_TRUE(WriteLocalClusterFile(dir, Example()).ok());
+  RemoveLocalClusterFile(dir);
+  EXPECT_EQ(ReadLocalClusterFile(dir).status().code(), absl::StatusCode::kNotFound);
+  std::ofstream(LocalClusterFilePath(dir)) << "{\"coordinator\": [1]}";
+  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(file.status().message().find(LocalClusterFilePath(dir)), std::string::npos) << file.status();
+}
+
+TEST(LocalClusterFile, AddressesAndPathsAreEscaped) {
+  const std::string dir = MakeDir();
+  LocalClusterFile odd = Example();
+  odd.log_dir = "/state \"quoted\"\\logs";
+  ASSERT_TRUE(WriteLocalClusterFile(dir, odd).ok());
+  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->log_dir, odd.log_dir);
+}
+
+}  // namespace
+}  // namespace gradsync::cli
