@@ -1,8 +1,9 @@
+// The coordinator's lifecycle (recovery, the lease thread, shutdown), the StateLock that keeps
+// database writes out of its lock, and the job API: create, get, list, cancel, watch.
 #include "coordinator.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <limits>
+#include <cctype>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,6 @@
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/rng.h"
-#include "gradsync/ddp/sampler.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::coordinator {
@@ -21,11 +21,6 @@ namespace {
 
 constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
-constexpr size_t kMaxEvents = 1000;
-
-bool IsTerminal(v1::JobState s) {
-  return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED;
-}
 
 // Lowercase letters, digits and dashes from a job name, for readable ids.
 std::string Slug(const std::string& name) {
@@ -42,34 +37,49 @@ std::string Slug(const std::string& name) {
   return out.empty() ? "job" : out;
 }
 
+absl::Status JobNotFound(const std::string& name) {
+  return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
+}
+
 }  // namespace
 
 std::string JobIdFromName(const std::string& name) {
   return absl::StartsWith(name, "jobs/") ? name.substr(5) : name;
 }
 
-Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store)
-    : options_(std::move(options)), store_(std::move(store)) {
-  absl::MutexLock lock(&mu_);
-  RecoverLocked();
+// The lock annotations of the constructor and destructor tell callers what they do; the analysis
+// cannot follow mu_ through c_, hence no analysis of their bodies.
+Coordinator::StateLock::StateLock(Coordinator* c) ABSL_NO_THREAD_SAFETY_ANALYSIS : c_(c) { c_->mu_.Lock(); }
+
+Coordinator::StateLock::~StateLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  std::vector<JobSnapshot> changes = c_->TakeChangesLocked();
+  c_->mu_.Unlock();
+  c_->writer_.Write(std::move(changes));
 }
 
-void Coordinator::RecoverLocked() {
-  for (v1::Job& job : store_->List("", std::numeric_limits<int>::max())) {
-    JobRuntime& rt = jobs_[job.id()];
-    rt.job = std::move(job);
-    if (IsTerminal(rt.job.state())) continue;
-    if (rt.job.state() == v1::RUNNING || rt.job.state() == v1::RESTARTING) {
+Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store)
+    : options_(std::move(options)), writer_(std::move(store)) {
+  std::vector<v1::Job> stored = writer_.LoadAll();
+  StateLock lock(this);
+  RecoverLocked(std::move(stored));
+}
+
+void Coordinator::RecoverLocked(std::vector<v1::Job> stored) {
+  for (v1::Job& job : stored) {
+    const std::string id = job.id();
+    JobRuntime& rt = jobs_.try_emplace(id, std::move(job)).first->second;
+    job_order_.push_back(id);
+    if (rt.ended()) continue;
+    if (rt.state() == v1::RUNNING || rt.state() == v1::RESTARTING) {
       // Its workers will register again; they cannot resume a generation the coordinator no
-      // longer tracks, so the job starts a new one.
-      rt.job.set_state(v1::RESTARTING);
-      rt.job.set_restarts(rt.job.restarts() + 1);
+      // longer tracks, so the job starts a new one. Its reason stays until scheduling gives one.
+      rt.Restart(rt.job().state_reason());
       AddEventLocked(&rt, "CoordinatorRestarted",
-                     absl::StrCat("generation ", rt.job.generation(), " abandoned; waiting for ",
-                                  MinWorkers(rt.job.spec()), " workers to form the next"));
+                     absl::StrCat("generation ", rt.job().generation(), " abandoned; waiting for ",
+                                  MinWorkers(rt.spec()), " workers to form the next"));
       TouchLocked(&rt);
     }
-    queue_.push_back(rt.job.id());
+    queue_.push_back(id);
   }
   if (!jobs_.empty()) {
     GS_LOG(INFO) << "recovered " << jobs_.size() << " jobs, " << queue_.size() << " to schedule";
@@ -106,62 +116,72 @@ std::string Coordinator::NewIdLocked(const std::string& prefix) {
   return absl::StrFormat("%s-%05x", prefix, r & 0xfffff);
 }
 
-Coordinator::JobRuntime* Coordinator::FindJobLocked(const std::string& name) {
+JobRuntime* Coordinator::FindJobLocked(const std::string& name) {
   auto it = jobs_.find(JobIdFromName(name));
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
 void Coordinator::TouchLocked(JobRuntime* rt) {
-  ++rt->version;
-  *rt->job.mutable_update_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(options_.clock()));
-  absl::Status s = store_->Update(rt->job);
-  if (!s.ok()) {
-    GS_LOG(ERROR) << "persisting job " << rt->job.id() << ": " << s;
-  }
+  rt->Touch(options_.clock());
+  changed_.insert(rt->id());
 }
 
 void Coordinator::AddEventLocked(JobRuntime* rt, const std::string& type, const std::string& message) {
-  auto* events = rt->job.mutable_events();
-  if (static_cast<size_t>(events->size()) >= kMaxEvents) events->DeleteSubrange(0, 1);
-  v1::JobEvent* e = events->Add();
-  *e->mutable_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(options_.clock()));
-  e->set_type(type);
-  e->set_message(message);
-  GS_LOG(INFO) << "job " << rt->job.id() << " " << type << ": " << message;
+  rt->AddEvent(type, message, options_.clock());
+}
+
+std::vector<JobSnapshot> Coordinator::TakeChangesLocked() {
+  std::vector<JobSnapshot> changes;
+  changes.reserve(changed_.size());
+  for (const std::string& id : changed_) {
+    const JobRuntime& rt = jobs_.at(id);
+    changes.push_back({rt.job(), rt.version()});
+  }
+  changed_.clear();
+  return changes;
+}
+
+absl::StatusOr<v1::Job> Coordinator::NewJob(v1::JobSpec spec) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
+  std::string id;
+  do {
+    id = NewIdLocked(Slug(spec.name()));
+  } while (jobs_.count(id) > 0);
+  v1::Job job;
+  job.set_id(id);
+  job.set_name(absl::StrCat("jobs/", id));
+  *job.mutable_spec() = std::move(spec);
+  job.set_state(v1::PENDING);
+  *job.mutable_create_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(options_.clock()));
+  *job.mutable_update_time() = job.create_time();
+  return job;
 }
 
 absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   auto normalized = spec::Normalize(std::move(spec));
   if (!normalized.ok()) return normalized.status();
-  absl::MutexLock lock(&mu_);
-  if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
-  std::string id;
-  do {
-    id = NewIdLocked(Slug(normalized->name()));
-  } while (jobs_.count(id) > 0);
-  JobRuntime& rt = jobs_[id];
-  rt.job.set_id(id);
-  rt.job.set_name(absl::StrCat("jobs/", id));
-  *rt.job.mutable_spec() = *std::move(normalized);
-  rt.job.set_state(v1::PENDING);
-  *rt.job.mutable_create_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(options_.clock()));
-  *rt.job.mutable_update_time() = rt.job.create_time();
-  if (absl::Status s = store_->Insert(rt.job); !s.ok()) {
-    jobs_.erase(id);
-    return s;
-  }
-  AddEventLocked(&rt, "Created", absl::StrCat("world size ", rt.job.spec().training().world_size()));
+  absl::MutexLock creating(&create_mu_);
+  absl::StatusOr<v1::Job> job = NewJob(*std::move(normalized));
+  if (!job.ok()) return job.status();
+  // The job exists once it is stored; until then no other call can see it.
+  if (absl::Status s = writer_.Insert(*job); !s.ok()) return s;
+  StateLock lock(this);
+  const std::string id = job->id();
+  JobRuntime& rt = jobs_.try_emplace(id, *std::move(job)).first->second;
+  job_order_.push_back(id);
+  AddEventLocked(&rt, "Created", absl::StrCat("world size ", rt.spec().training().world_size()));
   queue_.push_back(id);
   TouchLocked(&rt);
   ScheduleLocked();
-  return rt.job;
+  return rt.job();
 }
 
 absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& name) {
   absl::MutexLock lock(&mu_);
   JobRuntime* rt = FindJobLocked(name);
-  if (rt == nullptr) return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
-  return rt->job;
+  if (rt == nullptr) return JobNotFound(name);
+  return rt->job();
 }
 
 absl::StatusOr<v1::ListJobsResponse> Coordinator::ListJobs(int page_size, const std::string& page_token) {
@@ -169,29 +189,31 @@ absl::StatusOr<v1::ListJobsResponse> Coordinator::ListJobs(int page_size, const 
   if (page_size == 0) page_size = kDefaultPageSize;
   page_size = std::min(page_size, kMaxPageSize);
   absl::MutexLock lock(&mu_);
-  if (!page_token.empty() && jobs_.count(page_token) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("pageToken: unknown token \"", page_token, "\""));
+  auto it = job_order_.begin();
+  if (!page_token.empty()) {
+    it = std::find(job_order_.begin(), job_order_.end(), page_token);
+    if (it == job_order_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("pageToken: unknown token \"", page_token, "\""));
+    }
+    ++it;
   }
   v1::ListJobsResponse resp;
-  std::vector<v1::Job> page = store_->List(page_token, page_size + 1);
-  const bool more = static_cast<int>(page.size()) > page_size;
-  if (more) page.pop_back();
-  for (auto& j : page) *resp.add_jobs() = std::move(j);
-  if (more) resp.set_next_page_token(resp.jobs().rbegin()->id());
+  for (; it != job_order_.end() && resp.jobs_size() < page_size; ++it) *resp.add_jobs() = jobs_.at(*it).job();
+  if (it != job_order_.end()) resp.set_next_page_token(resp.jobs().rbegin()->id());
   return resp;
 }
 
 absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& name) {
-  absl::MutexLock lock(&mu_);
+  StateLock lock(this);
   JobRuntime* rt = FindJobLocked(name);
-  if (rt == nullptr) return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
-  if (IsTerminal(rt->job.state())) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", rt->job.id(), " already ended: ",
-                                                      v1::JobState_Name(rt->job.state())));
+  if (rt == nullptr) return JobNotFound(name);
+  if (rt->ended()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", rt->id(), " already ended: ", v1::JobState_Name(rt->state())));
   }
   FinishLocked(rt, v1::CANCELLED, "Cancelled", "cancelled by request");
   ScheduleLocked();
-  return rt->job;
+  return rt->job();
 }
 
 absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJobChange(const std::string& name,
@@ -199,39 +221,33 @@ absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJobChange(const std
                                                                        absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   JobRuntime* rt = FindJobLocked(name);
-  if (rt == nullptr) return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
-  auto changed = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutdown_ || rt->version > seen; };
+  if (rt == nullptr) return JobNotFound(name);
+  auto changed = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutdown_ || rt->version() > seen; };
   mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
   if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
-  return std::make_pair(rt->job, rt->version);
+  return std::make_pair(rt->job(), rt->version());
 }
 
 void Coordinator::FinishLocked(JobRuntime* rt, v1::JobState state, const std::string& type,
                                const std::string& message) {
-  queue_.erase(std::remove(queue_.begin(), queue_.end(), rt->job.id()), queue_.end());
-  if (rt->generation_active) EndGenerationLocked(rt, message);
-  rt->job.set_state(state);
-  rt->job.set_state_reason(message);
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), rt->id()), queue_.end());
+  EndGenerationLocked(rt, message);
+  rt->Finish(state, message);
   AddEventLocked(rt, type, message);
   TouchLocked(rt);
 }
 
 void Coordinator::EndGenerationLocked(JobRuntime* rt, const std::string& reason) {
-  rt->generation_active = false;
-  for (const std::string& wid : rt->ranks) {
-    auto it = workers_.find(wid);
-    if (it == workers_.end()) continue;
-    Worker& w = it->second;
-    if (w.job_id != rt->job.id() || w.generation != rt->job.generation()) continue;
-    const bool never_started =
-        !w.inbox.empty() && w.inbox.back().job_id() == rt->job.id();
-    if (never_started) {
-      FreeWorkerLocked(&w);
-    } else {
-      w.abort_reason = reason;
-    }
+  std::unique_ptr<Generation> ended = rt->EndGeneration();
+  if (ended == nullptr) return;
+  for (const std::string& wid : ended->ranks()) {
+    if (WorkerLease* w = workers_.Find(wid); w != nullptr) w->LeaveGeneration(rt->id(), ended->number(), reason);
   }
-  kv_.DropNamespace(KvNamespaceOf(rt->job.id(), rt->job.generation()));
+  kv_.DropNamespace(ended->kv_namespace());
+}
+
+void Coordinator::QueueLocked(const std::string& job_id) {
+  if (std::find(queue_.begin(), queue_.end(), job_id) == queue_.end()) queue_.push_back(job_id);
 }
 
 }  // namespace gradsync::coordinator

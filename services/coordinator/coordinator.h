@@ -1,14 +1,18 @@
-// The coordinator's logic, free of RPC types beyond the protos: job registry, gang scheduler,
-// worker membership with heartbeat leases, generation results and the rendezvous store.
-// The gRPC handlers only translate to and from these calls. Thread-safe.
+// The coordinator's logic, free of RPC types beyond the protos. Coordinator orchestrates state
+// that its collaborators own: each job's JobRuntime and the Generation it runs (ranks, checkpoint
+// parts, results, stall watch), the WorkerPool's leases, the rendezvous KvStore, and the JobWriter
+// in front of the JobStore. One lock, mu_, guards the in-memory state; jobs changed under it are
+// written to the store after it is released. The gRPC handlers only translate to and from these
+// calls. Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -20,8 +24,11 @@
 #include "absl/time/time.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
+#include "job_runtime.h"
 #include "job_store.h"
+#include "job_writer.h"
 #include "kv_store.h"
+#include "worker_pool.h"
 
 namespace gradsync::coordinator {
 
@@ -120,108 +127,90 @@ class Coordinator {
   Snapshot TakeSnapshot();
 
  private:
-  enum class WorkerState { kIdle, kAssigned };
+  // The lock of one mutating call; see the class comment at its definition below.
+  class StateLock;
 
-  struct Worker {
-    std::string id;
-    v1::RegisterWorkerRequest info;
-    absl::Time last_seen;
-    WorkerState state = WorkerState::kIdle;
-    std::string job_id;
-    int generation = 0;
-    int rank = -1;
-    std::deque<v1::Assignment> inbox;
-    // Set when the worker's generation ended; the next heartbeat tells it to abort.
-    std::string abort_reason;
-  };
-
-  struct JobRuntime {
-    v1::Job job;
-    int64_t version = 1;
-    // Parts reported per checkpoint step, by rank, for the current generation.
-    std::map<int64_t, std::map<int, v1::ReportCheckpointRequest>> pending_checkpoints;
-    // Set by RequestCheckpoint; cleared by the next commit.
-    bool checkpoint_requested = false;
-    // Since this coordinator started, for metrics.
-    int64_t checkpoints_committed = 0;
-    int64_t checkpoint_bytes_total = 0;
-    // Worker id per rank of the current generation.
-    std::vector<std::string> ranks;
-    // When the current generation was scheduled.
-    absl::Time generation_start;
-    // Elastic jobs: when enough workers for minWorkers became idle (the last call's start).
-    std::optional<absl::Time> quorum_since;
-    // Set when the job checkpoints in order to grow; the commit ends the generation.
-    bool scale_up_requested = false;
-    // The current generation's ranks as their heartbeats last told, for stall diagnosis.
-    std::map<int, v1::HeartbeatRequest> beats;
-    // When any rank last finished a collective or a step, and rank 0's last step time.
-    absl::Time last_progress;
-    absl::Time last_step_change;
-    absl::Duration step_time = absl::ZeroDuration();
-    bool stalled = false;
-    bool generation_active = false;
-    std::map<int, v1::ReportResultRequest> results;
-  };
-
-  // Loads the store's jobs: pending ones queue again, running ones restart.
-  void RecoverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Loads the stored jobs: pending ones queue again, running ones restart.
+  void RecoverLocked(std::vector<v1::Job> stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Allocates a fresh job id and fills the new job's fields; UNAVAILABLE while shutting down.
+  absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_LOCKS_EXCLUDED(mu_);
   JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that the job changed: watchers wake, and the job is written to the store when the
+  // call's StateLock is released.
   void TouchLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddEventLocked(JobRuntime* rt, const std::string& type, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Snapshots of the jobs touched since the last call, for the store.
+  std::vector<JobSnapshot> TakeChangesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AssignLocked(JobRuntime* rt, const std::vector<Worker*>& gang, const std::vector<v1::Placement>& placements)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether a queued job starts now with `idle` workers, and if not, why (for state_reason).
-  bool ReadyToStartLocked(JobRuntime* rt, size_t idle, std::string* reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Workers still finishing the job's previous generation (told to abort, not back yet).
-  int ReturningWorkersLocked(const JobRuntime& rt) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the job's next generation on `gang`, rank r on gang[r] computing as placements[r].
+  void AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& gang,
+                    const std::vector<v1::Placement>& placements) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks running elastic jobs below maxWorkers to grow into `idle` workers.
   void ScaleUpLocked(size_t idle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the checkpoint a scale-up asked for: ends the generation and queues the job again.
   void RescaleLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a rank's heartbeat of the job's current generation.
-  void RecordBeatLocked(JobRuntime* rt, const v1::HeartbeatRequest& beat) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Records a heartbeat of worker `w`, which holds a rank of the job's running generation.
+  void RecordBeatLocked(JobRuntime* rt, const WorkerLease& w, const v1::HeartbeatRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Flags running generations that made no progress for too long, naming who holds them up.
   void CheckStallsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string DiagnoseStallLocked(const JobRuntime& rt) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the job's current generation: its workers are told to abort and its keys dropped.
-  void EndGenerationLocked(JobRuntime* rt, const std::string& reason)
+  // Declares worker `id` lost at `now`: its generation fails and its lease ends.
+  void LoseWorkerLocked(const std::string& id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Ends the job's running generation: its workers are told to abort and its keys dropped.
+  void EndGenerationLocked(JobRuntime* rt, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishLocked(JobRuntime* rt, v1::JobState state, const std::string& type, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishLocked(JobRuntime* rt, v1::JobState state, const std::string& type,
-                    const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FreeWorkerLocked(Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a failure: restart the job from its last committed checkpoint when it may (the error is
   // not one a restart repeats, and the budget lasts), else fail it.
   void RestartOrFailLocked(JobRuntime* rt, const std::string& type, const std::string& reason, bool retryable)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The newest committed checkpoint whose files verify; corrupt ones are dropped with an event.
-  std::optional<v1::CheckpointManifest> ResumePointLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string JobDirLocked(const v1::Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CompleteIfAllReportedLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once every rank of the running generation succeeded: SUCCEEDED if their digests agree.
+  void CompleteLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the manifest in the job; the commit of a scale-up's checkpoint ends its generation.
+  void CommitCheckpointLocked(JobRuntime* rt, const v1::CheckpointManifest& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewIdLocked(const std::string& prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
   KvStore kv_;
+  // Has its own lock, which is never taken while holding mu_.
+  JobWriter writer_;
 
+  // Held across a CreateJob, insert included, so ids stay unique and the store's creation order is
+  // the coordinator's without holding mu_ during the insert.
+  absl::Mutex create_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
-  std::unique_ptr<JobStore> store_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, JobRuntime> jobs_ ABSL_GUARDED_BY(mu_);
-  // Pending jobs, oldest first.
+  // Job ids in creation order, for ListJobs.
+  std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);
+  // Pending and restarting jobs, oldest first.
   std::vector<std::string> queue_ ABSL_GUARDED_BY(mu_);
-  // Workers by id; std::map keeps registration-independent, stable iteration.
-  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> worker_order_ ABSL_GUARDED_BY(mu_);
+  // Jobs touched by the call that holds mu_, to write when it releases it.
+  std::set<std::string> changed_ ABSL_GUARDED_BY(mu_);
+  WorkerPool workers_ ABSL_GUARDED_BY(mu_);
   uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread lease_thread_;
 };
 
-// The range of ranks a job runs with (both worldSize for a fixed-size job).
-int MinWorkers(const v1::JobSpec& spec);
-int MaxWorkers(const v1::JobSpec& spec);
+// Holds the coordinator's lock for one call that may change jobs. Releasing it takes snapshots of
+// the jobs the call touched, unlocks, and only then writes them through the JobWriter: the
+// database I/O of a call never holds up another call's access to the coordinator's state.
+class ABSL_SCOPED_LOCKABLE Coordinator::StateLock {
+ public:
+  explicit StateLock(Coordinator* c) ABSL_EXCLUSIVE_LOCK_FUNCTION(c->mu_);
+  ~StateLock() ABSL_UNLOCK_FUNCTION();
+  StateLock(const StateLock&) = delete;
+  StateLock& operator=(const StateLock&) = delete;
+
+ private:
+  Coordinator* c_;
+};
 
 // "jobs/{id}" -> "{id}"; a bare id is returned unchanged.
 std::string JobIdFromName(const std::string& name);

@@ -1,36 +1,40 @@
-// Hang diagnosis. Every heartbeat of a running rank carries its last step, the collectives it
-// issued and finished, and its activity in words. Collectives run in the same order on every
-// rank, so when a generation stops making progress the counters tell the story: a rank that
-// issued fewer collectives than the others is the one holding them up (still computing, or stuck
-// before its next bucket), and the others' oldest pending collective names the bucket they wait
-// in. When every rank waits in the same collective, the transport itself is stuck.
-#include <algorithm>
+// What the coordinator does with the ranks' heartbeats: each running generation's StallWatch
+// (stall_watch.h) hears them, rank 0's progress goes into the job, and a stall or its end
+// becomes an event.
+#include <optional>
+#include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "coordinator.h"
 
 namespace gradsync::coordinator {
+namespace {
 
-void Coordinator::RecordBeatLocked(JobRuntime* rt, const v1::HeartbeatRequest& beat) {
-  const absl::Time now = options_.clock();
-  auto [it, fresh] = rt->beats.try_emplace(beat.rank(), beat);
-  const v1::HeartbeatRequest& before = it->second;
-  const bool moved = fresh || beat.collective_done() != before.collective_done() || beat.step() != before.step();
-  if (!fresh && beat.rank() == 0 && beat.step() > before.step()) {
-    if (rt->last_step_change != absl::Time()) {
-      rt->step_time = (now - rt->last_step_change) / static_cast<double>(beat.step() - before.step());
-    }
-    rt->last_step_change = now;
+// "rank 1 (worker W on host)" for each rank of `gen`, as stall messages name them.
+std::vector<std::string> RankNames(const Generation& gen, const WorkerPool& workers) {
+  std::vector<std::string> names;
+  for (size_t r = 0; r < gen.ranks().size(); ++r) {
+    const std::string& wid = gen.ranks()[r];
+    const WorkerLease* w = workers.Find(wid);
+    names.push_back(absl::StrFormat("rank %d (worker %s on %s)", r, wid, w == nullptr ? "?" : w->info().hostname()));
   }
-  it->second = beat;
-  if (!moved) return;
-  rt->last_progress = now;
-  if (rt->stalled) {
-    rt->stalled = false;
-    AddEventLocked(rt, "StallCleared", absl::StrFormat("rank %d makes progress again (%s)", beat.rank(), beat.activity()));
+  return names;
+}
+
+}  // namespace
+
+void Coordinator::RecordBeatLocked(JobRuntime* rt, const WorkerLease& w, const v1::HeartbeatRequest& request) {
+  v1::HeartbeatRequest beat = request;
+  beat.set_rank(w.rank());
+  beat.clear_progress();
+  if (std::optional<std::string> cleared = rt->generation()->stalls().Record(beat, options_.clock())) {
+    AddEventLocked(rt, "StallCleared", *cleared);
+    TouchLocked(rt);
+  }
+  if (request.has_progress() && w.rank() == 0) {
+    rt->SetProgress(request.progress());
+    // Written once this heartbeat releases the lock (StateLock), not under it.
     TouchLocked(rt);
   }
 }
@@ -38,56 +42,13 @@ void Coordinator::RecordBeatLocked(JobRuntime* rt, const v1::HeartbeatRequest& b
 void Coordinator::CheckStallsLocked() {
   const absl::Time now = options_.clock();
   for (auto& [id, rt] : jobs_) {
-    if (rt.job.state() != v1::RUNNING || !rt.generation_active || rt.stalled ||
-        rt.beats.size() < rt.ranks.size() || rt.last_progress == absl::Time()) {
+    Generation* gen = rt.generation();
+    if (gen == nullptr || rt.state() != v1::RUNNING || !gen->stalls().CheckStalled(now, options_.stall_timeout)) {
       continue;
     }
-    // Before the first collective, ranks load data and meet in the store: nothing to compare yet.
-    const bool communicating = std::any_of(rt.beats.begin(), rt.beats.end(),
-                                           [](const auto& b) { return b.second.collective_seq() > 0; });
-    if (!communicating) continue;
-    const absl::Duration limit = std::max(options_.stall_timeout, 3 * rt.step_time);
-    if (now - rt.last_progress < limit) continue;
-    rt.stalled = true;
-    AddEventLocked(&rt, "Stalled",
-                   absl::StrCat("no progress for ", absl::FormatDuration(absl::Trunc(now - rt.last_progress, absl::Seconds(1))),
-                                ": ", DiagnoseStallLocked(rt)));
+    AddEventLocked(&rt, "Stalled", gen->stalls().Describe(now, RankNames(*gen, workers_)));
     TouchLocked(&rt);
   }
-}
-
-std::string Coordinator::DiagnoseStallLocked(const JobRuntime& rt) const {
-  auto who = [&](int rank) {
-    const std::string& wid = rt.ranks[static_cast<size_t>(rank)];
-    auto w = workers_.find(wid);
-    return absl::StrFormat("rank %d (worker %s on %s)", rank, wid, w == workers_.end() ? "?" : w->second.info.hostname());
-  };
-  int64_t least = INT64_MAX, most = INT64_MIN;
-  for (const auto& [rank, b] : rt.beats) {
-    least = std::min(least, b.collective_seq());
-    most = std::max(most, b.collective_seq());
-  }
-  std::vector<int> behind, ahead;
-  for (const auto& [rank, b] : rt.beats) (b.collective_seq() == least ? behind : ahead).push_back(rank);
-  if (!ahead.empty()) {
-    std::vector<std::string> names;
-    for (int r : behind) names.push_back(who(r));
-    const v1::HeartbeatRequest& waiting = rt.beats.at(ahead.front());
-    return absl::StrFormat("%s %s behind, at step %d, %s (collective #%d not issued); rank%s %s wait%s: %s",
-                           absl::StrJoin(names, ", "), behind.size() == 1 ? "is" : "are",
-                           rt.beats.at(behind.front()).step() + 1, rt.beats.at(behind.front()).activity(), least,
-                           ahead.size() == 1 ? "" : "s", absl::StrJoin(ahead, ", "), ahead.size() == 1 ? "s" : "",
-                           waiting.activity());
-  }
-  const v1::HeartbeatRequest& any = rt.beats.begin()->second;
-  if (any.collective_seq() > any.collective_done()) {
-    return absl::StrFormat("every rank waits in the same collective (%s): the transport between them makes no "
-                           "progress",
-                           any.activity());
-  }
-  std::vector<std::string> doing;
-  for (const auto& [rank, b] : rt.beats) doing.push_back(absl::StrCat("rank ", rank, ": ", b.activity()));
-  return absl::StrCat("no rank is in a collective; ", absl::StrJoin(doing, "; "));
 }
 
 }  // namespace gradsync::coordinator

@@ -13,7 +13,7 @@
 
 namespace gradsync::coordinator {
 
-// Not thread-safe: the coordinator serialises access under its own lock.
+// Not thread-safe: the coordinator's JobWriter (job_writer.h) serialises access under its lock.
 class JobStore {
  public:
   virtual ~JobStore() = default;

@@ -1,0 +1,65 @@
+// One generation of a job: the gang of workers that runs it from its scheduling until it ends
+// (success, a failure, a rescale, a cancel). It owns what lives exactly that long: which worker
+// holds which rank, the rendezvous namespace, the checkpoint parts reported so far, the ranks'
+// results, and the hang diagnosis. A restart starts a new Generation, so nothing of a failed one
+// leaks into the next. Not thread-safe: the coordinator owns it (through its JobRuntime) under its
+// lock.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gradsync/v1/coordinator.pb.h"
+#include "gradsync/v1/job.pb.h"
+#include "stall_watch.h"
+
+namespace gradsync::coordinator {
+
+class Generation {
+ public:
+  // Generation `number` of job `job_id`, scheduled at `start`: rank r runs on worker ranks[r].
+  Generation(std::string job_id, int number, std::vector<std::string> ranks, absl::Time start);
+
+  int number() const { return number_; }
+  int world_size() const { return static_cast<int>(ranks_.size()); }
+  // Worker ids by rank.
+  const std::vector<std::string>& ranks() const { return ranks_; }
+  absl::Time start() const { return start_; }
+  // Where its ranks rendezvous in the KvStore; dropped when the generation ends.
+  std::string kv_namespace() const;
+
+  // Records rank `part.rank()`'s part of the checkpoint at `part.step()`. The part that completes
+  // the set returns the manifest to commit, committed at `now`; parts of that step and of earlier
+  // ones are then forgotten. nullopt while parts are missing.
+  std::optional<v1::CheckpointManifest> AddCheckpointPart(const v1::ReportCheckpointRequest& part, absl::Time now);
+
+  // Records a rank's successful outcome; true once every rank has reported one.
+  bool AddResult(const v1::ReportResultRequest& result);
+  // Once every rank reported: the job's result when every rank's parameters have rank 0's digest,
+  // else FAILED_PRECONDITION saying which ranks diverged ("replica divergence: ...").
+  absl::StatusOr<v1::JobResult> AgreedResult() const;
+
+  // Set when the job checkpoints in order to grow: the commit ends this generation.
+  bool scale_up_requested() const { return scale_up_requested_; }
+  void RequestScaleUp() { scale_up_requested_ = true; }
+
+  StallWatch& stalls() { return stalls_; }
+  const StallWatch& stalls() const { return stalls_; }
+
+ private:
+  std::string job_id_;
+  int number_;
+  std::vector<std::string> ranks_;
+  absl::Time start_;
+  bool scale_up_requested_ = false;
+  // Parts reported per checkpoint step, by rank.
+  std::map<int64_t, std::map<int, v1::ReportCheckpointRequest>> checkpoint_parts_;
+  std::map<int, v1::ReportResultRequest> results_;
+  StallWatch stalls_;
+};
+
+}  // namespace gradsync::coordinator

@@ -1,0 +1,164 @@
+#include "job_runtime.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/time_util.h"
+#include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/core/log.h"
+
+namespace gradsync::coordinator {
+
+using google::protobuf::util::TimeUtil;
+
+namespace {
+
+constexpr size_t kMaxEvents = 1000;
+constexpr int kDefaultMaxRestarts = 3;
+constexpr int kDefaultKeep = 3;
+
+google::protobuf::Timestamp ToProto(absl::Time t) { return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t)); }
+
+}  // namespace
+
+int MinWorkers(const v1::JobSpec& spec) {
+  // Jobs stored before elastic ranges existed have neither field.
+  return spec.training().min_workers() > 0 ? spec.training().min_workers() : spec.training().world_size();
+}
+
+int MaxWorkers(const v1::JobSpec& spec) {
+  return spec.training().max_workers() > 0 ? spec.training().max_workers() : spec.training().world_size();
+}
+
+bool JobRuntime::ended() const {
+  return job_.state() == v1::SUCCEEDED || job_.state() == v1::FAILED || job_.state() == v1::CANCELLED;
+}
+
+void JobRuntime::AddEvent(const std::string& type, const std::string& message, absl::Time now) {
+  auto* events = job_.mutable_events();
+  if (static_cast<size_t>(events->size()) >= kMaxEvents) events->DeleteSubrange(0, 1);
+  v1::JobEvent* e = events->Add();
+  *e->mutable_time() = ToProto(now);
+  e->set_type(type);
+  e->set_message(message);
+  GS_LOG(INFO) << "job " << job_.id() << " " << type << ": " << message;
+}
+
+void JobRuntime::Touch(absl::Time now) {
+  ++version_;
+  *job_.mutable_update_time() = ToProto(now);
+}
+
+bool JobRuntime::SetReason(const std::string& reason) {
+  if (job_.state_reason() == reason) return false;
+  job_.set_state_reason(reason);
+  return true;
+}
+
+void JobRuntime::Finish(v1::JobState state, const std::string& reason) {
+  job_.set_state(state);
+  job_.set_state_reason(reason);
+}
+
+int JobRuntime::restart_budget() const {
+  const v1::TrainingSpec& t = job_.spec().training();
+  return t.has_max_restarts() ? t.max_restarts() : kDefaultMaxRestarts;
+}
+
+void JobRuntime::Restart(const std::string& reason) {
+  job_.set_restarts(job_.restarts() + 1);
+  Requeue(reason);
+}
+
+void JobRuntime::Requeue(const std::string& reason) {
+  job_.set_state(v1::RESTARTING);
+  job_.set_state_reason(reason);
+}
+
+Generation* JobRuntime::RunningGeneration(int number) {
+  const bool running = generation_ != nullptr && generation_->number() == number && job_.state() == v1::RUNNING;
+  return running ? generation_.get() : nullptr;
+}
+
+Generation& JobRuntime::StartGeneration(std::vector<std::string> ranks, absl::Time now) {
+  job_.set_generation(job_.generation() + 1);
+  job_.set_state(v1::RUNNING);
+  job_.set_state_reason("");
+  generation_ = std::make_unique<Generation>(job_.id(), job_.generation(), std::move(ranks), now);
+  return *generation_;
+}
+
+bool JobRuntime::ReadyToStart(const PoolView& pool, absl::Time now, absl::Duration last_call, std::string* reason) {
+  const size_t min = static_cast<size_t>(MinWorkers(job_.spec()));
+  const size_t max = static_cast<size_t>(MaxWorkers(job_.spec()));
+  if (pool.idle >= max) return true;
+  // Survivors of the previous generation come back within a heartbeat or two; a generation started
+  // without them would shrink for nothing.
+  if (pool.returning > 0) {
+    *reason = absl::StrFormat("waiting for %d workers of generation %d to return", pool.returning, job_.generation());
+    return false;
+  }
+  if (pool.idle < min) {
+    quorum_since_.reset();
+    *reason = min == max ? absl::StrFormat("waiting for %d idle workers: %d idle of %d registered", min, pool.idle,
+                                           pool.registered)
+                         : absl::StrFormat("waiting for %d to %d idle workers: %d idle of %d registered", min, max,
+                                           pool.idle, pool.registered);
+    return false;
+  }
+  // A job that ran before goes on at once: its workers are back, and waiting delays recovery.
+  if (job_.generation() > 0) return true;
+  if (!quorum_since_.has_value()) quorum_since_ = now;
+  if (now - *quorum_since_ >= last_call) return true;
+  *reason = absl::StrFormat("%d of %d to %d workers idle; starting within %s unless more join", pool.idle, min, max,
+                            absl::FormatDuration(last_call));
+  return false;
+}
+
+std::string JobRuntime::Dir(const std::string& artifact_dir) const {
+  const std::string& dir = job_.spec().checkpoint().dir();
+  return dir.empty() ? (std::filesystem::path(artifact_dir) / job_.id()).string() : dir;
+}
+
+int JobRuntime::keep() const {
+  const v1::CheckpointSpec& c = job_.spec().checkpoint();
+  return c.has_keep() ? std::max(1, c.keep()) : kDefaultKeep;
+}
+
+void JobRuntime::CommitCheckpoint(const v1::CheckpointManifest& m) {
+  *job_.add_checkpoints() = m;
+  while (job_.checkpoints_size() > keep()) job_.mutable_checkpoints()->DeleteSubrange(0, 1);
+  checkpoint_requested_ = false;
+  ++checkpoints_committed_;
+  checkpoint_bytes_total_ += m.total_bytes();
+}
+
+std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(absl::Time now) {
+  auto* list = job_.mutable_checkpoints();
+  while (!list->empty()) {
+    const v1::CheckpointManifest& newest = *list->rbegin();
+    absl::Status ok = ckpt::VerifyCheckpoint(newest.dir());
+    if (ok.ok()) return newest;
+    const int64_t bad = newest.step();
+    // Set the directory aside under a name that is no step directory: retention and `checkpoint
+    // list` skip it, a new checkpoint of the same step gets a fresh directory, and the damaged
+    // files stay for inspection.
+    std::error_code ec;
+    const std::string aside = absl::StrCat(newest.dir(), ".corrupt-g", job_.generation());
+    std::filesystem::rename(newest.dir(), aside, ec);
+    list->RemoveLast();
+    AddEvent("CheckpointCorrupt",
+             absl::StrCat("checkpoint at step ", bad, " failed verification (", ok.message(), "); ",
+                          ec ? "" : absl::StrCat("set aside as ", aside, "; "),
+                          list->empty() ? std::string("no older checkpoint: starting from the job seed")
+                                        : absl::StrCat("using the one at step ", list->rbegin()->step())),
+             now);
+  }
+  return std::nullopt;
+}
+
+}  // namespace gradsync::coordinator

@@ -1,0 +1,113 @@
+// One job from its creation on: the job resource clients read (state, events, checkpoints), the
+// version watchers wait on, the restart and checkpoint policy, and the generation that runs now.
+// Not thread-safe: the coordinator owns its jobs under its lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "generation.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::coordinator {
+
+// The range of ranks a job runs with (both worldSize for a fixed-size job).
+int MinWorkers(const v1::JobSpec& spec);
+int MaxWorkers(const v1::JobSpec& spec);
+
+// The worker pool as a queued job sees it when deciding whether to start.
+struct PoolView {
+  size_t idle = 0;
+  size_t registered = 0;
+  // Workers still finishing the job's previous generation (told to abort, not back yet).
+  int returning = 0;
+};
+
+class JobRuntime {
+ public:
+  explicit JobRuntime(v1::Job job) : job_(std::move(job)) {}
+
+  const v1::Job& job() const { return job_; }
+  const std::string& id() const { return job_.id(); }
+  const v1::JobSpec& spec() const { return job_.spec(); }
+  v1::JobState state() const { return job_.state(); }
+  // SUCCEEDED, FAILED or CANCELLED: nothing changes the job any more.
+  bool ended() const;
+  // Bumped by every Touch; WaitJobChange hands it to watchers.
+  int64_t version() const { return version_; }
+
+  // Appends an event at `now` (the oldest beyond a thousand are dropped) and logs it.
+  void AddEvent(const std::string& type, const std::string& message, absl::Time now);
+  // Records that the job changed at `now`: a new version for watchers, and update_time. The
+  // caller persists the job.
+  void Touch(absl::Time now);
+
+  // --- State. ---
+
+  // Returns whether the reason changed.
+  bool SetReason(const std::string& reason);
+  void Finish(v1::JobState state, const std::string& reason);
+  // training.maxRestarts (3 when unset): how many restarts the job may have.
+  int restart_budget() const;
+  bool CanRestart() const { return job_.restarts() < restart_budget(); }
+  // Waits for its next generation (RESTARTING), counting a restart.
+  void Restart(const std::string& reason);
+  // Waits for its next generation (RESTARTING) without counting a restart: a rescale.
+  void Requeue(const std::string& reason);
+  void SetProgress(const v1::JobProgress& progress) { *job_.mutable_progress() = progress; }
+  void SetResult(const v1::JobResult& result) { *job_.mutable_result() = result; }
+
+  // --- Generations. ---
+
+  // The generation that runs now; nullptr between generations.
+  Generation* generation() { return generation_.get(); }
+  const Generation* generation() const { return generation_.get(); }
+  // The running generation if it is number `number`; nullptr otherwise.
+  Generation* RunningGeneration(int number);
+  // Starts the next generation on `ranks` (worker ids by rank) at `now`: RUNNING, no reason.
+  Generation& StartGeneration(std::vector<std::string> ranks, absl::Time now);
+  // Ends the running generation and hands it back; nullptr when none ran.
+  std::unique_ptr<Generation> EndGeneration() { return std::move(generation_); }
+
+  // Whether the queued job starts now, with `pool`, and if not why (for state_reason). An
+  // elastic job's first generation waits `last_call` for more workers once minWorkers are idle.
+  bool ReadyToStart(const PoolView& pool, absl::Time now, absl::Duration last_call, std::string* reason);
+  // The job left the queue: a later last call starts afresh.
+  void ClearLastCall() { quorum_since_.reset(); }
+
+  // --- Checkpoints. ---
+
+  // Where the job's weights and checkpoints go: checkpoint.dir, else <artifact_dir>/<job id>.
+  std::string Dir(const std::string& artifact_dir) const;
+  // Asks the ranks to checkpoint at their next step boundary; the next commit clears it.
+  void RequestCheckpoint() { checkpoint_requested_ = true; }
+  bool checkpoint_requested() const { return checkpoint_requested_; }
+  // checkpoint.keep: how many committed checkpoints the job keeps.
+  int keep() const;
+  // Records a committed checkpoint; the job lists the newest keep() of them.
+  void CommitCheckpoint(const v1::CheckpointManifest& m);
+  // Since this coordinator started, for metrics.
+  int64_t checkpoints_committed() const { return checkpoints_committed_; }
+  int64_t checkpoint_bytes_total() const { return checkpoint_bytes_total_; }
+  // The newest committed checkpoint whose files verify. A corrupt one is set aside (renamed, so
+  // retention and `checkpoint list` skip it) and dropped from the job with a CheckpointCorrupt
+  // event at `now`. Reads the checkpoint files.
+  std::optional<v1::CheckpointManifest> ResumePoint(absl::Time now);
+
+ private:
+  v1::Job job_;
+  int64_t version_ = 1;
+  std::unique_ptr<Generation> generation_;
+  bool checkpoint_requested_ = false;
+  int64_t checkpoints_committed_ = 0;
+  int64_t checkpoint_bytes_total_ = 0;
+  // Elastic jobs: when enough workers for minWorkers became idle (the last call's start).
+  std::optional<absl::Time> quorum_since_;
+};
+
+}  // namespace gradsync::coordinator
