@@ -51,14 +51,9 @@ absl::StatusOr<Mlp::Config> Mlp::ConfigFromSpec(const gradsync::v1::JobSpec& spe
     }
     config.hidden_dims.push_back(mlp.hidden_dims(i));
   }
-  if (mlp.activation() == "gelu") {
-    config.activation = Activation::kGelu;
-  } else if (mlp.activation() == "relu") {
-    config.activation = Activation::kRelu;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("model.mlp.activation: unknown activation \"",
-                                                   mlp.activation(), "\"; known: gelu, relu"));
-  }
+  absl::StatusOr<Activation> activation = ParseActivation(mlp.activation());
+  if (!activation.ok()) return activation.status();
+  config.activation = *activation;
   return config;
 }
 
@@ -201,8 +196,7 @@ absl::StatusOr<std::vector<float>> Mlp::Predict(const Batch& batch) {
 }
 
 std::string Mlp::Describe() const {
-  return absl::StrCat("mlp ", absl::StrJoin(dims_, "-"), " ",
-                      activation_ == Activation::kGelu ? "gelu" : "relu", ", ",
+  return absl::StrCat("mlp ", absl::StrJoin(dims_, "-"), " ", ActivationName(activation_), ", ",
                       ParamCount(layout().total_numel()));
 }
 

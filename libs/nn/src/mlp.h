@@ -13,14 +13,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gradsync/nn/model.h"
+#include "gradsync/nn/model_config.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
 
 class Mlp final : public Model {
  public:
-  enum class Activation { kGelu, kRelu };
-
   struct Config {
     int64_t input_dim = 0;
     std::vector<int64_t> hidden_dims;

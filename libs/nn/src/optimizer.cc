@@ -18,13 +18,7 @@ AdamW::AdamW(const ParamLayout& layout, AdamWConfig config)
 
 void AdamW::Step(std::span<float> params, std::span<const float> grads, double lr) {
   ++t_;
-  kernels::AdamWHyper hyper;
-  hyper.lr = lr;
-  hyper.beta1 = config_.beta1;
-  hyper.beta2 = config_.beta2;
-  hyper.eps = config_.eps;
-  hyper.weight_decay = config_.weight_decay;
-  hyper.step = t_;
+  kernels::AdamWHyper hyper = config_.Hyper(lr, t_);
   // One kernel call per parameter, because the decay flag is per parameter.
   for (const ParamInfo& p : layout_.params()) {
     hyper.decay = p.weight_decay;

@@ -5,14 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "gradsync/nn/model_config.h"
 
 namespace gradsync::nn {
 namespace {
 
 using gradsync::v1::TransformerConfig;
 
-constexpr char kGpt2[] = "gpt2";
-constexpr char kLlama[] = "llama";
 constexpr double kDefaultLlamaRopeTheta = 10000.0;
 
 constexpr int64_t kMaxLayers = 1024;
@@ -24,16 +23,16 @@ constexpr int64_t kMaxVocab = int64_t{1} << 20;
 
 struct Preset {
   const char* name;
-  const char* flavour;
+  Flavour flavour;
   int32_t layers, heads, kv_heads, width, mlp_width, seq_len, vocab_size;
   double rope_theta, norm_eps;
 };
 
 // kv_heads 0: as many as heads. rope_theta 0: not used (gpt2 flavour).
 constexpr Preset kPresets[] = {
-    {"gpt-tiny", kGpt2, 4, 4, 0, 128, 512, 128, 256, 0.0, 1e-5},
-    {"gpt2-124m", kGpt2, 12, 12, 0, 768, 3072, 1024, 50257, 0.0, 1e-5},
-    {"minimind-26m", kLlama, 8, 8, 2, 512, 1408, 512, 256, 1e6, 1e-5},
+    {"gpt-tiny", Flavour::kGpt2, 4, 4, 0, 128, 512, 128, 256, 0.0, 1e-5},
+    {"gpt2-124m", Flavour::kGpt2, 12, 12, 0, 768, 3072, 1024, 50257, 0.0, 1e-5},
+    {"minimind-26m", Flavour::kLlama, 8, 8, 2, 512, 1408, 512, 256, 1e6, 1e-5},
 };
 
 const Preset* FindPreset(const std::string& name) {
@@ -84,7 +83,7 @@ absl::StatusOr<TransformerConfig> ResolveTransformerConfig(const gradsync::v1::M
   }
   const TransformerConfig& set = model.transformer();
   TransformerConfig c;
-  c.set_flavour(set.flavour().empty() ? p->flavour : set.flavour());
+  c.set_flavour(set.flavour().empty() ? FlavourName(p->flavour) : set.flavour());
   c.set_layers(set.layers() != 0 ? set.layers() : p->layers);
   c.set_heads(set.heads() != 0 ? set.heads() : p->heads);
   c.set_kv_heads(set.kv_heads() != 0 ? set.kv_heads() : p->kv_heads);
@@ -94,17 +93,20 @@ absl::StatusOr<TransformerConfig> ResolveTransformerConfig(const gradsync::v1::M
   c.set_seq_len(set.seq_len() != 0 ? set.seq_len() : p->seq_len);
   c.set_vocab_size(set.vocab_size() != 0 ? set.vocab_size() : p->vocab_size);
   double theta = 0.0;
-  if (c.flavour() == kLlama) theta = p->rope_theta != 0.0 ? p->rope_theta : kDefaultLlamaRopeTheta;
+  // An unknown flavour is left for ValidateTransformerConfig to name.
+  const absl::StatusOr<Flavour> flavour = ParseFlavour(c.flavour());
+  if (flavour.ok() && *flavour == Flavour::kLlama) {
+    theta = p->rope_theta != 0.0 ? p->rope_theta : kDefaultLlamaRopeTheta;
+  }
   c.set_rope_theta(set.rope_theta() != 0.0 ? set.rope_theta() : theta);
   c.set_norm_eps(set.norm_eps() != 0.0 ? set.norm_eps() : p->norm_eps);
   return c;
 }
 
 absl::Status ValidateTransformerConfig(const TransformerConfig& c) {
-  const bool llama = c.flavour() == kLlama;
-  if (c.flavour() != kGpt2 && !llama) {
-    return Bad("flavour", "must be one of gpt2, llama", absl::StrCat("\"", c.flavour(), "\""));
-  }
+  const absl::StatusOr<Flavour> flavour = ParseFlavour(c.flavour());
+  if (!flavour.ok()) return flavour.status();
+  const bool llama = *flavour == Flavour::kLlama;
   if (absl::Status s = CheckRange("layers", c.layers(), 1, kMaxLayers); !s.ok()) return s;
   if (absl::Status s = CheckRange("heads", c.heads(), 1, kMaxHeads); !s.ok()) return s;
   if (absl::Status s = CheckRange("kvHeads", c.kv_heads(), 1, c.heads()); !s.ok()) return s;
@@ -138,29 +140,37 @@ absl::Status ValidateTransformerConfig(const TransformerConfig& c) {
   return absl::OkStatus();
 }
 
-int64_t NumParams(const TransformerConfig& c) {
-  const bool gpt2 = c.flavour() == kGpt2;
-  const int64_t C = c.width(), M = c.mlp_width(), V = c.vocab_size(), T = c.seq_len();
-  const int64_t qkv = (c.heads() + 2 * c.kv_heads()) * (C / c.heads());
-  int64_t block = qkv * C + C * C + C * M * (gpt2 ? 1 : 2) + M * C;  // matrices
-  block += gpt2 ? 2 * (2 * C) : 2 * C;                               // norms
-  if (gpt2) block += qkv + C + M + C;                                // biases
+int64_t NumParams(const TransformerDims& d) {
+  const bool gpt2 = d.gpt2();
+  const int64_t C = d.width, M = d.mlp_width, V = d.vocab, T = d.seq_len, Q = d.qkv_width;
+  int64_t block = Q * C + C * C + d.fc_width * C + M * C;  // matrices
+  block += gpt2 ? 2 * (2 * C) : 2 * C;                      // norms
+  if (gpt2) block += Q + C + M + C;                         // biases
   const int64_t embeddings = V * C + (gpt2 ? T * C : 0);
   const int64_t final_norm = gpt2 ? 2 * C : C;
-  return embeddings + c.layers() * block + final_norm;
+  return embeddings + d.layers * block + final_norm;
+}
+
+int64_t NumParams(const TransformerConfig& c) {
+  return NumParams(TransformerDims::FromValidConfig(c));
 }
 
 double FlopsPerToken(const TransformerConfig& c) {
-  const int64_t positions = c.flavour() == kGpt2 ? int64_t{c.seq_len()} * c.width() : 0;
-  const double n = static_cast<double>(NumParams(c) - positions);
-  return 6.0 * n + 12.0 * c.layers() * static_cast<double>(c.width()) * c.seq_len();
+  const TransformerDims d = TransformerDims::FromValidConfig(c);
+  const int64_t positions = d.gpt2() ? d.seq_len * d.width : 0;
+  const double n = static_cast<double>(NumParams(d) - positions);
+  return 6.0 * n + 12.0 * d.layers * static_cast<double>(d.width) * d.seq_len;
+}
+
+std::string DescribeTransformer(const TransformerDims& d) {
+  std::string kv = d.kv_heads == d.heads ? "" : absl::StrCat(" KV", d.kv_heads);
+  return absl::StrCat(FlavourName(d.flavour), " L", d.layers, " H", d.heads, kv, " C", d.width,
+                      " M", d.mlp_width, " T", d.seq_len, " V", d.vocab, ", ",
+                      FormatParams(NumParams(d)));
 }
 
 std::string DescribeTransformer(const TransformerConfig& c) {
-  std::string kv = c.kv_heads() == c.heads() ? "" : absl::StrCat(" KV", c.kv_heads());
-  return absl::StrCat(c.flavour(), " L", c.layers(), " H", c.heads(), kv, " C", c.width(), " M",
-                      c.mlp_width(), " T", c.seq_len(), " V", c.vocab_size(), ", ",
-                      FormatParams(NumParams(c)));
+  return DescribeTransformer(TransformerDims::FromValidConfig(c));
 }
 
 }  // namespace gradsync::nn

@@ -8,16 +8,8 @@
 // Attention is causal and grouped-query (kvHeads divide heads); the loss is softmax
 // cross-entropy of every position's next-token logits, targets of -1 ignored.
 //
-// Parameters in forward order (index ranges are what on_ready reports):
-//   gpt2:  wte [V, C], wpe [T, C]; per block l: blocks.l.ln1.{weight,bias} [C],
-//          blocks.l.attn.qkv.{weight [Q, C], bias [Q]}, blocks.l.attn.proj.{weight [C, C], bias},
-//          blocks.l.ln2.{weight,bias}, blocks.l.mlp.fc.{weight [M, C], bias [M]},
-//          blocks.l.mlp.proj.{weight [C, M], bias [C]}; lnf.{weight,bias}
-//   llama: embed [V, C]; per block: blocks.l.attn_norm.weight, blocks.l.attn.qkv.weight [Q, C],
-//          blocks.l.attn.o.weight [C, C], blocks.l.mlp_norm.weight,
-//          blocks.l.mlp.gate_up.weight [2M, C] (gate rows first), blocks.l.mlp.down.weight [C, M];
-//          norm.weight
-// with Q = (H + 2 KVH) C / H. Matrices and embeddings decay; norms and biases do not.
+// The dimensions come from TransformerDims (gradsync/nn/model_config.h); the parameters, their
+// order and their layout indices from AddTransformerParams (gradsync/nn/transformer_params.h).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gradsync/nn/model.h"
+#include "gradsync/nn/model_config.h"
+#include "gradsync/nn/transformer_params.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
@@ -38,9 +32,8 @@ class Transformer final : public Model {
   // INVALID_ARGUMENT names the offending field.
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const gradsync::v1::ModelSpec& model);
 
-  // Registers the parameters (all zero until InitParams). `config` must be valid
-  // (ValidateTransformerConfig).
-  explicit Transformer(const gradsync::v1::TransformerConfig& config);
+  // Registers the parameters (all zero until InitParams).
+  explicit Transformer(const TransformerDims& dims);
 
   // GPT-2's initialisation: matrices and embeddings ~ N(0, 0.02^2), the two residual output
   // projections of each block ~ N(0, (0.02 / sqrt(2 L))^2), biases 0, norm gains 1. Each
@@ -61,18 +54,7 @@ class Transformer final : public Model {
   // E.g. "gpt2 L4 H4 C128 M512 T128 V256, 0.84M params".
   std::string Describe() const override;
 
-  const gradsync::v1::TransformerConfig& config() const { return config_; }
-
  private:
-  enum class Init { kNormal, kResidual, kZero, kOne };
-
-  // Parameter indices of one block; -1 where the flavour has no such parameter.
-  struct Block {
-    int first = 0, last = 0;  // the block's index range [first, last)
-    int norm1_w = -1, norm1_b = -1, qkv_w = -1, qkv_b = -1, attn_out_w = -1, attn_out_b = -1;
-    int norm2_w = -1, norm2_b = -1, fc_w = -1, fc_b = -1, mlp_out_w = -1, mlp_out_b = -1;
-  };
-
   // Forward activations kept for backward (per-layer buffers stack L layers), and backward
   // scratch. Sized for n = B x T tokens by Resize; capacity only grows.
   struct Buffers {
@@ -89,7 +71,6 @@ class Transformer final : public Model {
         *norm2_rstd, *fc, *fc_act, *res_mlp;
   };
 
-  int AddParam(std::string name, std::vector<int64_t> shape, bool decay, Init init);
   float* P(int index);
   float* G(int index);
   // Checks the batch and returns T, its sequence length (0 for an empty batch).
@@ -106,15 +87,8 @@ class Transformer final : public Model {
                     const float* mean, const float* rstd);
   void ReportAll(const GradsReadyFn& on_ready) const;
 
-  gradsync::v1::TransformerConfig config_;
-  bool gpt2_;
-  // Dimensions: layers L, heads H, kv heads KVH, width C, head dim D, MLP width M, seqLen,
-  // vocab V, qkv row Q = (H + 2 KVH) D, fc output F (M for gpt2, 2M for the fused gate/up).
-  int64_t layers_, heads_, kv_heads_, width_, head_dim_, mlp_width_, max_seq_len_, vocab_,
-      qkv_width_, fc_width_;
-  std::vector<Init> init_;
-  int wte_ = -1, wpe_ = -1, normf_w_ = -1, normf_b_ = -1;
-  std::vector<Block> blocks_;
+  TransformerDims dims_;
+  TransformerParams index_;  // layout indices of every parameter, and how each starts
   std::vector<float> rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]
   Buffers buf_;
 };

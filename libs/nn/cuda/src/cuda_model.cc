@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "cuda_transformer.h"
 #include "gradsync/kernels/cuda/cuda_check.h"
+#include "gradsync/nn/model_config.h"
 #include "gradsync/nn/presets.h"
 
 namespace gradsync::nn::cuda {
@@ -48,23 +49,24 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::J
   }
   absl::StatusOr<gradsync::v1::TransformerConfig> config = ResolveTransformerConfig(spec.model());
   if (!config.ok()) return config.status();
-  if (absl::Status s = ValidateTransformerConfig(*config); !s.ok()) return s;
-  const int64_t head_dim = config->width() / config->heads();
+  absl::StatusOr<TransformerDims> dims = TransformerDims::FromConfig(*config);
+  if (!dims.ok()) return dims.status();
+  const int64_t head_dim = dims->head_dim;
   if (head_dim != 32 && head_dim != 64 && head_dim != 128) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.transformer.heads: the CUDA attention kernels need a head dim (width / heads) of "
         "32, 64 or 128, got ",
-        config->width(), " / ", config->heads(), " = ", head_dim));
+        dims->width, " / ", dims->heads, " = ", head_dim));
   }
   // The CPU model of the same spec: the source of the layout and of the initial values.
   absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);
   if (!reference.ok()) return reference.status();
   if (options.precision == Precision::kFp32) {
-    auto model = CudaTransformer<float>::Create(spec, *config, **reference, options);
+    auto model = CudaTransformer<float>::Create(spec, *dims, **reference, options);
     if (!model.ok()) return model.status();
     return std::unique_ptr<CudaModel>(*std::move(model));
   }
-  auto model = CudaTransformer<__nv_bfloat16>::Create(spec, *config, **reference, options);
+  auto model = CudaTransformer<__nv_bfloat16>::Create(spec, *dims, **reference, options);
   if (!model.ok()) return model.status();
   return std::unique_ptr<CudaModel>(*std::move(model));
 }

@@ -95,13 +95,7 @@ absl::Status CudaAdamW::Step(std::span<float> params, std::span<const float> gra
     return absl::InvalidArgumentError(absl::StrCat("AdamW step on ", params.size(), " params and ",
                                                    grads.size(), " grads for a layout of ", n_));
   }
-  kernels::AdamWHyper hyper;
-  hyper.lr = lr;
-  hyper.beta1 = config_.beta1;
-  hyper.beta2 = config_.beta2;
-  hyper.eps = config_.eps;
-  hyper.weight_decay = config_.weight_decay;
-  hyper.step = t_ + 1;
+  kernels::AdamWHyper hyper = config_.Hyper(lr, t_ + 1);
   // One launch per parameter, because the decay flag is per parameter (as on the CPU).
   for (const ParamInfo& p : layout_.params()) {
     hyper.decay = p.weight_decay;

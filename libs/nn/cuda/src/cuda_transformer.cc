@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
-#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/nn/token_batch.h"
@@ -40,32 +39,21 @@ absl::Status Grow(B& buffer, int64_t count) {
 
 template <typename T>
 absl::StatusOr<std::unique_ptr<CudaTransformer<T>>> CudaTransformer<T>::Create(
-    const gradsync::v1::JobSpec& spec, const gradsync::v1::TransformerConfig& config,
-    const Model& reference, const CudaModelOptions& options) {
-  std::unique_ptr<CudaTransformer> model(new CudaTransformer(spec, config, options));
+    const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const Model& reference,
+    const CudaModelOptions& options) {
+  std::unique_ptr<CudaTransformer> model(new CudaTransformer(spec, dims, options));
   GRADSYNC_CUDA_RETURN_IF_ERROR(model->Init(reference));
   return model;
 }
 
 template <typename T>
-CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec,
-                                    const gradsync::v1::TransformerConfig& config,
+CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims,
                                     const CudaModelOptions& options)
     : CudaModel(options),
       spec_(spec),
-      config_(config),
-      gpt2_(config.flavour() == "gpt2"),
-      layers_(config.layers()),
-      heads_(config.heads()),
-      kv_heads_(config.kv_heads()),
-      width_(config.width()),
-      head_dim_(config.width() / config.heads()),
-      mlp_width_(config.mlp_width()),
-      max_seq_len_(config.seq_len()),
-      vocab_(config.vocab_size()),
-      qkv_width_((heads_ + 2 * kv_heads_) * head_dim_),
-      fc_width_(gpt2_ ? mlp_width_ : 2 * mlp_width_),
-      logits_stride_((vocab_ + 63) / 64 * 64) {}
+      dims_(dims),
+      index_(AddTransformerParams(dims, &mutable_layout())),
+      logits_stride_((dims.vocab + 63) / 64 * 64) {}
 
 template <typename T>
 CudaTransformer<T>::~CudaTransformer() {
@@ -79,11 +67,12 @@ absl::Status CudaTransformer<T>::UseDevice() const {
 
 template <typename T>
 absl::Status CudaTransformer<T>::Init(const Model& reference) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(UseDevice());
-  for (const ParamInfo& p : reference.layout().params()) {
-    mutable_layout().Add(p.name, p.shape, p.weight_decay);
+  // Both layouts come from AddTransformerParams; the parameters are copied by offset, so a
+  // difference would be a bug here, not a user's error.
+  if (layout().Hash() != reference.layout().Hash()) {
+    return absl::InternalError("the GPU transformer's layout differs from the CPU model's");
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(FindParams());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(UseDevice());
   absl::StatusOr<std::unique_ptr<k::MatmulContext>> matmul = k::MatmulContext::Create();
   if (!matmul.ok()) return matmul.status();
   matmul_ = *std::move(matmul);
@@ -101,14 +90,14 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
       cudaMemsetAsync(grads_.data(), 0, total * sizeof(float), stream()), "cudaMemsetAsync of grads"));
-  if (!gpt2_) {
-    const int64_t table = max_seq_len_ * head_dim_ / 2;
+  if (!dims_.gpt2()) {
+    const int64_t table = dims_.seq_len * dims_.head_dim / 2;
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_cos_, table));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_sin_, table));
-    GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeTables(rope_cos_.data(), rope_sin_.data(), max_seq_len_,
-                                                head_dim_, config_.rope_theta(), stream()));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeTables(rope_cos_.data(), rope_sin_.data(), dims_.seq_len,
+                                                dims_.head_dim, dims_.rope_theta, stream()));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(lm_head_, logits_stride_ * width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(lm_head_, logits_stride_ * dims_.width));
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
       cudaMemsetAsync(lm_head_.data(), 0, lm_head_.size() * sizeof(T), stream()), "cudaMemsetAsync of the LM head"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(loss_, 1));
@@ -117,69 +106,6 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
       CudaStatus(cudaMallocHost(&pinned, sizeof(DeviceLoss)), "cudaMallocHost of the loss"));
   host_loss_ = static_cast<DeviceLoss*>(pinned);
   return CopyParamsFromHost(reference.params());
-}
-
-template <typename T>
-absl::Status CudaTransformer<T>::FindParams() {
-  std::unordered_map<std::string, int> index;
-  for (int i = 0; i < layout().size(); ++i) index[layout().param(i).name] = i;
-  absl::Status missing;
-  auto find = [&](const std::string& name) {
-    auto it = index.find(name);
-    if (it != index.end()) return it->second;
-    if (missing.ok()) {
-      missing = absl::InternalError(
-          absl::StrCat("the CPU transformer's layout has no parameter \"", name, "\""));
-    }
-    return -1;
-  };
-  wte_ = find(gpt2_ ? "wte" : "embed");
-  if (gpt2_) wpe_ = find("wpe");
-  for (int l = 0; l < layers_; ++l) {
-    const std::string p = absl::StrCat("blocks.", l, ".");
-    Block b;
-    if (gpt2_) {
-      b.norm1_w = find(p + "ln1.weight");
-      b.norm1_b = find(p + "ln1.bias");
-      b.qkv_w = find(p + "attn.qkv.weight");
-      b.qkv_b = find(p + "attn.qkv.bias");
-      b.attn_out_w = find(p + "attn.proj.weight");
-      b.attn_out_b = find(p + "attn.proj.bias");
-      b.norm2_w = find(p + "ln2.weight");
-      b.norm2_b = find(p + "ln2.bias");
-      b.fc_w = find(p + "mlp.fc.weight");
-      b.fc_b = find(p + "mlp.fc.bias");
-      b.mlp_out_w = find(p + "mlp.proj.weight");
-      b.mlp_out_b = find(p + "mlp.proj.bias");
-      b.first = b.norm1_w;
-      b.last = b.mlp_out_b + 1;
-    } else {
-      b.norm1_w = find(p + "attn_norm.weight");
-      b.qkv_w = find(p + "attn.qkv.weight");
-      b.attn_out_w = find(p + "attn.o.weight");
-      b.norm2_w = find(p + "mlp_norm.weight");
-      b.fc_w = find(p + "mlp.gate_up.weight");
-      b.mlp_out_w = find(p + "mlp.down.weight");
-      b.first = b.norm1_w;
-      b.last = b.mlp_out_w + 1;
-    }
-    blocks_.push_back(b);
-  }
-  normf_w_ = find(gpt2_ ? "lnf.weight" : "norm.weight");
-  if (gpt2_) normf_b_ = find("lnf.bias");
-  if (!missing.ok()) return missing;
-  // on_ready reports contiguous index ranges: [0, first block), each block, [normf, end).
-  int expect = blocks_.empty() ? normf_w_ : blocks_[0].first;
-  for (const Block& b : blocks_) {
-    if (b.first != expect || b.last <= b.first) {
-      return absl::InternalError("the CPU transformer's blocks are not contiguous in its layout");
-    }
-    expect = b.last;
-  }
-  if (expect != normf_w_) {
-    return absl::InternalError("the final norm does not follow the last block in the layout");
-  }
-  return absl::OkStatus();
 }
 
 template <typename T>
@@ -265,22 +191,22 @@ template <typename T>
 absl::Status CudaTransformer<T>::Reserve(int64_t n) {
   Activations& a = acts_;
   if (n <= a.capacity) return absl::OkStatus();
-  const int64_t L = layers_, C = width_, H = heads_;
+  const int64_t L = dims_.layers, C = dims_.width, H = dims_.heads;
   for (Dev* v : {&a.norm1, &a.atty, &a.res_attn, &a.norm2, &a.res_mlp}) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, L * n * C));
   }
   for (Dev* v : {&a.encoded, &a.normf, &a.proj, &a.dres, &a.dnorm, &a.datty}) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, n * C));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.qkv, L * n * qkv_width_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc, L * n * fc_width_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc_act, L * n * mlp_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.qkv, L * n * dims_.qkv_width));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc, L * n * dims_.fc_width));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.fc_act, L * n * dims_.mlp_width));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.logits, n * logits_stride_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dqkv, n * qkv_width_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc, n * fc_width_));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc_act, n * mlp_width_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dqkv, n * dims_.qkv_width));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc, n * dims_.fc_width));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.dfc_act, n * dims_.mlp_width));
   for (DevF* v : {&a.norm1_rstd, &a.norm2_rstd}) GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, L * n));
-  if (gpt2_) {
+  if (dims_.gpt2()) {
     for (DevF* v : {&a.norm1_mean, &a.norm2_mean}) GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(*v, L * n));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.normf_mean, n));
   }
@@ -291,7 +217,7 @@ absl::Status CudaTransformer<T>::Reserve(int64_t n) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       Grow(a.norm_scratch, std::max<int64_t>({1, k::LayerNormBackwardScratchFloats(n, C),
                                               k::RmsNormBackwardScratchFloats(n, C)})));
-  absl::StatusOr<size_t> encoder_bytes = k::EncoderBackwardScratchBytes(n, vocab_);
+  absl::StatusOr<size_t> encoder_bytes = k::EncoderBackwardScratchBytes(n, dims_.vocab);
   if (!encoder_bytes.ok()) return encoder_bytes.status();
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.encoder_scratch, static_cast<int64_t>(*encoder_bytes)));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.tokens, n));
@@ -313,7 +239,7 @@ absl::Status CudaTransformer<T>::ChooseAttention(int64_t n) {
     release_products();
     return absl::OkStatus();
   }
-  if (options().attention == AttentionKernels::kFlash && k::FlashAttentionSupports({.head_dim = head_dim_}) &&
+  if (options().attention == AttentionKernels::kFlash && k::FlashAttentionSupports({.head_dim = dims_.head_dim}) &&
       k::FlashAttentionDeviceSupported()) {
     release_products();
     a.attention = AttentionKernels::kFlash;
@@ -321,8 +247,8 @@ absl::Status CudaTransformer<T>::ChooseAttention(int64_t n) {
   }
   // Bounds for any B x T = n with T <= the context length: the probabilities B H T T of each
   // layer are at most n H maxT, and the scratch is largest for the longest rows.
-  const kernels::AttentionShape widest{n / max_seq_len_ + 1, max_seq_len_, heads_, kv_heads_, head_dim_};
-  const int64_t probs = layers_ * n * heads_ * max_seq_len_;
+  const kernels::AttentionShape widest = dims_.Attention(n / dims_.seq_len + 1, dims_.seq_len);
+  const int64_t probs = dims_.layers * n * dims_.heads * dims_.seq_len;
   const size_t scratch = k::AttentionGemmScratchBytes(widest);
   size_t free_bytes = 0, total_bytes = 0;
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
@@ -341,7 +267,7 @@ absl::Status CudaTransformer<T>::ChooseAttention(int64_t n) {
 template <typename T>
 absl::StatusOr<int64_t> CudaTransformer<T>::Prepare(const Batch& batch, bool need_targets) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(TakePendingError());
-  absl::StatusOr<int64_t> t = CheckTokenBatch(batch, need_targets, max_seq_len_, vocab_);
+  absl::StatusOr<int64_t> t = CheckTokenBatch(batch, need_targets, dims_.seq_len, dims_.vocab);
   if (!t.ok() || *t == 0) return t;
   GRADSYNC_CUDA_RETURN_IF_ERROR(UseDevice());
   batch_ = batch.size;
@@ -377,18 +303,19 @@ absl::Status CudaTransformer<T>::Zero(Dev& buffer, int64_t count) {
 template <typename T>
 absl::Status CudaTransformer<T>::Forward() {
   Activations& a = acts_;
-  const int64_t n = n_, C = width_;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderForward(a.encoded.data(), a.tokens.data(), W(wte_),
-                                                  W(wpe_), batch_, seq_len_, C, vocab_, stream()));
+  const TransformerParams& p = index_;
+  const int64_t n = n_, C = dims_.width, V = dims_.vocab;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderForward(a.encoded.data(), a.tokens.data(), W(p.wte),
+                                                  W(p.wpe), batch_, seq_len_, C, V, stream()));
   const T* x = a.encoded.data();
-  for (int l = 0; l < layers_; ++l) {
+  for (int l = 0; l < dims_.layers; ++l) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(BlockForward(l, x));
     x = a.res_mlp.data() + l * n * C;
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), gpt2_ ? a.normf_mean.data() : nullptr,
-                                            a.normf_rstd.data(), x, normf_w_, normf_b_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), dims_.gpt2() ? a.normf_mean.data() : nullptr,
+                                            a.normf_rstd.data(), x, p.normf_w, p.normf_b));
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(lm_head_.data(), W(wte_), vocab_ * C * sizeof(T), cudaMemcpyDeviceToDevice, stream()),
+      cudaMemcpyAsync(lm_head_.data(), W(p.wte), V * C * sizeof(T), cudaMemcpyDeviceToDevice, stream()),
       "cudaMemcpyAsync of wte into the LM head"));
   return k::MatmulForward<T>(*matmul_, a.logits.data(), a.normf.data(), lm_head_.data(), nullptr, n, C,
                              logits_stride_, stream());
@@ -414,48 +341,44 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
                                                             const GradsReadyFn& on_ready) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  const int first_block = blocks_.empty() ? normf_w_ : blocks_[0].first;
   if (*t == 0) {
     if (on_ready) {
-      on_ready(normf_w_, layout().size());
-      for (int l = static_cast<int>(layers_) - 1; l >= 0; --l) {
-        on_ready(blocks_[l].first, blocks_[l].last);
-      }
-      on_ready(0, first_block);
+      for (auto [first, last] : index_.ReadyRanges(layout().size())) on_ready(first, last);
     }
     return LossSum{};
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
   Activations& a = acts_;
-  const int64_t n = n_, C = width_;
+  const TransformerParams& p = index_;
+  const int64_t n = n_, C = dims_.width, V = dims_.vocab, L = dims_.layers;
   // The gradient of loss_scale x (loss sum) replaces the logits in place.
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
-      a.logits.data(), a.row_loss.data(), a.logits.data(), a.targets.data(), n, vocab_,
-      loss_scale, k::kXentIgnoreIndex, stream(), logits_stride_));
+      a.logits.data(), a.row_loss.data(), a.logits.data(), a.targets.data(), n, V, loss_scale,
+      k::kXentIgnoreIndex, stream(), logits_stride_));
   // dnorm over the padded vocabulary (the padding's gradient is 0), dwte over its V real rows.
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), nullptr, nullptr, a.logits.data(),
                                                      a.normf.data(), lm_head_.data(), n, C, logits_stride_,
                                                      stream(), 0, k::GradMode::kOverwrite));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, nullptr, G(wte_), nullptr, a.logits.data(),
-                                                     a.normf.data(), W(wte_), n, C, vocab_, stream(),
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, nullptr, G(p.wte), nullptr, a.logits.data(),
+                                                     a.normf.data(), W(p.wte), n, C, V, stream(),
                                                      logits_stride_));
   // The tied embedding's output half, moved to fp32 now so that its bf16 value rounds once.
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Flush(wte_, wte_ + 1));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Flush(p.wte, p.wte + 1));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dres, n * C));
-  const T* last = layers_ == 0 ? a.encoded.data() : a.res_mlp.data() + (layers_ - 1) * n * C;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(a.dres.data(), normf_w_, normf_b_, a.dnorm.data(),
-                                             last, gpt2_ ? a.normf_mean.data() : nullptr,
+  const T* last = L == 0 ? a.encoded.data() : a.res_mlp.data() + (L - 1) * n * C;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(a.dres.data(), p.normf_w, p.normf_b, a.dnorm.data(),
+                                             last, dims_.gpt2() ? a.normf_mean.data() : nullptr,
                                              a.normf_rstd.data()));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Report(normf_w_, layout().size(), on_ready));
-  for (int l = static_cast<int>(layers_) - 1; l >= 0; --l) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.normf_w, layout().size(), on_ready));
+  for (int l = static_cast<int>(L) - 1; l >= 0; --l) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(
         BlockBackward(l, l == 0 ? a.encoded.data() : a.res_mlp.data() + (l - 1) * n * C));
-    GRADSYNC_CUDA_RETURN_IF_ERROR(Report(blocks_[l].first, blocks_[l].last, on_ready));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.blocks[l].first, p.blocks[l].last, on_ready));
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderBackward<T>(
-      G(wte_), G(wpe_), a.dres.data(), a.tokens.data(), batch_, seq_len_, C, vocab_,
+      G(p.wte), G(p.wpe), a.dres.data(), a.tokens.data(), batch_, seq_len_, C, V,
       a.encoder_scratch.data(), a.encoder_scratch.size(), stream()));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Report(0, first_block, on_ready));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Report(0, p.blocks_begin(), on_ready));
   return ReadLoss();
 }
 
@@ -466,8 +389,8 @@ absl::StatusOr<LossSum> CudaTransformer<T>::Evaluate(const Batch& batch) {
   if (*t == 0) return LossSum{};
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
-      nullptr, acts_.row_loss.data(), acts_.logits.data(), acts_.targets.data(), n_, vocab_, 1.0f,
-      k::kXentIgnoreIndex, stream(), logits_stride_));
+      nullptr, acts_.row_loss.data(), acts_.logits.data(), acts_.targets.data(), n_, dims_.vocab,
+      1.0f, k::kXentIgnoreIndex, stream(), logits_stride_));
   return ReadLoss();
 }
 
@@ -477,10 +400,10 @@ absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batc
   if (!t.ok()) return t.status();
   if (*t == 0) return std::vector<float>{};
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
-  std::vector<T> logits(n_ * vocab_);
+  std::vector<T> logits(n_ * dims_.vocab);
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpy2DAsync(logits.data(), vocab_ * sizeof(T), acts_.logits.data(),
-                                   logits_stride_ * sizeof(T), vocab_ * sizeof(T), n_,
+      CudaStatus(cudaMemcpy2DAsync(logits.data(), dims_.vocab * sizeof(T), acts_.logits.data(),
+                                   logits_stride_ * sizeof(T), dims_.vocab * sizeof(T), n_,
                                    cudaMemcpyDeviceToHost, stream()),
                  "cudaMemcpy2DAsync of the logits"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
@@ -495,13 +418,13 @@ absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batc
 
 template <typename T>
 std::string CudaTransformer<T>::Describe() const {
-  return absl::StrCat(DescribeTransformer(config_), ", cuda ",
+  return absl::StrCat(DescribeTransformer(dims_), ", cuda ",
                       std::is_same_v<T, float> ? "fp32" : "bf16");
 }
 
 template <typename T>
 kernels::AttentionShape CudaTransformer<T>::Shape() const {
-  return {batch_, seq_len_, heads_, kv_heads_, head_dim_};
+  return dims_.Attention(batch_, seq_len_);
 }
 
 template class CudaTransformer<float>;

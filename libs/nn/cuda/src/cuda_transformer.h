@@ -13,6 +13,10 @@
 //   backward: the same ops in reverse, each gradient ACCUMULATED into its parameter's range;
 //             a layer's range is handed to on_ready once its last gradient kernel is queued
 //
+// The dimensions are a TransformerDims (gradsync/nn/model_config.h) and the parameters are bound
+// by the layout indices AddTransformerParams (gradsync/nn/transformer_params.h) returns, the
+// derivations the CPU model uses, so both build one layout.
+//
 // cuda_transformer.cc holds construction, buffers and the model-level passes;
 // cuda_transformer_block.cc one block's forward and backward.
 #pragma once
@@ -32,6 +36,8 @@
 #include "gradsync/kernels/cuda/flash_attention.cuh"
 #include "gradsync/kernels/cuda/matmul.cuh"
 #include "gradsync/nn/cuda/cuda_model.h"
+#include "gradsync/nn/model_config.h"
+#include "gradsync/nn/transformer_params.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn::cuda {
@@ -39,12 +45,12 @@ namespace gradsync::nn::cuda {
 template <typename T>
 class CudaTransformer final : public CudaModel {
  public:
-  // `reference` is the CPU model of the same spec, already initialised: its layout is copied
-  // parameter by parameter and its values become the initial parameters. `config` is the
-  // resolved, validated configuration with a head dim the attention kernels support.
+  // `reference` is the CPU model of the same spec, already initialised: its values become the
+  // initial parameters (INTERNAL if its layout is not this model's). `dims` are the spec's, with
+  // a head dim the attention kernels support.
   static absl::StatusOr<std::unique_ptr<CudaTransformer>> Create(
-      const gradsync::v1::JobSpec& spec, const gradsync::v1::TransformerConfig& config,
-      const Model& reference, const CudaModelOptions& options);
+      const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const Model& reference,
+      const CudaModelOptions& options);
 
   ~CudaTransformer() override;
 
@@ -63,13 +69,6 @@ class CudaTransformer final : public CudaModel {
  private:
   using Dev = kernels::cuda::DeviceBuffer<T>;
   using DevF = kernels::cuda::DeviceBuffer<float>;
-
-  // Parameter indices of one block; -1 where the flavour has none (as in src/transformer.h).
-  struct Block {
-    int first = 0, last = 0;
-    int norm1_w = -1, norm1_b = -1, qkv_w = -1, qkv_b = -1, attn_out_w = -1, attn_out_b = -1;
-    int norm2_w = -1, norm2_b = -1, fc_w = -1, fc_b = -1, mlp_out_w = -1, mlp_out_b = -1;
-  };
 
   // Device activations for up to `capacity` tokens (B x T). Per-layer tensors stack L layers,
   // each layer's slice sized for the CURRENT n tokens. T unless named fp32.
@@ -100,10 +99,9 @@ class CudaTransformer final : public CudaModel {
     int64_t count;
   };
 
-  CudaTransformer(const gradsync::v1::JobSpec& spec, const gradsync::v1::TransformerConfig& config,
+  CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims,
                   const CudaModelOptions& options);
   absl::Status Init(const Model& reference);
-  absl::Status FindParams();
   absl::Status CopyParamsFromHost(std::span<const float> host);
 
   // Weights (the bf16 copy in bf16 mode) and gradient targets (the bf16 scratch in bf16 mode)
@@ -139,12 +137,8 @@ class CudaTransformer final : public CudaModel {
   absl::Status TakePendingError();
 
   gradsync::v1::JobSpec spec_;
-  gradsync::v1::TransformerConfig config_;
-  bool gpt2_;
-  // L layers, H heads, KVH kv heads, C width, D head dim, M MLP width, seqLen, V vocab, qkv row
-  // Q = (H + 2 KVH) D, fc output F (M for gpt2, 2M for the fused gate/up).
-  int64_t layers_, heads_, kv_heads_, width_, head_dim_, mlp_width_, max_seq_len_, vocab_,
-      qkv_width_, fc_width_;
+  TransformerDims dims_;
+  TransformerParams index_;  // layout indices of every parameter
   // The LM head runs over a padded vocabulary Vp (V rounded up to 64): the logits' rows lie Vp
   // apart, and lm_head_ holds wte [V, C] followed by Vp - V zero rows, copied from wte before each
   // forward. With every dimension of the products a multiple of 64, cuBLASLt runs its tensor-core
@@ -155,8 +149,6 @@ class CudaTransformer final : public CudaModel {
   Dev lm_head_;
   // Current batch: B sequences of T tokens, n = B T.
   int64_t batch_ = 0, seq_len_ = 0, n_ = 0;
-  int wte_ = -1, wpe_ = -1, normf_w_ = -1, normf_b_ = -1;
-  std::vector<Block> blocks_;
 
   std::unique_ptr<kernels::cuda::MatmulContext> matmul_;
   DevF params_, grads_;

@@ -21,21 +21,21 @@ namespace k = gradsync::kernels::cuda;
 template <typename T>
 typename CudaTransformer<T>::LayerView CudaTransformer<T>::Layer(int l) {
   Activations& a = acts_;
-  const int64_t n = n_, nc = n * width_;
+  const int64_t n = n_, nc = n * dims_.width;
   auto at = [l](auto& buffer, int64_t per_layer) {
     return buffer.size() == 0 ? nullptr : buffer.data() + l * per_layer;
   };
   return {at(a.norm1, nc),
-          at(a.qkv, n * qkv_width_),
+          at(a.qkv, n * dims_.qkv_width),
           at(a.atty, nc),
           at(a.res_attn, nc),
           at(a.norm2, nc),
-          at(a.fc, n * fc_width_),
-          at(a.fc_act, n * mlp_width_),
+          at(a.fc, n * dims_.fc_width),
+          at(a.fc_act, n * dims_.mlp_width),
           at(a.res_mlp, nc),
           at(a.norm1_mean, n),
           at(a.norm1_rstd, n),
-          at(a.lse, heads_ * n),
+          at(a.lse, dims_.heads * n),
           at(a.norm2_mean, n),
           at(a.norm2_rstd, n)};
 }
@@ -43,11 +43,11 @@ typename CudaTransformer<T>::LayerView CudaTransformer<T>::Layer(int l) {
 template <typename T>
 absl::Status CudaTransformer<T>::NormForward(T* out, float* mean, float* rstd, const T* inp,
                                              int w, int b) {
-  const float eps = config_.norm_eps();
-  if (gpt2_) {
-    return k::LayerNormForward<T>(out, mean, rstd, inp, W(w), W(b), n_, width_, eps, stream());
+  const float eps = dims_.norm_eps;
+  if (dims_.gpt2()) {
+    return k::LayerNormForward<T>(out, mean, rstd, inp, W(w), W(b), n_, dims_.width, eps, stream());
   }
-  return k::RmsNormForward<T>(out, rstd, inp, W(w), n_, width_, eps, stream());
+  return k::RmsNormForward<T>(out, rstd, inp, W(w), n_, dims_.width, eps, stream());
 }
 
 template <typename T>
@@ -56,16 +56,14 @@ absl::Status CudaTransformer<T>::NormBackward(T* dinp, int w, int b, const T* do
   // The same amount of scratch every call for a given n (the column sums' order depends on it):
   // what the kernel asks for, capped by what Reserve allocated (less is allowed).
   float* scratch = acts_.norm_scratch.data();
-  const int64_t have = static_cast<int64_t>(acts_.norm_scratch.size());
-  if (gpt2_) {
-    return k::LayerNormBackward<T>(dinp, G(w), G(b), dout, inp, W(w), mean, rstd, n_, width_,
-                                   scratch,
-                                   std::min(have, k::LayerNormBackwardScratchFloats(n_, width_)),
+  const int64_t have = static_cast<int64_t>(acts_.norm_scratch.size()), C = dims_.width;
+  if (dims_.gpt2()) {
+    return k::LayerNormBackward<T>(dinp, G(w), G(b), dout, inp, W(w), mean, rstd, n_, C, scratch,
+                                   std::min(have, k::LayerNormBackwardScratchFloats(n_, C)),
                                    stream());
   }
-  return k::RmsNormBackward<T>(dinp, G(w), dout, inp, W(w), rstd, n_, width_, scratch,
-                               std::min(have, k::RmsNormBackwardScratchFloats(n_, width_)),
-                               stream());
+  return k::RmsNormBackward<T>(dinp, G(w), dout, inp, W(w), rstd, n_, C, scratch,
+                               std::min(have, k::RmsNormBackwardScratchFloats(n_, C)), stream());
 }
 
 // Layer l's attention through the kernels ChooseAttention picked (attention_gemm.cuh and
@@ -94,7 +92,7 @@ absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
   Activations& a = acts_;
   // The flash kernels write dqkv; the others add into it.
   if (!std::is_same_v<T, __nv_bfloat16> || a.attention != AttentionKernels::kFlash) {
-    GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dqkv, n_ * qkv_width_));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dqkv, n_ * dims_.qkv_width));
   }
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     switch (a.attention) {
@@ -115,21 +113,21 @@ absl::Status CudaTransformer<T>::AttentionBackward(int l, const LayerView& v) {
 
 template <typename T>
 absl::Status CudaTransformer<T>::BlockForward(int l, const T* x) {
-  const Block& p = blocks_[l];
+  const TransformerBlockParams& p = index_.blocks[l];
   const LayerView v = Layer(l);
   k::MatmulContext& mm = *matmul_;
   cudaStream_t s = stream();
-  const int64_t n = n_, C = width_, M = mlp_width_;
+  const int64_t n = n_, C = dims_.width, M = dims_.mlp_width;
   T* proj = acts_.proj.data();
 
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       NormForward(v.norm1, v.norm1_mean, v.norm1_rstd, x, p.norm1_w, p.norm1_b));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::MatmulForward<T>(mm, v.qkv, v.norm1, W(p.qkv_w), W(p.qkv_b), n, C, qkv_width_, s));
-  if (!gpt2_) {
+      k::MatmulForward<T>(mm, v.qkv, v.norm1, W(p.qkv_w), W(p.qkv_b), n, C, dims_.qkv_width, s));
+  if (!dims_.gpt2()) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeForward<T>(v.qkv, rope_cos_.data(), rope_sin_.data(),
-                                                    batch_, seq_len_, heads_ + kv_heads_,
-                                                    head_dim_, qkv_width_, s));
+                                                    batch_, seq_len_, dims_.heads + dims_.kv_heads,
+                                                    dims_.head_dim, dims_.qkv_width, s));
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(AttentionForward(l, v));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
@@ -139,8 +137,8 @@ absl::Status CudaTransformer<T>::BlockForward(int l, const T* x) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       NormForward(v.norm2, v.norm2_mean, v.norm2_rstd, v.res_attn, p.norm2_w, p.norm2_b));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::MatmulForward<T>(mm, v.fc, v.norm2, W(p.fc_w), W(p.fc_b), n, C, fc_width_, s));
-  if (gpt2_) {
+      k::MatmulForward<T>(mm, v.fc, v.norm2, W(p.fc_w), W(p.fc_b), n, C, dims_.fc_width, s));
+  if (dims_.gpt2()) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(k::GeluForward<T>(v.fc_act, v.fc, n * M, s));
   } else {
     GRADSYNC_CUDA_RETURN_IF_ERROR(k::SwiGluForward<T>(v.fc_act, v.fc, n, M, s));
@@ -152,12 +150,12 @@ absl::Status CudaTransformer<T>::BlockForward(int l, const T* x) {
 
 template <typename T>
 absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
-  const Block& p = blocks_[l];
+  const TransformerBlockParams& p = index_.blocks[l];
   const LayerView v = Layer(l);
   Activations& a = acts_;
   k::MatmulContext& mm = *matmul_;
   cudaStream_t s = stream();
-  const int64_t n = n_, C = width_, M = mlp_width_;
+  const int64_t n = n_, C = dims_.width, M = dims_.mlp_width;
   T* dres = a.dres.data();
 
   // res_mlp = res_attn + mlp_out: dres is the gradient of both terms, and stays in place as the
@@ -167,7 +165,7 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.dfc_act.data(), G(p.mlp_out_w),
                                                      G(p.mlp_out_b), dres, v.fc_act,
                                                      W(p.mlp_out_w), n, M, C, s, 0, kWrite));
-  if (gpt2_) {
+  if (dims_.gpt2()) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(
         k::GeluBackward<T>(a.dfc.data(), v.fc, a.dfc_act.data(), n * M, s, kWrite));
   } else {
@@ -176,7 +174,7 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.dnorm.data(), G(p.fc_w), G(p.fc_b),
                                                      a.dfc.data(), v.norm2, W(p.fc_w), n, C,
-                                                     fc_width_, s, 0, kWrite));
+                                                     dims_.fc_width, s, 0, kWrite));
   GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(dres, p.norm2_w, p.norm2_b, a.dnorm.data(),
                                              v.res_attn, v.norm2_mean, v.norm2_rstd));
 
@@ -185,14 +183,14 @@ absl::Status CudaTransformer<T>::BlockBackward(int l, const T* x) {
                                                      G(p.attn_out_b), dres, v.atty,
                                                      W(p.attn_out_w), n, C, C, s, 0, kWrite));
   GRADSYNC_CUDA_RETURN_IF_ERROR(AttentionBackward(l, v));
-  if (!gpt2_) {
-    GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeBackward<T>(a.dqkv.data(), rope_cos_.data(),
-                                                     rope_sin_.data(), batch_, seq_len_,
-                                                     heads_ + kv_heads_, head_dim_, qkv_width_, s));
+  if (!dims_.gpt2()) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeBackward<T>(
+        a.dqkv.data(), rope_cos_.data(), rope_sin_.data(), batch_, seq_len_,
+        dims_.heads + dims_.kv_heads, dims_.head_dim, dims_.qkv_width, s));
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(mm, a.dnorm.data(), G(p.qkv_w), G(p.qkv_b),
                                                      a.dqkv.data(), v.norm1, W(p.qkv_w), n, C,
-                                                     qkv_width_, s, 0, kWrite));
+                                                     dims_.qkv_width, s, 0, kWrite));
   return NormBackward(dres, p.norm1_w, p.norm1_b, a.dnorm.data(), x, v.norm1_mean, v.norm1_rstd);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gradsync/kernels/adamw_hyper.h"
 #include "gradsync/nn/param_layout.h"
 
 namespace gradsync::nn {
@@ -16,6 +17,19 @@ struct AdamWConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.0;
+
+  // The kernels' hyperparameters (CPU and CUDA alike) for step `step`, counting from 1, at
+  // learning rate `lr`; `decay` is left true for the caller to set per parameter.
+  kernels::AdamWHyper Hyper(double lr, int64_t step) const {
+    kernels::AdamWHyper hyper;
+    hyper.lr = lr;
+    hyper.beta1 = beta1;
+    hyper.beta2 = beta2;
+    hyper.eps = eps;
+    hyper.weight_decay = weight_decay;
+    hyper.step = step;
+    return hyper;
+  }
 };
 
 class AdamW {

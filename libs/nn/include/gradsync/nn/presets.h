@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gradsync/nn/model_config.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
@@ -38,10 +39,12 @@ absl::StatusOr<gradsync::v1::TransformerConfig> ResolveTransformerConfig(
     const gradsync::v1::ModelSpec& model);
 
 // Checks a resolved configuration. INVALID_ARGUMENT for the first bad field, named by its JSON
-// path, e.g. "model.transformer.kvHeads: must divide heads (8), got 3".
+// path, e.g. "model.transformer.kvHeads: must divide heads (8), got 3". TransformerDims::FromConfig
+// (model_config.h) checks with it and then derives the dimensions.
 absl::Status ValidateTransformerConfig(const gradsync::v1::TransformerConfig& config);
 
 // Number of parameters of a valid configuration (embeddings tied: counted once).
+int64_t NumParams(const TransformerDims& dims);
 int64_t NumParams(const gradsync::v1::TransformerConfig& config);
 
 // Training FLOPs (forward + backward) per token, nanoGPT's and PaLM's estimate:
@@ -53,7 +56,8 @@ int64_t NumParams(const gradsync::v1::TransformerConfig& config);
 double FlopsPerToken(const gradsync::v1::TransformerConfig& config);
 
 // One line, e.g. "gpt2 L4 H4 C128 M512 T128 V256, 0.84M params"; kvHeads appear as KV2 when
-// they differ from heads.
+// they differ from heads. For a valid configuration.
+std::string DescribeTransformer(const TransformerDims& dims);
 std::string DescribeTransformer(const gradsync::v1::TransformerConfig& config);
 
 }  // namespace gradsync::nn
