@@ -1,9 +1,7 @@
 #include "cli_harness.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,18 +151,6 @@ int64_t ProgressStep(const std::string& job_json) {
   const size_t begin = at + 9;
   (void)absl::SimpleAtoi(job_json.substr(begin, job_json.find('"', begin) - begin), &step);
   return step;
-}
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,

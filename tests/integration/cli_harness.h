@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "ports.h"
 
 namespace gradsync::testing {
 
@@ -52,8 +53,6 @@ std::vector<std::string> WorkerArgs(const std::string& coordinator, const std::v
 
 // The progress step in `gradsync get -o json` output, or -1 before the first report.
 int64_t ProgressStep(const std::string& job_json);
-// A TCP port free on 127.0.0.1 now (for servers that must come back on the same port).
-int FreePort();
 // Polls `gradsync get JOB -o json` until `pred` holds on its output or `timeout` passes (then the
 // test fails, showing the last answer). Returns the last output.
 std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,

@@ -2,10 +2,6 @@
 // non-blocking contract while the service is down, and recovery when it comes back.
 #include "gradsync/telemetry/metrics_reporter.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -13,25 +9,10 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "metrics_server.h"
+#include "ports.h"
 
 namespace gradsync::telemetry {
 namespace {
-
-// A loopback port that nothing listens on (bound once by the kernel's choice, then released).
-int UnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::unique_ptr<metrics::MetricsServer> StartService(const std::string& grpc_address) {
   metrics::MetricsServerOptions options;
@@ -97,7 +78,7 @@ TEST(MetricsReporterTest, ReportsOfEveryRankArriveAndAreReduced) {
 }
 
 TEST(MetricsReporterTest, ServiceDownNeverBlocksAndQueuedReportsArriveWhenItReturns) {
-  const std::string address = absl::StrCat("127.0.0.1:", UnusedPort());
+  const std::string address = absl::StrCat("127.0.0.1:", testing::FreePort());
   MetricsReporterOptions options = FastRetry(address);
   options.queue_capacity = 1000;
   MetricsReporter reporter(options);
@@ -140,7 +121,7 @@ TEST(MetricsReporterTest, ServiceDownNeverBlocksAndQueuedReportsArriveWhenItRetu
 }
 
 TEST(MetricsReporterTest, ReportsResumeOnANewStreamAfterTheServiceRestarts) {
-  const std::string address = absl::StrCat("127.0.0.1:", UnusedPort());
+  const std::string address = absl::StrCat("127.0.0.1:", testing::FreePort());
   auto first = StartService(address);
   ASSERT_NE(first, nullptr);
   MetricsReporter reporter(FastRetry(address));
@@ -168,7 +149,7 @@ TEST(MetricsReporterTest, ReportsResumeOnANewStreamAfterTheServiceRestarts) {
 TEST(MetricsReporterTest, DestructorGivesUpOnAnUnreachableServiceAfterTheDrain) {
   const auto start = std::chrono::steady_clock::now();
   {
-    MetricsReporter reporter(FastRetry(absl::StrCat("127.0.0.1:", UnusedPort())));
+    MetricsReporter reporter(FastRetry(absl::StrCat("127.0.0.1:", testing::FreePort())));
     for (int64_t step = 0; step < 100; ++step) reporter.Report(Report(step));
   }
   // close_drain is 100 ms; the bound only tells "returned" from "hung".
@@ -176,7 +157,7 @@ TEST(MetricsReporterTest, DestructorGivesUpOnAnUnreachableServiceAfterTheDrain) 
 }
 
 TEST(MetricsReporterTest, ReportAfterCloseIsDiscarded) {
-  MetricsReporter reporter(FastRetry(absl::StrCat("127.0.0.1:", UnusedPort())));
+  MetricsReporter reporter(FastRetry(absl::StrCat("127.0.0.1:", testing::FreePort())));
   reporter.Close(absl::ZeroDuration());
   reporter.Report(Report(0));
   EXPECT_EQ(reporter.stats().reported, 0);
