@@ -73,7 +73,8 @@ void Coordinator::RecoverLocked(std::vector<v1::Job> stored) {
     if (rt.state() == v1::RUNNING || rt.state() == v1::RESTARTING) {
       // Its workers will register again; they cannot resume a generation the coordinator no
       // longer tracks, so the job starts a new one. Its reason stays until scheduling gives one.
-      rt.Restart(rt.job().state_reason());
+      const std::string reason = rt.job().state_reason();
+      rt.Restart(reason);
       AddEventLocked(&rt, "CoordinatorRestarted",
                      absl::StrCat("generation ", rt.job().generation(), " abandoned; waiting for ",
                                   MinWorkers(rt.spec()), " workers to form the next"));

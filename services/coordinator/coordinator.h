@@ -132,8 +132,9 @@ class Coordinator {
 
   // Loads the stored jobs: pending ones queue again, running ones restart.
   void RecoverLocked(std::vector<v1::Job> stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Allocates a fresh job id and fills the new job's fields; UNAVAILABLE while shutting down.
-  absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_LOCKS_EXCLUDED(mu_);
+  // Allocates a fresh job id and fills the new job's fields; UNAVAILABLE while shutting down. The
+  // id stays free while create_mu_ is held.
+  absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(create_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that the job changed: watchers wake, and the job is written to the store when the
   // call's StateLock is released.
