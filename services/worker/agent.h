@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "activity.h"
@@ -20,6 +21,8 @@
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
+#include "sample_log.h"
+#include "train_loop.h"
 
 namespace gradsync::worker {
 
@@ -56,13 +59,27 @@ class Agent {
   bool RegisterWithBackoff();
   // Reads assignments until the stream ends; returns why it ended.
   absl::Status ServeAssignments();
+
+  // One generation (agent_generation.cc): the heartbeat's state reset, the assignment's
+  // TrainConfig, the replica and the training loop, and the result reported.
   void RunAssignment(const v1::Assignment& assignment);
+  void BeginGeneration(const v1::Assignment& assignment);
+  absl::StatusOr<TrainOutcome> RunGeneration(const v1::Assignment& assignment);
+  TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
+  // The seed of `epoch`, from the coordinator's epoch plan.
+  absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);
+  void OnStepBegin(int rank, const StepMarker& marker);
+  void EndGeneration(const v1::Assignment& assignment, const absl::StatusOr<TrainOutcome>& outcome);
+
+  // The heartbeat (agent_heartbeat.cc).
   void HeartbeatLoop();
   void SendHeartbeat();
   void ReportResult(const v1::ReportResultRequest& request);
   void ReportCheckpoint(const v1::ReportCheckpointRequest& request);
   // Stops the running generation: at its next step boundary, and in its collective now.
   void AbortGeneration();
+  // Every call to the coordinator but the assignment stream ends after the same timeout.
+  static void SetRpcDeadline(grpc::ClientContext* ctx);
 
   const AgentOptions options_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;

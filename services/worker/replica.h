@@ -1,6 +1,6 @@
 // One rank's replica: the network, its optimizer and the communicator that joins it to the
 // generation's other ranks, on the CPU or on the worker's GPU as the coordinator placed it
-// (Assignment.placement). The trainer sees only this interface.
+// (TrainConfig.placement, from Assignment.placement). The training loop sees only this interface.
 //
 //   placement        model                     optimizer                 communicator
 //   cpu, gloo        nn::CreateModel (host)    nn::AdamW, ClipGlobalNorm Gloo
@@ -23,6 +23,7 @@
 #include "gradsync/comm/kv_client.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/coordinator.pb.h"
+#include "train_config.h"
 
 namespace gradsync::worker {
 
@@ -48,26 +49,27 @@ class Replica {
   virtual std::string Describe() const = 0;
 };
 
+// What the worker brings, apart from the assignment.
 struct ReplicaOptions {
   // The worker's device, as it registered.
   v1::Device device;
   // The generation's key-value namespace, for the communicator's rendezvous.
   comm::KvClient* kv = nullptr;
-  comm::GlooOptions gloo;
+  // The address Gloo binds and advertises to the other ranks.
+  std::string comm_host = "127.0.0.1";
 };
 
-// Builds the replica `assignment.placement` asks for; rendezvous with the other ranks happens
-// here. A placement without a device (a coordinator from before placements) means the CPU and
-// Gloo. FAILED_PRECONDITION for a GPU placement on a build without CUDA or a worker without a
-// GPU; the communicator's and the model's errors otherwise.
-absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const v1::Assignment& assignment, const ReplicaOptions& options);
+// Builds the replica `config.placement` asks for; rendezvous with the other ranks happens here.
+// FAILED_PRECONDITION for a GPU placement on a build without CUDA or a worker without a GPU, or
+// NCCL on the CPU; the communicator's and the model's errors otherwise.
+absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const TrainConfig& config, const ReplicaOptions& options);
 
 namespace internal {
 // The two halves of CreateReplica: replica_cpu.cc and replica_cuda.cc (CUDA builds only).
-absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const v1::Assignment& assignment,
-                                                          const ReplicaOptions& options);
-absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const v1::Assignment& assignment,
-                                                           const ReplicaOptions& options);
+absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& config, const ReplicaOptions& options);
+absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const TrainConfig& config, const ReplicaOptions& options);
+// The Gloo options of `config` for this worker.
+comm::GlooOptions GlooOptionsOf(const TrainConfig& config, const ReplicaOptions& options);
 }  // namespace internal
 
 }  // namespace gradsync::worker

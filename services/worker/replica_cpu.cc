@@ -11,10 +11,8 @@ namespace {
 
 class CpuReplica final : public Replica {
  public:
-  CpuReplica(std::unique_ptr<comm::Communicator> comm, std::unique_ptr<nn::Model> model, const v1::TrainingSpec& t)
-      : comm_(std::move(comm)),
-        model_(std::move(model)),
-        optimizer_(model_->layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()}) {}
+  CpuReplica(std::unique_ptr<comm::Communicator> comm, std::unique_ptr<nn::Model> model, const nn::AdamWConfig& adamw)
+      : comm_(std::move(comm)), model_(std::move(model)), optimizer_(model_->layout(), adamw) {}
 
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
@@ -54,22 +52,30 @@ class CpuReplica final : public Replica {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const v1::Assignment& a, const ReplicaOptions& options) {
-  if (a.placement().backend() == "nccl") {
+absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& c, const ReplicaOptions& options) {
+  if (c.placement.backend == spec::Backend::kNccl) {
     return absl::FailedPreconditionError("placement: nccl reduces GPU memory and this rank computes on its CPU");
   }
-  auto model = nn::CreateModel(a.spec());
+  auto model = nn::CreateModel(c.spec);
   if (!model.ok()) return model.status();
-  auto comm = comm::ConnectGloo(options.kv, a.rank(), a.world_size(), options.gloo);
+  auto comm = comm::ConnectGloo(options.kv, c.rank, c.world_size, GlooOptionsOf(c, options));
   if (!comm.ok()) return comm.status();
-  return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), a.spec().training());
+  return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), c.adamw);
+}
+
+comm::GlooOptions GlooOptionsOf(const TrainConfig& c, const ReplicaOptions& options) {
+  comm::GlooOptions o;
+  o.hostname = options.comm_host;
+  o.timeout = c.comm_timeout;
+  o.shared_memory = c.shared_memory;
+  return o;
 }
 
 }  // namespace internal
 
-absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const v1::Assignment& a, const ReplicaOptions& options) {
-  if (a.placement().device() == "cuda") return internal::CreateCudaReplica(a, options);
-  return internal::CreateCpuReplica(a, options);
+absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const TrainConfig& c, const ReplicaOptions& options) {
+  if (c.placement.device == spec::Device::kCuda) return internal::CreateCudaReplica(c, options);
+  return internal::CreateCpuReplica(c, options);
 }
 
 }  // namespace gradsync::worker

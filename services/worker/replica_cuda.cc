@@ -36,7 +36,7 @@ class Stream {
 
 class CudaReplica final : public Replica {
  public:
-  static absl::StatusOr<std::unique_ptr<Replica>> Create(const v1::Assignment& a, const ReplicaOptions& options);
+  static absl::StatusOr<std::unique_ptr<Replica>> Create(const TrainConfig& c, const ReplicaOptions& options);
 
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
@@ -107,10 +107,10 @@ class CudaReplica final : public Replica {
   std::string description_;
 };
 
-absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const v1::Assignment& a, const ReplicaOptions& options) {
+absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& c, const ReplicaOptions& options) {
   if (options.device.kind() != v1::Device::CUDA) {
     return absl::FailedPreconditionError(
-        absl::StrCat("placement: rank ", a.rank(), " is placed on a GPU and this worker registered ",
+        absl::StrCat("placement: rank ", c.rank, " is placed on a GPU and this worker registered ",
                      options.device.description().empty() ? "without one" : options.device.description()));
   }
   auto r = std::make_unique<CudaReplica>();
@@ -118,45 +118,43 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const v1::Assignmen
   if (absl::Status s = r->Use(); !s.ok()) return s;
   if (absl::Status s = r->stream_.Create(); !s.ok()) return s;
 
-  const v1::TrainingSpec& t = a.spec().training();
   nn::cuda::CudaModelOptions mo;
   mo.device = r->gpu_;
   mo.stream = r->stream_.get();
-  mo.precision = a.placement().precision() == "fp32" ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
-  auto model = nn::cuda::CreateCudaModel(a.spec(), mo);
+  mo.precision = c.placement.precision == spec::Precision::kFp32 ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
+  auto model = nn::cuda::CreateCudaModel(c.spec, mo);
   if (!model.ok()) return model.status();
   r->model_ = *std::move(model);
   auto clip = nn::cuda::CudaGradClip::Create(r->stream_.get());
   if (!clip.ok()) return clip.status();
   r->clip_ = *std::move(clip);
-  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), {t.beta1(), t.beta2(), t.eps(), t.weight_decay()},
-                                           r->stream_.get());
+  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get());
   if (!adamw.ok()) return adamw.status();
   r->adamw_ = *std::move(adamw);
 
-  if (a.placement().backend() == "nccl") {
+  if (c.placement.backend == spec::Backend::kNccl) {
     comm::NcclOptions no;
     no.device = r->gpu_;
     no.compute_stream = r->stream_.get();
-    no.timeout = options.gloo.timeout;
-    auto comm = comm::ConnectNccl(options.kv, a.rank(), a.world_size(), no);
+    no.timeout = c.comm_timeout;
+    auto comm = comm::ConnectNccl(options.kv, c.rank, c.world_size, no);
     if (!comm.ok()) return comm.status();
     r->comm_ = *std::move(comm);
   } else {
-    auto host = comm::ConnectGloo(options.kv, a.rank(), a.world_size(), options.gloo);
+    auto host = comm::ConnectGloo(options.kv, c.rank, c.world_size, GlooOptionsOf(c, options));
     if (!host.ok()) return host.status();
     r->host_comm_ = *std::move(host);
     r->comm_ = comm::StageThroughHost(r->host_comm_.get(), r->gpu_, r->stream_.get());
   }
-  r->description_ = absl::StrCat(options.device.description(), ", ", a.placement().precision(), ", ",
+  r->description_ = absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ",
                                  r->comm_->backend());
   return r;
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const v1::Assignment& a, const ReplicaOptions& options) {
-  return CudaReplica::Create(a, options);
+absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const TrainConfig& c, const ReplicaOptions& options) {
+  return CudaReplica::Create(c, options);
 }
 
 }  // namespace internal

@@ -4,9 +4,9 @@
 
 namespace gradsync::worker::internal {
 
-absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const v1::Assignment& a, const ReplicaOptions&) {
+absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const TrainConfig& c, const ReplicaOptions&) {
   return absl::FailedPreconditionError(absl::StrCat(
-      "placement: rank ", a.rank(), " is placed on a GPU and this worker was built without CUDA"));
+      "placement: rank ", c.rank, " is placed on a GPU and this worker was built without CUDA"));
 }
 
 }  // namespace gradsync::worker::internal

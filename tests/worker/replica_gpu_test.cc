@@ -72,8 +72,8 @@ TEST(GpuReplica, Fp32OverNcclFollowsTheCpuReplica) {
   SKIP_WITHOUT_GPU();
   testing::CoordinatorServer server;
   auto kv_cpu = server.Kv("cpu"), kv_gpu = server.Kv("gpu");
-  auto cpu = CreateReplica(TinyAssignment("cpu", "gloo", "fp32"), Worker(kv_cpu.get(), false));
-  auto gpu = CreateReplica(TinyAssignment("cuda", "nccl", "fp32"), Worker(kv_gpu.get(), true));
+  auto cpu = CreateReplica(ConfigOf(TinyAssignment("cpu", "gloo", "fp32")), Worker(kv_cpu.get(), false));
+  auto gpu = CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "fp32")), Worker(kv_gpu.get(), true));
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   EXPECT_EQ((*gpu)->comm().backend(), "nccl");
@@ -91,12 +91,12 @@ TEST(GpuReplica, Bf16TrainsCloseToFp32) {
   SKIP_WITHOUT_GPU();
   testing::CoordinatorServer server;
   auto kv32 = server.Kv("fp32"), kv16 = server.Kv("bf16");
-  auto fp32 = CreateReplica(TinyAssignment("cuda", "nccl", "fp32"), Worker(kv32.get(), true));
+  auto fp32 = CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "fp32")), Worker(kv32.get(), true));
   ASSERT_TRUE(fp32.ok()) << fp32.status();
   (*fp32)->model().InitParams(5);
   const StepResult a = TrainSteps(**fp32, 5);
   fp32->reset();  // NCCL: one communicator per GPU at a time
-  auto bf16 = CreateReplica(TinyAssignment("cuda", "nccl", "bf16"), Worker(kv16.get(), true));
+  auto bf16 = CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "bf16")), Worker(kv16.get(), true));
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   (*bf16)->model().InitParams(5);
   const StepResult b = TrainSteps(**bf16, 5);
@@ -119,8 +119,8 @@ TEST(GpuReplica, SavedStateLoadsAndContinuesBitwise) {
   testing::CoordinatorServer server;
   auto kv1 = server.Kv("save"), kv2 = server.Kv("load");
   // Gloo staged: two replicas on the one GPU at once.
-  auto first = CreateReplica(TinyAssignment("cuda", "gloo", "bf16"), Worker(kv1.get(), true));
-  auto second = CreateReplica(TinyAssignment("cuda", "gloo", "bf16"), Worker(kv2.get(), true));
+  auto first = CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), Worker(kv1.get(), true));
+  auto second = CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), Worker(kv2.get(), true));
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(second.ok()) << second.status();
   (*first)->model().InitParams(5);
@@ -145,7 +145,7 @@ TEST(GpuReplica, TwoRanksShareTheGpuThroughStagedGlooAndStayIdentical) {
       auto kv = server.Kv("shared-gpu");
       v1::Assignment mine = a;
       mine.set_rank(rank);
-      auto r = CreateReplica(mine, Worker(kv.get(), true));
+      auto r = CreateReplica(ConfigOf(mine), Worker(kv.get(), true));
       ASSERT_TRUE(r.ok()) << r.status();
       (*r)->model().InitParams(5);
       for (int s = 0; s < 3; ++s) {

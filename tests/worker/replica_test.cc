@@ -1,4 +1,4 @@
-// CreateReplica on the CPU: a rank's model, optimizer and communicator behind the trainer's one
+// CreateReplica on the CPU: a rank's model, optimizer and communicator behind the training loop's one
 // interface; its optimizer state survives a save and load exactly; GPU placements a worker cannot
 // run are refused by name.
 #include "replica.h"
@@ -38,7 +38,7 @@ TEST(Replica, TheCpuReplicaClipsAndStepsLikeTheHostOptimizer) {
   testing::CoordinatorServer server;
   auto kv = server.Kv("cpu-step");
   const v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32");
-  auto replica = CreateReplica(a, CpuWorker(kv.get()));
+  auto replica = CreateReplica(ConfigOf(a), CpuWorker(kv.get()));
   ASSERT_TRUE(replica.ok()) << replica.status();
   Replica& r = **replica;
   EXPECT_EQ(r.Describe(), "cpu, fp32, gloo");
@@ -69,8 +69,8 @@ TEST(Replica, SavedStateLoadsIntoAFreshReplicaAndContinuesBitwise) {
   testing::CoordinatorServer server;
   auto kv1 = server.Kv("save"), kv2 = server.Kv("load");
   const v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32");
-  auto first = CreateReplica(a, CpuWorker(kv1.get()));
-  auto second = CreateReplica(a, CpuWorker(kv2.get()));
+  auto first = CreateReplica(ConfigOf(a), CpuWorker(kv1.get()));
+  auto second = CreateReplica(ConfigOf(a), CpuWorker(kv2.get()));
   ASSERT_TRUE(first.ok() && second.ok());
   (*first)->model().InitParams(5);
   (*second)->model().InitParams(99);  // different on purpose: LoadState must replace everything
@@ -92,11 +92,11 @@ TEST(Replica, SavedStateLoadsIntoAFreshReplicaAndContinuesBitwise) {
 TEST(Replica, PlacementsTheWorkerCannotRunAreRefusedByName) {
   testing::CoordinatorServer server;
   auto kv = server.Kv("refused");
-  auto gpu = CreateReplica(TinyAssignment("cuda", "gloo", "bf16"), CpuWorker(kv.get()));
+  auto gpu = CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), CpuWorker(kv.get()));
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(gpu.status().message(), HasSubstr("placement: rank 0 is placed on a GPU and this worker"));
 
-  auto nccl = CreateReplica(TinyAssignment("cpu", "nccl", "fp32"), CpuWorker(kv.get()));
+  auto nccl = CreateReplica(ConfigOf(TinyAssignment("cpu", "nccl", "fp32")), CpuWorker(kv.get()));
   EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(nccl.status().message(), HasSubstr("placement: nccl reduces GPU memory"));
 }
@@ -110,7 +110,7 @@ TEST(Replica, TwoCpuRanksRendezvousThroughTheCoordinatorsStore) {
       auto kv = server.Kv("two-ranks");
       v1::Assignment mine = a;
       mine.set_rank(rank);
-      auto r = CreateReplica(mine, CpuWorker(kv.get()));
+      auto r = CreateReplica(ConfigOf(mine), CpuWorker(kv.get()));
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ((*r)->comm().rank(), rank);
       std::vector<double> one = {1.0};

@@ -1,5 +1,6 @@
 // What the replica tests share: an assignment for gpt-tiny with a given placement (the spec's own
-// choices left at auto, as the coordinator resolved them), and a batch of token windows for it.
+// choices left at auto, as the coordinator resolved them), its TrainConfig, and a batch of token
+// windows for it.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "gradsync/spec/job_spec.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gtest/gtest.h"
+#include "train_config.h"
 
 namespace gradsync::worker {
 
@@ -29,6 +31,13 @@ inline v1::Assignment TinyAssignment(const std::string& device, const std::strin
   a.mutable_placement()->set_backend(backend);
   a.mutable_placement()->set_precision(precision);
   return a;
+}
+
+// The config the worker builds from `a`.
+inline TrainConfig ConfigOf(const v1::Assignment& a) {
+  absl::StatusOr<TrainConfig> c = TrainConfigFromAssignment(a);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *std::move(c) : TrainConfig();
 }
 
 // `size` windows of gpt-tiny's 128 tokens, the targets the next token.

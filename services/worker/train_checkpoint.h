@@ -9,6 +9,7 @@
 #include "gradsync/ddp/sampler.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "replica.h"
+#include "train_config.h"
 
 namespace gradsync::worker {
 
@@ -19,9 +20,10 @@ struct TrainPosition {
   double initial_loss = 0;
 };
 
-// Writes this rank's part under <root>/step-<step> and returns the report for the coordinator.
-absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment& assignment, int rank,
-                                                            int world_size, Replica& replica, const TrainPosition& at);
+// Writes this rank's part under <config.checkpoint_root>/step-<step> and returns the report for
+// the coordinator.
+absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& config, Replica& replica,
+                                                            const TrainPosition& at);
 
 // Restores parameters, optimizer state and position from `manifest`. A rank beyond the saved world
 // size reads rank 0's part (replicas hold the same parameters and optimizer state). DATA_LOSS naming

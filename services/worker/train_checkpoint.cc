@@ -1,4 +1,4 @@
-#include "trainer_checkpoint.h"
+#include "train_checkpoint.h"
 
 #include <algorithm>
 
@@ -9,28 +9,28 @@
 
 namespace gradsync::worker {
 
-absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const v1::Assignment& a, int rank, int world_size,
-                                                            Replica& replica, const TrainPosition& at) {
+absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c, Replica& replica,
+                                                            const TrainPosition& at) {
   const absl::Time boundary = absl::Now();
   ckpt::RankState state;
-  state.model = a.spec().model();
+  state.model = c.spec.model();
   state.layout = replica.model().layout();
   if (absl::Status s = replica.SaveState(&state); !s.ok()) return s;
   state.step = at.step;
   state.epoch = at.data.epoch;
   state.cursor = at.data.cursor;
-  state.rank = rank;
-  state.world_size = world_size;
-  state.seed = a.spec().training().seed();
-  state.job_id = a.job_id();
-  state.generation = a.generation();
-  const std::string dir = ckpt::CheckpointDir(a.checkpoint_root(), at.step);
+  state.rank = c.rank;
+  state.world_size = c.world_size;
+  state.seed = c.seed;
+  state.job_id = c.job_id;
+  state.generation = c.generation;
+  const std::string dir = ckpt::CheckpointDir(c.checkpoint_root, at.step);
   auto part = ckpt::WriteRankPart(dir, state);
   if (!part.ok()) return part.status();
   v1::ReportCheckpointRequest r;
-  r.set_job_id(a.job_id());
-  r.set_generation(a.generation());
-  r.set_rank(rank);
+  r.set_job_id(c.job_id);
+  r.set_generation(c.generation);
+  r.set_rank(c.rank);
   r.set_step(at.step);
   r.set_epoch(at.data.epoch);
   r.set_cursor(at.data.cursor);

@@ -1,0 +1,147 @@
+// The agent's part in one generation: the assignment read into a TrainConfig, the replica built
+// (rendezvous with the other ranks), the training loop run with hooks that reach the coordinator,
+// the metrics service and the sample log, and the result reported.
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent.h"
+#include "gradsync/comm/kv_client.h"
+#include "gradsync/core/log.h"
+#include "gradsync/rpc/status.h"
+#include "replica.h"
+#include "train_config.h"
+#include "worker_metrics.h"
+
+namespace gradsync::worker {
+
+void Agent::RunAssignment(const v1::Assignment& a) {
+  BeginGeneration(a);
+  const absl::StatusOr<TrainOutcome> outcome = RunGeneration(a);
+  EndGeneration(a, outcome);
+}
+
+void Agent::BeginGeneration(const v1::Assignment& a) {
+  SetLogComponent(absl::StrCat("worker r", a.rank()));
+  GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id()
+               << " generation " << a.generation();
+  abort_ = false;
+  checkpoint_requested_ = false;
+  absl::MutexLock lock(&mu_);
+  current_.set_job_id(a.job_id());
+  current_.set_generation(a.generation());
+  current_.set_rank(a.rank());
+  current_.set_step(0);
+  current_.clear_progress();
+  marker_ = StepMarker();
+}
+
+absl::StatusOr<TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
+  const absl::StatusOr<TrainConfig> config = TrainConfigFromAssignment(a);
+  if (!config.ok()) return config.status();
+  auto kv = comm::NewCoordinatorKvClient(stub_, a.job_id(), a.generation());
+  const ReplicaOptions ro{options_.device, kv.get(), options_.comm_host};
+  const absl::Time rendezvous_start = absl::Now();
+  absl::StatusOr<std::unique_ptr<Replica>> replica = CreateReplica(*config, ro);
+  if (!replica.ok()) return replica.status();
+  if (options_.own_metrics != nullptr) {
+    options_.own_metrics->RecordRendezvous(a.job_id(), a.rank(), absl::ToDoubleSeconds(absl::Now() - rendezvous_start));
+  }
+  GS_LOG(INFO) << "rank " << a.rank() << " computes on " << (*replica)->Describe();
+  std::unique_ptr<SampleLog> samples;
+  if (!options_.sample_log_dir.empty()) {
+    auto log = SampleLog::Open(options_.sample_log_dir, a.job_id(), a.generation(), a.rank());
+    if (log.ok()) {
+      samples = *std::move(log);
+    } else {
+      GS_LOG(WARNING) << log.status();
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    comm_ = &(*replica)->comm();
+  }
+  absl::StatusOr<TrainOutcome> outcome = Train(*config, **replica, HooksFor(a, kv.get(), samples.get()));
+  absl::MutexLock lock(&mu_);
+  comm_ = nullptr;
+  return outcome;
+}
+
+TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLog* samples) {
+  const std::string job_id = a.job_id();
+  const int generation = a.generation(), rank = a.rank();
+  TrainHooks hooks;
+  hooks.abort = &abort_;
+  hooks.kv = kv;
+  hooks.checkpoint_requested = &checkpoint_requested_;
+  hooks.on_checkpoint = [this](const v1::ReportCheckpointRequest& r) { ReportCheckpoint(r); };
+  hooks.epoch_seed = [this, job_id](int epoch) { return EpochSeed(job_id, epoch); };
+  hooks.on_step = [this, job_id, generation](const v1::StepReport& r) {
+    v1::StepReport report = r;
+    report.set_job_id(job_id);
+    report.set_generation(generation);
+    if (options_.own_metrics != nullptr) options_.own_metrics->RecordStep(report);
+    metrics_.Report(std::move(report));
+  };
+  hooks.on_progress = [this](const v1::JobProgress& p) {
+    absl::MutexLock lock(&mu_);
+    *current_.mutable_progress() = p;
+  };
+  hooks.on_step_begin = [this, rank](const StepMarker& m) { OnStepBegin(rank, m); };
+  if (samples != nullptr) {
+    hooks.on_samples = [samples](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
+      samples->Write(step, from, shard);
+    };
+  }
+  return hooks;
+}
+
+absl::StatusOr<uint64_t> Agent::EpochSeed(const std::string& job_id, int epoch) {
+  v1::EpochPlanRequest req;
+  req.set_job_id(job_id);
+  req.set_epoch(epoch);
+  v1::EpochPlan plan;
+  grpc::ClientContext ctx;
+  SetRpcDeadline(&ctx);
+  absl::Status s = rpc::FromGrpc(stub_->GetEpochPlan(&ctx, req, &plan));
+  if (!s.ok()) return s;
+  return plan.seed();
+}
+
+// Where the heartbeat says the rank is; and the stall drill, which sleeps here.
+void Agent::OnStepBegin(int rank, const StepMarker& m) {
+  {
+    absl::MutexLock lock(&mu_);
+    marker_ = m;
+    current_.set_step(m.step - 1);
+  }
+  if (options_.stall && options_.stall->rank == rank && options_.stall->step == m.step) {
+    GS_LOG(WARNING) << "injected fault: stalling step " << m.step << " for "
+                    << absl::FormatDuration(options_.stall->duration);
+    absl::SleepFor(options_.stall->duration);
+  }
+}
+
+void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOutcome>& outcome) {
+  v1::ReportResultRequest report;
+  report.set_job_id(a.job_id());
+  report.set_generation(a.generation());
+  report.set_rank(a.rank());
+  if (outcome.ok()) {
+    report.set_param_digest(outcome->param_digest);
+    *report.mutable_result() = outcome->result;
+    GS_LOG(INFO) << "finished: " << outcome->result.global_step() << " steps, digest " << outcome->param_digest;
+  } else {
+    report.set_error(outcome.status().ToString());
+    GS_LOG(ERROR) << "generation failed: " << outcome.status();
+  }
+  ReportResult(report);
+  if (absl::Status s = metrics_.Flush(absl::Seconds(2)); !s.ok() && metrics_.enabled()) {
+    GS_LOG(WARNING) << "step reports not all delivered to the metrics service: " << s;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    current_.Clear();
+  }
+  SetLogComponent("worker");
+}
+
+}  // namespace gradsync::worker

@@ -1,0 +1,100 @@
+#include "train_config.h"
+
+namespace gradsync::worker {
+namespace {
+
+// The spec's choices as enums, each read once here.
+struct Choices {
+  spec::LastBatch last_batch;
+  spec::LrSchedule lr_schedule;
+  spec::GradCompression grad_compression;
+  spec::Transport transport;
+  spec::Placement placement;
+};
+
+absl::StatusOr<Choices> ReadChoices(const v1::Assignment& a) {
+  const v1::JobSpec& spec = a.spec();
+  const auto last_batch = spec::ParseLastBatch(spec.data().last_batch());
+  const auto lr_schedule = spec::ParseLrSchedule(spec.training().lr_schedule());
+  const auto grad_compression = spec::ParseGradCompression(spec.ddp().grad_compression());
+  const auto transport = spec::ParseTransport(spec.ddp().transport());
+  const auto placement = spec::ParsePlacement(a.placement());
+  for (const absl::Status& s : {last_batch.status(), lr_schedule.status(), grad_compression.status(),
+                                transport.status(), placement.status()}) {
+    if (!s.ok()) return s;
+  }
+  return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *placement};
+}
+
+void SetTraining(const v1::TrainingSpec& t, TrainConfig* c) {
+  c->max_steps = t.max_steps();
+  c->epochs = t.epochs();
+  c->seed = t.seed();
+  c->micro_batch = t.micro_batch();
+  c->grad_accum_steps = t.grad_accum_steps();
+  c->adamw = {t.beta1(), t.beta2(), t.eps(), t.weight_decay()};
+  c->grad_clip = t.grad_clip();
+  c->peak_lr = t.lr();
+  c->warmup_steps = t.warmup_steps();
+  c->min_lr_ratio = t.min_lr_ratio();
+  c->log_every = t.log_every();
+}
+
+void SetDdp(const v1::DdpSpec& d, spec::GradCompression compression, TrainConfig* c) {
+  c->reducer.bucket_cap_mb = d.bucket_cap_mb();
+  if (d.first_bucket_mb() > 0) c->reducer.first_bucket_mb = d.first_bucket_mb();
+  c->reducer.wire = compression == spec::GradCompression::kBf16 ? comm::WireType::kBFloat16 : comm::WireType::kFloat32;
+  c->reducer.ignore_params.assign(d.ignore_params().begin(), d.ignore_params().end());
+  c->reducer.timeout = absl::Seconds(d.timeout_seconds());
+  c->comm_timeout = absl::Seconds(d.timeout_seconds());
+}
+
+}  // namespace
+
+absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
+  absl::StatusOr<Choices> choices = ReadChoices(a);
+  if (!choices.ok()) return choices.status();
+  const v1::JobSpec& spec = a.spec();
+  TrainConfig c;
+  c.job_id = a.job_id();
+  c.generation = a.generation();
+  c.rank = a.rank();
+  c.world_size = a.world_size();
+  c.placement = choices->placement;
+  c.spec = spec;
+  SetTraining(spec.training(), &c);
+  c.last_batch = choices->last_batch;
+  c.lr_schedule = choices->lr_schedule;
+  const v1::ModelSpec& model = spec.model();
+  if (model.has_transformer() && model.transformer().seq_len() > 0) c.tokens_per_sample = model.transformer().seq_len();
+  c.checkpoint_root = a.checkpoint_root();
+  c.checkpoint_every_steps = spec.checkpoint().every_steps();
+  c.checkpoint_every = absl::Seconds(spec.checkpoint().every_seconds());
+  c.resume_from = a.resume_from();
+  c.weights_path = a.weights_path();
+  SetDdp(spec.ddp(), choices->grad_compression, &c);
+  c.shared_memory = choices->transport != spec::Transport::kTcp;
+  return c;
+}
+
+ddp::ShardConfig TrainConfig::Shard(int64_t num_samples) const {
+  ddp::ShardConfig s;
+  s.num_samples = num_samples;
+  s.world_size = world_size;
+  s.micro_batch = micro_batch;
+  s.grad_accum_steps = grad_accum_steps;
+  s.last_batch = last_batch;
+  return s;
+}
+
+nn::LrSchedule TrainConfig::Schedule(int64_t total_steps) const {
+  nn::LrSchedule s;
+  s.peak_lr = peak_lr;
+  s.warmup_steps = warmup_steps;
+  s.total_steps = total_steps;
+  s.cosine = lr_schedule == spec::LrSchedule::kCosine;
+  s.min_lr_ratio = min_lr_ratio;
+  return s;
+}
+
+}  // namespace gradsync::worker

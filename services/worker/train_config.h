@@ -1,0 +1,88 @@
+// What one rank's part of a generation runs with, as typed values. TrainConfigFromAssignment
+// builds it once, where an assignment enters the worker (Agent::RunAssignment; gradsync-bench ddp
+// builds an assignment and calls the same function). Past it the worker reads no spec field as
+// text: CreateReplica, TrainLoop and the checkpoint code take this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gradsync/ddp/reducer.h"
+#include "gradsync/ddp/sampler.h"
+#include "gradsync/nn/optimizer.h"
+#include "gradsync/spec/choices.h"
+#include "gradsync/v1/coordinator.pb.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::worker {
+
+struct TrainConfig {
+  // The generation and this rank's place in it.
+  std::string job_id;
+  int generation = 0;
+  int rank = 0;
+  int world_size = 1;
+  // Where this rank computes and how the generation exchanges gradients (the coordinator's
+  // resolution of the spec's "auto" choices).
+  spec::Placement placement;
+  // The job spec with its defaults filled. Only its model and data sections are read after
+  // TrainConfigFromAssignment, by the libraries that build from them (nn::CreateModel,
+  // nn::cuda::CreateCudaModel, data::CreateDataset, the checkpoint and weights headers).
+  v1::JobSpec spec;
+
+  // How long training runs: max_steps optimizer steps (0: no limit), epochs passes over the data
+  // (0: no limit); whichever ends first.
+  int64_t max_steps = 0;
+  int epochs = 0;
+  // Parameter initialisation and every epoch's sample order.
+  uint64_t seed = 0;
+  // The sampler's options besides the data size and world size (gradsync/ddp/sampler.h).
+  int micro_batch = 1;
+  int grad_accum_steps = 1;
+  spec::LastBatch last_batch = spec::LastBatch::kPartial;
+  // Tokens one sample trains on: a language model's sequence length; a classifier sample is one.
+  int64_t tokens_per_sample = 1;
+
+  // The optimizer: AdamW, the global gradient norm clipped to grad_clip (0: no clipping), and the
+  // learning rate: linear warmup to peak_lr, then cosine decay to min_lr_ratio x peak_lr at the
+  // last step, or peak_lr throughout.
+  nn::AdamWConfig adamw;
+  double grad_clip = 0;
+  double peak_lr = 1e-3;
+  int64_t warmup_steps = 0;
+  spec::LrSchedule lr_schedule = spec::LrSchedule::kCosine;
+  double min_lr_ratio = 0.1;
+
+  // Rank 0 logs and reports progress every this many steps.
+  int log_every = 10;
+
+  // Checkpoints: written under checkpoint_root every checkpoint_every_steps steps (0: not by
+  // steps) and when checkpoint_every has passed since the last (zero: not by time); training
+  // resumes from resume_from when its step is above 0. Rank 0 writes the final weights to
+  // weights_path.
+  std::string checkpoint_root;
+  int64_t checkpoint_every_steps = 0;
+  absl::Duration checkpoint_every = absl::ZeroDuration();
+  v1::CheckpointManifest resume_from;
+  std::string weights_path;
+
+  // Gradient synchronisation: the reducer's buckets, wire type, ignored parameters and timeout;
+  // the communicator's timeout (rendezvous, every collective, the layout check) and whether Gloo
+  // may all-reduce through shared memory.
+  ddp::ReducerOptions reducer;
+  absl::Duration comm_timeout = absl::Minutes(5);
+  bool shared_memory = true;
+
+  // The sampler's configuration for a dataset of num_samples.
+  ddp::ShardConfig Shard(int64_t num_samples) const;
+  // The learning-rate schedule of a run of total_steps steps.
+  nn::LrSchedule Schedule(int64_t total_steps) const;
+};
+
+// Reads `assignment` (its spec with defaults filled, its placement). INVALID_ARGUMENT naming the
+// field when a choice is not one the spec allows (a spec that skipped validation).
+absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& assignment);
+
+}  // namespace gradsync::worker

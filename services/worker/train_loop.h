@@ -1,0 +1,160 @@
+// One rank's part of a generation as a loop its caller drives:
+//
+//   Start   the dataset and the bucketed reducer, the layout check across ranks, parameters from
+//           the job seed or the checkpoint it resumes from, rank 0's parameters broadcast;
+//   Step    one optimizer step: this rank's shard from the sampler, forward and backward per
+//           micro-batch with the reducer overlapping the all-reduce, one small all-reduce of the
+//           loss, token count and checkpoint vote, the learning rate, clipping and AdamW; then the
+//           hooks, rank 0's log line and progress, and a checkpoint when due or asked for;
+//   Finish  the parameter digest, rank 0's weights file, the result.
+//
+// Train runs it to the end (the worker); gradsync-bench ddp drives it step by step. Every rank of
+// the generation runs it alike. Plain types in, statuses out; no RPC here.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "activity.h"
+#include "gradsync/comm/kv_client.h"
+#include "gradsync/data/dataset.h"
+#include "gradsync/ddp/reducer.h"
+#include "gradsync/ddp/sampler.h"
+#include "gradsync/v1/coordinator.pb.h"
+#include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/metrics.pb.h"
+#include "replica.h"
+#include "train_config.h"
+#include "train_checkpoint.h"
+
+namespace gradsync::worker {
+
+struct TrainOutcome {
+  std::string param_digest;
+  v1::JobResult result;
+};
+
+// What the loop tells its caller, and what the caller may ask of it from other threads. Every
+// member may be left empty; epoch_seed may not.
+struct TrainHooks {
+  // The generation's key-value namespace, for the layout check at rendezvous.
+  comm::KvClient* kv = nullptr;
+  // Called by every rank after each optimizer step with its figures (for the metrics service).
+  std::function<void(const v1::StepReport&)> on_step;
+  // Epoch seed for epoch e (from the coordinator's epoch plan).
+  std::function<absl::StatusOr<uint64_t>(int epoch)> epoch_seed;
+  // Called by rank 0 after each logged step with figures reduced across ranks.
+  std::function<void(const v1::JobProgress&)> on_progress;
+  // Set from another thread to stop at the next step boundary with ABORTED.
+  const std::atomic<bool>* abort = nullptr;
+  // Set from another thread (the coordinator asked) to checkpoint at the next step boundary; the
+  // loop clears it once it has. All ranks agree on the step through the per-step all-reduce.
+  std::atomic<bool>* checkpoint_requested = nullptr;
+  // Called by every rank after writing its part of a checkpoint.
+  std::function<void(const v1::ReportCheckpointRequest&)> on_checkpoint;
+  // Called by every rank as each step begins (for the heartbeat's account of where it is).
+  std::function<void(const StepMarker&)> on_step_begin;
+  // Called by every rank after each optimizer step with the samples it trained on, by micro-step
+  // (padding included), and the data position the step started at: for data audits.
+  std::function<void(int64_t step, const ddp::Position& from, const ddp::StepShard& shard)> on_samples;
+};
+
+// How a step treats the gradients.
+enum class GradSync {
+  // The last micro-step all-reduces the buckets while backward runs: data-parallel training.
+  kAllReduce,
+  // Every micro-step accumulates locally (no_sync), so replicas drift apart: what a step costs
+  // without gradient communication, for gradsync-bench ddp.
+  kLocalOnly,
+};
+
+class TrainLoop {
+ public:
+  // Prepares `replica` (CreateReplica's for `config`) for the first step to run: at step 0, or at
+  // config.resume_from. Errors: the dataset's, the reducer's, the layout check's (every rank fails
+  // naming the parameter), the checkpoint's, the broadcast's; INVALID_ARGUMENT when the data make
+  // no full global batch under lastBatch "drop". `config`, `replica` and `hooks` must outlive the
+  // loop.
+  static absl::StatusOr<std::unique_ptr<TrainLoop>> Start(const TrainConfig& config, Replica& replica,
+                                                          const TrainHooks& hooks);
+
+  // Whether every step of the job has run.
+  bool done() const { return at_.step >= total_; }
+  // Runs the next step. ABORTED when hooks.abort is set; INTERNAL when the loss is not finite;
+  // the model's, the communicator's, the checkpoint's and epoch_seed's errors; FAILED_PRECONDITION
+  // once done(). After an error the loop must not be stepped again.
+  absl::Status Step(GradSync sync = GradSync::kAllReduce);
+  // After the last step (or earlier, for a partial result): the digest of the parameters and the
+  // job result; rank 0 writes the weights file.
+  absl::StatusOr<TrainOutcome> Finish();
+
+  int64_t total_steps() const { return total_; }
+  const ddp::Reducer& reducer() const { return *reducer_; }
+  const data::Dataset& dataset() const { return *dataset_; }
+
+ private:
+  // One step's figures, filled as the step goes.
+  struct StepFigures {
+    int64_t step = 0;  // steps done before this one
+    absl::Time start;
+    // This rank's: loss summed over its tokens, tokens, samples (padding included), compute time.
+    double loss_sum = 0;
+    int64_t tokens = 0;
+    int64_t samples = 0;
+    double compute_seconds = 0;
+    // Every rank's: real samples in the step, the mean loss, whether any rank wants a checkpoint.
+    int64_t global_count = 0;
+    double mean_loss = 0;
+    bool checkpoint_voted = false;
+    double lr = 0;
+    double grad_norm = 0;
+  };
+
+  TrainLoop(const TrainConfig& config, Replica& replica, const TrainHooks& hooks);
+  absl::Status Prepare();
+  absl::Status Resume();
+  absl::StatusOr<ddp::StepShard> BeginStep();
+  absl::Status ForwardBackward(const ddp::StepShard& shard, GradSync sync, StepFigures* f);
+  absl::Status AgreeAcrossRanks(StepFigures* f);
+  void Advance(const ddp::StepShard& shard, const StepFigures& f);
+  absl::Status CheckpointIfDue(bool voted);
+  void LogProgress(const StepFigures& f);
+  void ReportStep(const StepFigures& f);
+
+  const TrainConfig& config_;
+  Replica& replica_;
+  const TrainHooks& hooks_;
+  std::unique_ptr<data::Dataset> dataset_;
+  std::unique_ptr<ddp::Reducer> reducer_;
+  ddp::ShardConfig shard_;
+  nn::LrSchedule schedule_;
+  int64_t total_ = 0;
+
+  // Where training stands, and the epoch whose permutation is held.
+  TrainPosition at_;
+  int epoch_ = -1;
+  std::vector<int64_t> permutation_;
+  nn::Batch batch_;
+
+  // Throughput: over the steps since rank 0 last logged (window_), and over the steps after the
+  // first few (steady_), which pay for warm-up.
+  absl::Time window_start_;
+  int64_t window_samples_ = 0;
+  int64_t warm_steps_ = 0;
+  absl::Time steady_start_;
+  int64_t steady_samples_ = 0;
+  absl::Time train_start_;
+  absl::Time last_checkpoint_;
+  v1::JobResult result_;
+};
+
+// Runs a TrainLoop from Start through every step to Finish; every rank of the generation calls it.
+absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, const TrainHooks& hooks);
+
+}  // namespace gradsync::worker

@@ -1,0 +1,79 @@
+// What TrainLoop tells the world after a step: a checkpoint when due, rank 0's log line and
+// progress, and every rank's step report.
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "gradsync/core/log.h"
+#include "train_loop.h"
+
+namespace gradsync::worker {
+namespace {
+
+void FillTimeline(const ddp::StepTimeline& t, v1::StepReport* r) {
+  r->set_communication_seconds(t.communication_seconds);
+  r->set_exposed_communication_seconds(t.exposed_seconds);
+  for (size_t i = 0; i < t.buckets.size(); ++i) {
+    v1::BucketTiming* b = r->add_buckets();
+    b->set_index(static_cast<int>(i));
+    b->set_bytes(t.buckets[i].bytes);
+    b->set_ready_seconds(t.buckets[i].ready);
+    b->set_started_seconds(t.buckets[i].started);
+    b->set_done_seconds(t.buckets[i].done);
+  }
+}
+
+}  // namespace
+
+// Every checkpoint_every_steps steps, or when a rank voted for one (asked by the coordinator, or
+// rank 0's checkpoint_every passed); never after the last step, whose weights the result carries.
+absl::Status TrainLoop::CheckpointIfDue(bool voted) {
+  const bool by_steps = config_.checkpoint_every_steps > 0 && at_.step % config_.checkpoint_every_steps == 0;
+  if (done() || !(by_steps || voted)) return absl::OkStatus();
+  if (hooks_.checkpoint_requested != nullptr) hooks_.checkpoint_requested->store(false);
+  last_checkpoint_ = absl::Now();
+  absl::StatusOr<v1::ReportCheckpointRequest> report = WriteCheckpoint(config_, replica_, at_);
+  if (!report.ok()) return report.status();
+  if (hooks_.on_checkpoint) hooks_.on_checkpoint(*report);
+  return absl::OkStatus();
+}
+
+// Rank 0, after the first step, every log_every steps and the last: the log line and the job's
+// progress, with the throughput since the last time.
+void TrainLoop::LogProgress(const StepFigures& f) {
+  if (config_.rank != 0 || !(at_.step % config_.log_every == 0 || done() || f.step == 0)) return;
+  const double secs = absl::ToDoubleSeconds(absl::Now() - window_start_);
+  const double sps = secs > 0 ? static_cast<double>(window_samples_) / secs : 0.0;
+  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s",
+                                  at_.step, total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps);
+  if (hooks_.on_progress) {
+    v1::JobProgress p;
+    p.set_step(at_.step);
+    p.set_total_steps(total_);
+    p.set_epoch(epoch_);
+    p.set_loss(f.mean_loss);
+    p.set_samples_per_second(sps);
+    p.set_tokens_per_second(sps * static_cast<double>(config_.tokens_per_sample));
+    hooks_.on_progress(p);
+  }
+  window_start_ = absl::Now();
+  window_samples_ = 0;
+}
+
+void TrainLoop::ReportStep(const StepFigures& f) {
+  if (!hooks_.on_step) return;
+  v1::StepReport report;
+  report.set_rank(config_.rank);
+  report.set_world_size(replica_.comm().size());
+  report.set_step(at_.step);
+  report.set_epoch(epoch_);
+  report.set_loss(f.tokens > 0 ? f.loss_sum / static_cast<double>(f.tokens) : 0.0);
+  report.set_samples(f.samples);
+  report.set_tokens(f.samples * config_.tokens_per_sample);
+  report.set_step_seconds(absl::ToDoubleSeconds(absl::Now() - f.start));
+  report.set_compute_seconds(f.compute_seconds);
+  report.set_grad_norm(f.grad_norm);
+  report.set_learning_rate(f.lr);
+  FillTimeline(reducer_->timeline(), &report);
+  hooks_.on_step(report);
+}
+
+}  // namespace gradsync::worker

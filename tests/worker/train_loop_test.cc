@@ -1,0 +1,137 @@
+// TrainConfigFromAssignment reads every choice of the spec and the placement once; TrainLoop, on
+// two CPU ranks, steps to the end with the replicas identical, as Train does, and drifts apart
+// only in no_sync mode.
+#include "train_loop.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gloo_ranks.h"
+#include "gmock/gmock.h"
+#include "gradsync/spec/job_spec.h"
+#include "gtest/gtest.h"
+#include "replica_test_util.h"
+
+namespace gradsync::worker {
+namespace {
+
+// The mlp on 200 synthetic samples, micro-batch 8 on each of two ranks: 13 steps in one epoch.
+v1::Assignment MlpAssignment(int rank, const std::vector<std::string>& overrides = {}) {
+  absl::StatusOr<v1::JobSpec> spec = spec::Normalize(*spec::ParseJobSpec(
+      "model: {preset: mlp, device: cpu}\ndata: {synthetic: {numSamples: 200}}\n"
+      "training: {worldSize: 2, microBatch: 8, seed: 3, logEvery: 5}",
+      "train-loop-test.yaml", overrides));
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  v1::Assignment a;
+  a.set_job_id("train-loop-test");
+  a.set_generation(1);
+  a.set_rank(rank);
+  a.set_world_size(2);
+  if (spec.ok()) *a.mutable_spec() = *spec;
+  a.set_weights_path(absl::StrCat(::testing::TempDir(), "/train-loop-test-weights.bin"));
+  a.mutable_placement()->set_device("cpu");
+  a.mutable_placement()->set_backend("gloo");
+  a.mutable_placement()->set_precision("fp32");
+  return a;
+}
+
+ReplicaOptions CpuWorker(comm::KvClient* kv) {
+  ReplicaOptions o;
+  o.device.set_kind(v1::Device::CPU);
+  o.kv = kv;
+  return o;
+}
+
+TEST(TrainConfig, ReadsEveryChoiceOfTheSpecAndThePlacement) {
+  const absl::StatusOr<TrainConfig> c = TrainConfigFromAssignment(
+      MlpAssignment(1, {"data.lastBatch=pad", "training.lrSchedule=constant", "ddp.gradCompression=bf16",
+                        "ddp.transport=tcp", "ddp.timeoutSeconds=20", "checkpoint.everySeconds=30"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rank, 1);
+  EXPECT_EQ(c->placement.device, spec::Device::kCpu);
+  EXPECT_EQ(c->placement.backend, spec::Backend::kGloo);
+  EXPECT_EQ(c->last_batch, spec::LastBatch::kPad);
+  EXPECT_EQ(c->Shard(200).global_batch(), 16);
+  EXPECT_EQ(c->Shard(200).last_batch, ddp::LastBatch::kPad);
+  EXPECT_FALSE(c->Schedule(13).cosine);
+  EXPECT_EQ(c->reducer.wire, comm::WireType::kBFloat16);
+  EXPECT_FALSE(c->shared_memory);
+  EXPECT_EQ(c->comm_timeout, absl::Seconds(20));
+  EXPECT_EQ(c->reducer.timeout, absl::Seconds(20));
+  EXPECT_EQ(c->checkpoint_every, absl::Seconds(30));
+  EXPECT_EQ(c->tokens_per_sample, 1);
+
+  v1::Assignment bad = MlpAssignment(0);
+  bad.mutable_spec()->mutable_data()->set_last_batch("keep");
+  EXPECT_EQ(TrainConfigFromAssignment(bad).status().message(),
+            "data.lastBatch: must be one of partial, drop, pad, got \"keep\"");
+}
+
+struct RankRun {
+  std::string digest;
+  int reports = 0;
+  int64_t total_steps = 0;
+  absl::Status after_done;
+};
+
+// Both ranks, each on its thread: Train when `by_hand` is false, else the loop stepped here with
+// `sync` (the first step always all-reduces).
+std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync sync = GradSync::kAllReduce) {
+  testing::CoordinatorServer server;
+  std::vector<RankRun> runs(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto kv = server.Kv(job);
+      const TrainConfig config = ConfigOf(MlpAssignment(rank));
+      auto replica = CreateReplica(config, CpuWorker(kv.get()));
+      ASSERT_TRUE(replica.ok()) << replica.status();
+      RankRun& run = runs[rank];
+      TrainHooks hooks;
+      hooks.kv = kv.get();
+      hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
+      hooks.on_step = [&](const v1::StepReport&) { ++run.reports; };
+      absl::StatusOr<TrainOutcome> outcome;
+      if (by_hand) {
+        auto loop = TrainLoop::Start(config, **replica, hooks);
+        ASSERT_TRUE(loop.ok()) << loop.status();
+        run.total_steps = (*loop)->total_steps();
+        for (bool first = true; !(*loop)->done(); first = false) {
+          ASSERT_TRUE((*loop)->Step(first ? GradSync::kAllReduce : sync).ok());
+        }
+        run.after_done = (*loop)->Step();
+        outcome = (*loop)->Finish();
+      } else {
+        outcome = Train(config, **replica, hooks);
+      }
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      EXPECT_EQ(outcome->result.global_step(), 13);
+      run.digest = outcome->param_digest;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return runs;
+}
+
+TEST(TrainLoop, StepsToTheEndWithTheRanksIdenticalAsTrainDoes) {
+  const std::vector<RankRun> loop = RunBothRanks("by-hand", true);
+  EXPECT_EQ(loop[0].total_steps, 13);
+  EXPECT_EQ(loop[0].reports, 13);
+  EXPECT_EQ(loop[1].reports, 13);
+  EXPECT_EQ(loop[0].after_done.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(loop[0].digest.empty());
+  EXPECT_EQ(loop[0].digest, loop[1].digest) << "all-reduced replicas stay identical";
+
+  const std::vector<RankRun> train = RunBothRanks("train", false);
+  EXPECT_EQ(train[0].digest, loop[0].digest) << "Train is the loop run to the end";
+}
+
+TEST(TrainLoop, LocalOnlyStepsLeaveTheRanksApart) {
+  const std::vector<RankRun> apart = RunBothRanks("local-only", true, GradSync::kLocalOnly);
+  EXPECT_NE(apart[0].digest, apart[1].digest) << "each rank stepped on its own gradients";
+}
+
+}  // namespace
+}  // namespace gradsync::worker
