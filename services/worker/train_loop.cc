@@ -1,9 +1,8 @@
-// TrainLoop's start, steps and finish. What a step reports (the log line, progress, the step
-// report, checkpoints) is in train_loop_report.cc.
+// TrainLoop's start and finish, and Train. The step is in train_loop_step.cc, what a step reports
+// (the log line, progress, the step report, checkpoints) in train_loop_report.cc.
 #include "train_loop.h"
 
 #include <algorithm>
-#include <cmath>
 #include <span>
 
 #include "absl/strings/str_cat.h"
@@ -88,102 +87,6 @@ absl::Status TrainLoop::Resume() {
   train_start_ = steady_start_ = window_start_ = last_checkpoint_ = absl::Now();
   result_.set_initial_loss(at_.initial_loss);
   return absl::OkStatus();
-}
-
-absl::Status TrainLoop::Step(GradSync sync) {
-  if (done()) return absl::FailedPreconditionError(absl::StrCat("every one of the ", total_, " steps has run"));
-  StepFigures f;
-  f.step = at_.step;
-  absl::StatusOr<ddp::StepShard> shard = BeginStep();
-  if (!shard.ok()) return shard.status();
-  f.start = absl::Now();
-  if (absl::Status s = ForwardBackward(*shard, sync, &f); !s.ok()) return s;
-  if (absl::Status s = AgreeAcrossRanks(&f); !s.ok()) return s;
-  f.lr = schedule_.At(f.step);
-  absl::StatusOr<double> norm = replica_.Step(f.lr, config_.grad_clip);
-  if (!norm.ok()) return norm.status();
-  f.grad_norm = *norm;
-
-  const ddp::Position from = at_.data;
-  Advance(*shard, f);
-  if (hooks_.on_samples) hooks_.on_samples(at_.step, from, *shard);
-  if (absl::Status s = CheckpointIfDue(f.checkpoint_voted); !s.ok()) return s;
-  LogProgress(f);
-  result_.set_global_step(at_.step);
-  ReportStep(f);
-  return absl::OkStatus();
-}
-
-// The abort check, the epoch's permutation when a new epoch begins, and this rank's shard.
-absl::StatusOr<ddp::StepShard> TrainLoop::BeginStep() {
-  if (hooks_.abort != nullptr && hooks_.abort->load()) {
-    return absl::AbortedError(absl::StrCat("aborted by the coordinator at step ", at_.step));
-  }
-  if (at_.data.epoch != epoch_) {
-    auto seed = hooks_.epoch_seed(at_.data.epoch);
-    if (!seed.ok()) return seed.status();
-    permutation_ = ddp::EpochPermutation(*seed, shard_.num_samples);
-    epoch_ = at_.data.epoch;
-  }
-  ddp::StepShard mine = ddp::ShardForStep(shard_, permutation_, at_.data.cursor, config_.rank);
-  if (hooks_.on_step_begin) {
-    hooks_.on_step_begin(StepMarker{at_.step + 1, replica_.comm().sequence(),
-                                    static_cast<int>(reducer_->buckets().size())});
-  }
-  return mine;
-}
-
-absl::Status TrainLoop::ForwardBackward(const ddp::StepShard& shard, GradSync sync, StepFigures* f) {
-  nn::Model& model = replica_.model();
-  // The mean over every token of the global step, however the samples fall across ranks.
-  const float scale = 1.0f / static_cast<float>(shard.global_count * config_.tokens_per_sample);
-  const nn::GradsReadyFn on_ready = [this](int first, int last) { reducer_->MarkReady(first, last); };
-  model.ZeroGrads();
-  for (size_t k = 0; k < shard.micro_indices.size(); ++k) {
-    // Only the last micro-step communicates; earlier ones accumulate locally (no_sync).
-    reducer_->BeginStep(sync == GradSync::kAllReduce && k + 1 == shard.micro_indices.size());
-    dataset_->Fill(shard.micro_indices[k], &batch_);
-    auto loss = model.ForwardBackward(batch_, scale, on_ready);
-    if (!loss.ok()) return loss.status();
-    f->loss_sum += loss->sum;
-    f->tokens += loss->count;
-    f->samples += static_cast<int64_t>(shard.micro_indices[k].size());
-    if (absl::Status s = reducer_->FinishStep(); !s.ok()) return s;
-    f->compute_seconds += reducer_->timeline().compute_seconds;
-  }
-  f->global_count = shard.global_count;
-  return absl::OkStatus();
-}
-
-// One small all-reduce carries the loss, the token count, and whether any rank wants a checkpoint
-// now, so every rank checkpoints after the same step.
-absl::Status TrainLoop::AgreeAcrossRanks(StepFigures* f) {
-  const bool by_time = config_.rank == 0 && config_.checkpoint_every > absl::ZeroDuration() &&
-                       absl::Now() - last_checkpoint_ >= config_.checkpoint_every;
-  const bool asked = hooks_.checkpoint_requested != nullptr && hooks_.checkpoint_requested->load();
-  std::vector<double> reduced = {f->loss_sum, static_cast<double>(f->tokens), (by_time || asked) ? 1.0 : 0.0};
-  if (absl::Status s = replica_.comm().AllReduceSum(std::span<double>(reduced)); !s.ok()) return s;
-  f->mean_loss = reduced[0] / std::max(1.0, reduced[1]);
-  f->checkpoint_voted = reduced[2] > 0;
-  if (!std::isfinite(f->mean_loss)) {
-    return absl::InternalError(absl::StrFormat("loss is %f at step %d", f->mean_loss, f->step));
-  }
-  return absl::OkStatus();
-}
-
-// The result's running figures, the throughput counters, and the position after the step.
-void TrainLoop::Advance(const ddp::StepShard& shard, const StepFigures& f) {
-  if (f.step == 0) {
-    result_.set_initial_loss(f.mean_loss);
-    at_.initial_loss = f.mean_loss;
-  }
-  result_.set_final_loss(f.mean_loss);
-  result_.set_samples_seen(result_.samples_seen() + shard.global_count);
-  window_samples_ += shard.global_count;
-  if (f.step + 1 == warm_steps_) steady_start_ = absl::Now();
-  if (f.step + 1 > warm_steps_) steady_samples_ += shard.global_count;
-  at_.step = f.step + 1;
-  at_.data = ddp::Advance(shard_, at_.data);
 }
 
 absl::StatusOr<TrainOutcome> TrainLoop::Finish() {

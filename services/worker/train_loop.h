@@ -90,8 +90,8 @@ class TrainLoop {
   // the model's, the communicator's, the checkpoint's and epoch_seed's errors; FAILED_PRECONDITION
   // once done(). After an error the loop must not be stepped again.
   absl::Status Step(GradSync sync = GradSync::kAllReduce);
-  // After the last step (or earlier, for a partial result): the digest of the parameters and the
-  // job result; rank 0 writes the weights file.
+  // After the last step: the digest of the parameters and the job result; rank 0 writes the
+  // weights file to config.weights_path. The replica's and the weights file's errors.
   absl::StatusOr<TrainOutcome> Finish();
 
   int64_t total_steps() const { return total_; }
