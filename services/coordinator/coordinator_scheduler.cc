@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coordinator.h"
+#include "gradsync/spec/choices.h"
 #include "placement.h"
 
 namespace gradsync::coordinator {
@@ -30,9 +31,10 @@ v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, cons
 
 // "rank 0 on W (host, cuda:0 bf16)", for the Scheduled event.
 std::string DescribeRank(size_t rank, const WorkerLease& w, const v1::Placement& where) {
+  // PlaceRanks wrote `where`, so it parses.
+  const bool gpu = spec::ParsePlacement(where).value_or(spec::Placement{}).device == spec::Device::kCuda;
   return absl::StrCat("rank ", rank, " on ", w.id(), " (", w.info().hostname(), ", ", where.device(),
-                      where.device() == "cuda" ? absl::StrCat(":", w.info().device().gpu_index()) : "", " ",
-                      where.precision(), ")");
+                      gpu ? absl::StrCat(":", w.info().device().gpu_index()) : "", " ", where.precision(), ")");
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ struct RankHost {
 };
 
 // One Placement per rank, in rank order. FAILED_PRECONDITION naming the spec field and the worker
-// when the gang cannot run what the spec asks for.
+// when the gang cannot run what the spec asks for; INVALID_ARGUMENT naming the field for a choice
+// the spec's validation would have refused (a spec that never went through it).
 absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const std::vector<RankHost>& ranks);
 
 }  // namespace gradsync::coordinator
