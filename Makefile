@@ -5,7 +5,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo clean
+.PHONY: all deps configure build test demo format clean
 
 all: build
 
@@ -33,6 +33,10 @@ demo: build
 	@weights=$$(ls $(BUILD_DIR)/demo/artifacts/*/weights.bin) && \
 	  echo && echo "text sampled from $$weights:" && echo && \
 	  $(BUILD_DIR)/bin/gradsync generate --weights $$weights --prompt "This License" --tokens 300 --seed 1
+
+# Formats every C++ and CUDA source with .clang-format (Debian's clang-format package).
+format:
+	@git ls-files '*.cc' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 
 # --one-file-system: a fresh-machine check interrupted before its clean-up leaves mounts of the
 # host's /dev and CUDA toolkit under $(BUILD_DIR)/fresh-machine; never delete through them.
