@@ -65,8 +65,8 @@ int AllReduceRank(const BenchArgs& args) {
     const double secs = absl::ToDoubleSeconds(absl::Now() - start) / args.iters;
     const double algbw = static_cast<double>(bytes) / secs / 1e9;
     if (args.rank == 0) {
-      std::printf("%12s %12zu %8s %12.1f %10.3f %10.3f\n", FormatBytes(bytes).c_str(), count, "float",
-                  secs * 1e6, algbw, algbw * bus);
+      std::printf("%12s %12zu %8s %12.1f %10.3f %10.3f\n", FormatBytes(bytes).c_str(), count, "float", secs * 1e6,
+                  algbw, algbw * bus);
       std::fflush(stdout);
     }
     if (bytes == 0) break;

@@ -29,8 +29,8 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   for (int r = 0; r < launch.ranks; ++r) {
     std::vector<std::string> argv = {self, launch.mode};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
-    argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks),
-                             "--coordinator", cluster.coordinator_address()});
+    argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks), "--coordinator",
+                             cluster.coordinator_address()});
     if (const std::string share = ShareOfAllowedCpus(launch.ranks, r); launch.bind_cpus && !share.empty()) {
       argv.insert(argv.end(), {"--cpus", share});
     }

@@ -11,8 +11,8 @@
 namespace gradsync::bench {
 
 struct RankLaunch {
-  std::string mode;                // the subcommand each rank runs, e.g. "allreduce-rank"
-  std::vector<std::string> args;   // passed through to every rank
+  std::string mode;               // the subcommand each rank runs, e.g. "allreduce-rank"
+  std::vector<std::string> args;  // passed through to every rank
   int ranks = 2;
   // Rank r runs on its even share of this process's CPUs (gradsync/core/cpu_set.h), as the
   // workers of a local cluster do; no binding when there are fewer CPUs than ranks.

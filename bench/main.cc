@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
-#include "gradsync/core/cpu_set.h"
 #include "bench_commands.h"
+#include "gradsync/core/cpu_set.h"
 #include "launcher.h"
 #include "rank_env.h"
 
@@ -41,9 +41,22 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
   auto args = gradsync::cli::ParseArgs(mode, rest,
-                                       {{"backend"}, {"ranks"}, {"min"}, {"max"}, {"iters"}, {"warmup"}, {"wire"},
-                                        {"spec"}, {"set"}, {"steps"}, {"rank"}, {"coordinator"}, {"device"},
-                                        {"transport"}, {"cpus"}, {"no-cpu-binding", false}});
+                                       {{"backend"},
+                                        {"ranks"},
+                                        {"min"},
+                                        {"max"},
+                                        {"iters"},
+                                        {"warmup"},
+                                        {"wire"},
+                                        {"spec"},
+                                        {"set"},
+                                        {"steps"},
+                                        {"rank"},
+                                        {"coordinator"},
+                                        {"device"},
+                                        {"transport"},
+                                        {"cpus"},
+                                        {"no-cpu-binding", false}});
   if (!args.ok()) return Fail(args.status());
   BenchArgs b;
   for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
@@ -77,7 +90,8 @@ int main(int argc, char** argv) {
   b.wire_bf16 = wire == "bf16";
   b.transport = args->Get("transport", "auto");
   if (b.transport != "auto" && b.transport != "tcp") {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--transport: expected auto or tcp, got \"", b.transport, "\"")));
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat("--transport: expected auto or tcp, got \"", b.transport, "\"")));
   }
   b.coordinator = args->Get("coordinator");
   b.spec_path = args->Get("spec");

@@ -37,20 +37,20 @@ int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch
              double flops_per_token, const std::string& device, const std::string& precision,
              const std::string& attention, int steps, int warmup) {
   int index = 0;
-  if (device != "cuda" && !(device.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(device.substr(5), &index) && index >= 0)) {
+  if (device != "cuda" &&
+      !(device.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(device.substr(5), &index) && index >= 0)) {
     return Fail("--device: expected cpu, cuda or cuda:N, got \"" + device + "\"");
   }
   if (precision != "bf16" && precision != "fp32") {
     return Fail("--precision: expected bf16 or fp32, got \"" + precision + "\"");
   }
-  auto r = gradsync::bench::RunGpuModelBench(spec, batch, tokens_per_step, index, precision == "bf16", attention,
-                                             steps, warmup);
+  auto r = gradsync::bench::RunGpuModelBench(spec, batch, tokens_per_step, index, precision == "bf16", attention, steps,
+                                             warmup);
   if (!r.ok()) return Fail(std::string(r.status().message()));
   const double step_seconds = r->forward_backward_seconds + r->optimizer_seconds;
   const double tokens_per_second = static_cast<double>(tokens_per_step) / step_seconds;
   const double achieved = tokens_per_second * flops_per_token;
-  std::printf("%s on %s, %s, %s attention\n", r->model.c_str(), r->gpu.c_str(), precision.c_str(),
-              attention.c_str());
+  std::printf("%s on %s, %s, %s attention\n", r->model.c_str(), r->gpu.c_str(), precision.c_str(), attention.c_str());
   std::printf("batch %lld tokens, %d steps after %d warmup\n", static_cast<long long>(tokens_per_step), steps, warmup);
   std::printf("step %.2f ms (forward+backward %.2f ms, clip+AdamW %.2f ms)\n", step_seconds * 1e3,
               r->forward_backward_seconds * 1e3, r->optimizer_seconds * 1e3);
@@ -66,9 +66,9 @@ int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch
 int main(int argc, char** argv) {
   using namespace gradsync;
   const std::vector<std::string> argv_rest(argv + 1, argv + argc);
-  auto args = cli::ParseArgs("model-bench", argv_rest,
-                             {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}, {"device"},
-                              {"precision"}, {"attention"}});
+  auto args = cli::ParseArgs(
+      "model-bench", argv_rest,
+      {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}, {"device"}, {"precision"}, {"attention"}});
   if (!args.ok()) return Fail(std::string(args.status().message()));
   auto batch_size = args->GetInt("batch", 8, 1, 1 << 16);
   auto steps = args->GetInt("steps", 20, 1, 1 << 20);
@@ -80,8 +80,7 @@ int main(int argc, char** argv) {
   kernels::cpu::SetBlasThreads(*threads);
 
   const std::string preset = args->Get("preset", "gpt-tiny");
-  auto spec = spec::ParseJobSpec(absl::StrFormat("model: {preset: %s}", preset), "--preset",
-                                 args->GetAll("set"));
+  auto spec = spec::ParseJobSpec(absl::StrFormat("model: {preset: %s}", preset), "--preset", args->GetAll("set"));
   if (!spec.ok()) return Fail(std::string(spec.status().message()));
   // Defaults only: the bench reads no data (a transformer spec without data would not validate),
   // and CreateModel checks the model section.
@@ -122,8 +121,8 @@ int main(int argc, char** argv) {
     return Fail("--attention: expected products, flash or fused, got \"" + attention + "\"");
   }
   if (device != "cpu") {
-    return RunOnGpu(*spec, batch, tokens_per_step, flops_per_token, device, args->Get("precision", "bf16"),
-                    attention, *steps, *warmup);
+    return RunOnGpu(*spec, batch, tokens_per_step, flops_per_token, device, args->Get("precision", "bf16"), attention,
+                    *steps, *warmup);
   }
 
   nn::AdamW adam(model.layout(), nn::AdamWConfig{.weight_decay = 0.1});
@@ -145,8 +144,8 @@ int main(int argc, char** argv) {
   std::printf("%s\n", model.Describe().c_str());
   std::printf("batch %d x %lld tokens, %d BLAS thread(s), %d steps after %d warmup\n", *batch_size,
               static_cast<long long>(tokens_per_step / *batch_size), *threads, *steps, *warmup);
-  std::printf("step %.1f ms (forward+backward %.1f ms, AdamW %.1f ms)\n", step_seconds * 1e3,
-              fb_seconds / *steps * 1e3, opt_seconds / *steps * 1e3);
+  std::printf("step %.1f ms (forward+backward %.1f ms, AdamW %.1f ms)\n", step_seconds * 1e3, fb_seconds / *steps * 1e3,
+              opt_seconds / *steps * 1e3);
   std::printf("%.0f tokens/s", tokens_per_second);
   if (flops_per_token > 0) {
     std::printf(", %.1f GFLOP/s (%.2f MFLOP per token)", tokens_per_second * flops_per_token / 1e9,

@@ -12,10 +12,10 @@
 namespace gradsync::bench {
 
 struct GpuModelBench {
-  std::string gpu;                   // the card's name
-  std::string model;                 // the model's Describe()
+  std::string gpu;                      // the card's name
+  std::string model;                    // the model's Describe()
   double forward_backward_seconds = 0;  // per step
-  double optimizer_seconds = 0;      // clipping + AdamW, per step
+  double optimizer_seconds = 0;         // clipping + AdamW, per step
   // Dense matmul rate measured on the card in the model's precision (bf16 with fp32 accumulate,
   // or plain fp32): the best of a few 8192^3 products through the same cuBLASLt path as the model.
   double peak_flops = 0;

@@ -20,8 +20,7 @@ struct RankEnv {
 
 // Connects rank `rank` of `ranks` through the coordinator at `coordinator` (namespace "bench",
 // generation 1).
-absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator,
-                                    bool shared_memory = true);
+absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator, bool shared_memory = true);
 
 // A key-value client for namespace "bench", `generation`: a second rendezvous apart from the first.
 std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, int generation);

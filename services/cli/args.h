@@ -11,9 +11,9 @@
 namespace gradsync::cli {
 
 struct OptionSpec {
-  std::string name;        // long name without dashes, e.g. "workers"
+  std::string name;  // long name without dashes, e.g. "workers"
   bool takes_value = true;
-  char short_name = 0;     // e.g. 'o'
+  char short_name = 0;  // e.g. 'o'
 };
 
 class Args {

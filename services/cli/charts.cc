@@ -30,11 +30,11 @@ std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 // One SVG panel: a titled polyline of `points` inside [x, y, w, h] with axis labels.
 std::string SvgPanel(const Series& points, double x, double y, double w, double h, const std::string& title,
                      const std::string& color) {
-  std::string out = absl::StrFormat(
-      R"(<g><rect x="%g" y="%g" width="%g" height="%g" fill="white" stroke="#ccc"/>)"
-      R"(<text x="%g" y="%g" font-size="14" font-weight="bold">%s</text>)",
-      x, y, w, h, x, y - 8, title);
-  if (points.size() < 2) return absl::StrCat(out, R"(<text x=")", x + 10, R"(" y=")", y + 20, R"(">no data</text></g>)");
+  std::string out = absl::StrFormat(R"(<g><rect x="%g" y="%g" width="%g" height="%g" fill="white" stroke="#ccc"/>)"
+                                    R"(<text x="%g" y="%g" font-size="14" font-weight="bold">%s</text>)",
+                                    x, y, w, h, x, y - 8, title);
+  if (points.size() < 2)
+    return absl::StrCat(out, R"(<text x=")", x + 10, R"(" y=")", y + 20, R"(">no data</text></g>)");
   const Range rx = RangeOf(points, true), ry = RangeOf(points, false);
   std::string path;
   for (const auto& [px, py] : points) {
@@ -43,11 +43,16 @@ std::string SvgPanel(const Series& points, double x, double y, double w, double 
                     absl::StrFormat("%.1f,%.1f", x + (px - rx.lo) / (rx.hi - rx.lo) * w,
                                     y + h - (py - ry.lo) / (ry.hi - ry.lo) * h));
   }
-  absl::StrAppend(&out, absl::StrFormat(R"(<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>)", color, path));
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4, y + 10, Num(ry.hi)));
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4, y + h, Num(ry.lo)));
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11">step %s</text>)", x, y + h + 14, Num(rx.lo)));
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">step %s</text></g>)", x + w, y + h + 14, Num(rx.hi)));
+  absl::StrAppend(
+      &out, absl::StrFormat(R"(<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>)", color, path));
+  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4,
+                                        y + 10, Num(ry.hi)));
+  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4,
+                                        y + h, Num(ry.lo)));
+  absl::StrAppend(&out,
+                  absl::StrFormat(R"(<text x="%g" y="%g" font-size="11">step %s</text>)", x, y + h + 14, Num(rx.lo)));
+  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">step %s</text></g>)",
+                                        x + w, y + h + 14, Num(rx.hi)));
   return out;
 }
 
@@ -70,7 +75,8 @@ std::string TerminalChart(const Series& points, int width, int height, const std
       }
     }
     if (n == 0) continue;
-    const int row = std::clamp(static_cast<int>(std::lround((ry.hi - sum / n) / (ry.hi - ry.lo) * (height - 1))), 0, height - 1);
+    const int row =
+        std::clamp(static_cast<int>(std::lround((ry.hi - sum / n) / (ry.hi - ry.lo) * (height - 1))), 0, height - 1);
     grid[row][col] = '*';
     if (prev_row >= 0) {  // join vertical jumps so the curve reads as a line
       for (int r = std::min(prev_row, row) + 1; r < std::max(prev_row, row); ++r) grid[r][col] = '|';
@@ -98,11 +104,11 @@ std::string SvgReport(const v1::JobSeries& series) {
     throughput.emplace_back(static_cast<double>(s.step()), s.tokens_per_second());
   }
   constexpr double kW = 760, kH = 220, kLeft = 70;
-  std::string out = absl::StrFormat(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" font-family="sans-serif">)"
-      R"(<rect width="100%%" height="100%%" fill="#fafafa"/>)"
-      R"(<text x="%g" y="28" font-size="18">gradsync job %s</text>)",
-      kW + kLeft + 30, 2 * kH + 150, kLeft, series.job_id());
+  std::string out =
+      absl::StrFormat(R"(<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" font-family="sans-serif">)"
+                      R"(<rect width="100%%" height="100%%" fill="#fafafa"/>)"
+                      R"(<text x="%g" y="28" font-size="18">gradsync job %s</text>)",
+                      kW + kLeft + 30, 2 * kH + 150, kLeft, series.job_id());
   absl::StrAppend(&out, SvgPanel(loss, kLeft, 70, kW, kH, "training loss (mean over ranks)", "#d62728"));
   absl::StrAppend(&out, SvgPanel(throughput, kLeft, kH + 120, kW, kH, "throughput (tokens/s, all ranks)", "#1f77b4"));
   absl::StrAppend(&out, "</svg>\n");

@@ -12,11 +12,11 @@
 #include "absl/strings/str_join.h"
 #include "args.h"
 #include "commands.h"
+#include "connection.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
-#include "connection.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
@@ -125,8 +125,7 @@ std::string StateText(const ckpt::RankState& s) {
   absl::StrAppendFormat(&out, "  %-11s %s\n", "optimizer",
                         s.adam_m.empty() ? "none" : absl::StrCat("AdamW moments, step ", s.adam_step));
   absl::StrAppendFormat(&out, "  %-11s %s\n", "model", s.model.preset().empty() ? "-" : s.model.preset());
-  absl::StrAppendFormat(&out, "  %-11s %d tensors, %d parameters\n", "params", s.layout.size(),
-                        s.layout.total_numel());
+  absl::StrAppendFormat(&out, "  %-11s %d tensors, %d parameters\n", "params", s.layout.size(), s.layout.total_numel());
   size_t width = 0;
   for (const nn::ParamInfo& p : s.layout.params()) width = std::max(width, p.name.size());
   for (const nn::ParamInfo& p : s.layout.params()) {
@@ -148,8 +147,8 @@ absl::StatusOr<ckpt::RankState> LoadRankZero(const std::string& path) {
   if (!IsDir(path)) return ckpt::ReadRankPart(path);
   absl::StatusOr<v1::CheckpointManifest> manifest = ckpt::ReadManifest(path);
   if (absl::IsNotFound(manifest.status())) {
-    std::fprintf(stderr, "note: %s has no manifest (uncommitted); reading %s without manifest checks\n",
-                 path.c_str(), ckpt::PartFileName(0).c_str());
+    std::fprintf(stderr, "note: %s has no manifest (uncommitted); reading %s without manifest checks\n", path.c_str(),
+                 ckpt::PartFileName(0).c_str());
     return ckpt::ReadRankPart((std::filesystem::path(path) / ckpt::PartFileName(0)).string());
   }
   if (!manifest.ok()) return manifest.status();
@@ -321,8 +320,8 @@ int PrintList(const std::vector<Listed>& rows, const std::string& where, bool js
     std::printf("no committed checkpoints in %s\n", where.c_str());
     return 0;
   }
-  std::string out = absl::StrFormat("%-10s %-6s %-10s %-6s %-11s %-21s %-9s %s\n", "STEP", "EPOCH", "CURSOR",
-                                    "WORLD", "BYTES", "COMMITTED", "VERIFIED", "DIR");
+  std::string out = absl::StrFormat("%-10s %-6s %-10s %-6s %-11s %-21s %-9s %s\n", "STEP", "EPOCH", "CURSOR", "WORLD",
+                                    "BYTES", "COMMITTED", "VERIFIED", "DIR");
   for (const Listed& r : rows) {
     const v1::CheckpointManifest& m = r.manifest;
     absl::StrAppendFormat(&out, "%-10d %-6d %-10d %-6d %-11s %-21s %-9s %s\n", m.step(), m.epoch(), m.cursor(),
@@ -368,12 +367,12 @@ int List(const Args& args, bool json) {
 }  // namespace
 
 int CheckpointCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("checkpoint", argv, WithConnectionOptions({{"output", true, 'o'}, {"root"}}));
+  absl::StatusOr<Args> args = ParseArgs("checkpoint", argv, WithConnectionOptions({{"output", true, 'o'}, {"root"}}));
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.empty()) return Usage("");
   const std::string output = args->Get("output", "text");
-  if (output != "text" && output != "json") return Usage(absl::StrCat("-o: expected text or json, got \"", output, "\""));
+  if (output != "text" && output != "json")
+    return Usage(absl::StrCat("-o: expected text or json, got \"", output, "\""));
   const bool json = output == "json";
   const std::string& sub = args->positional[0];
   if (sub == "inspect") return Inspect(*args, json);

@@ -46,9 +46,9 @@ absl::Status CheckNoShards(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if ((name.starts_with("train_") || name.starts_with("val_")) && name.ends_with(".bin")) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(entry.path().string(), ": the output directory already holds shards; remove them or "
-                                              "choose another directory"));
+      return absl::AlreadyExistsError(absl::StrCat(entry.path().string(),
+                                                   ": the output directory already holds shards; remove them or "
+                                                   "choose another directory"));
     }
   }
   if (ec) return absl::InvalidArgumentError(absl::StrCat(dir, ": cannot list: ", ec.message()));
@@ -80,8 +80,7 @@ int Prepare(const Args& args) {
   }
   const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(tokens.size())));
   if (*val_fraction > 0 && val_tokens == 0) {
-    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction,
-                                tokens.size()));
+    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, tokens.size()));
   }
 
   std::error_code ec;
@@ -98,8 +97,8 @@ int Prepare(const Args& args) {
     if (!written.ok()) return Fail(std::string(written.status().message()));
     val = *std::move(written);
   }
-  std::printf("read %zu file(s), %zu bytes = %zu tokens (one per byte, vocabulary 256)\n", paths->size(),
-              tokens.size(), tokens.size());
+  std::printf("read %zu file(s), %zu bytes = %zu tokens (one per byte, vocabulary 256)\n", paths->size(), tokens.size(),
+              tokens.size());
   std::printf("wrote %zu train shard(s), %zu tokens:\n", train->size(), tokens.size() - val_tokens);
   PrintShards(*train);
   if (!val.empty()) {
@@ -113,8 +112,7 @@ int Prepare(const Args& args) {
 }  // namespace
 
 int DataCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("data", argv, {{"output", true, 'o'}, {"val-fraction"}, {"shard-tokens"}});
+  absl::StatusOr<Args> args = ParseArgs("data", argv, {{"output", true, 'o'}, {"val-fraction"}, {"shard-tokens"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->positional.empty() || args->positional[0] != "prepare") return Fail(kUsage);
   return Prepare(*args);

@@ -131,8 +131,8 @@ int SampleToken(std::span<const float> logits, const SamplingOptions& options, R
 }  // namespace
 
 int GenerateCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs(
-      "generate", argv, {{"weights"}, {"prompt"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
+  absl::StatusOr<Args> args =
+      ParseArgs("generate", argv, {{"weights"}, {"prompt"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (!args->positional.empty() || !args->Has("weights") || !args->Has("prompt")) return Fail(kUsage);
   const std::string prompt = args->Get("prompt");

@@ -50,7 +50,8 @@ int WatchToEnd(JobClient& client, const std::string& name, bool json, const std:
     stop = true;
   });
   ProgressView view(json ? stderr : stdout);
-  auto job = client.Watch(name, [&](const v1::Job& j) { view.Update(j); }, &stop);
+  auto job = client.Watch(
+      name, [&](const v1::Job& j) { view.Update(j); }, &stop);
   if (job.ok() && !metrics_api.empty()) (void)view.UseSeriesFrom(metrics_api, job->id());
   view.Finish();
   stop = true;

@@ -78,8 +78,10 @@ int Up(const Args& args) {
     return 2;
   }
   if (pid_t pid = RecordedPid(dir); pid > 0 && ::kill(pid, 0) == 0) {
-    std::fprintf(stderr, "a local cluster already runs from %s (supervisor pid %d); stop it with "
-                 "gradsync local down --state-dir %s\n", dir.c_str(), pid, dir.c_str());
+    std::fprintf(stderr,
+                 "a local cluster already runs from %s (supervisor pid %d); stop it with "
+                 "gradsync local down --state-dir %s\n",
+                 dir.c_str(), pid, dir.c_str());
     return 1;
   }
   std::error_code ec;
@@ -106,8 +108,7 @@ int Up(const Args& args) {
   absl::StatusOr<LocalClusterFile> ready;
   while (!(ready = ReadLocalClusterFile(dir)).ok()) {
     if (!Alive(child) || absl::Now() > deadline) {
-      std::fprintf(stderr, "the local cluster did not come up; see %s\n%s\n",
-                   (fs::path(dir) / "logs").c_str(),
+      std::fprintf(stderr, "the local cluster did not come up; see %s\n%s\n", (fs::path(dir) / "logs").c_str(),
                    TailFile((fs::path(dir) / "logs" / "supervisor.log").string(), 10).c_str());
       if (Alive(child)) ::kill(child, SIGTERM);
       return 1;
@@ -147,8 +148,14 @@ int LocalCommand(const std::vector<std::string>& argv) {
       "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P] [--rest-port P]\n"
       "                         [--metrics-port P] [--device D] [--no-cpu-binding]\n"
       "       gradsync local down --state-dir DIR\n";
-  auto args = ParseArgs("local", argv, {{"workers"}, {"state-dir"}, {"coordinator-port"}, {"rest-port"}, {"metrics-port"},
-                                        {"device"}, {"no-cpu-binding", false}});
+  auto args = ParseArgs("local", argv,
+                        {{"workers"},
+                         {"state-dir"},
+                         {"coordinator-port"},
+                         {"rest-port"},
+                         {"metrics-port"},
+                         {"device"},
+                         {"no-cpu-binding", false}});
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fprintf(stderr, "%s", usage);

@@ -28,11 +28,9 @@ int Fail(const std::string& message) {
 }
 
 // The resolved and validated configuration of `preset` with `overrides` ("transformer.x=v").
-absl::StatusOr<v1::TransformerConfig> Resolve(const std::string& preset,
-                                              const std::vector<std::string>& overrides) {
+absl::StatusOr<v1::TransformerConfig> Resolve(const std::string& preset, const std::vector<std::string>& overrides) {
   if (!nn::IsTransformerPreset(preset)) {
-    std::vector<std::string> presets(nn::ModelPresetNames().begin() + 1,
-                                     nn::ModelPresetNames().end());
+    std::vector<std::string> presets(nn::ModelPresetNames().begin() + 1, nn::ModelPresetNames().end());
     return absl::InvalidArgumentError(
         absl::StrCat("gradsync model describe: \"", preset,
                      "\" is not a transformer preset; known: ", absl::StrJoin(presets, ", ")));
@@ -91,8 +89,7 @@ std::string Text(const std::string& preset, const v1::TransformerConfig& c) {
   row("ropeTheta", c.rope_theta() == 0 ? "- (learned positions)" : absl::StrCat(c.rope_theta()));
   row("normEps", absl::StrCat(c.norm_eps()));
   row("params", absl::StrCat(nn::NumParams(c)));
-  row("flopsPerToken",
-      absl::StrFormat("%.4g (6N + 12 L C T, forward + backward)", nn::FlopsPerToken(c)));
+  row("flopsPerToken", absl::StrFormat("%.4g (6N + 12 L C T, forward + backward)", nn::FlopsPerToken(c)));
   return out;
 }
 

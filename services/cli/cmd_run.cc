@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
-#include "commands.h"
 #include "charts.h"
+#include "commands.h"
 #include "display.h"
 #include "gradsync/core/shutdown.h"
 #include "grpc_job_client.h"
@@ -31,16 +31,19 @@ std::string MakeRunDir() {
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& argv) {
-  auto args = ParseArgs("run", argv,
-                        {{"workers"}, {"set"}, {"output", true, 'o'}, {"state-dir"}, {"device"},
-                         {"no-cpu-binding", false}});
+  auto args = ParseArgs(
+      "run", argv, {{"workers"}, {"set"}, {"output", true, 'o'}, {"state-dir"}, {"device"}, {"no-cpu-binding", false}});
   if (!args.ok()) {
-    std::fprintf(stderr, "%s\nusage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n",
-                 std::string(args.status().message()).c_str());
+    std::fprintf(
+        stderr,
+        "%s\nusage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n",
+        std::string(args.status().message()).c_str());
     return 2;
   }
   if (args->positional.size() != 1) {
-    std::fprintf(stderr, "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n");
+    std::fprintf(
+        stderr,
+        "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n");
     return 2;
   }
   auto workers = args->GetInt("workers", 0, 1, 1024);
@@ -67,8 +70,8 @@ int RunCommand(const std::vector<std::string>& argv) {
     return 1;
   }
   InstallShutdownHandlers();
-  std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n",
-               options.workers, options.state_dir.c_str());
+  std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n", options.workers,
+               options.state_dir.c_str());
   LocalCluster cluster(options);
   if (absl::Status s = cluster.Start(); !s.ok()) {
     std::fprintf(stderr, "cannot start the local cluster: %s\n", std::string(s.message()).c_str());
@@ -97,13 +100,15 @@ int RunCommand(const std::vector<std::string>& argv) {
         cluster_broken = true;
         break;
       }
-      for (const std::string& name : *restarted) std::fprintf(stderr, "[supervisor] %s exited; started it again\n", name.c_str());
+      for (const std::string& name : *restarted)
+        std::fprintf(stderr, "[supervisor] %s exited; started it again\n", name.c_str());
       absl::SleepFor(absl::Milliseconds(200));
     }
     stop = true;
   });
   ProgressView view(progress);
-  auto final_job = client.Watch(created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
+  auto final_job = client.Watch(
+      created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
   std::string report_path;
   if (auto series = view.UseSeriesFrom(cluster.endpoints().at("metricsApi"), created->id()); series.ok()) {
     report_path = options.state_dir + "/report.svg";
@@ -134,7 +139,8 @@ int RunCommand(const std::vector<std::string>& argv) {
     } else {
       std::printf("%s", SummaryText(*final_job).c_str());
     }
-    if (!report_path.empty() && !json) std::printf("  report      %s (loss and throughput curves)\n", report_path.c_str());
+    if (!report_path.empty() && !json)
+      std::printf("  report      %s (loss and throughput curves)\n", report_path.c_str());
     code = final_job->state() == v1::SUCCEEDED ? 0 : 1;
     if (code != 0) std::fprintf(stderr, "%s", cluster.RecentLogs(10).c_str());
   }

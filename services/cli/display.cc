@@ -5,11 +5,11 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "charts.h"
-#include "metrics_client.h"
 #include "absl/strings/str_format.h"
+#include "charts.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "metrics_client.h"
 
 namespace gradsync::cli {
 namespace {
@@ -93,7 +93,8 @@ std::string SummaryText(const v1::Job& job) {
     absl::StrAppend(&out, "  reason      ", job.state_reason(), "\n");
     return out;
   }
-  absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks in %.1fs\n", r.global_step(), r.world_size(), r.train_seconds()));
+  absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks in %.1fs\n", r.global_step(), r.world_size(),
+                                        r.train_seconds()));
   absl::StrAppend(&out, absl::StrFormat("  loss        %.4f -> %.4f\n", r.initial_loss(), r.final_loss()));
   absl::StrAppend(&out, absl::StrFormat("  throughput  %s samples/s (steady state)\n", Rate(r.samples_per_second())));
   absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", r.param_digest()));
@@ -140,7 +141,8 @@ std::string JobTable(const v1::ListJobsResponse& jobs) {
     const v1::JobProgress& p = j.progress();
     const std::string step = p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-";
     const double loss = j.state() == v1::SUCCEEDED ? j.result().final_loss() : p.loss();
-    const std::string loss_text = (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";
+    const std::string loss_text =
+        (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";
     absl::StrAppend(&out, absl::StrFormat("%-24s %-10s %-13s %-9s %s%s\n", j.id(), v1::JobState_Name(j.state()), step,
                                           loss_text, j.spec().name(),
                                           j.state_reason().empty() ? "" : absl::StrCat(" (", j.state_reason(), ")")));

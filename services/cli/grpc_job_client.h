@@ -26,8 +26,7 @@ class GrpcJobClient : public JobClient {
 
  private:
   template <typename Request, typename Response>
-  using UnaryMethod = grpc::Status (v1::JobService::Stub::*)(grpc::ClientContext*, const Request&,
-                                                             Response*);
+  using UnaryMethod = grpc::Status (v1::JobService::Stub::*)(grpc::ClientContext*, const Request&, Response*);
   // One blocking call with the client's deadline; transport errors name the address.
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request);

@@ -66,8 +66,8 @@ absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::str
   if (rc != CURLE_OK) {
     const std::string why = error[0] != '\0' ? error : curl_easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT) {
-      return absl::DeadlineExceededError(absl::StrCat(server, ": no answer within ",
-                                                      absl::FormatDuration(request.timeout), " (", why, ")"));
+      return absl::DeadlineExceededError(
+          absl::StrCat(server, ": no answer within ", absl::FormatDuration(request.timeout), " (", why, ")"));
     }
     return absl::UnavailableError(absl::StrCat(server, ": ", why));
   }

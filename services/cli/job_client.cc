@@ -19,18 +19,16 @@ absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions&
     const bool https = absl::StartsWith(address, "https://");
     if (!https && !options.tls_ca_file.empty()) {
       // Refused rather than ignored: the user expects TLS, and the token would go in the clear.
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tls-ca is for TLS servers; use https:// instead of ", address));
+      return absl::InvalidArgumentError(absl::StrCat("--tls-ca is for TLS servers; use https:// instead of ", address));
     }
     std::string base(address);
     while (absl::EndsWith(base, "/")) base.pop_back();
-    return std::unique_ptr<JobClient>(std::make_unique<RestJobClient>(address, base, options.token,
-                                                                      options.tls_ca_file));
+    return std::unique_ptr<JobClient>(
+        std::make_unique<RestJobClient>(address, base, options.token, options.tls_ca_file));
   }
   if (address.empty() || absl::StrContains(address, "://")) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--address: expected HOST:PORT (gRPC), http://HOST:PORT or https://HOST:PORT (REST), got \"", address,
-        "\""));
+        "--address: expected HOST:PORT (gRPC), http://HOST:PORT or https://HOST:PORT (REST), got \"", address, "\""));
   }
   channel->bearer_token = options.token;
   return std::unique_ptr<JobClient>(std::make_unique<GrpcJobClient>(address, *channel));

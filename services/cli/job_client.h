@@ -31,8 +31,7 @@ class JobClient {
   // Calls `on_update` with the job now and again whenever it changes, until it ends (returns
   // the final job) or `stop` becomes true (CANCELLED). Rides out a coordinator that is briefly
   // unreachable while the job runs.
-  virtual absl::StatusOr<v1::Job> Watch(const std::string& name,
-                                        const std::function<void(const v1::Job&)>& on_update,
+  virtual absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
                                         const std::atomic<bool>* stop) = 0;
 
   // The address as the user gave it (for messages).
@@ -55,6 +54,5 @@ struct JobClientOptions {
 absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions& options);
 
 bool IsTerminal(v1::JobState state);
-
 
 }  // namespace gradsync::cli

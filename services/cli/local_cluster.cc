@@ -35,11 +35,12 @@ absl::Status LocalCluster::StartChild(const std::string& name, std::vector<std::
 }
 
 absl::StatusOr<std::map<std::string, std::string>> LocalCluster::AwaitEndpoints(const std::string& path,
-                                                                              const std::string& name) const {
+                                                                                const std::string& name) const {
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   for (;;) {
     std::vector<std::pair<std::string, std::string>> fields;
-    if (fs::exists(path) && ReadJsonFields(path, &fields).ok()) return std::map<std::string, std::string>(fields.begin(), fields.end());
+    if (fs::exists(path) && ReadJsonFields(path, &fields).ok())
+      return std::map<std::string, std::string>(fields.begin(), fields.end());
     if (absl::Status alive = CheckAlive(); !alive.ok()) return alive;
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(name, " did not start within ",
@@ -64,13 +65,14 @@ absl::Status LocalCluster::Start() {
       "coordinator",
       {bin + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
        "--metrics_listen=127.0.0.1:0", absl::StrCat("--rest_listen=127.0.0.1:", options_.rest_port),
-       "--endpoints_file=" + (state / "coordinator.json").string(),
-       "--artifact_dir=" + (state / "artifacts").string(), "--state_dir=" + (state / "coordinator").string()});
+       "--endpoints_file=" + (state / "coordinator.json").string(), "--artifact_dir=" + (state / "artifacts").string(),
+       "--state_dir=" + (state / "coordinator").string()});
   if (!s.ok()) return s;
   auto coordinator = AwaitEndpoints((state / "coordinator.json").string(), "coordinator");
   if (!coordinator.ok()) return coordinator.status();
   address_ = (*coordinator)["grpc"];
-  PinPorts(children_.back(), {{"--listen=", (*coordinator)["grpc"]}, {"--rest_listen=", (*coordinator)["rest"]},
+  PinPorts(children_.back(), {{"--listen=", (*coordinator)["grpc"]},
+                              {"--rest_listen=", (*coordinator)["rest"]},
                               {"--metrics_listen=", (*coordinator)["metrics"]}});
   endpoints_["coordinator"] = address_;
   endpoints_["rest"] = (*coordinator)["rest"];
@@ -85,8 +87,8 @@ absl::Status LocalCluster::Start() {
     auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
     if (!m.ok()) return m.status();
     metrics = (*m)["grpc"];
-    PinPorts(children_.back(), {{"--listen=", (*m)["grpc"]}, {"--http_listen=", (*m)["http"]},
-                                {"--api_listen=", (*m)["api"]}});
+    PinPorts(children_.back(),
+             {{"--listen=", (*m)["grpc"]}, {"--http_listen=", (*m)["http"]}, {"--api_listen=", (*m)["api"]}});
     endpoints_["metrics"] = metrics;
     endpoints_["metricsHttp"] = (*m)["http"];
     endpoints_["metricsApi"] = (*m)["api"];
@@ -95,9 +97,14 @@ absl::Status LocalCluster::Start() {
   for (int i = 0; i < options_.workers; ++i) {
     absl::StatusOr<std::string> worker_device = LocalWorkerDevice(options_.device, i, gpus);
     if (!worker_device.ok()) return worker_device.status();
-    std::vector<std::string> argv = {bin + "/gradsync-worker", "--coordinator=" + address_, "--comm_host=127.0.0.1",
-                                     absl::StrCat("--name=local", i), "--device=" + *worker_device, "--metrics=" + metrics,
-                                     "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0",
+    std::vector<std::string> argv = {bin + "/gradsync-worker",
+                                     "--coordinator=" + address_,
+                                     "--comm_host=127.0.0.1",
+                                     absl::StrCat("--name=local", i),
+                                     "--device=" + *worker_device,
+                                     "--metrics=" + metrics,
+                                     "--metrics_listen=127.0.0.1:0",
+                                     "--health_listen=127.0.0.1:0",
                                      "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()};
     if (const std::string share = ShareOfAllowedCpus(options_.workers, i); options_.bind_cpus && !share.empty()) {
       argv.push_back("--cpus=" + share);
@@ -114,7 +121,8 @@ absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int ind
   int n = 0;
   if (device == "cuda" || (absl::StartsWith(device, "cuda:") && absl::SimpleAtoi(device.substr(5), &n) && n >= 0)) {
     if (n < gpus) return device;
-    return absl::FailedPreconditionError(absl::StrCat("--device ", device, ": ", gpus, " GPUs are visible on this machine",
+    return absl::FailedPreconditionError(absl::StrCat("--device ", device, ": ", gpus,
+                                                      " GPUs are visible on this machine",
                                                       device::BuiltWithCuda() ? "" : " (this build has no CUDA)"));
   }
   return absl::InvalidArgumentError(absl::StrCat("--device: expected auto, cpu, cuda or cuda:N, got \"", device, "\""));
@@ -141,8 +149,8 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::Supervise(int max_restart
   for (Child& c : children_) {
     if (Alive(c.pid)) continue;
     if (c.restarts >= max_restarts) {
-      return absl::UnavailableError(absl::StrCat(c.name, " exited ", c.restarts + 1, " times; its log ", c.log,
-                                                 " ends:\n", TailFile(c.log, 15)));
+      return absl::UnavailableError(
+          absl::StrCat(c.name, " exited ", c.restarts + 1, " times; its log ", c.log, " ends:\n", TailFile(c.log, 15)));
     }
     auto pid = Spawn({c.argv, c.log, c.env});
     if (!pid.ok()) return pid.status();
@@ -174,8 +182,8 @@ void LocalCluster::Stop() {
 absl::Status LocalCluster::CheckAlive() const {
   for (const Child& c : children_) {
     if (!Alive(c.pid)) {
-      return absl::UnavailableError(absl::StrCat(c.name, " (pid ", c.pid, ") exited; its log ", c.log,
-                                                 " ends:\n", TailFile(c.log, 15)));
+      return absl::UnavailableError(
+          absl::StrCat(c.name, " (pid ", c.pid, ") exited; its log ", c.log, " ends:\n", TailFile(c.log, 15)));
     }
   }
   return absl::OkStatus();

@@ -20,7 +20,7 @@ struct LocalClusterOptions {
   std::string state_dir;
   int coordinator_port = 0;  // 0: a free port
   int rest_port = 0;
-  int metrics_port = 0;      // the metrics service's /metrics
+  int metrics_port = 0;  // the metrics service's /metrics
   bool with_metrics = true;
   // The workers' --device: "auto" gives worker i GPU i mod (GPUs visible), one GPU per worker
   // as far as they go (as torchrun's local ranks), or the CPU when there is none; "cuda" the same

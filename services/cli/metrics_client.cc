@@ -13,7 +13,8 @@ absl::StatusOr<v1::JobSeries> FetchSeries(const std::string& api_address, const 
   request.url = absl::StrCat("http://", api_address, "/v1/jobs/", EscapeUrlComponent(id), "/series");
   auto response = SendHttp(request, absl::StrCat("metrics service at ", api_address));
   if (!response.ok()) return response.status();
-  if (response->status == 404) return absl::NotFoundError(absl::StrCat("the metrics service has no series for job ", id));
+  if (response->status == 404)
+    return absl::NotFoundError(absl::StrCat("the metrics service has no series for job ", id));
   if (response->status != 200) {
     return absl::InternalError(absl::StrCat(request.url, " answered HTTP ", response->status, ": ", response->body));
   }

@@ -66,7 +66,7 @@ bool Alive(pid_t pid) {
   if (pid <= 0) return false;
   int status = 0;
   const pid_t r = ::waitpid(pid, &status, WNOHANG);
-  if (r == pid) return false;                      // our child, just exited
+  if (r == pid) return false;                                // our child, just exited
   if (r < 0 && errno == ECHILD) return ::kill(pid, 0) == 0;  // not our child
   return true;
 }

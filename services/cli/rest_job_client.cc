@@ -73,8 +73,8 @@ absl::Status StatusFromHttpError(long http_status, const std::string& body, cons
   // Not the gateway's error format: show what came back, shortened.
   constexpr size_t kMaxBody = 200;
   std::string shown = body.size() > kMaxBody ? absl::StrCat(body.substr(0, kMaxBody), "...") : body;
-  return absl::Status(CodeFromHttp(http_status), absl::StrCat(url, " answered HTTP ", http_status,
-                                                              shown.empty() ? "" : ": ", shown));
+  return absl::Status(CodeFromHttp(http_status),
+                      absl::StrCat(url, " answered HTTP ", http_status, shown.empty() ? "" : ": ", shown));
 }
 
 }  // namespace

@@ -6,14 +6,13 @@
 
 namespace gradsync::cli {
 
-absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path,
-                                                    const std::vector<std::string>& overrides,
+absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers) {
   std::vector<std::string> all = overrides;
   bool sets_world = false;
   for (const auto& o : overrides) {
-    sets_world = sets_world || absl::StartsWith(o, "training.worldSize=") ||
-                 absl::StartsWith(o, "training.world_size=");
+    sets_world =
+        sets_world || absl::StartsWith(o, "training.worldSize=") || absl::StartsWith(o, "training.world_size=");
   }
   if (workers > 0 && !sets_world) all.push_back(absl::StrCat("training.worldSize=", workers));
   auto spec = spec::LoadJobSpecFile(path, all);

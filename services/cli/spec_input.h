@@ -11,8 +11,7 @@ namespace gradsync::cli {
 
 // Reads `path` with `overrides`; when `workers` > 0 and no override names training.worldSize,
 // the world size becomes `workers`. Fills defaults and validates; errors name the field.
-absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path,
-                                                    const std::vector<std::string>& overrides,
+absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers);
 
 }  // namespace gradsync::cli

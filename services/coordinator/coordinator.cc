@@ -43,9 +43,7 @@ absl::Status JobNotFound(const std::string& name) {
 
 }  // namespace
 
-std::string JobIdFromName(const std::string& name) {
-  return absl::StartsWith(name, "jobs/") ? name.substr(5) : name;
-}
+std::string JobIdFromName(const std::string& name) { return absl::StartsWith(name, "jobs/") ? name.substr(5) : name; }
 
 // The lock annotations of the constructor and destructor tell callers what they do; the analysis
 // cannot follow mu_ through c_, hence no analysis of their bodies.
@@ -217,8 +215,7 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& name) {
   return rt->job();
 }
 
-absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJobChange(const std::string& name,
-                                                                       int64_t seen,
+absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJobChange(const std::string& name, int64_t seen,
                                                                        absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   JobRuntime* rt = FindJobLocked(name);

@@ -81,8 +81,7 @@ class Coordinator {
   v1::HeartbeatResponse Heartbeat(const v1::HeartbeatRequest& request);
   // The next assignment of the worker, waiting up to `timeout` (nullopt when none came).
   // NOT_FOUND if the worker is unknown or was declared lost.
-  absl::StatusOr<std::optional<v1::Assignment>> NextAssignment(const std::string& worker_id,
-                                                               absl::Duration timeout);
+  absl::StatusOr<std::optional<v1::Assignment>> NextAssignment(const std::string& worker_id, absl::Duration timeout);
   absl::StatusOr<v1::EpochPlan> GetEpochPlan(const std::string& job_id, int epoch);
   // A rank's outcome. When every rank of the generation has succeeded, their parameter digests
   // are compared and the job ends SUCCEEDED or FAILED ("replica divergence"). A rank's error
@@ -146,8 +145,8 @@ class Coordinator {
 
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts the job's next generation on `gang`, rank r on gang[r] computing as placements[r].
-  void AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& gang,
-                    const std::vector<v1::Placement>& placements) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& gang, const std::vector<v1::Placement>& placements)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks running elastic jobs below maxWorkers to grow into `idle` workers.
   void ScaleUpLocked(size_t idle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the checkpoint a scale-up asked for: ends the generation and queues the job again.

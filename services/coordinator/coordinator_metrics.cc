@@ -20,42 +20,46 @@ prometheus::ClientMetric Value(double v, std::vector<prometheus::ClientMetric::L
 
 std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
   const Coordinator::Snapshot s = coordinator_->TakeSnapshot();
-  prometheus::MetricFamily jobs{"gradsync_jobs", "Jobs known to the coordinator, by state.",
-                                prometheus::MetricType::Gauge, {}};
+  prometheus::MetricFamily jobs{
+      "gradsync_jobs", "Jobs known to the coordinator, by state.", prometheus::MetricType::Gauge, {}};
   for (int st = v1::PENDING; st <= v1::CANCELLED; ++st) {
     const auto it = s.jobs_by_state.find(static_cast<v1::JobState>(st));
     jobs.metric.push_back(Value(it == s.jobs_by_state.end() ? 0 : it->second,
                                 {{"state", absl::AsciiStrToLower(v1::JobState_Name(st))}}, false));
   }
-  prometheus::MetricFamily workers{"gradsync_workers", "Registered workers, idle or assigned to a job.",
-                                   prometheus::MetricType::Gauge, {}};
+  prometheus::MetricFamily workers{
+      "gradsync_workers", "Registered workers, idle or assigned to a job.", prometheus::MetricType::Gauge, {}};
   workers.metric.push_back(Value(s.idle_workers, {{"state", "idle"}}, false));
   workers.metric.push_back(Value(s.assigned_workers, {{"state", "assigned"}}, false));
   prometheus::MetricFamily restarts{"gradsync_job_restarts_total",
                                     "Generations a job started after its first one (restarts).",
-                                    prometheus::MetricType::Counter, {}};
-  for (const auto& [job, n] : s.restarts) restarts.metric.push_back(Value(static_cast<double>(n), {{"training_job", job}}, true));
+                                    prometheus::MetricType::Counter,
+                                    {}};
+  for (const auto& [job, n] : s.restarts)
+    restarts.metric.push_back(Value(static_cast<double>(n), {{"training_job", job}}, true));
   prometheus::MetricFamily running{"gradsync_job_running",
                                    "1 for each job that is RUNNING (absent otherwise): alerts join on it.",
-                                   prometheus::MetricType::Gauge, {}};
+                                   prometheus::MetricType::Gauge,
+                                   {}};
   for (const std::string& job : s.running) running.metric.push_back(Value(1, {{"training_job", job}}, false));
-  prometheus::MetricFamily committed{"gradsync_checkpoints_total", "Checkpoints committed.",
-                                     prometheus::MetricType::Counter, {}};
-  prometheus::MetricFamily bytes{"gradsync_checkpoint_bytes_total", "Bytes of committed checkpoints.",
-                                 prometheus::MetricType::Counter, {}};
+  prometheus::MetricFamily committed{
+      "gradsync_checkpoints_total", "Checkpoints committed.", prometheus::MetricType::Counter, {}};
+  prometheus::MetricFamily bytes{
+      "gradsync_checkpoint_bytes_total", "Bytes of committed checkpoints.", prometheus::MetricType::Counter, {}};
   prometheus::MetricFamily seconds{"gradsync_checkpoint_duration_seconds",
                                    "Time of the last checkpoint, from the step boundary to the commit.",
-                                   prometheus::MetricType::Gauge, {}};
-  prometheus::MetricFamily size{"gradsync_checkpoint_size_bytes", "Size of the last committed checkpoint.",
-                                prometheus::MetricType::Gauge, {}};
+                                   prometheus::MetricType::Gauge,
+                                   {}};
+  prometheus::MetricFamily size{
+      "gradsync_checkpoint_size_bytes", "Size of the last committed checkpoint.", prometheus::MetricType::Gauge, {}};
   for (const auto& [job, c] : s.checkpoints) {
     committed.metric.push_back(Value(static_cast<double>(c.committed), {{"training_job", job}}, true));
     bytes.metric.push_back(Value(static_cast<double>(c.bytes_total), {{"training_job", job}}, true));
     seconds.metric.push_back(Value(c.last_seconds, {{"training_job", job}}, false));
     size.metric.push_back(Value(static_cast<double>(c.last_bytes), {{"training_job", job}}, false));
   }
-  return {std::move(jobs), std::move(workers), std::move(restarts), std::move(running), std::move(committed),
-          std::move(bytes), std::move(seconds), std::move(size)};
+  return {std::move(jobs),      std::move(workers), std::move(restarts), std::move(running),
+          std::move(committed), std::move(bytes),   std::move(seconds),  std::move(size)};
 }
 
 }  // namespace gradsync::coordinator

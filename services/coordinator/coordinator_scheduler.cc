@@ -88,8 +88,8 @@ void Coordinator::ScaleUpLocked(size_t idle) {
     gen->RequestScaleUp();
     rt.RequestCheckpoint();
     AddEventLocked(&rt, "ScaleUpRequested",
-                   absl::StrFormat("%d idle workers: checkpointing at the next step to grow from %d to %d ranks",
-                                   grow, ranks, ranks + grow));
+                   absl::StrFormat("%d idle workers: checkpointing at the next step to grow from %d to %d ranks", grow,
+                                   ranks, ranks + grow));
     TouchLocked(&rt);
   }
 }
@@ -117,11 +117,12 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
     gang[r]->Assign(AssignmentFor(rt->job(), r, gang.size(), dir, resume, placements[r]));
     where.push_back(DescribeRank(r, *gang[r], placements[r]));
   }
-  AddEventLocked(rt, "Scheduled",
-                 absl::StrCat("generation ", rt->job().generation(), " with ", gang.size(), " ranks over ",
-                              placements.empty() ? "gloo" : placements[0].backend(), ": ", absl::StrJoin(where, ", "),
-                              resume.has_value() ? absl::StrCat("; resuming from the checkpoint at step ", resume->step())
-                                                 : std::string()));
+  AddEventLocked(
+      rt, "Scheduled",
+      absl::StrCat("generation ", rt->job().generation(), " with ", gang.size(), " ranks over ",
+                   placements.empty() ? "gloo" : placements[0].backend(), ": ", absl::StrJoin(where, ", "),
+                   resume.has_value() ? absl::StrCat("; resuming from the checkpoint at step ", resume->step())
+                                      : std::string()));
   TouchLocked(rt);
 }
 

@@ -26,8 +26,8 @@ v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerR
     id = NewIdLocked(request.name().empty() ? "worker" : request.name());
   } while (workers_.Contains(id));
   workers_.Add(id, request, options_.clock());
-  GS_LOG(INFO) << "worker " << id << " registered from " << request.hostname() << " pid "
-               << request.pid() << " device " << request.device().description();
+  GS_LOG(INFO) << "worker " << id << " registered from " << request.hostname() << " pid " << request.pid() << " device "
+               << request.device().description();
   ScheduleLocked();
   v1::RegisterWorkerResponse resp;
   resp.set_worker_id(id);
@@ -102,10 +102,10 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
   JobRuntime* rt = FindJobLocked(request.job_id());
   Generation* gen = rt == nullptr ? nullptr : rt->RunningGeneration(request.generation());
   if (gen != nullptr && !request.error().empty()) {
-    RestartOrFailLocked(rt, "RankFailed",
-                        absl::StrFormat("rank %d on worker %s failed: %s", request.rank(), request.worker_id(),
-                                        request.error()),
-                        RestartMayHelp(request.error()));
+    RestartOrFailLocked(
+        rt, "RankFailed",
+        absl::StrFormat("rank %d on worker %s failed: %s", request.rank(), request.worker_id(), request.error()),
+        RestartMayHelp(request.error()));
   } else if (gen != nullptr && gen->AddResult(request)) {
     CompleteLocked(rt);
   }

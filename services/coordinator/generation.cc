@@ -61,8 +61,8 @@ absl::StatusOr<v1::JobResult> Generation::AgreedResult() const {
   const v1::ReportResultRequest& first = results_.at(0);
   for (const auto& [rank, r] : results_) {
     if (r.param_digest() != first.param_digest()) {
-      return absl::FailedPreconditionError(absl::StrFormat("replica divergence: ranks 0 and %d differ (%s vs %s)",
-                                                           rank, first.param_digest(), r.param_digest()));
+      return absl::FailedPreconditionError(absl::StrFormat("replica divergence: ranks 0 and %d differ (%s vs %s)", rank,
+                                                           first.param_digest(), r.param_digest()));
     }
   }
   v1::JobResult agreed = first.result();

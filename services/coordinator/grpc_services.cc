@@ -100,8 +100,7 @@ grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx,
-                                                      const v1::WatchAssignmentsRequest* req,
+grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx, const v1::WatchAssignmentsRequest* req,
                                                       grpc::ServerWriter<v1::Assignment>* writer) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   while (!ctx->IsCancelled()) {
@@ -121,7 +120,8 @@ grpc::Status CoordinatorServiceImpl::KvSet(grpc::ServerContext* ctx, const v1::K
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext* ctx, const v1::KvGetRequest* req, v1::KvGetResponse* out) {
+grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext* ctx, const v1::KvGetRequest* req,
+                                           v1::KvGetResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   auto value = c_->kv().Get(NsOf(req->ns()), req->key(), KvTimeout(req->timeout_ms()));
@@ -130,14 +130,16 @@ grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext* ctx, const v1::K
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext* ctx, const v1::KvWaitRequest* req, v1::KvWaitResponse*) {
+grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext* ctx, const v1::KvWaitRequest* req,
+                                            v1::KvWaitResponse*) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   std::vector<std::string> keys(req->keys().begin(), req->keys().end());
   return ToGrpc(c_->kv().Wait(NsOf(req->ns()), keys, KvTimeout(req->timeout_ms())));
 }
 
-grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext* ctx, const v1::KvAddRequest* req, v1::KvAddResponse* out) {
+grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext* ctx, const v1::KvAddRequest* req,
+                                           v1::KvAddResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
   auto value = c_->kv().Add(NsOf(req->ns()), req->key(), req->delta());

@@ -16,11 +16,9 @@ class JobServiceImpl final : public v1::JobService::Service {
 
   grpc::Status CreateJob(grpc::ServerContext*, const v1::CreateJobRequest*, v1::Job*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::Job*) override;
-  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
-                        v1::ListJobsResponse*) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*, v1::Job*) override;
-  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*,
-                        grpc::ServerWriter<v1::Job>*) override;
+  grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*, grpc::ServerWriter<v1::Job>*) override;
   grpc::Status CheckpointJob(grpc::ServerContext*, const v1::CheckpointJobRequest*, v1::Job*) override;
 
  private:
@@ -37,18 +35,15 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
 
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest*,
                               v1::RegisterWorkerResponse*) override;
-  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
-                         v1::HeartbeatResponse*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*, v1::HeartbeatResponse*) override;
   grpc::Status WatchAssignments(grpc::ServerContext*, const v1::WatchAssignmentsRequest*,
                                 grpc::ServerWriter<v1::Assignment>*) override;
   grpc::Status KvSet(grpc::ServerContext*, const v1::KvSetRequest*, v1::KvSetResponse*) override;
   grpc::Status KvGet(grpc::ServerContext*, const v1::KvGetRequest*, v1::KvGetResponse*) override;
   grpc::Status KvWait(grpc::ServerContext*, const v1::KvWaitRequest*, v1::KvWaitResponse*) override;
   grpc::Status KvAdd(grpc::ServerContext*, const v1::KvAddRequest*, v1::KvAddResponse*) override;
-  grpc::Status GetEpochPlan(grpc::ServerContext*, const v1::EpochPlanRequest*,
-                            v1::EpochPlan*) override;
-  grpc::Status ReportResult(grpc::ServerContext*, const v1::ReportResultRequest*,
-                            v1::ReportResultResponse*) override;
+  grpc::Status GetEpochPlan(grpc::ServerContext*, const v1::EpochPlanRequest*, v1::EpochPlan*) override;
+  grpc::Status ReportResult(grpc::ServerContext*, const v1::ReportResultRequest*, v1::ReportResultResponse*) override;
   grpc::Status ReportCheckpoint(grpc::ServerContext*, const v1::ReportCheckpointRequest*,
                                 v1::ReportCheckpointResponse*) override;
 

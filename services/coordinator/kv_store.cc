@@ -6,9 +6,7 @@
 
 namespace gradsync::coordinator {
 
-std::string KvNamespaceOf(const std::string& job_id, int generation) {
-  return absl::StrCat(job_id, "/", generation);
-}
+std::string KvNamespaceOf(const std::string& job_id, int generation) { return absl::StrCat(job_id, "/", generation); }
 
 void KvStore::Set(const std::string& ns, const std::string& key, std::string value) {
   absl::MutexLock lock(&mu_);
@@ -20,8 +18,7 @@ bool KvStore::Has(const std::string& ns, const std::string& key) const {
   return it != data_.end() && it->second.count(key) > 0;
 }
 
-absl::Status KvStore::WaitLocked(const std::string& ns, const std::vector<std::string>& keys,
-                                 absl::Duration timeout) {
+absl::Status KvStore::WaitLocked(const std::string& ns, const std::vector<std::string>& keys, absl::Duration timeout) {
   const int64_t epoch = epochs_[ns];
   auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     if (shutdown_ || epochs_[ns] != epoch) return true;
@@ -38,22 +35,20 @@ absl::Status KvStore::WaitLocked(const std::string& ns, const std::vector<std::s
     if (!Has(ns, k)) missing.push_back(k);
   }
   if (!missing.empty()) {
-    return absl::DeadlineExceededError(absl::StrCat("keys not set within ", absl::FormatDuration(timeout),
-                                                    " in ", ns, ": ", absl::StrJoin(missing, ", ")));
+    return absl::DeadlineExceededError(absl::StrCat("keys not set within ", absl::FormatDuration(timeout), " in ", ns,
+                                                    ": ", absl::StrJoin(missing, ", ")));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> KvStore::Get(const std::string& ns, const std::string& key,
-                                         absl::Duration timeout) {
+absl::StatusOr<std::string> KvStore::Get(const std::string& ns, const std::string& key, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   absl::Status s = WaitLocked(ns, {key}, timeout);
   if (!s.ok()) return s;
   return data_[ns][key];
 }
 
-absl::Status KvStore::Wait(const std::string& ns, const std::vector<std::string>& keys,
-                           absl::Duration timeout) {
+absl::Status KvStore::Wait(const std::string& ns, const std::vector<std::string>& keys, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   return WaitLocked(ns, keys, timeout);
 }

@@ -20,12 +20,10 @@ class KvStore {
 
   // Waits up to `timeout` for the key. DEADLINE_EXCEEDED names the key; CANCELLED if the
   // namespace is dropped or the store shuts down meanwhile.
-  absl::StatusOr<std::string> Get(const std::string& ns, const std::string& key,
-                                  absl::Duration timeout);
+  absl::StatusOr<std::string> Get(const std::string& ns, const std::string& key, absl::Duration timeout);
 
   // Waits until every key exists. DEADLINE_EXCEEDED names the keys still missing.
-  absl::Status Wait(const std::string& ns, const std::vector<std::string>& keys,
-                    absl::Duration timeout);
+  absl::Status Wait(const std::string& ns, const std::vector<std::string>& keys, absl::Duration timeout);
 
   // Adds `delta` to the decimal integer at `key` (0 if absent). FAILED_PRECONDITION if the
   // value there is not an integer.
@@ -41,8 +39,8 @@ class KvStore {
 
  private:
   bool Has(const std::string& ns, const std::string& key) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status WaitLocked(const std::string& ns, const std::vector<std::string>& keys,
-                          absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WaitLocked(const std::string& ns, const std::vector<std::string>& keys, absl::Duration timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   std::map<std::string, std::map<std::string, std::string>> data_ ABSL_GUARDED_BY(mu_);

@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator.h"
 #include "coordinator_metrics.h"
-#include "gradsync/http/metrics.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/http/metrics.h"
 #include "gradsync/rpc/server.h"
 #include "grpc_services.h"
 #include "rest_gateway.h"
@@ -57,10 +57,7 @@ ABSL_FLAG(int64_t, scale_up_delay_s, 30,
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": \"host:port\"} here once serving (for callers that asked for port 0)");
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("gradsync coordinator: gradsync-coordinator [--listen host:port]");

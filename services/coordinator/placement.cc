@@ -33,8 +33,8 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
     }
   }
   // One device kind for the whole generation (see the header).
-  const bool cuda = *device == spec::Device::kCuda ||
-                    (*device == spec::Device::kAuto && without_gpu.empty() && HasGpuModel(model));
+  const bool cuda =
+      *device == spec::Device::kCuda || (*device == spec::Device::kAuto && without_gpu.empty() && HasGpuModel(model));
   const spec::Precision placed =
       *precision != spec::Precision::kAuto ? *precision : (cuda ? spec::Precision::kBf16 : spec::Precision::kFp32);
   for (size_t r = 0; r < ranks.size(); ++r) {

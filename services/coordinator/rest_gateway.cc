@@ -46,7 +46,9 @@ http::Reply MethodNotAllowed(const http::Request& request) {
   return r;
 }
 
-http::Reply NoRoute(const std::string& path) { return ErrorReply(absl::NotFoundError(absl::StrCat("no route ", path))); }
+http::Reply NoRoute(const std::string& path) {
+  return ErrorReply(absl::NotFoundError(absl::StrCat("no route ", path)));
+}
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// The coordinator's REST API (libs/http, HTTPS when TLS is configured), calling the same Coordinator logic as gRPC. Bodies and
-// responses are protobuf's JSON mapping of the gradsync.v1 messages (lowerCamelCase).
+// The coordinator's REST API (libs/http, HTTPS when TLS is configured), calling the same Coordinator logic as gRPC.
+// Bodies and responses are protobuf's JSON mapping of the gradsync.v1 messages (lowerCamelCase).
 //
 //   POST /v1/jobs                 body: a JobSpec       -> Job
 //   GET  /v1/jobs?pageSize=&pageToken=                  -> ListJobsResponse

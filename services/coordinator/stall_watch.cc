@@ -61,9 +61,10 @@ std::string StallWatch::Diagnose(const std::vector<std::string>& rank_names) con
   }
   const v1::HeartbeatRequest& any = beats_.begin()->second;
   if (any.collective_seq() > any.collective_done()) {
-    return absl::StrFormat("every rank waits in the same collective (%s): the transport between them makes no "
-                           "progress",
-                           any.activity());
+    return absl::StrFormat(
+        "every rank waits in the same collective (%s): the transport between them makes no "
+        "progress",
+        any.activity());
   }
   std::vector<std::string> doing;
   for (const auto& [rank, b] : beats_) doing.push_back(absl::StrCat("rank ", rank, ": ", b.activity()));

@@ -4,8 +4,7 @@
 
 namespace gradsync::metrics {
 
-grpc::Status MetricsServiceImpl::ReportSteps(grpc::ServerContext* context,
-                                             grpc::ServerReader<v1::StepReport>* reader,
+grpc::Status MetricsServiceImpl::ReportSteps(grpc::ServerContext* context, grpc::ServerReader<v1::StepReport>* reader,
                                              v1::ReportStepsResponse* response) {
   v1::StepReport report;
   bool warned = false;

@@ -25,17 +25,10 @@ std::string ToJson(const google::protobuf::Message& message) {
 HttpReply Error(absl::Status status) {
   int http = 500;
   switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      http = 400;
-      break;
-    case absl::StatusCode::kNotFound:
-      http = 404;
-      break;
-    case absl::StatusCode::kUnimplemented:
-      http = 405;
-      break;
-    default:
-      break;
+    case absl::StatusCode::kInvalidArgument: http = 400; break;
+    case absl::StatusCode::kNotFound: http = 404; break;
+    case absl::StatusCode::kUnimplemented: http = 405; break;
+    default: break;
   }
   google::protobuf::Struct body;
   (*body.mutable_fields())["code"].set_number_value(static_cast<int>(status.code()));
@@ -67,21 +60,20 @@ HttpReply HandleApi(const MetricsCollector& collector, const http::Request& requ
   return HandleApiGet(collector, request.path, request.Query("limit"));
 }
 
-absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& address,
-                                                        const MetricsCollector* collector) {
+absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& address, const MetricsCollector* collector) {
   http::ServerOptions options;
   options.listen = address;
   options.name = "JSON API";
   options.threads = 2;
   options.max_body_bytes = 4096;  // GET only
   options.error_reply = [](int status, std::string message) {
-    HttpReply r = Error(absl::Status(status == 404 ? absl::StatusCode::kNotFound : absl::StatusCode::kInvalidArgument,
-                                     message));
+    HttpReply r =
+        Error(absl::Status(status == 404 ? absl::StatusCode::kNotFound : absl::StatusCode::kInvalidArgument, message));
     r.status = status;
     return r;
   };
-  auto server = http::Server::Start(std::move(options),
-                                    [collector](const http::Request& r) { return HandleApi(*collector, r); });
+  auto server =
+      http::Server::Start(std::move(options), [collector](const http::Request& r) { return HandleApi(*collector, r); });
   if (!server.ok()) return server.status();
   std::unique_ptr<JsonApi> api(new JsonApi());
   api->server_ = *std::move(server);

@@ -32,8 +32,7 @@ class JsonApi {
  public:
   // Serves the API on `address` ("ip:port"; port 0 picks a free one) until destroyed.
   // `collector` must outlive it. UNAVAILABLE when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<JsonApi>> Start(const std::string& address,
-                                                        const MetricsCollector* collector);
+  static absl::StatusOr<std::unique_ptr<JsonApi>> Start(const std::string& address, const MetricsCollector* collector);
 
   int port() const { return server_->port(); }
 

@@ -31,10 +31,7 @@ ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": ..., \"http\": ..., \"api\": ...} (127.0.0.1:port each) here once "
           "serving (for callers that asked for port 0)");
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -62,9 +59,10 @@ int main(int argc, char** argv) {
                << ", JSON API on port " << (*server)->api_port();
   const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
   if (!endpoints.empty()) {
-    absl::Status s = gradsync::WriteEndpointsFile(endpoints, {{"grpc", gradsync::LoopbackAddress((*server)->grpc_port())},
-                                                              {"http", gradsync::LoopbackAddress((*server)->http_port())},
-                                                              {"api", gradsync::LoopbackAddress((*server)->api_port())}});
+    absl::Status s =
+        gradsync::WriteEndpointsFile(endpoints, {{"grpc", gradsync::LoopbackAddress((*server)->grpc_port())},
+                                                 {"http", gradsync::LoopbackAddress((*server)->http_port())},
+                                                 {"api", gradsync::LoopbackAddress((*server)->api_port())}});
     if (!s.ok()) {
       GS_LOG(ERROR) << s;
       return 1;

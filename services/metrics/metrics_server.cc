@@ -23,8 +23,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
   if (!api.ok()) return api.status();
   s->api_ = *std::move(api);
 
-  absl::StatusOr<std::unique_ptr<rpc::RunningServer>> grpc =
-      rpc::StartServer(options.grpc_listen, {&s->service_});
+  absl::StatusOr<std::unique_ptr<rpc::RunningServer>> grpc = rpc::StartServer(options.grpc_listen, {&s->service_});
   if (!grpc.ok()) return grpc.status();
   s->grpc_ = *std::move(grpc);
 

@@ -12,11 +12,11 @@ namespace gradsync::metrics {
 namespace {
 
 // Steps of small CPU models take milliseconds, large GPU models tens of seconds.
-const prometheus::Histogram::BucketBoundaries kStepBuckets = {
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+const prometheus::Histogram::BucketBoundaries kStepBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                                              1,     2.5,  5,     10,   30,  60};
 // All-reduce time per step: from sub-millisecond loopback up to a stalled network.
-const prometheus::Histogram::BucketBoundaries kCommunicationBuckets = {
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+const prometheus::Histogram::BucketBoundaries kCommunicationBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
 template <typename T>
 prometheus::Family<T>& Build(prometheus::detail::Builder<T> builder, prometheus::Registry& registry,
@@ -65,8 +65,7 @@ TrainingMetrics::TrainingMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_loss",
                   "Loss of the newest step, mean over ranks.")),
-      step_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_step",
-                  "Newest step reduced across ranks.")),
+      step_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_step", "Newest step reduced across ranks.")),
       generation_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_generation",
                         "Newest generation (restart count + 1) that reported.")),
       samples_(Build(prometheus::BuildCounter(), *registry_, "gradsync_train_samples_total",
@@ -87,17 +86,15 @@ TrainingMetrics::TrainingMetrics()
                      "Step reports received, duplicates and late ones included.")),
       late_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_late_reports_total",
                           "Step reports dropped because their step was already published.")),
-      duplicate_reports_(Build(prometheus::BuildCounter(), *registry_,
-                               "gradsync_metrics_duplicate_reports_total",
+      duplicate_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_duplicate_reports_total",
                                "Step reports ignored because the same rank already reported the step.")),
       rank_loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_rank_loss",
                        "Loss of the rank's newest reported step, over its own samples.")),
-      rank_step_duration_(Build(prometheus::BuildHistogram(), *registry_,
-                                "gradsync_train_rank_step_duration_seconds", "Step time of the rank.")),
+      rank_step_duration_(Build(prometheus::BuildHistogram(), *registry_, "gradsync_train_rank_step_duration_seconds",
+                                "Step time of the rank.")),
       allreduce_duration_(Build(prometheus::BuildHistogram(), *registry_, "gradsync_allreduce_duration_seconds",
                                 "Time the rank spent in gradient all-reduce per step.")),
-      exposed_communication_(Build(prometheus::BuildHistogram(), *registry_,
-                                   "gradsync_exposed_communication_seconds",
+      exposed_communication_(Build(prometheus::BuildHistogram(), *registry_, "gradsync_exposed_communication_seconds",
                                    "Time the rank waited for communication after backward ended, per step.")),
       allreduce_bytes_(Build(prometheus::BuildCounter(), *registry_, "gradsync_allreduce_bytes_total",
                              "Bytes of gradient buckets the rank all-reduced.")),
@@ -113,11 +110,21 @@ TrainingMetrics::JobHandles& TrainingMetrics::Job(const std::string& job_id) {
   std::unique_ptr<JobHandles>& slot = jobs_[job_id];
   if (slot != nullptr) return *slot;
   const prometheus::Labels l = {{"training_job", job_id}};
-  slot = std::make_unique<JobHandles>(JobHandles{
-      &loss_.Add(l), &step_.Add(l), &generation_.Add(l), &samples_.Add(l), &tokens_.Add(l),
-      &tokens_per_second_.Add(l), &step_duration_.Add(l, kStepBuckets), &grad_norm_.Add(l),
-      &learning_rate_.Add(l), &partial_steps_.Add(l), &reports_.Add(l), &late_reports_.Add(l),
-      &duplicate_reports_.Add(l), {}, {-1, -1}});
+  slot = std::make_unique<JobHandles>(JobHandles{&loss_.Add(l),
+                                                 &step_.Add(l),
+                                                 &generation_.Add(l),
+                                                 &samples_.Add(l),
+                                                 &tokens_.Add(l),
+                                                 &tokens_per_second_.Add(l),
+                                                 &step_duration_.Add(l, kStepBuckets),
+                                                 &grad_norm_.Add(l),
+                                                 &learning_rate_.Add(l),
+                                                 &partial_steps_.Add(l),
+                                                 &reports_.Add(l),
+                                                 &late_reports_.Add(l),
+                                                 &duplicate_reports_.Add(l),
+                                                 {},
+                                                 {-1, -1}});
   return *slot;
 }
 
@@ -128,8 +135,8 @@ TrainingMetrics::RankHandles& TrainingMetrics::Rank(JobHandles& job, const std::
   return job.ranks
       .emplace(rank, RankHandles{&rank_loss_.Add(l), &rank_step_duration_.Add(l, kStepBuckets),
                                  &allreduce_duration_.Add(l, kCommunicationBuckets),
-                                 &exposed_communication_.Add(l, kCommunicationBuckets),
-                                 &allreduce_bytes_.Add(l), &stragglers_.Add(l)})
+                                 &exposed_communication_.Add(l, kCommunicationBuckets), &allreduce_bytes_.Add(l),
+                                 &stragglers_.Add(l)})
       .first->second;
 }
 
@@ -138,14 +145,9 @@ void TrainingMetrics::RecordReport(const v1::StepReport& report, telemetry::Repo
   JobHandles& job = Job(report.job_id());
   job.reports->Increment();
   switch (outcome) {
-    case telemetry::ReportOutcome::kDuplicate:
-      job.duplicate_reports->Increment();
-      return;
-    case telemetry::ReportOutcome::kLate:
-      job.late_reports->Increment();
-      return;
-    case telemetry::ReportOutcome::kAccepted:
-      break;
+    case telemetry::ReportOutcome::kDuplicate: job.duplicate_reports->Increment(); return;
+    case telemetry::ReportOutcome::kLate: job.late_reports->Increment(); return;
+    case telemetry::ReportOutcome::kAccepted: break;
   }
   RankHandles& rank = Rank(job, report.job_id(), report.rank());
   rank.loss->Set(report.loss());

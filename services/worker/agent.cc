@@ -56,9 +56,8 @@ bool Agent::RegisterWithBackoff() {
                    << options_.device.description() << ")";
       return true;
     }
-    GS_LOG(WARNING) << "cannot register with coordinator at " << options_.coordinator << " (attempt "
-                    << attempt << "): " << rpc::FromGrpc(s) << "; retrying in "
-                    << absl::FormatDuration(backoff);
+    GS_LOG(WARNING) << "cannot register with coordinator at " << options_.coordinator << " (attempt " << attempt
+                    << "): " << rpc::FromGrpc(s) << "; retrying in " << absl::FormatDuration(backoff);
     WaitForShutdown(backoff);
     backoff = std::min(backoff * 2, options_.max_backoff);
   }

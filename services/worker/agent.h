@@ -29,11 +29,11 @@ namespace gradsync::worker {
 class WorkerMetrics;
 
 struct AgentOptions {
-  std::string coordinator;       // host:port
+  std::string coordinator;  // host:port
   // TLS roots and the cluster token for the coordinator's channel.
   rpc::ChannelOptions coordinator_channel;
-  std::string comm_host;         // address Gloo binds and advertises
-  std::string name;              // prefix of the worker id
+  std::string comm_host;  // address Gloo binds and advertises
+  std::string name;       // prefix of the worker id
   v1::Device device;
   // gradsync-metrics' gRPC address; empty: no step reports.
   std::string metrics;

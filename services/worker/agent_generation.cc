@@ -21,8 +21,8 @@ void Agent::RunAssignment(const v1::Assignment& a) {
 
 void Agent::BeginGeneration(const v1::Assignment& a) {
   SetLogComponent(absl::StrCat("worker r", a.rank()));
-  GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id()
-               << " generation " << a.generation();
+  GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id() << " generation "
+               << a.generation();
   abort_ = false;
   checkpoint_requested_ = false;
   absl::MutexLock lock(&mu_);

@@ -58,8 +58,7 @@ void Agent::SendHeartbeat() {
       if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 

@@ -23,7 +23,8 @@ absl::StatusOr<std::optional<StallFault>> ParseStallFault(const std::string& spe
   }
   for (const char* key : {"rank", "step", "seconds"}) {
     if (fields.count(key) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--inject_stall: missing ", key, " (expected rank=R,step=S,seconds=T)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--inject_stall: missing ", key, " (expected rank=R,step=S,seconds=T)"));
     }
   }
   if (fields.size() != 3) return absl::InvalidArgumentError("--inject_stall: only rank, step and seconds are known");

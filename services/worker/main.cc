@@ -9,15 +9,15 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "agent.h"
-#include "worker_metrics.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
-#include "gradsync/http/metrics.h"
 #include "gradsync/core/shutdown.h"
 #include "gradsync/device/device.h"
+#include "gradsync/http/metrics.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
+#include "worker_metrics.h"
 
 ABSL_FLAG(std::string, coordinator, gradsync::EnvOr("GRADSYNC_COORDINATOR", "localhost:7070"),
           "coordinator gRPC address host:port (env GRADSYNC_COORDINATOR)");
@@ -32,7 +32,8 @@ ABSL_FLAG(std::string, metrics, gradsync::EnvOr("GRADSYNC_METRICS", ""),
 ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_WORKER_METRICS_LISTEN", "0.0.0.0:9467"),
           "this worker's Prometheus /metrics address; port 0 picks a free one; empty disables "
           "(env GRADSYNC_WORKER_METRICS_LISTEN)");
-ABSL_FLAG(std::string, endpoints_file, "", "if set, write {\"metrics\": ..., \"health\": ...} (127.0.0.1:PORT each) here once serving");
+ABSL_FLAG(std::string, endpoints_file, "",
+          "if set, write {\"metrics\": ..., \"health\": ...} (127.0.0.1:PORT each) here once serving");
 ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOKEN_FILE", ""),
           "file holding the cluster token the coordinator asks workers for (env GRADSYNC_CLUSTER_TOKEN_FILE)");
 ABSL_FLAG(std::string, tls_ca_file, gradsync::EnvOr("GRADSYNC_TLS_CA_FILE", ""),

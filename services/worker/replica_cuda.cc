@@ -27,7 +27,9 @@ class Stream {
   ~Stream() {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   }
-  absl::Status Create() { return CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  absl::Status Create() {
+    return CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
   cudaStream_t get() const { return stream_; }
 
  private:
@@ -86,9 +88,9 @@ class CudaReplica final : public Replica {
   // Copies a device span to the host once the stream's queued work (the step that wrote it) is done.
   absl::Status ToHost(std::span<const float> device, std::vector<float>& host) const {
     if (absl::Status s = Use(); !s.ok()) return s;
-    if (absl::Status s = CudaStatus(cudaMemcpyAsync(host.data(), device.data(), device.size_bytes(),
-                                                    cudaMemcpyDeviceToHost, stream_.get()),
-                                    "copying GPU state to the host");
+    if (absl::Status s = CudaStatus(
+            cudaMemcpyAsync(host.data(), device.data(), device.size_bytes(), cudaMemcpyDeviceToHost, stream_.get()),
+            "copying GPU state to the host");
         !s.ok()) {
       return s;
     }
@@ -121,7 +123,8 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
   nn::cuda::CudaModelOptions mo;
   mo.device = r->gpu_;
   mo.stream = r->stream_.get();
-  mo.precision = c.placement.precision == spec::Precision::kFp32 ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
+  mo.precision =
+      c.placement.precision == spec::Precision::kFp32 ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
   auto model = nn::cuda::CreateCudaModel(c.spec, mo);
   if (!model.ok()) return model.status();
   r->model_ = *std::move(model);
@@ -146,8 +149,8 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
     r->host_comm_ = *std::move(host);
     r->comm_ = comm::StageThroughHost(r->host_comm_.get(), r->gpu_, r->stream_.get());
   }
-  r->description_ = absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ",
-                                 r->comm_->backend());
+  r->description_ =
+      absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ", r->comm_->backend());
   return r;
 }
 

@@ -5,8 +5,8 @@
 namespace gradsync::worker::internal {
 
 absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const TrainConfig& c, const ReplicaOptions&) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "placement: rank ", c.rank, " is placed on a GPU and this worker was built without CUDA"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("placement: rank ", c.rank, " is placed on a GPU and this worker was built without CUDA"));
 }
 
 }  // namespace gradsync::worker::internal

@@ -44,8 +44,8 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c
 absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m, int rank, Replica& replica) {
   const nn::Model& model = replica.model();
   const int source = rank < m.world_size() ? rank : 0;
-  const auto part = std::find_if(m.parts().begin(), m.parts().end(),
-                                 [&](const v1::CheckpointPart& p) { return p.rank() == source; });
+  const auto part =
+      std::find_if(m.parts().begin(), m.parts().end(), [&](const v1::CheckpointPart& p) { return p.rank() == source; });
   if (part == m.parts().end()) {
     return absl::DataLossError(absl::StrCat("checkpoint ", m.dir(), " has no part for rank ", source));
   }

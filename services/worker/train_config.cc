@@ -19,8 +19,8 @@ absl::StatusOr<Choices> ReadChoices(const v1::Assignment& a) {
   const auto grad_compression = spec::ParseGradCompression(spec.ddp().grad_compression());
   const auto transport = spec::ParseTransport(spec.ddp().transport());
   const auto placement = spec::ParsePlacement(a.placement());
-  for (const absl::Status& s : {last_batch.status(), lr_schedule.status(), grad_compression.status(),
-                                transport.status(), placement.status()}) {
+  for (const absl::Status& s :
+       {last_batch.status(), lr_schedule.status(), grad_compression.status(), transport.status(), placement.status()}) {
     if (!s.ok()) return s;
   }
   return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *placement};

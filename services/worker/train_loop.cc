@@ -21,7 +21,8 @@ static_assert(ddp::kPadSample == data::kPadIndex, "the sampler's padding slot is
 // Copies rank 0's parameters to every rank, bucket by bucket (ignored parameters stay local).
 absl::Status BroadcastParams(const ddp::Reducer& reducer, std::span<float> params, comm::Communicator& comm) {
   std::vector<std::shared_ptr<comm::Work>> pending;
-  for (const ddp::Bucket& b : reducer.buckets()) pending.push_back(comm.Broadcast(params.subspan(b.offset, b.numel), 0));
+  for (const ddp::Bucket& b : reducer.buckets())
+    pending.push_back(comm.Broadcast(params.subspan(b.offset, b.numel), 0));
   for (auto& w : pending) {
     if (absl::Status s = w->Wait(); !s.ok()) return s;
   }
@@ -72,9 +73,9 @@ absl::Status TrainLoop::Resume() {
   shard_ = config_.Shard(dataset_->size());
   total_ = at_.step + ddp::StepsRemaining(shard_, at_.data, at_.step, config_.max_steps, config_.epochs);
   if (ddp::TotalSteps(shard_, config_.max_steps, config_.epochs) <= 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "data: %d samples make no full global batch of %d with lastBatch \"drop\"", dataset_->size(),
-        shard_.global_batch()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("data: %d samples make no full global batch of %d with lastBatch \"drop\"", dataset_->size(),
+                        shard_.global_batch()));
   }
   schedule_ = config_.Schedule(total_);
   if (config_.rank == 0) {

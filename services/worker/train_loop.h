@@ -30,8 +30,8 @@
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
 #include "replica.h"
-#include "train_config.h"
 #include "train_checkpoint.h"
+#include "train_config.h"
 
 namespace gradsync::worker {
 

@@ -42,8 +42,8 @@ void TrainLoop::LogProgress(const StepFigures& f) {
   if (config_.rank != 0 || !(at_.step % config_.log_every == 0 || done() || f.step == 0)) return;
   const double secs = absl::ToDoubleSeconds(absl::Now() - window_start_);
   const double sps = secs > 0 ? static_cast<double>(window_samples_) / secs : 0.0;
-  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s",
-                                  at_.step, total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps);
+  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s", at_.step,
+                                  total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps);
   if (hooks_.on_progress) {
     v1::JobProgress p;
     p.set_step(at_.step);

@@ -48,8 +48,8 @@ absl::StatusOr<ddp::StepShard> TrainLoop::BeginStep() {
   }
   ddp::StepShard mine = ddp::ShardForStep(shard_, permutation_, at_.data.cursor, config_.rank);
   if (hooks_.on_step_begin) {
-    hooks_.on_step_begin(StepMarker{at_.step + 1, replica_.comm().sequence(),
-                                    static_cast<int>(reducer_->buckets().size())});
+    hooks_.on_step_begin(
+        StepMarker{at_.step + 1, replica_.comm().sequence(), static_cast<int>(reducer_->buckets().size())});
   }
   return mine;
 }

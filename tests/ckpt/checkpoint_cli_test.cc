@@ -12,9 +12,9 @@
 namespace gradsync::ckpt {
 namespace {
 
+using testing::FlipByte;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::FlipByte;
 using testing::SmallState;
 using testing::WriteCheckpoint;
 

@@ -9,9 +9,9 @@
 namespace gradsync::ckpt {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FileNames;
 using testing::FlipByte;
+using ::testing::HasSubstr;
 using testing::WriteCheckpoint;
 
 class ManifestTest : public testing::TempDirTest {};

@@ -11,9 +11,9 @@
 namespace gradsync::ckpt {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FileNames;
 using testing::FlipByte;
+using ::testing::HasSubstr;
 using testing::SmallState;
 
 std::string Contents(const std::string& path) {

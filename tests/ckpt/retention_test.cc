@@ -59,8 +59,7 @@ TEST_F(ApplyRetentionTest, KeepsTheNewestAndRemovesStalePartialDirectories) {
 
   ASSERT_TRUE(ApplyRetention(root, 2).ok());
   // 40 may be a checkpoint in progress; unrelated entries are left alone.
-  EXPECT_EQ(FileNames(root), (std::vector<std::string>{"other", "step-000000020", "step-000000030",
-                                                       "step-000000040"}));
+  EXPECT_EQ(FileNames(root), (std::vector<std::string>{"other", "step-000000020", "step-000000030", "step-000000040"}));
   EXPECT_TRUE(VerifyCheckpoint(CheckpointDir(root, 30)).ok());
 }
 

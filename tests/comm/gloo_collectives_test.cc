@@ -46,58 +46,61 @@ class GlooCollectives : public ::testing::TestWithParam<std::tuple<int, int, std
 TEST_P(GlooCollectives, EveryCollectiveGivesTheExactResult) {
   const auto [world, count, transport] = GetParam();
   CoordinatorServer server;
-  RunRanks(server, "collectives", world, [&, world = world, count = count, transport = transport](int rank, Communicator& comm, KvClient&) {
-    EXPECT_EQ(comm.rank(), rank);
-    EXPECT_EQ(comm.size(), world);
-    EXPECT_EQ(comm.backend(), ExpectedBackend(transport, world));
-    // AllReduce sum and average, float and double.
-    std::vector<float> data(count);
-    for (int i = 0; i < count; ++i) data[i] = Value(rank, i);
-    ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
-    for (int i = 0; i < count; ++i) {
-      float expected = 0;
-      for (int r = 0; r < world; ++r) expected += Value(r, i);
-      ASSERT_EQ(data[i], expected) << "element " << i << " on rank " << rank;
-    }
-    std::vector<double> avg = {2.0 * rank, 1.0};
-    ASSERT_TRUE(comm.AllReduce(std::span<double>(avg), ReduceOp::kAverage)->Wait().ok());
-    EXPECT_DOUBLE_EQ(avg[0], world - 1.0);
-    EXPECT_DOUBLE_EQ(avg[1], 1.0);
+  RunRanks(
+      server, "collectives", world,
+      [&, world = world, count = count, transport = transport](int rank, Communicator& comm, KvClient&) {
+        EXPECT_EQ(comm.rank(), rank);
+        EXPECT_EQ(comm.size(), world);
+        EXPECT_EQ(comm.backend(), ExpectedBackend(transport, world));
+        // AllReduce sum and average, float and double.
+        std::vector<float> data(count);
+        for (int i = 0; i < count; ++i) data[i] = Value(rank, i);
+        ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
+        for (int i = 0; i < count; ++i) {
+          float expected = 0;
+          for (int r = 0; r < world; ++r) expected += Value(r, i);
+          ASSERT_EQ(data[i], expected) << "element " << i << " on rank " << rank;
+        }
+        std::vector<double> avg = {2.0 * rank, 1.0};
+        ASSERT_TRUE(comm.AllReduce(std::span<double>(avg), ReduceOp::kAverage)->Wait().ok());
+        EXPECT_DOUBLE_EQ(avg[0], world - 1.0);
+        EXPECT_DOUBLE_EQ(avg[1], 1.0);
 
-    // Broadcast from the last rank.
-    std::vector<float> b(count, static_cast<float>(rank + 7));
-    ASSERT_TRUE(comm.Broadcast(std::span<float>(b), world - 1)->Wait().ok());
-    for (float v : b) ASSERT_EQ(v, static_cast<float>(world - 1 + 7));
+        // Broadcast from the last rank.
+        std::vector<float> b(count, static_cast<float>(rank + 7));
+        ASSERT_TRUE(comm.Broadcast(std::span<float>(b), world - 1)->Wait().ok());
+        for (float v : b) ASSERT_EQ(v, static_cast<float>(world - 1 + 7));
 
-    // AllGather: every rank's block, in rank order.
-    std::vector<float> mine(count), all(static_cast<size_t>(count) * world);
-    for (int i = 0; i < count; ++i) mine[i] = Value(rank, i);
-    ASSERT_TRUE(comm.AllGather(mine, std::span<float>(all))->Wait().ok());
-    for (int r = 0; r < world; ++r) {
-      for (int i = 0; i < count; ++i) ASSERT_EQ(all[static_cast<size_t>(r) * count + i], Value(r, i));
-    }
+        // AllGather: every rank's block, in rank order.
+        std::vector<float> mine(count), all(static_cast<size_t>(count) * world);
+        for (int i = 0; i < count; ++i) mine[i] = Value(rank, i);
+        ASSERT_TRUE(comm.AllGather(mine, std::span<float>(all))->Wait().ok());
+        for (int r = 0; r < world; ++r) {
+          for (int i = 0; i < count; ++i) ASSERT_EQ(all[static_cast<size_t>(r) * count + i], Value(r, i));
+        }
 
-    // ReduceScatter: this rank's block of the sum, blocks uneven when count % world != 0.
-    const auto [begin, end] = BlockRange(count, world, rank);
-    std::vector<float> block(end - begin);
-    ASSERT_TRUE(comm.ReduceScatter(mine, std::span<float>(block))->Wait().ok());
-    for (int64_t i = begin; i < end; ++i) {
-      float expected = 0;
-      for (int r = 0; r < world; ++r) expected += Value(r, static_cast<int>(i));
-      ASSERT_EQ(block[i - begin], expected) << "element " << i << " on rank " << rank;
-    }
-    ASSERT_TRUE(comm.Barrier()->Wait().ok());
-    EXPECT_EQ(comm.sequence(), 6);
-    EXPECT_EQ(comm.completed(), 6);
-  }, Transport(transport));
+        // ReduceScatter: this rank's block of the sum, blocks uneven when count % world != 0.
+        const auto [begin, end] = BlockRange(count, world, rank);
+        std::vector<float> block(end - begin);
+        ASSERT_TRUE(comm.ReduceScatter(mine, std::span<float>(block))->Wait().ok());
+        for (int64_t i = begin; i < end; ++i) {
+          float expected = 0;
+          for (int r = 0; r < world; ++r) expected += Value(r, static_cast<int>(i));
+          ASSERT_EQ(block[i - begin], expected) << "element " << i << " on rank " << rank;
+        }
+        ASSERT_TRUE(comm.Barrier()->Wait().ok());
+        EXPECT_EQ(comm.sequence(), 6);
+        EXPECT_EQ(comm.completed(), 6);
+      },
+      Transport(transport));
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldByCountByTransport, GlooCollectives,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(0, 1, 7, 100003),
                                             ::testing::ValuesIn(kTransports)),
                          [](const auto& info) {
-                           return absl::StrCat("world", std::get<0>(info.param), "_count", std::get<1>(info.param),
-                                               "_", TestName(std::get<2>(info.param)));
+                           return absl::StrCat("world", std::get<0>(info.param), "_count", std::get<1>(info.param), "_",
+                                               TestName(std::get<2>(info.param)));
                          });
 
 class GlooTransport : public ::testing::TestWithParam<std::string> {};
@@ -107,53 +110,62 @@ INSTANTIATE_TEST_SUITE_P(Transports, GlooTransport, ::testing::ValuesIn(kTranspo
 
 TEST_P(GlooTransport, AsynchronousWorkCompletesInIssueOrder) {
   CoordinatorServer server;
-  RunRanks(server, "async", 2, [](int rank, Communicator& comm, KvClient&) {
-    std::vector<std::vector<float>> buffers(8, std::vector<float>(50000, static_cast<float>(rank + 1)));
-    std::vector<std::shared_ptr<Work>> work;
-    for (auto& b : buffers) work.push_back(comm.AllReduce(std::span<float>(b), ReduceOp::kSum));
-    for (size_t i = 0; i < work.size(); ++i) {
-      ASSERT_TRUE(work[i]->Wait(absl::Seconds(30)).ok());
-      if (i > 0) {
-        EXPECT_GE(work[i]->timing().started, work[i - 1]->timing().finished);
-      }
-      for (float v : buffers[i]) ASSERT_EQ(v, 3.0f);
-    }
-  }, Transport(GetParam()));
+  RunRanks(
+      server, "async", 2,
+      [](int rank, Communicator& comm, KvClient&) {
+        std::vector<std::vector<float>> buffers(8, std::vector<float>(50000, static_cast<float>(rank + 1)));
+        std::vector<std::shared_ptr<Work>> work;
+        for (auto& b : buffers) work.push_back(comm.AllReduce(std::span<float>(b), ReduceOp::kSum));
+        for (size_t i = 0; i < work.size(); ++i) {
+          ASSERT_TRUE(work[i]->Wait(absl::Seconds(30)).ok());
+          if (i > 0) {
+            EXPECT_GE(work[i]->timing().started, work[i - 1]->timing().finished);
+          }
+          for (float v : buffers[i]) ASSERT_EQ(v, 3.0f);
+        }
+      },
+      Transport(GetParam()));
 }
 
 TEST_P(GlooTransport, Bf16WireHalvesPrecisionNotCorrectness) {
   CoordinatorServer server;
-  RunRanks(server, "bf16", 2, [](int rank, Communicator& comm, KvClient&) {
-    std::vector<float> data(1000);
-    for (int i = 0; i < 1000; ++i) data[i] = 0.001f * static_cast<float>(i + 1) * (rank + 1);
-    ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum, WireType::kBFloat16)->Wait().ok());
-    for (int i = 0; i < 1000; ++i) {
-      const float exact = 0.003f * static_cast<float>(i + 1);
-      ASSERT_NEAR(data[i], exact, 8e-3 * exact) << i;  // bf16 keeps 8 bits of mantissa
-    }
-  }, Transport(GetParam()));
+  RunRanks(
+      server, "bf16", 2,
+      [](int rank, Communicator& comm, KvClient&) {
+        std::vector<float> data(1000);
+        for (int i = 0; i < 1000; ++i) data[i] = 0.001f * static_cast<float>(i + 1) * (rank + 1);
+        ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum, WireType::kBFloat16)->Wait().ok());
+        for (int i = 0; i < 1000; ++i) {
+          const float exact = 0.003f * static_cast<float>(i + 1);
+          ASSERT_NEAR(data[i], exact, 8e-3 * exact) << i;  // bf16 keeps 8 bits of mantissa
+        }
+      },
+      Transport(GetParam()));
 }
 
 TEST_P(GlooTransport, AbortEndsACollectiveWhosePeerNeverAnswers) {
   CoordinatorServer server;
-  RunRanks(server, "abort", 2, [](int rank, Communicator& comm, KvClient&) {
-    if (rank == 1) {
-      // A peer that stops participating (as a dead or hung rank does) until rank 0 is done.
-      absl::SleepFor(absl::Seconds(3));
-      return;
-    }
-    std::vector<float> data(1 << 20, 1.0f);
-    auto work = comm.AllReduce(std::span<float>(data), ReduceOp::kSum);
-    absl::SleepFor(absl::Milliseconds(300));
-    EXPECT_FALSE(work->Done()) << "the peer never joined, so the all-reduce cannot have finished";
-    EXPECT_EQ(comm.sequence(), 1);
-    EXPECT_EQ(comm.completed(), 0) << "collective #0 is in flight";
-    comm.Abort();
-    // Gloo's own timeout here is 30 s: without the abort this wait would end DEADLINE_EXCEEDED.
-    const absl::Status s = work->Wait(absl::Seconds(20));
-    EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
-    EXPECT_EQ(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().code(), absl::StatusCode::kAborted);
-  }, Transport(GetParam()));
+  RunRanks(
+      server, "abort", 2,
+      [](int rank, Communicator& comm, KvClient&) {
+        if (rank == 1) {
+          // A peer that stops participating (as a dead or hung rank does) until rank 0 is done.
+          absl::SleepFor(absl::Seconds(3));
+          return;
+        }
+        std::vector<float> data(1 << 20, 1.0f);
+        auto work = comm.AllReduce(std::span<float>(data), ReduceOp::kSum);
+        absl::SleepFor(absl::Milliseconds(300));
+        EXPECT_FALSE(work->Done()) << "the peer never joined, so the all-reduce cannot have finished";
+        EXPECT_EQ(comm.sequence(), 1);
+        EXPECT_EQ(comm.completed(), 0) << "collective #0 is in flight";
+        comm.Abort();
+        // Gloo's own timeout here is 30 s: without the abort this wait would end DEADLINE_EXCEEDED.
+        const absl::Status s = work->Wait(absl::Seconds(20));
+        EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+        EXPECT_EQ(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().code(), absl::StatusCode::kAborted);
+      },
+      Transport(GetParam()));
 }
 
 TEST(GlooCollectives, MismatchedBufferSizesAreRefused) {

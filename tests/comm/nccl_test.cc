@@ -17,13 +17,13 @@ using testing::CoordinatorServer;
 using testing::RunRanks;
 
 // Skips the test unless a CUDA device is present.
-#define REQUIRE_GPU()                                                                          \
-  do {                                                                                         \
-    int count = 0;                                                                             \
-    const cudaError_t e = cudaGetDeviceCount(&count);                                          \
-    if (e != cudaSuccess || count == 0) {                                                      \
+#define REQUIRE_GPU()                                                                                 \
+  do {                                                                                                \
+    int count = 0;                                                                                    \
+    const cudaError_t e = cudaGetDeviceCount(&count);                                                 \
+    if (e != cudaSuccess || count == 0) {                                                             \
       GTEST_SKIP() << "no CUDA device: " << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices"); \
-    }                                                                                          \
+    }                                                                                                 \
   } while (0)
 
 // A device buffer holding `values`, read back with Host().
@@ -135,8 +135,7 @@ TEST_F(NcclAfterCompute, ACollectiveWaitsForTheComputeStream) {
   float* pinned = nullptr;
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float)), cudaSuccess);
   std::copy(ones.begin(), ones.end(), pinned);
-  ASSERT_EQ(cudaMemcpyAsync(x.span().data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice, compute_),
-            cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(x.span().data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice, compute_), cudaSuccess);
   DeviceFloats copy(std::vector<float>(n, 0.0f));
   ASSERT_TRUE(comm_->AllGather(x.span(), copy.span())->Wait().ok());
   EXPECT_EQ(copy.Host(), ones);

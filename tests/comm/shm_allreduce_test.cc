@@ -53,12 +53,15 @@ TEST(SharedMemoryAllReduce, EveryRankGetsTheSameBytesSummedInRankOrder) {
   options.shared_memory_slot_bytes = 64 << 10;
   std::vector<std::vector<float>> results(kWorld);
   CoordinatorServer server;
-  RunRanks(server, "order", kWorld, [&](int rank, Communicator& comm, KvClient&) {
-    ASSERT_EQ(comm.backend(), "gloo (shared memory)");
-    std::vector<float> data = Ragged(rank, kCount);
-    ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
-    results[rank] = std::move(data);
-  }, options);
+  RunRanks(
+      server, "order", kWorld,
+      [&](int rank, Communicator& comm, KvClient&) {
+        ASSERT_EQ(comm.backend(), "gloo (shared memory)");
+        std::vector<float> data = Ragged(rank, kCount);
+        ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
+        results[rank] = std::move(data);
+      },
+      options);
   std::vector<std::vector<float>> in;
   for (int r = 0; r < kWorld; ++r) in.push_back(Ragged(r, kCount));
   int order_mattered = 0;
@@ -108,25 +111,28 @@ TEST(SharedMemoryAllReduce, APeerThatNeverArrivesIsNamedAtTheDeadlineAndTheGroup
   options.timeout = absl::Seconds(2);
   absl::Notification done;
   CoordinatorServer server;
-  RunRanks(server, "late", 2, [&](int rank, Communicator& comm, KvClient&) {
-    if (rank == 1) {
-      done.WaitForNotification();
-      // Too late: rank 0 gave up, so this rank must not find a half-finished round and go on
-      // with a slot rank 0 may be writing again.
-      std::vector<float> data(1000, 2.0f);
-      const absl::Status s = comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait(absl::Seconds(20));
-      EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
-      EXPECT_TRUE(absl::StrContains(s.message(), "rank 0 ended the shared-memory group")) << s;
-      EXPECT_EQ(data[0], 2.0f);
-      return;
-    }
-    std::vector<float> data(1000, 1.0f);
-    const absl::Status s = comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait(absl::Seconds(20));
-    done.Notify();
-    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
-    EXPECT_TRUE(absl::StrContains(s.message(), "rank(s) 1 did not arrive")) << s;
-    EXPECT_TRUE(absl::StrContains(s.message(), "allreduce #0 on rank 0 of 2")) << s;
-  }, options);
+  RunRanks(
+      server, "late", 2,
+      [&](int rank, Communicator& comm, KvClient&) {
+        if (rank == 1) {
+          done.WaitForNotification();
+          // Too late: rank 0 gave up, so this rank must not find a half-finished round and go on
+          // with a slot rank 0 may be writing again.
+          std::vector<float> data(1000, 2.0f);
+          const absl::Status s = comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait(absl::Seconds(20));
+          EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+          EXPECT_TRUE(absl::StrContains(s.message(), "rank 0 ended the shared-memory group")) << s;
+          EXPECT_EQ(data[0], 2.0f);
+          return;
+        }
+        std::vector<float> data(1000, 1.0f);
+        const absl::Status s = comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait(absl::Seconds(20));
+        done.Notify();
+        EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+        EXPECT_TRUE(absl::StrContains(s.message(), "rank(s) 1 did not arrive")) << s;
+        EXPECT_TRUE(absl::StrContains(s.message(), "allreduce #0 on rank 0 of 2")) << s;
+      },
+      options);
 }
 
 TEST(SharedMemoryAllReduce, FallsBackToTcpWhenTheSegmentCannotBeReserved) {
@@ -136,12 +142,15 @@ TEST(SharedMemoryAllReduce, FallsBackToTcpWhenTheSegmentCannotBeReserved) {
   // A slot as large as all of /dev/shm: the segment of four slots cannot be reserved.
   options.shared_memory_slot_bytes = static_cast<size_t>(fs.f_blocks) * fs.f_frsize;
   CoordinatorServer server;
-  RunRanks(server, "fallback", 2, [](int rank, Communicator& comm, KvClient&) {
-    EXPECT_EQ(comm.backend(), "gloo");
-    std::vector<float> data(1000, static_cast<float>(rank + 1));
-    ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
-    for (float v : data) ASSERT_EQ(v, 3.0f);
-  }, options);
+  RunRanks(
+      server, "fallback", 2,
+      [](int rank, Communicator& comm, KvClient&) {
+        EXPECT_EQ(comm.backend(), "gloo");
+        std::vector<float> data(1000, static_cast<float>(rank + 1));
+        ASSERT_TRUE(comm.AllReduce(std::span<float>(data), ReduceOp::kSum)->Wait().ok());
+        for (float v : data) ASSERT_EQ(v, 3.0f);
+      },
+      options);
   EXPECT_TRUE(OurSegments().empty());
 }
 

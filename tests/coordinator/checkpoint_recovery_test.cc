@@ -89,7 +89,8 @@ TEST_F(CheckpointRecoveryTest, ACorruptCheckpointFallsBackToThePreviousOneWithAn
   EXPECT_EQ(resumed.resume_from().step(), 10) << "the corrupt step-20 checkpoint must be skipped";
   auto job = c_->GetJob(id);
   bool said = false;
-  for (const auto& e : job->events()) said = said || (e.type() == "CheckpointCorrupt" && e.message().find("step 20") != std::string::npos);
+  for (const auto& e : job->events())
+    said = said || (e.type() == "CheckpointCorrupt" && e.message().find("step 20") != std::string::npos);
   EXPECT_TRUE(said) << "an event must say the checkpoint was corrupt";
   EXPECT_FALSE(fs::exists(newest)) << "set aside";
   EXPECT_TRUE(fs::exists(newest + ".corrupt-g2/" + ckpt::PartFileName(0))) << "kept for inspection";

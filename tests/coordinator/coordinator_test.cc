@@ -121,7 +121,8 @@ TEST_F(CoordinatorTest, ARankErrorRestartsTheJobAndAbortsTheOthers) {
   EXPECT_EQ(restarting->restarts(), 1);
   const v1::JobEvent& failure = *restarting->events().rbegin();
   EXPECT_EQ(failure.type(), "RankFailed");
-  EXPECT_NE(failure.message().find("rank 1 on worker " + w1 + " failed: UNAVAILABLE"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("rank 1 on worker " + w1 + " failed: UNAVAILABLE"), std::string::npos)
+      << failure.message();
   EXPECT_NE(failure.message().find("restarting (1 of 3)"), std::string::npos) << failure.message();
   v1::HeartbeatRequest hb;
   hb.set_worker_id(w0);

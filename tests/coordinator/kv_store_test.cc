@@ -31,8 +31,7 @@ TEST(KvStore, WaitTimesOutNamingMissingKeys) {
 TEST(KvStore, NamespacesAreSeparate) {
   KvStore kv;
   kv.Set("j/1", "k", "gen1");
-  EXPECT_EQ(kv.Get("j/2", "k", absl::ZeroDuration()).status().code(),
-            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(kv.Get("j/2", "k", absl::ZeroDuration()).status().code(), absl::StatusCode::kDeadlineExceeded);
   kv.Set("j/2", "k", "gen2");
   EXPECT_EQ(*kv.Get("j/1", "k", absl::ZeroDuration()), "gen1");
   EXPECT_EQ(*kv.Get("j/2", "k", absl::ZeroDuration()), "gen2");

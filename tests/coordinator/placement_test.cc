@@ -97,17 +97,22 @@ TEST(PlaceRanks, ExplicitChoicesAreKept) {
 }
 
 TEST(PlaceRanks, ImpossibleChoicesNameTheFieldAndTheWorker) {
-  absl::StatusOr<std::vector<v1::Placement>> no_gpu = PlaceRanks(Spec("gpt-tiny", "cuda", "auto"), {Gpu("a", 0), Cpu("b")});
+  absl::StatusOr<std::vector<v1::Placement>> no_gpu =
+      PlaceRanks(Spec("gpt-tiny", "cuda", "auto"), {Gpu("a", 0), Cpu("b")});
   EXPECT_EQ(no_gpu.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(no_gpu.status().message(),
-              HasSubstr("model.device: \"cuda\" needs a GPU on every worker; rank 1 (w-b on b) registered without one"));
+  EXPECT_THAT(
+      no_gpu.status().message(),
+      HasSubstr("model.device: \"cuda\" needs a GPU on every worker; rank 1 (w-b on b) registered without one"));
 
-  absl::StatusOr<std::vector<v1::Placement>> shared = PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 1), Gpu("a", 1)});
+  absl::StatusOr<std::vector<v1::Placement>> shared =
+      PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 1), Gpu("a", 1)});
   EXPECT_EQ(shared.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(shared.status().message(), HasSubstr("ddp.backend: \"nccl\" needs every rank on a GPU of its own, and rank 1"));
+  EXPECT_THAT(shared.status().message(),
+              HasSubstr("ddp.backend: \"nccl\" needs every rank on a GPU of its own, and rank 1"));
   EXPECT_THAT(shared.status().message(), HasSubstr("shares GPU 1 with another rank"));
 
-  absl::StatusOr<std::vector<v1::Placement>> cpu_rank = PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 0), Cpu("b")});
+  absl::StatusOr<std::vector<v1::Placement>> cpu_rank =
+      PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 0), Cpu("b")});
   EXPECT_THAT(cpu_rank.status().message(), HasSubstr("rank 0 (w-a-0 on a) computes on its CPU"))
       << "with one worker without a GPU every rank computes on its CPU";
 

@@ -23,8 +23,8 @@ class RestGatewayTest : public ::testing::Test {
     gateway_ = *std::move(g);
   }
 
-  gradsync::testing::HttpResponse Call(const std::string& method, const std::string& path,
-                                       const std::string& body = "", const std::string& token = kToken) {
+  gradsync::testing::HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
+                                       const std::string& token = kToken) {
     std::map<std::string, std::string> headers;
     if (!token.empty()) headers["Authorization"] = "Bearer " + token;
     return HttpRequest(method, gateway_->port(), path, headers, body);
@@ -65,11 +65,11 @@ TEST_F(RestGatewayTest, BadRequestsGetTheRightStatusAndNameTheProblem) {
     std::string needle;
   };
   const std::vector<Case> cases = {
-      {R"({"training": {"worldSize": 2)", 400, "request body"},                  // malformed JSON
-      {R"({"training": {"worldSize": "two"}})", 400, "training.worldSize"},      // wrong type
-      {R"({"training": {"wordSize": 2}})", 400, "training.wordSize"},            // unknown field
+      {R"({"training": {"worldSize": 2)", 400, "request body"},              // malformed JSON
+      {R"({"training": {"worldSize": "two"}})", 400, "training.worldSize"},  // wrong type
+      {R"({"training": {"wordSize": 2}})", 400, "training.wordSize"},        // unknown field
       {R"({"training": {"microBatch": -1, "worldSize": 1}})", 400, "training.microBatch"},
-      {std::string(8000, ' ') + "{}", 413, "exceeds the limit"},                 // huge body
+      {std::string(8000, ' ') + "{}", 413, "exceeds the limit"},  // huge body
   };
   for (const Case& c : cases) {
     auto r = Call("POST", "/v1/jobs", c.body);

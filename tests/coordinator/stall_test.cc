@@ -75,7 +75,8 @@ TEST_F(StallTest, NamesTheRankBehindAndTheBucketTheOthersWaitIn) {
   const auto stalled = Events("Stalled");
   ASSERT_EQ(stalled.size(), 1u);
   const std::string& m = stalled[0].message();
-  EXPECT_THAT(m, HasSubstr("rank 1 (worker " + w1_ + " on h1) is behind, at step 4, computing step 4: 2 of 5 gradient "
+  EXPECT_THAT(m, HasSubstr("rank 1 (worker " + w1_ +
+                           " on h1) is behind, at step 4, computing step 4: 2 of 5 gradient "
                            "buckets launched (collective #20 not issued)"));
   EXPECT_THAT(m, HasSubstr("rank 0 waits: waiting in collective #20: all-reduce of gradient bucket 3 of 5, step 4"));
 

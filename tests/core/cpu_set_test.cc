@@ -1,8 +1,8 @@
 #include "gradsync/core/cpu_set.h"
 
 #include <sched.h>
-#include <sys/sysinfo.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <atomic>

@@ -62,8 +62,7 @@ TEST(SyntheticTeacherTest, SamplesDependOnlyOnSeedAndIndex) {
   std::unique_ptr<Dataset> a = MustCreate(DefaultSpec()), b = MustCreate(DefaultSpec());
   const nn::Batch run = FillIndices(*a, Range(0, 10));
   const nn::Batch alone = FillIndices(*b, {7});
-  EXPECT_TRUE(
-      std::equal(alone.features.begin(), alone.features.end(), run.features.begin() + 7 * 32));
+  EXPECT_TRUE(std::equal(alone.features.begin(), alone.features.end(), run.features.begin() + 7 * 32));
   EXPECT_EQ(alone.targets[0], run.targets[7]);
 
   // Refilling a used batch replaces its contents.
@@ -115,8 +114,7 @@ TEST(CreateDatasetTest, RejectsMissingOrBadSource) {
 
   spec = DefaultSpec();
   spec.mutable_data()->mutable_synthetic()->set_num_samples(0);
-  EXPECT_NE(CreateDataset(spec).status().message().find("data.synthetic.numSamples"),
-            std::string::npos);
+  EXPECT_NE(CreateDataset(spec).status().message().find("data.synthetic.numSamples"), std::string::npos);
 }
 
 }  // namespace

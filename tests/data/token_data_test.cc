@@ -14,8 +14,9 @@ namespace {
 class TokenDataTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("tokens-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::path(::testing::TempDir()) / ("tokens-" + std::to_string(::getpid()) + "-" +
+                                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -53,10 +54,13 @@ TEST_F(TokenDataTest, BadShardsAreRefusedNamingFileAndProblem) {
   WriteBytes("header.bin", "tiny");
   ASSERT_TRUE(WriteShard(Path("vocab.bin"), std::vector<uint16_t>{1, 2, 300, 4}).ok());
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"magic.bin", "not a token shard (magic 123"}, {"version.bin", "unsupported shard version 7"},
+      {"magic.bin", "not a token shard (magic 123"},
+      {"version.bin", "unsupported shard version 7"},
       {"short.bin", "truncated: header says 50 tokens, file holds 5"},
-      {"long.bin", "6 bytes after the 2 tokens"}, {"empty.bin", "holds no tokens"},
-      {"header.bin", "truncated header"}, {"vocab.bin", "token 300 at position 2 is outside the vocabulary of 256"}};
+      {"long.bin", "6 bytes after the 2 tokens"},
+      {"empty.bin", "holds no tokens"},
+      {"header.bin", "truncated header"},
+      {"vocab.bin", "token 300 at position 2 is outside the vocabulary of 256"}};
   for (const auto& [file, problem] : cases) {
     auto r = ReadShard(Path(file), 256);
     ASSERT_FALSE(r.ok()) << file;

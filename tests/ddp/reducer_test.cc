@@ -88,8 +88,10 @@ TEST(Reducer, AllReducedGradientsEqualTheSingleProcessGradientOfTheCombinedBatch
     auto reducer = *Reducer::Create(r.model->layout(), r.model->grads(), &comm, SmallBuckets());
     r.model->ZeroGrads();
     reducer->BeginStep(true);
-    ASSERT_TRUE(r.model->ForwardBackward(BatchOf(r, rank * kPerRank, kPerRank), 1.0f / (kWorld * kPerRank),
-                                         [&](int a, int b) { reducer->MarkReady(a, b); }).ok());
+    ASSERT_TRUE(r.model
+                    ->ForwardBackward(BatchOf(r, rank * kPerRank, kPerRank), 1.0f / (kWorld * kPerRank),
+                                      [&](int a, int b) { reducer->MarkReady(a, b); })
+                    .ok());
     ASSERT_TRUE(reducer->FinishStep().ok());
     got[rank].assign(r.model->grads().begin(), r.model->grads().end());
     bucket_counts[rank] = static_cast<int>(reducer->buckets().size());
@@ -108,8 +110,9 @@ TEST(Reducer, CommunicationStartsBeforeBackwardEnds) {
     Replica r = MakeReplica(spec);
     auto reducer = *Reducer::Create(r.model->layout(), r.model->grads(), &comm, SmallBuckets());
     reducer->BeginStep(true);
-    ASSERT_TRUE(r.model->ForwardBackward(BatchOf(r, rank * 8, 8), 1.0f / 16,
-                                         [&](int a, int b) { reducer->MarkReady(a, b); }).ok());
+    ASSERT_TRUE(
+        r.model->ForwardBackward(BatchOf(r, rank * 8, 8), 1.0f / 16, [&](int a, int b) { reducer->MarkReady(a, b); })
+            .ok());
     ASSERT_TRUE(reducer->FinishStep().ok());
     const StepTimeline& t = reducer->timeline();
     ASSERT_FALSE(t.events.empty());
@@ -137,8 +140,10 @@ TEST(Reducer, AccumulationCommunicatesOncePerOptimizerStep) {
     r.model->ZeroGrads();
     for (int k = 0; k < 3; ++k) {
       reducer->BeginStep(k == 2);
-      ASSERT_TRUE(r.model->ForwardBackward(BatchOf(r, 100 * k + rank * 4, 4), 1.0f / 24,
-                                           [&](int a, int b) { reducer->MarkReady(a, b); }).ok());
+      ASSERT_TRUE(r.model
+                      ->ForwardBackward(BatchOf(r, 100 * k + rank * 4, 4), 1.0f / 24,
+                                        [&](int a, int b) { reducer->MarkReady(a, b); })
+                      .ok());
       ASSERT_TRUE(reducer->FinishStep().ok());
       EXPECT_EQ(reducer->timeline().communicated, k == 2);
       if (k < 2) {
@@ -164,8 +169,9 @@ TEST(Reducer, IgnoredParametersStayLocal) {
     EXPECT_FALSE(reducer->ignored(2));
     r.model->ZeroGrads();
     reducer->BeginStep(true);
-    ASSERT_TRUE(r.model->ForwardBackward(BatchOf(r, rank * 8, 8), 1.0f / 16,
-                                         [&](int a, int b) { reducer->MarkReady(a, b); }).ok());
+    ASSERT_TRUE(
+        r.model->ForwardBackward(BatchOf(r, rank * 8, 8), 1.0f / 16, [&](int a, int b) { reducer->MarkReady(a, b); })
+            .ok());
     ASSERT_TRUE(reducer->FinishStep().ok());
     got[rank].assign(r.model->grads().begin(), r.model->grads().end());
     ignored_end = static_cast<int>(r.model->layout().param(1).offset + r.model->layout().param(1).numel);

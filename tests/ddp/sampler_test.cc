@@ -22,8 +22,7 @@ std::map<int64_t, int> VisitEpoch(const ShardConfig& config, uint64_t seed, int 
         for (int64_t i : micro) ++visits[i];
         seen += static_cast<int64_t>(micro.size());
       }
-      EXPECT_EQ(shard.global_count, std::min(config.global_batch(),
-                                             config.num_samples - step * config.global_batch()));
+      EXPECT_EQ(shard.global_count, std::min(config.global_batch(), config.num_samples - step * config.global_batch()));
     }
     EXPECT_EQ(seen, std::min(config.global_batch(), config.num_samples - step * config.global_batch()));
   }
@@ -46,14 +45,12 @@ TEST_P(EverySampleOnce, PartialPolicyCoversEpochExactlyOnce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, EverySampleOnce,
-    ::testing::Values(std::make_tuple(64, 2, 8, 1),    // divides evenly
-                      std::make_tuple(100, 2, 8, 1),   // ragged last batch
-                      std::make_tuple(101, 3, 4, 2),   // odd size, accumulation
-                      std::make_tuple(5, 4, 2, 1),     // fewer samples than one global batch
-                      std::make_tuple(1000, 7, 3, 3),
-                      std::make_tuple(1, 1, 1, 1)));
+INSTANTIATE_TEST_SUITE_P(Shapes, EverySampleOnce,
+                         ::testing::Values(std::make_tuple(64, 2, 8, 1),   // divides evenly
+                                           std::make_tuple(100, 2, 8, 1),  // ragged last batch
+                                           std::make_tuple(101, 3, 4, 2),  // odd size, accumulation
+                                           std::make_tuple(5, 4, 2, 1),    // fewer samples than one global batch
+                                           std::make_tuple(1000, 7, 3, 3), std::make_tuple(1, 1, 1, 1)));
 
 TEST(Sampler, DropPolicySkipsOnlyTheTail) {
   ShardConfig config{100, 2, 8, 1, LastBatch::kDrop};

@@ -17,7 +17,12 @@ using gradsync::testing::HttpRequest;
 
 TEST(MetricsServer, ServesTheExpositionForGetAndHead) {
   auto registry = std::make_shared<prometheus::Registry>();
-  prometheus::BuildCounter().Name("gradsync_test_total").Help("a test counter").Register(*registry).Add({}).Increment(3);
+  prometheus::BuildCounter()
+      .Name("gradsync_test_total")
+      .Help("a test counter")
+      .Register(*registry)
+      .Add({})
+      .Increment(3);
   auto server = StartMetricsServer("127.0.0.1:0", {registry});
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->port();

@@ -23,8 +23,10 @@ namespace {
 using gradsync::testing::HttpRequest;
 
 Reply Echo(const Request& r) {
-  return Reply{200, absl::StrCat(r.method, " ", r.path, " q=", r.Query("q"), " h=", r.Header("x-thing"), " ", r.body),
-               "text/plain", {{"X-Served", "yes"}}};
+  return Reply{200,
+               absl::StrCat(r.method, " ", r.path, " q=", r.Query("q"), " h=", r.Header("x-thing"), " ", r.body),
+               "text/plain",
+               {{"X-Served", "yes"}}};
 }
 
 std::unique_ptr<Server> StartOrDie(ServerOptions options, Handler handler = Echo) {
@@ -140,10 +142,10 @@ class HttpsTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("gradsync_http_tls_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    const std::string command = absl::StrCat(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost",
-        " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ", Path("key.pem"),
-        " -out ", Path("cert.pem"), " > ", Path("openssl.log"), " 2>&1");
+    const std::string command =
+        absl::StrCat("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost",
+                     " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ", Path("key.pem"), " -out ",
+                     Path("cert.pem"), " > ", Path("openssl.log"), " 2>&1");
     ASSERT_EQ(std::system(command.c_str()), 0) << "openssl CLI failed: " << command;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

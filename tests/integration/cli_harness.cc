@@ -12,9 +12,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "gtest/gtest.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
 
 namespace gradsync::testing {
 namespace {
@@ -41,9 +41,7 @@ std::string MakeTempDir() {
   return ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
 }
 
-std::string ExamplePath(const std::string& name) {
-  return absl::StrCat(GRADSYNC_SOURCE_DIR, "/examples/jobs/", name);
-}
+std::string ExamplePath(const std::string& name) { return absl::StrCat(GRADSYNC_SOURCE_DIR, "/examples/jobs/", name); }
 
 CommandResult RunBinary(const std::vector<std::string>& args) {
   const std::string dir = MakeTempDir();
@@ -139,7 +137,7 @@ std::vector<std::string> CoordinatorArgs(const std::string& address, const std::
 
 std::vector<std::string> WorkerArgs(const std::string& coordinator, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"gradsync-worker", "--coordinator=" + coordinator, "--comm_host=127.0.0.1",
-                                   "--device=cpu", "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"};
+                                   "--device=cpu",    "--metrics_listen=127.0.0.1:0", "--health_listen=127.0.0.1:0"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

@@ -19,9 +19,9 @@ TEST(CoordinatorRestart, KillNineMidJobThenTheJobFinishesInANewGeneration) {
   const pid_t w = StartBinary(WorkerArgs(address), dir + "/worker.log");
 
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
-                                    "--set", "training.worldSize=1", "--set", "training.epochs=20",
-                                    "--set", "training.logEvery=5"});
+  CommandResult submit =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1",
+                 "--set", "training.epochs=20", "--set", "training.logEvery=5"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err << ReadFile(dir + "/coordinator-1.log");
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   WaitForJob(address, job, absl::Seconds(30), [](const std::string& out) {
@@ -56,10 +56,10 @@ TEST(CoordinatorRestart, SigtermCheckpointsRunningJobsAndTheNextCoordinatorResum
   const pid_t w = StartBinary(WorkerArgs(address), dir + "/worker.log");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   // About 15 s of training: the coordinator stops well before the end.
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.worldSize=1", "--set", "model.mlp.hiddenDims=[1024,1024]", "--set",
-                                    "training.microBatch=16", "--set", "training.epochs=0", "--set",
-                                    "training.maxSteps=3000", "--set", "training.logEvery=5"});
+  CommandResult submit =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1",
+                 "--set", "model.mlp.hiddenDims=[1024,1024]", "--set", "training.microBatch=16", "--set",
+                 "training.epochs=0", "--set", "training.maxSteps=3000", "--set", "training.logEvery=5"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   WaitForJob(address, job, absl::Seconds(30), [](const std::string& out) {

@@ -66,27 +66,46 @@ TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
   const pid_t coordinator =
       StartBinary(CoordinatorArgs(address, dir,
-                                  {"--state_dir=" + dir + "/state", "--heartbeat_interval_ms=300", "--lease_timeout_ms=2000",
-                                   "--rendezvous_last_call_ms=500", "--scale_up_delay_s=2"}),
+                                  {"--state_dir=" + dir + "/state", "--heartbeat_interval_ms=300",
+                                   "--lease_timeout_ms=2000", "--rendezvous_last_call_ms=500", "--scale_up_delay_s=2"}),
                   dir + "/coordinator.log");
   auto worker = [&](const std::string& name) {
-    return StartBinary(WorkerArgs(address, {"--name=" + name, "--sample_log_dir=" + samples}), dir + "/" + name + ".log");
+    return StartBinary(WorkerArgs(address, {"--name=" + name, "--sample_log_dir=" + samples}),
+                       dir + "/" + name + ".log");
   };
   const pid_t a = worker("a");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary(
-      {"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.minWorkers=1", "--set",
-       "training.maxWorkers=2", "--set", "training.worldSize=2", "--set", "model.mlp.hiddenDims=[1024,1024]", "--set",
-       "training.microBatch=16", "--set", absl::StrCat("training.epochs=", kEpochs), "--set",
-       absl::StrCat("data.synthetic.numSamples=", kSamples), "--set", "data.lastBatch=pad", "--set",
-       "checkpoint.everySteps=100", "--set", "training.logEvery=5"});
+  CommandResult submit = RunBinary({"gradsync",
+                                    "submit",
+                                    ExamplePath("mlp.yaml"),
+                                    "--address",
+                                    address,
+                                    "--set",
+                                    "training.minWorkers=1",
+                                    "--set",
+                                    "training.maxWorkers=2",
+                                    "--set",
+                                    "training.worldSize=2",
+                                    "--set",
+                                    "model.mlp.hiddenDims=[1024,1024]",
+                                    "--set",
+                                    "training.microBatch=16",
+                                    "--set",
+                                    absl::StrCat("training.epochs=", kEpochs),
+                                    "--set",
+                                    absl::StrCat("data.synthetic.numSamples=", kSamples),
+                                    "--set",
+                                    "data.lastBatch=pad",
+                                    "--set",
+                                    "checkpoint.everySteps=100",
+                                    "--set",
+                                    "training.logEvery=5"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
 
   // Generation 1: the one worker, after the last call.
-  WaitForJob(address, job, absl::Seconds(30), [](const std::string& out) {
-    return Has(out, "\"generation\": 1") && ProgressStep(out) >= 20;
-  });
+  WaitForJob(address, job, absl::Seconds(30),
+             [](const std::string& out) { return Has(out, "\"generation\": 1") && ProgressStep(out) >= 20; });
   const pid_t b = worker("b");
   // Generation 2: grown to two ranks through a checkpoint.
   const std::string grown = WaitForJob(address, job, absl::Seconds(40), [](const std::string& out) {
@@ -94,7 +113,8 @@ TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
   });
   ASSERT_TRUE(Has(grown, "ScaleUpRequested")) << grown;
   const int64_t resumed = ProgressStep(grown);
-  WaitForJob(address, job, absl::Seconds(40), [&](const std::string& out) { return ProgressStep(out) >= resumed + 30; });
+  WaitForJob(address, job, absl::Seconds(40),
+             [&](const std::string& out) { return ProgressStep(out) >= resumed + 30; });
   ASSERT_EQ(::kill(b, SIGKILL), 0);
   ::waitpid(b, nullptr, 0);
 

@@ -18,7 +18,7 @@
 namespace gradsync::testing {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                         \
+#define SKIP_WITHOUT_GPU() \
   if (device::ListGpus().empty()) GTEST_SKIP() << "no CUDA device visible: GPU training is not exercised"
 
 double Number(std::map<std::string, std::string> json, const std::string& key) {
@@ -107,11 +107,9 @@ TEST(GpuTraining, Fp32OnTheGpuFollowsTheCpu) {
   const std::vector<std::string> sets = {"training.worldSize=1", "training.maxSteps=50", "model.precision=fp32"};
   std::map<std::string, std::map<std::string, std::string>> result;
   for (const std::string device : {"cpu", "cuda"}) {
-    CommandResult run = RunBinary(Demo({"gradsync", "run", ExamplePath("demo.yaml"), "-o", "json", "--device",
-                                        device, "--state-dir", MakeTempDir()},
-                                       device == "cpu" ? std::vector<std::string>{"training.worldSize=1",
-                                                                                  "training.maxSteps=50"}
-                                                       : sets));
+    CommandResult run = RunBinary(Demo(
+        {"gradsync", "run", ExamplePath("demo.yaml"), "-o", "json", "--device", device, "--state-dir", MakeTempDir()},
+        device == "cpu" ? std::vector<std::string>{"training.worldSize=1", "training.maxSteps=50"} : sets));
     ASSERT_EQ(run.exit_code, 0) << device << ": " << run.out << run.err;
     result[device] = ParseFlatJson(run.out);
   }

@@ -30,9 +30,17 @@ struct RunOutcome {
 RunOutcome RunMlp(std::vector<std::string> extra) {
   RunOutcome o;
   o.state_dir = MakeTempDir();
-  std::vector<std::string> args = {"gradsync", "run", ExamplePath("mlp.yaml"), "-o", "json",
-                                   "--state-dir", o.state_dir, "--set", "training.maxSteps=40",
-                                   "--set", "training.epochs=0"};
+  std::vector<std::string> args = {"gradsync",
+                                   "run",
+                                   ExamplePath("mlp.yaml"),
+                                   "-o",
+                                   "json",
+                                   "--state-dir",
+                                   o.state_dir,
+                                   "--set",
+                                   "training.maxSteps=40",
+                                   "--set",
+                                   "training.epochs=0"};
   args.insert(args.end(), extra.begin(), extra.end());
   o.cmd = RunBinary(args);
   o.summary = ParseFlatJson(o.cmd.out);
@@ -117,9 +125,9 @@ TEST(LocalCluster, ABadSpecIsRefusedNamingTheField) {
 
 TEST(LocalCluster, CtrlCStopsEveryChild) {
   const std::string dir = MakeTempDir();
-  const pid_t cli = StartBinary({"gradsync", "run", ExamplePath("mlp.yaml"), "--state-dir", dir,
-                                 "--set", "training.epochs=1000"},
-                                dir + "/cli.log");
+  const pid_t cli =
+      StartBinary({"gradsync", "run", ExamplePath("mlp.yaml"), "--state-dir", dir, "--set", "training.epochs=1000"},
+                  dir + "/cli.log");
   // Wait until training runs (the cluster file exists and a step was reported).
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (ReadFile(dir + "/cli.log").find("step ") == std::string::npos && absl::Now() < deadline) {
@@ -163,9 +171,9 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   EXPECT_NE(get.out.find("waiting for 2 idle workers: 1 idle of 1 registered"), std::string::npos) << get.out;
 
   // A job that fits runs to the end on the same cluster; --wait returns its outcome.
-  CommandResult small = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
-                                   "--set", "training.worldSize=1", "--set", "training.maxSteps=20",
-                                   "--set", "training.epochs=0", "--wait", "-o", "json"});
+  CommandResult small =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1",
+                 "--set", "training.maxSteps=20", "--set", "training.epochs=0", "--wait", "-o", "json"});
   EXPECT_EQ(small.exit_code, 0) << small.out << small.err;
   EXPECT_EQ(ParseFlatJson(small.out)["state"], "SUCCEEDED") << small.out;
 
@@ -269,11 +277,12 @@ TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawT
   const std::string address = endpoints["coordinator"];
 
   // A job with the metrics service alive: watch prints progress and the loss curve; report draws it.
-  CommandResult first = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
-                                   "--set", "training.maxSteps=60", "--set", "training.epochs=0"});
+  CommandResult first = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                   "training.maxSteps=60", "--set", "training.epochs=0"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string job = first.out.substr(0, first.out.find('\n'));
-  CommandResult watch = RunBinary({"gradsync", "watch", job, "--address", address, "--metrics-api", endpoints["metricsApi"]});
+  CommandResult watch =
+      RunBinary({"gradsync", "watch", job, "--address", address, "--metrics-api", endpoints["metricsApi"]});
   EXPECT_EQ(watch.exit_code, 0) << watch.out << watch.err;
   EXPECT_NE(watch.out.find("SUCCEEDED"), std::string::npos) << watch.out;
   EXPECT_NE(watch.out.find("loss curve:"), std::string::npos) << watch.out;
@@ -291,8 +300,8 @@ TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawT
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_GE(pids.size(), 2u);
   const pid_t metrics = pids[1];
-  CommandResult second = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address,
-                                    "--set", "training.maxSteps=200", "--set", "training.epochs=0"});
+  CommandResult second = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                    "training.maxSteps=200", "--set", "training.epochs=0"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   const std::string job2 = second.out.substr(0, second.out.find('\n'));
   absl::SleepFor(absl::Milliseconds(300));

@@ -29,7 +29,8 @@ const std::string kMonitoring = std::string(GRADSYNC_SOURCE_DIR) + "/services/me
 std::string PrometheusBin(const std::string& name) {
   const std::string dir = GRADSYNC_PROMETHEUS_DIR;
   if (!fs::exists(dir + "/usr/bin/" + name)) {
-    const std::string fetch = absl::StrCat("sh ", GRADSYNC_SOURCE_DIR, "/scripts/fetch-prometheus.sh ", dir, " >/dev/null 2>&1");
+    const std::string fetch =
+        absl::StrCat("sh ", GRADSYNC_SOURCE_DIR, "/scripts/fetch-prometheus.sh ", dir, " >/dev/null 2>&1");
     if (std::system(fetch.c_str()) != 0) return "";
   }
   return dir + "/usr/bin/" + name;
@@ -74,58 +75,68 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto endpoints = ParseFlatJson(up.out);
   CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", endpoints["coordinator"],
-                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0",
-                                 "--set", "checkpoint.everySteps=50", "--wait", "-o", "json"});
+                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0", "--set",
+                                 "checkpoint.everySteps=50", "--wait", "-o", "json"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
 
   // Every service's exposition passes promtool's lint: the metrics service, the coordinator, and
   // a worker (whose own per-rank step and bucket timings are there).
   endpoints["workerMetrics"] = ParseFlatJson(ReadFile(dir + "/cluster/worker-0.json"))["metrics"];
   const HttpResponse worker = HttpRequest("GET", PortOf(endpoints["workerMetrics"]), "/metrics");
-  EXPECT_NE(worker.body.find("gradsync_worker_bucket_allreduce_seconds_count{bucket=\"0\""), std::string::npos) << worker.body;
+  EXPECT_NE(worker.body.find("gradsync_worker_bucket_allreduce_seconds_count{bucket=\"0\""), std::string::npos)
+      << worker.body;
   EXPECT_NE(worker.body.find("gradsync_worker_rendezvous_seconds{"), std::string::npos) << worker.body;
   for (const char* name : {"metricsHttp", "coordinatorMetrics", "workerMetrics"}) {
     const HttpResponse scrape = HttpRequest("GET", PortOf(endpoints[name]), "/metrics");
     ASSERT_EQ(scrape.status, 200) << name;
     std::ofstream(dir + "/" + name + ".txt") << scrape.body;
     std::string out;
-    EXPECT_EQ(Shell(absl::StrCat(promtool, " check metrics < ", dir, "/", name, ".txt"), &out), 0) << name << ": " << out;
+    EXPECT_EQ(Shell(absl::StrCat(promtool, " check metrics < ", dir, "/", name, ".txt"), &out), 0)
+        << name << ": " << out;
   }
 
   const int port = PortOf(endpoints["rest"]) + 1;  // near the cluster's ports; checked by Prometheus's bind
   std::ofstream(dir + "/prometheus.yml") << absl::StrCat(
       "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
       "scrape_configs:\n"
-      "  - job_name: gradsync-metrics\n    static_configs: [{targets: ['", endpoints["metricsHttp"], "']}]\n"
-      "  - job_name: gradsync-coordinator\n    static_configs: [{targets: ['", endpoints["coordinatorMetrics"], "']}]\n");
+      "  - job_name: gradsync-metrics\n    static_configs: [{targets: ['",
+      endpoints["metricsHttp"],
+      "']}]\n"
+      "  - job_name: gradsync-coordinator\n    static_configs: [{targets: ['",
+      endpoints["coordinatorMetrics"], "']}]\n");
   const std::string listen = absl::StrCat("127.0.0.1:", port);
-  const pid_t prom = StartBinaryAt(prometheus, {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",
-                                               "--web.listen-address=" + listen}, dir + "/prometheus.log");
+  const pid_t prom = StartBinaryAt(prometheus,
+                                   {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",
+                                    "--web.listen-address=" + listen},
+                                   dir + "/prometheus.log");
 
   auto query = [&](const std::string& expr) {
     return HttpRequest("GET", port, "/api/v1/query?query=" + UrlEncode(expr));
   };
   // Wait until two scrapes of the job's series exist, so rate() windows have data.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline && query("count_over_time(gradsync_train_step[1m]) >= 3").body.find("\"value\"") == std::string::npos) {
+  while (absl::Now() < deadline &&
+         query("count_over_time(gradsync_train_step[1m]) >= 3").body.find("\"value\"") == std::string::npos) {
     ASSERT_TRUE(ProcessAlive(prom)) << ReadFile(dir + "/prometheus.log");
     absl::SleepFor(absl::Milliseconds(500));
   }
 
   google::protobuf::Struct dashboard;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
-                  ReadFile(kMonitoring + "/grafana/dashboards/gradsync-training.json"), &dashboard).ok());
+                  ReadFile(kMonitoring + "/grafana/dashboards/gradsync-training.json"), &dashboard)
+                  .ok());
   int queries = 0;
   for (const auto& panel : dashboard.fields().at("panels").list_value().values()) {
     const std::string title = panel.struct_value().fields().at("title").string_value();
     for (const auto& target : panel.struct_value().fields().at("targets").list_value().values()) {
-      const std::string expr = absl::StrReplaceAll(target.struct_value().fields().at("expr").string_value(),
-                                                   {{"$training_job", ".+"}});
+      const std::string expr =
+          absl::StrReplaceAll(target.struct_value().fields().at("expr").string_value(), {{"$training_job", ".+"}});
       const HttpResponse r = query(expr);
       ++queries;
       EXPECT_EQ(r.status, 200) << title << ": " << expr << " -> " << r.body;
       EXPECT_NE(r.body.find("\"status\":\"success\""), std::string::npos) << title << ": " << r.body;
-      EXPECT_NE(r.body.find("\"value\""), std::string::npos) << "panel \"" << title << "\" has no data: " << expr << " -> " << r.body;
+      EXPECT_NE(r.body.find("\"value\""), std::string::npos)
+          << "panel \"" << title << "\" has no data: " << expr << " -> " << r.body;
     }
   }
   EXPECT_GE(queries, 12);

@@ -51,11 +51,11 @@ TEST(Queue, ManyJobsSubmittedAtOnceAllRunWithoutOversubscribingTheWorkers) {
   const std::vector<int> sizes = {2, 1, 1, 2, 1, 2, 1};
   std::vector<pid_t> submitters;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    submitters.push_back(StartBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                      absl::StrCat("name=queued-", i), "--set",
-                                      absl::StrCat("training.worldSize=", sizes[i]), "--set", "training.epochs=0",
-                                      "--set", "training.maxSteps=60"},
-                                     absl::StrCat(dir, "/submit-", i, ".log")));
+    submitters.push_back(
+        StartBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                     absl::StrCat("name=queued-", i), "--set", absl::StrCat("training.worldSize=", sizes[i]), "--set",
+                     "training.epochs=0", "--set", "training.maxSteps=60"},
+                    absl::StrCat(dir, "/submit-", i, ".log")));
   }
   std::vector<std::string> ids;
   for (size_t i = 0; i < submitters.size(); ++i) {
@@ -93,9 +93,8 @@ TEST(Queue, ManyJobsSubmittedAtOnceAllRunWithoutOversubscribingTheWorkers) {
   }
   EXPECT_EQ(static_cast<int>(used.size()), kWorkers);
   // At most two jobs fit before the first one ends; every other job waited for one to finish.
-  const int64_t first_end = std::min_element(runs.begin(), runs.end(), [](auto& a, auto& b) {
-                              return a.second < b.second;
-                            })->second;
+  const int64_t first_end =
+      std::min_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.second < b.second; })->second;
   const auto waited = std::count_if(runs.begin(), runs.end(), [&](auto& r) { return r.first >= first_end; });
   EXPECT_GE(waited, static_cast<int64_t>(sizes.size()) - kWorkers);
   EXPECT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", dir}).exit_code, 0);

@@ -16,7 +16,7 @@
 namespace gradsync::testing {
 namespace {
 
-const std::vector<std::string> kJob = {"--set", "training.maxSteps=2400", "--set", "training.epochs=0",
+const std::vector<std::string> kJob = {"--set", "training.maxSteps=2400",    "--set", "training.epochs=0",
                                        "--set", "checkpoint.everySteps=200", "--set", "training.logEvery=20"};
 
 // The job's progress step, or -1.
@@ -26,7 +26,8 @@ int64_t CurrentStep(const std::string& address, const std::string& job) {
 
 TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
   // The reference: the same job, uninterrupted.
-  std::vector<std::string> run = {"gradsync", "run", ExamplePath("mlp.yaml"), "-o", "json", "--state-dir", MakeTempDir()};
+  std::vector<std::string> run = {"gradsync",    "run",        ExamplePath("mlp.yaml"), "-o", "json",
+                                  "--state-dir", MakeTempDir()};
   run.insert(run.end(), kJob.begin(), kJob.end());
   CommandResult reference = RunBinary(run);
   ASSERT_EQ(reference.exit_code, 0) << reference.out << reference.err;
@@ -71,17 +72,18 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator = StartBinary(
-      CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"}), dir + "/coordinator.log");
+  const pid_t coordinator =
+      StartBinary(CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"}),
+                  dir + "/coordinator.log");
   auto worker = [&](const std::string& name) {
     return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
   };
   const pid_t first = worker("first");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
-                                    "training.epochs=0", "--set", "training.maxSteps=3000", "--set",
-                                    "checkpoint.everySteps=100", "--set", "training.logEvery=10"});
+  CommandResult submit =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1",
+                 "--set", "model.mlp.hiddenDims=[512,512]", "--set", "training.epochs=0", "--set",
+                 "training.maxSteps=3000", "--set", "checkpoint.everySteps=100", "--set", "training.logEvery=10"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 250; });

@@ -37,11 +37,11 @@ class RestCli : public ::testing::Test {
     // Unique per run, so a match in any output can only come from this test's token.
     token_ = absl::StrCat("rest-token-", ::getpid(), "-", absl::ToUnixMicros(absl::Now()));
     WriteFile(dir_ + "/token", token_ + "\n");
-    children_.Start({"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0",
-                     "--metrics_listen=127.0.0.1:0", "--state_dir=" + dir_ + "/state",
-                     "--artifact_dir=" + dir_ + "/artifacts", "--auth_token_file=" + dir_ + "/token",
-                     "--endpoints_file=" + dir_ + "/coordinator.json"},
-                    dir_ + "/coordinator.log");
+    children_.Start(
+        {"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+         "--state_dir=" + dir_ + "/state", "--artifact_dir=" + dir_ + "/artifacts",
+         "--auth_token_file=" + dir_ + "/token", "--endpoints_file=" + dir_ + "/coordinator.json"},
+        dir_ + "/coordinator.log");
     auto endpoints = WaitForEndpoints(dir_ + "/coordinator.json");
     ASSERT_FALSE(endpoints["rest"].empty()) << ReadFile(dir_ + "/coordinator.log");
     grpc_ = endpoints["grpc"];
@@ -125,7 +125,8 @@ TEST_F(RestCli, ErrorsKeepTheServersCodeAndMessage) {
   CommandResult bad = Cli({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.microBatch=-3"}, rest_);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("training.microBatch"), std::string::npos) << bad.err;
-  EXPECT_EQ(bad.err, Cli({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.microBatch=-3"}, grpc_).err);
+  EXPECT_EQ(bad.err,
+            Cli({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.microBatch=-3"}, grpc_).err);
 
   // Nothing listens on port 1: the error names the address.
   CommandResult down = RunBinary({"gradsync", "list", "--address", "http://127.0.0.1:1"});
@@ -140,8 +141,8 @@ TEST_F(RestCli, WatchOverRestFollowsAJobToSucceeded) {
   const std::string job = Submit(rest_, {"training.epochs=1", "training.logEvery=10"});
   ASSERT_FALSE(HasFailure());
   // Watching starts while the job waits for a worker, so the watch sees it change.
-  const pid_t watch = children_.Start({"gradsync", "watch", job, "--address", rest_, "--token", token_},
-                                      dir_ + "/watch.log");
+  const pid_t watch =
+      children_.Start({"gradsync", "watch", job, "--address", rest_, "--token", token_}, dir_ + "/watch.log");
   absl::SleepFor(absl::Milliseconds(1500));
   children_.Start(WorkerArgs(grpc_), dir_ + "/worker.log");
   int status = -1;

@@ -70,8 +70,8 @@ bool MakeServerCert(const std::string& dir) {
   return Openssl(dir, {"req", "-new", "-config", dir + "/openssl.cnf", "-newkey", "rsa:2048", "-nodes", "-keyout",
                        dir + "/server.key", "-out", dir + "/server.csr", "-subj", "/CN=localhost"}) &&
          Openssl(dir, {"x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
-                       "-CAcreateserial", "-out", dir + "/server.pem", "-days", "2", "-extfile",
-                       dir + "/openssl.cnf", "-extensions", "server"});
+                       "-CAcreateserial", "-out", dir + "/server.pem", "-days", "2", "-extfile", dir + "/openssl.cnf",
+                       "-extensions", "server"});
 }
 
 class Security : public ::testing::Test {
@@ -95,12 +95,17 @@ class Security : public ::testing::Test {
 
   // Starts the coordinator with TLS and both tokens, REST too when `rest`; fills grpc_/rest_.
   void StartCoordinator(bool rest) {
-    const std::vector<std::string> args = {
-        "gradsync-coordinator", "--listen=127.0.0.1:0", rest ? "--rest_listen=127.0.0.1:0" : "--rest_listen=",
-        "--metrics_listen=127.0.0.1:0", "--state_dir=" + dir_ + "/state", "--artifact_dir=" + dir_ + "/artifacts",
-        "--auth_token_file=" + dir_ + "/user.token", "--cluster_token_file=" + dir_ + "/cluster.token",
-        "--tls_cert_file=" + dir_ + "/server.pem", "--tls_key_file=" + dir_ + "/server.key",
-        "--endpoints_file=" + dir_ + "/coordinator.json"};
+    const std::vector<std::string> args = {"gradsync-coordinator",
+                                           "--listen=127.0.0.1:0",
+                                           rest ? "--rest_listen=127.0.0.1:0" : "--rest_listen=",
+                                           "--metrics_listen=127.0.0.1:0",
+                                           "--state_dir=" + dir_ + "/state",
+                                           "--artifact_dir=" + dir_ + "/artifacts",
+                                           "--auth_token_file=" + dir_ + "/user.token",
+                                           "--cluster_token_file=" + dir_ + "/cluster.token",
+                                           "--tls_cert_file=" + dir_ + "/server.pem",
+                                           "--tls_key_file=" + dir_ + "/server.key",
+                                           "--endpoints_file=" + dir_ + "/coordinator.json"};
     const pid_t coordinator = children_.Start(args, dir_ + "/coordinator.log");
     const absl::Time deadline = absl::Now() + absl::Seconds(20);
     std::map<std::string, std::string> endpoints;
@@ -117,9 +122,9 @@ class Security : public ::testing::Test {
   }
 
   pid_t StartWorker(const std::string& token_file, const std::string& log) {
-    return children_.Start(WorkerArgs(grpc_, {"--cluster_token_file=" + dir_ + "/" + token_file,
-                                              "--tls_ca_file=" + dir_ + "/ca.pem"}),
-                           dir_ + "/" + log);
+    return children_.Start(
+        WorkerArgs(grpc_, {"--cluster_token_file=" + dir_ + "/" + token_file, "--tls_ca_file=" + dir_ + "/ca.pem"}),
+        dir_ + "/" + log);
   }
 
   // `gradsync ARGS --address ADDRESS --token <user token> --tls-ca ca.pem`.
@@ -155,8 +160,8 @@ TEST_F(Security, HealthcheckVerifiesTheServerWithTheGivenCa) {
   CommandResult plaintext = RunBinary({"gradsync", "healthcheck", grpc_, "--timeout", "2"});
   EXPECT_EQ(plaintext.exit_code, 1);
   EXPECT_NE(plaintext.err.find("--tls-ca"), std::string::npos) << plaintext.err;
-  CommandResult other_ca = RunBinary({"gradsync", "healthcheck", grpc_, "--tls-ca", dir_ + "/other-ca.pem",
-                                      "--timeout", "2"});
+  CommandResult other_ca =
+      RunBinary({"gradsync", "healthcheck", grpc_, "--tls-ca", dir_ + "/other-ca.pem", "--timeout", "2"});
   EXPECT_EQ(other_ca.exit_code, 1) << other_ca.out;
   CommandResult not_pem = RunBinary({"gradsync", "healthcheck", grpc_, "--tls-ca", dir_ + "/user.token"});
   EXPECT_EQ(not_pem.exit_code, 2);
@@ -178,8 +183,8 @@ TEST_F(Security, CliOverGrpcWithTlsAndToken) {
   EXPECT_EQ(plaintext.exit_code, 1);
   EXPECT_NE(plaintext.err.find("UNAVAILABLE"), std::string::npos) << plaintext.err;
   EXPECT_NE(plaintext.err.find(grpc_), std::string::npos) << plaintext.err;
-  CommandResult other_ca = RunBinary({"gradsync", "get", job, "--address", grpc_, "--token", user_token_, "--tls-ca",
-                                      dir_ + "/other-ca.pem"});
+  CommandResult other_ca = RunBinary(
+      {"gradsync", "get", job, "--address", grpc_, "--token", user_token_, "--tls-ca", dir_ + "/other-ca.pem"});
   EXPECT_EQ(other_ca.exit_code, 1);
   EXPECT_NE(other_ca.err.find("UNAVAILABLE"), std::string::npos) << other_ca.err;
 
@@ -224,7 +229,8 @@ TEST_F(Security, WorkersNeedTheClusterToken) {
   while (absl::Now() < deadline && !absl::StrContains(ReadFile(dir_ + "/impostor.log"), "UNAUTHENTICATED")) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/impostor.log"), "UNAUTHENTICATED")) << ReadFile(dir_ + "/impostor.log");
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/impostor.log"), "UNAUTHENTICATED"))
+      << ReadFile(dir_ + "/impostor.log");
   absl::SleepFor(absl::Seconds(1));
   EXPECT_EQ(ParseFlatJson(Cli({"gradsync", "get", job, "-o", "json"}, grpc_).out)["state"], "PENDING");
   children_.Stop(impostor);

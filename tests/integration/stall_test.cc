@@ -21,9 +21,9 @@ TEST(Stall, TheEventsNameTheRankBehindAndTheBucketTheOthersWaitIn) {
                    absl::StrCat(dir, "/", name, ".log"));
   }
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.worldSize=2", "--set", "training.epochs=0", "--set",
-                                    "training.maxSteps=1000"});
+  CommandResult submit =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=2",
+                 "--set", "training.epochs=0", "--set", "training.maxSteps=1000"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
 

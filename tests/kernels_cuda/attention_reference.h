@@ -16,8 +16,8 @@
 namespace gradsync::kernels::cuda::testing {
 
 struct AttentionCase {
-  std::vector<float> qkv, dout, dqkv0;       // inputs
-  std::vector<float> out, probs, dqkv;       // the CPU's results (dqkv = dqkv0 + gradient)
+  std::vector<float> qkv, dout, dqkv0;  // inputs
+  std::vector<float> out, probs, dqkv;  // the CPU's results (dqkv = dqkv0 + gradient)
 };
 
 // With zero_start, dqkv0 is all zeros and dqkv the bare gradient: what an overwriting backward

@@ -13,8 +13,8 @@ namespace gradsync::kernels::cuda {
 namespace {
 
 using testing::Close;
-using testing::ReferenceLse;
 using testing::Download;
+using testing::ReferenceLse;
 using testing::TolFor;
 using testing::Upload;
 
@@ -40,8 +40,8 @@ class AttentionTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<T>(c.dqkv0));
 
     GRADSYNC_ASSERT_OK(AttentionForward<T>(d_out.data(), d_lse.data(), d_qkv.data(), s, stream_));
-    GRADSYNC_ASSERT_OK(AttentionBackward<T>(d_dqkv.data(), d_delta.data(), d_dout.data(),
-                                            d_qkv.data(), d_out.data(), d_lse.data(), s, stream_));
+    GRADSYNC_ASSERT_OK(AttentionBackward<T>(d_dqkv.data(), d_delta.data(), d_dout.data(), d_qkv.data(), d_out.data(),
+                                            d_lse.data(), s, stream_));
     ASSERT_TRUE(Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
@@ -64,9 +64,9 @@ TYPED_TEST(AttentionTest, MultiHeadMatchesCpu) {
 }
 
 TYPED_TEST(AttentionTest, GroupedQueryMatchesCpu) {
-  this->Check({2, 37, 4, 2, 64});    // 2 query heads per kv head
+  this->Check({2, 37, 4, 2, 64});  // 2 query heads per kv head
   this->Check({3, 64, 6, 3, 32});
-  this->Check({1, 200, 8, 1, 64});   // multi-query: one kv head for all
+  this->Check({1, 200, 8, 1, 64});  // multi-query: one kv head for all
   this->Check({1, 97, 4, 2, 128});
 }
 
@@ -77,8 +77,7 @@ TYPED_TEST(AttentionTest, RejectsBadShapes) {
   EXPECT_EQ(dim.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(dim.message().find("head_dim"), std::string::npos) << dim;
   AttentionShape bad_groups{1, 8, 4, 3, 64};
-  const absl::Status groups =
-      AttentionForward<T>(nullptr, nullptr, nullptr, bad_groups, this->stream_);
+  const absl::Status groups = AttentionForward<T>(nullptr, nullptr, nullptr, bad_groups, this->stream_);
   EXPECT_EQ(groups.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(groups.message().find("kv_heads"), std::string::npos) << groups;
 }

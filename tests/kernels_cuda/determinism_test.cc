@@ -46,9 +46,8 @@ TYPED_TEST(DeterminismTest, EncoderBackward) {
     DeviceBuffer<T> d_dwte, d_dwpe;
     GRADSYNC_ASSIGN_OR_FAIL(d_dwte, Upload<T>(std::vector<float>(vocab * channels, 0.5f)));
     GRADSYNC_ASSIGN_OR_FAIL(d_dwpe, Upload<T>(std::vector<float>(seq_len * channels, 0.5f)));
-    GRADSYNC_ASSERT_OK(EncoderBackward<T>(d_dwte.data(), d_dwpe.data(), d_dout.data(),
-                                          d_tokens.data(), batch, seq_len, channels, vocab,
-                                          d_scratch.data(), scratch_bytes, this->stream_));
+    GRADSYNC_ASSERT_OK(EncoderBackward<T>(d_dwte.data(), d_dwpe.data(), d_dout.data(), d_tokens.data(), batch, seq_len,
+                                          channels, vocab, d_scratch.data(), scratch_bytes, this->stream_));
     ASSERT_TRUE(this->Sync());
     GRADSYNC_ASSIGN_OR_FAIL(run[0], d_dwte.ToHost());
     GRADSYNC_ASSIGN_OR_FAIL(run[1], d_dwpe.ToHost());
@@ -78,9 +77,8 @@ TYPED_TEST(DeterminismTest, LayerNormBackward) {
     GRADSYNC_ASSIGN_OR_FAIL(d_dx, Upload<T>(std::vector<float>(n * c, 0.0f)));
     GRADSYNC_ASSIGN_OR_FAIL(d_dw, Upload<T>(std::vector<float>(c, 0.0f)));
     GRADSYNC_ASSIGN_OR_FAIL(d_db, Upload<T>(std::vector<float>(c, 0.0f)));
-    GRADSYNC_ASSERT_OK(LayerNormBackward<T>(d_dx.data(), d_dw.data(), d_db.data(), d_dy.data(),
-                                            d_x.data(), d_w.data(), d_mean.data(), d_rstd.data(),
-                                            n, c, d_scratch.data(), scratch_floats,
+    GRADSYNC_ASSERT_OK(LayerNormBackward<T>(d_dx.data(), d_dw.data(), d_db.data(), d_dy.data(), d_x.data(), d_w.data(),
+                                            d_mean.data(), d_rstd.data(), n, c, d_scratch.data(), scratch_floats,
                                             this->stream_));
     ASSERT_TRUE(this->Sync());
     GRADSYNC_ASSIGN_OR_FAIL(run[0], d_dx.ToHost());
@@ -102,8 +100,8 @@ TYPED_TEST(DeterminismTest, GlobalNorm) {
   GRADSYNC_ASSIGN_OR_FAIL(d_scratch, DeviceBuffer<float>::Allocate(kGlobalNormPartials));
   std::vector<float> runs[2];
   for (auto& run : runs) {
-    GRADSYNC_ASSERT_OK(GlobalNormSquared<T>(d_norm_sq.data(), d_grads.data(), n, false,
-                                            d_scratch.data(), this->stream_));
+    GRADSYNC_ASSERT_OK(
+        GlobalNormSquared<T>(d_norm_sq.data(), d_grads.data(), n, false, d_scratch.data(), this->stream_));
     ASSERT_TRUE(this->Sync());
     GRADSYNC_ASSIGN_OR_FAIL(run, d_norm_sq.ToHost());
   }
@@ -122,15 +120,13 @@ TYPED_TEST(DeterminismTest, AttentionBackward) {
   GRADSYNC_ASSIGN_OR_FAIL(d_out, DeviceBuffer<T>::Allocate(out_n));
   GRADSYNC_ASSIGN_OR_FAIL(d_lse, DeviceBuffer<float>::Allocate(s.batch * s.heads * s.seq_len));
   GRADSYNC_ASSIGN_OR_FAIL(d_delta, DeviceBuffer<float>::Allocate(s.batch * s.heads * s.seq_len));
-  GRADSYNC_ASSERT_OK(
-      AttentionForward<T>(d_out.data(), d_lse.data(), d_qkv.data(), s, this->stream_));
+  GRADSYNC_ASSERT_OK(AttentionForward<T>(d_out.data(), d_lse.data(), d_qkv.data(), s, this->stream_));
   std::vector<T> runs[2];
   for (auto& run : runs) {
     DeviceBuffer<T> d_dqkv;
     GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<T>(std::vector<float>(qkv_n, 0.0f)));
-    GRADSYNC_ASSERT_OK(AttentionBackward<T>(d_dqkv.data(), d_delta.data(), d_dout.data(),
-                                            d_qkv.data(), d_out.data(), d_lse.data(), s,
-                                            this->stream_));
+    GRADSYNC_ASSERT_OK(AttentionBackward<T>(d_dqkv.data(), d_delta.data(), d_dout.data(), d_qkv.data(), d_out.data(),
+                                            d_lse.data(), s, this->stream_));
     ASSERT_TRUE(this->Sync());
     GRADSYNC_ASSIGN_OR_FAIL(run, d_dqkv.ToHost());
   }
@@ -152,9 +148,8 @@ TYPED_TEST(DeterminismTest, MatmulBackward) {
     GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(std::vector<float>(n * in, 0.0f)));
     GRADSYNC_ASSIGN_OR_FAIL(d_dw, Upload<T>(std::vector<float>(out * in, 0.0f)));
     GRADSYNC_ASSIGN_OR_FAIL(d_db, Upload<T>(std::vector<float>(out, 0.0f)));
-    GRADSYNC_ASSERT_OK(MatmulBackward<T>(*ctx, d_dinp.data(), d_dw.data(), d_db.data(),
-                                         d_dout.data(), d_inp.data(), d_w.data(), n, in, out,
-                                         this->stream_));
+    GRADSYNC_ASSERT_OK(MatmulBackward<T>(*ctx, d_dinp.data(), d_dw.data(), d_db.data(), d_dout.data(), d_inp.data(),
+                                         d_w.data(), n, in, out, this->stream_));
     ASSERT_TRUE(this->Sync());
     GRADSYNC_ASSIGN_OR_FAIL(run[0], d_dinp.ToHost());
     GRADSYNC_ASSIGN_OR_FAIL(run[1], d_dw.ToHost());

@@ -59,8 +59,8 @@ TYPED_TEST(ElementwiseTest, GeluMatchesCpu) {
           GRADSYNC_ASSIGN_OR_FAIL(d_dx, Upload<T>(dx0));
         }
         GRADSYNC_ASSERT_OK(GeluForward<T>(d_y.data() + offset, d_x.data() + offset, n, this->stream_));
-        GRADSYNC_ASSERT_OK(GeluBackward<T>(d_dx.data() + offset, d_x.data() + offset,
-                                           d_dy.data() + offset, n, this->stream_, mode));
+        GRADSYNC_ASSERT_OK(
+            GeluBackward<T>(d_dx.data() + offset, d_x.data() + offset, d_dy.data() + offset, n, this->stream_, mode));
         ASSERT_TRUE(this->Sync());
         std::vector<float> got;
         GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
@@ -84,8 +84,7 @@ TYPED_TEST(ElementwiseTest, GeluInPlace) {
   cpu::GeluForward(want.data(), x.data(), static_cast<int64_t>(x.size()));
   DeviceBuffer<T> d_x;
   GRADSYNC_ASSIGN_OR_FAIL(d_x, Upload<T>(x));
-  GRADSYNC_ASSERT_OK(GeluForward<T>(d_x.data(), d_x.data(), static_cast<int64_t>(x.size()),
-                                    this->stream_));
+  GRADSYNC_ASSERT_OK(GeluForward<T>(d_x.data(), d_x.data(), static_cast<int64_t>(x.size()), this->stream_));
   ASSERT_TRUE(this->Sync());
   std::vector<float> got;
   GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_x));
@@ -121,8 +120,7 @@ TYPED_TEST(ElementwiseTest, SwiGluMatchesCpu) {
         GRADSYNC_ASSIGN_OR_FAIL(d_dinp, Upload<T>(dinp0));
       }
       GRADSYNC_ASSERT_OK(SwiGluForward<T>(d_y.data(), d_inp.data(), s.n, s.m, this->stream_));
-      GRADSYNC_ASSERT_OK(
-          SwiGluBackward<T>(d_dinp.data(), d_inp.data(), d_dy.data(), s.n, s.m, this->stream_, mode));
+      GRADSYNC_ASSERT_OK(SwiGluBackward<T>(d_dinp.data(), d_inp.data(), d_dy.data(), s.n, s.m, this->stream_, mode));
       ASSERT_TRUE(this->Sync());
       std::vector<float> got;
       GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
@@ -165,8 +163,7 @@ TYPED_TEST(ElementwiseTest, RopeMatchesCpu) {
   struct Shape {
     int64_t batch, seq_len, heads, kv_heads, head_dim;
   };
-  for (const Shape s : {Shape{1, 1, 1, 1, 2}, Shape{2, 5, 4, 2, 8}, Shape{3, 37, 6, 3, 64},
-                        Shape{1, 130, 2, 1, 128}}) {
+  for (const Shape s : {Shape{1, 1, 1, 1, 2}, Shape{2, 5, 4, 2, 8}, Shape{3, 37, 6, 3, 64}, Shape{1, 130, 2, 1, 128}}) {
     SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
                                       << " KVH=" << s.kv_heads << " D=" << s.head_dim);
     const double theta = 10000.0;
@@ -177,24 +174,21 @@ TYPED_TEST(ElementwiseTest, RopeMatchesCpu) {
     cpu::RopeTables(cos_ref.data(), sin_ref.data(), s.seq_len, s.head_dim, theta);
     const std::vector<float> x = Random<T>(s.batch * s.seq_len * stride, 5 + s.seq_len);
     std::vector<float> want_fwd = x;
-    cpu::RopeForward(want_fwd.data(), cos_ref.data(), sin_ref.data(), s.batch, s.seq_len, rotated,
-                     s.head_dim, stride);
+    cpu::RopeForward(want_fwd.data(), cos_ref.data(), sin_ref.data(), s.batch, s.seq_len, rotated, s.head_dim, stride);
     std::vector<float> want_bwd = x;
-    cpu::RopeBackward(want_bwd.data(), cos_ref.data(), sin_ref.data(), s.batch, s.seq_len, rotated,
-                      s.head_dim, stride);
+    cpu::RopeBackward(want_bwd.data(), cos_ref.data(), sin_ref.data(), s.batch, s.seq_len, rotated, s.head_dim, stride);
 
     DeviceBuffer<float> d_cos, d_sin;
     GRADSYNC_ASSIGN_OR_FAIL(d_cos, testing::Poisoned<float>(cos_ref.size()));
     GRADSYNC_ASSIGN_OR_FAIL(d_sin, testing::Poisoned<float>(sin_ref.size()));
-    GRADSYNC_ASSERT_OK(RopeTables(d_cos.data(), d_sin.data(), s.seq_len, s.head_dim, theta,
-                                  this->stream_));
+    GRADSYNC_ASSERT_OK(RopeTables(d_cos.data(), d_sin.data(), s.seq_len, s.head_dim, theta, this->stream_));
     DeviceBuffer<T> d_fwd, d_bwd;
     GRADSYNC_ASSIGN_OR_FAIL(d_fwd, Upload<T>(x));
     GRADSYNC_ASSIGN_OR_FAIL(d_bwd, Upload<T>(x));
-    GRADSYNC_ASSERT_OK(RopeForward<T>(d_fwd.data(), d_cos.data(), d_sin.data(), s.batch,
-                                      s.seq_len, rotated, s.head_dim, stride, this->stream_));
-    GRADSYNC_ASSERT_OK(RopeBackward<T>(d_bwd.data(), d_cos.data(), d_sin.data(), s.batch,
-                                       s.seq_len, rotated, s.head_dim, stride, this->stream_));
+    GRADSYNC_ASSERT_OK(RopeForward<T>(d_fwd.data(), d_cos.data(), d_sin.data(), s.batch, s.seq_len, rotated, s.head_dim,
+                                      stride, this->stream_));
+    GRADSYNC_ASSERT_OK(RopeBackward<T>(d_bwd.data(), d_cos.data(), d_sin.data(), s.batch, s.seq_len, rotated,
+                                       s.head_dim, stride, this->stream_));
     ASSERT_TRUE(this->Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_cos));

@@ -34,8 +34,8 @@ template <typename T>
 class EncoderTest : public testing::CudaTest {
  protected:
   void Check(const Shape& s, bool with_wpe) {
-    SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " C="
-                                      << s.channels << " V=" << s.vocab << " wpe=" << with_wpe);
+    SCOPED_TRACE(::testing::Message() << "B=" << s.batch << " T=" << s.seq_len << " C=" << s.channels
+                                      << " V=" << s.vocab << " wpe=" << with_wpe);
     const uint32_t seed = static_cast<uint32_t>(s.batch * 101 + s.seq_len * 7 + s.channels);
     const int64_t n = s.batch * s.seq_len;
     const std::vector<int32_t> tokens = Tokens(n, s.vocab, seed);
@@ -45,10 +45,10 @@ class EncoderTest : public testing::CudaTest {
     const std::vector<float> dwte0 = Random<T>(s.vocab * s.channels, seed + 4);
     const std::vector<float> dwpe0 = Random<T>(s.seq_len * s.channels, seed + 5);
     std::vector<float> want_out(n * s.channels), want_dwte = dwte0, want_dwpe = dwpe0;
-    cpu::EncoderForward(want_out.data(), tokens.data(), wte.data(),
-                        with_wpe ? wpe.data() : nullptr, s.batch, s.seq_len, s.channels);
-    cpu::EncoderBackward(want_dwte.data(), with_wpe ? want_dwpe.data() : nullptr, dout.data(),
-                         tokens.data(), s.batch, s.seq_len, s.channels);
+    cpu::EncoderForward(want_out.data(), tokens.data(), wte.data(), with_wpe ? wpe.data() : nullptr, s.batch, s.seq_len,
+                        s.channels);
+    cpu::EncoderBackward(want_dwte.data(), with_wpe ? want_dwpe.data() : nullptr, dout.data(), tokens.data(), s.batch,
+                         s.seq_len, s.channels);
 
     DeviceBuffer<int32_t> d_tokens;
     DeviceBuffer<T> d_wte, d_wpe, d_out, d_dout, d_dwte, d_dwpe;
@@ -64,13 +64,11 @@ class EncoderTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(scratch_bytes, EncoderBackwardScratchBytes(n, s.vocab));
     GRADSYNC_ASSIGN_OR_FAIL(d_scratch, DeviceBuffer<char>::Allocate(scratch_bytes));
 
-    GRADSYNC_ASSERT_OK(EncoderForward<T>(d_out.data(), d_tokens.data(), d_wte.data(),
-                                         with_wpe ? d_wpe.data() : nullptr, s.batch, s.seq_len,
-                                         s.channels, s.vocab, stream_));
-    GRADSYNC_ASSERT_OK(EncoderBackward<T>(d_dwte.data(), with_wpe ? d_dwpe.data() : nullptr,
-                                          d_dout.data(), d_tokens.data(), s.batch, s.seq_len,
-                                          s.channels, s.vocab, d_scratch.data(), scratch_bytes,
-                                          stream_));
+    GRADSYNC_ASSERT_OK(EncoderForward<T>(d_out.data(), d_tokens.data(), d_wte.data(), with_wpe ? d_wpe.data() : nullptr,
+                                         s.batch, s.seq_len, s.channels, s.vocab, stream_));
+    GRADSYNC_ASSERT_OK(EncoderBackward<T>(d_dwte.data(), with_wpe ? d_dwpe.data() : nullptr, d_dout.data(),
+                                          d_tokens.data(), s.batch, s.seq_len, s.channels, s.vocab, d_scratch.data(),
+                                          scratch_bytes, stream_));
     ASSERT_TRUE(Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
@@ -104,8 +102,7 @@ TYPED_TEST(EncoderTest, RejectsTooLittleScratch) {
   DeviceBuffer<int32_t> tokens;
   GRADSYNC_ASSIGN_OR_FAIL(tokens, DeviceBuffer<int32_t>::FromHost(std::vector<int32_t>(8, 0)));
   const absl::Status status =
-      EncoderBackward<T>(buf.data(), nullptr, buf.data(), tokens.data(), 2, 4, 8, 8,
-                         scratch.data(), 16, this->stream_);
+      EncoderBackward<T>(buf.data(), nullptr, buf.data(), tokens.data(), 2, 4, 8, 8, scratch.data(), 16, this->stream_);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("scratch_bytes"), std::string::npos) << status;
 }

@@ -44,8 +44,8 @@ class FlashAttentionTest : public testing::CudaTest {
       GRADSYNC_ASSIGN_OR_FAIL(d_dqkv, Upload<bf16>(c.dqkv0));
     }
     GRADSYNC_ASSERT_OK(FlashAttentionForward(d_out.data(), d_lse.data(), d_qkv.data(), s, stream_));
-    GRADSYNC_ASSERT_OK(FlashAttentionBackward(d_dqkv.data(), d_delta.data(), d_dout.data(), d_qkv.data(),
-                                              d_out.data(), d_lse.data(), s, stream_, mode));
+    GRADSYNC_ASSERT_OK(FlashAttentionBackward(d_dqkv.data(), d_delta.data(), d_dout.data(), d_qkv.data(), d_out.data(),
+                                              d_lse.data(), s, stream_, mode));
     ASSERT_TRUE(Sync());
     GRADSYNC_ASSIGN_OR_FAIL(r->out, Download(d_out));
     GRADSYNC_ASSIGN_OR_FAIL(r->lse, Download(d_lse));

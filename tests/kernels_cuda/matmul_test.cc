@@ -26,7 +26,7 @@ struct Shape {
 };
 
 // Ragged on purpose: widths that are not multiples of 8, 32 or 128, one row, one feature.
-const Shape kShapes[] = {{1, 1, 1},     {1, 64, 32},   {7, 13, 5},    {33, 65, 17},
+const Shape kShapes[] = {{1, 1, 1},     {1, 64, 32},    {7, 13, 5},     {33, 65, 17},
                          {64, 128, 96}, {130, 77, 258}, {256, 384, 192}};
 
 template <typename T>
@@ -68,8 +68,8 @@ class MatmulTest : public testing::CudaTest {
     std::vector<float> want_out(s.n * s.out);
     cpu::MatmulForward(want_out.data(), inp.data(), w.data(), bias_ref, s.n, s.in, s.out);
     std::vector<float> want_dinp = dinp0, want_dw = dw0, want_db = db0;
-    cpu::MatmulBackward(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(),
-                        w.data(), s.n, s.in, s.out);
+    cpu::MatmulBackward(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(), w.data(), s.n, s.in,
+                        s.out);
 
     DeviceBuffer<T> d_inp, d_w, d_bias, d_dout, d_out, d_dinp, d_dw, d_db;
     GRADSYNC_ASSIGN_OR_FAIL(d_inp, Upload<T>(inp));
@@ -86,11 +86,10 @@ class MatmulTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_db, Upload<T>(db0));
     const T* bias = with_bias ? d_bias.data() + bias_offset : nullptr;
 
-    GRADSYNC_ASSERT_OK(MatmulForward<T>(*ctx_, d_out.data(), d_inp.data(), d_w.data(), bias, s.n,
-                                        s.in, s.out, this->stream_, stride));
-    GRADSYNC_ASSERT_OK(MatmulBackward<T>(*ctx_, d_dinp.data(), d_dw.data(), d_db.data(),
-                                         d_dout.data(), d_inp.data(), d_w.data(), s.n, s.in,
-                                         s.out, this->stream_, stride, dinp_mode));
+    GRADSYNC_ASSERT_OK(
+        MatmulForward<T>(*ctx_, d_out.data(), d_inp.data(), d_w.data(), bias, s.n, s.in, s.out, this->stream_, stride));
+    GRADSYNC_ASSERT_OK(MatmulBackward<T>(*ctx_, d_dinp.data(), d_dw.data(), d_db.data(), d_dout.data(), d_inp.data(),
+                                         d_w.data(), s.n, s.in, s.out, this->stream_, stride, dinp_mode));
     ASSERT_TRUE(this->Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));
@@ -152,8 +151,8 @@ TYPED_TEST(MatmulTest, OverwritesDinp) {
   this->Check({33, 64, 257}, false, 0, 320, GradMode::kOverwrite);
   DeviceBuffer<T> d_dinp;
   GRADSYNC_ASSIGN_OR_FAIL(d_dinp, testing::Poisoned<T>(5 * 7));
-  GRADSYNC_ASSERT_OK(MatmulBackward<T>(*this->ctx_, d_dinp.data(), nullptr, nullptr, nullptr, nullptr, nullptr, 5,
-                                       7, 0, this->stream_, 0, GradMode::kOverwrite));
+  GRADSYNC_ASSERT_OK(MatmulBackward<T>(*this->ctx_, d_dinp.data(), nullptr, nullptr, nullptr, nullptr, nullptr, 5, 7, 0,
+                                       this->stream_, 0, GradMode::kOverwrite));
   ASSERT_TRUE(this->Sync());
   std::vector<float> got;
   GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dinp));
@@ -166,15 +165,14 @@ TYPED_TEST(MatmulTest, SkipsNullGradients) {
   const std::vector<float> inp = Random<T>(s.n * s.in, 11), w = Random<T>(s.out * s.in, 12);
   const std::vector<float> dout = Random<T>(s.n * s.out, 13), dw0 = Random<T>(s.out * s.in, 14);
   std::vector<float> want_dw = dw0;
-  cpu::MatmulBackward<float>(nullptr, want_dw.data(), nullptr, dout.data(), inp.data(), w.data(),
-                             s.n, s.in, s.out);
+  cpu::MatmulBackward<float>(nullptr, want_dw.data(), nullptr, dout.data(), inp.data(), w.data(), s.n, s.in, s.out);
   DeviceBuffer<T> d_inp, d_w, d_dout, d_dw;
   GRADSYNC_ASSIGN_OR_FAIL(d_inp, Upload<T>(inp));
   GRADSYNC_ASSIGN_OR_FAIL(d_w, Upload<T>(w));
   GRADSYNC_ASSIGN_OR_FAIL(d_dout, Upload<T>(dout));
   GRADSYNC_ASSIGN_OR_FAIL(d_dw, Upload<T>(dw0));
-  GRADSYNC_ASSERT_OK(MatmulBackward<T>(*this->ctx_, nullptr, d_dw.data(), nullptr, d_dout.data(),
-                                       d_inp.data(), d_w.data(), s.n, s.in, s.out, this->stream_));
+  GRADSYNC_ASSERT_OK(MatmulBackward<T>(*this->ctx_, nullptr, d_dw.data(), nullptr, d_dout.data(), d_inp.data(),
+                                       d_w.data(), s.n, s.in, s.out, this->stream_));
   ASSERT_TRUE(this->Sync());
   std::vector<float> got;
   GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_dw));
@@ -183,16 +181,16 @@ TYPED_TEST(MatmulTest, SkipsNullGradients) {
 
 TYPED_TEST(MatmulTest, RejectsBadShapes) {
   using T = TypeParam;
-  const absl::Status status = MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr, -1,
-                                               4, 4, this->stream_);
+  const absl::Status status =
+      MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr, -1, 4, 4, this->stream_);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("n must be >= 0"), std::string::npos) << status;
-  const absl::Status null_out = MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr,
-                                                 2, 4, 4, this->stream_);
+  const absl::Status null_out =
+      MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr, 2, 4, 4, this->stream_);
   EXPECT_EQ(null_out.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(null_out.message().find("out"), std::string::npos) << null_out;
-  const absl::Status short_stride = MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr, 2, 4, 4,
-                                                     this->stream_, 3);
+  const absl::Status short_stride =
+      MatmulForward<T>(*this->ctx_, nullptr, nullptr, nullptr, nullptr, 2, 4, 4, this->stream_, 3);
   EXPECT_EQ(short_stride.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(short_stride.message().find("out_stride = 3 is less than out_features = 4"), std::string::npos)
       << short_stride;
@@ -214,8 +212,8 @@ TEST_F(MatmulTf32Test, MatchesCpuLoosely) {
   GRADSYNC_ASSIGN_OR_FAIL(d_inp, Upload<float>(inp));
   GRADSYNC_ASSIGN_OR_FAIL(d_w, Upload<float>(w));
   GRADSYNC_ASSIGN_OR_FAIL(d_out, testing::Poisoned<float>(s.n * s.out));
-  GRADSYNC_ASSERT_OK(MatmulForward<float>(*ctx, d_out.data(), d_inp.data(), d_w.data(), nullptr,
-                                          s.n, s.in, s.out, stream_));
+  GRADSYNC_ASSERT_OK(
+      MatmulForward<float>(*ctx, d_out.data(), d_inp.data(), d_w.data(), nullptr, s.n, s.in, s.out, stream_));
   ASSERT_TRUE(Sync());
   std::vector<float> got;
   GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_out));

@@ -101,7 +101,8 @@ TEST(MmaFragmentsTest, QueryKeyProductFromRowMajorKeys) {
   constexpr int D = 64, kKeys = 64;
   const Tile q(16, D, 1), k(kKeys, D, 2);
   std::vector<WarpC> s(kKeys / 8);
-  for (auto& w : s) for (FragC& c : w) Zero(c);
+  for (auto& w : s)
+    for (FragC& c : w) Zero(c);
   for (int c = 0; c < D / 16; ++c) {
     WarpA a;
     for (int lane = 0; lane < kLanes; ++lane) LoadA(a[lane], q.ptr(0, 16 * c), q.ld, lane);
@@ -142,7 +143,8 @@ TEST(MmaFragmentsTest, ProbabilityValueProductFromAccumulators) {
     }
   }
   std::vector<WarpC> o(D / 8);
-  for (auto& w : o) for (FragC& c : w) Zero(c);
+  for (auto& w : o)
+    for (FragC& c : w) Zero(c);
   for (int kc = 0; kc < kKeys / 16; ++kc) {
     WarpA a;
     for (int lane = 0; lane < kLanes; ++lane) a[lane] = AFromC(s[2 * kc][lane], s[2 * kc + 1][lane]);

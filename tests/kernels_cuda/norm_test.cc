@@ -24,8 +24,7 @@ struct Shape {
 
 // One row, one column, odd widths, and row counts that give the dweight reduction several chunks
 // (129 x 130) as well as one.
-const Shape kShapes[] = {{1, 1}, {1, 7}, {5, 33}, {17, 64}, {64, 768}, {3, 1000}, {129, 130},
-                         {300, 96}};
+const Shape kShapes[] = {{1, 1}, {1, 7}, {5, 33}, {17, 64}, {64, 768}, {3, 1000}, {129, 130}, {300, 96}};
 constexpr float kEps = 1e-5f;
 
 template <typename T>
@@ -43,11 +42,10 @@ class NormTest : public testing::CudaTest {
     const std::vector<float> dw0 = Random<T>(s.c, seed + 5), db0 = Random<T>(s.c, seed + 6);
 
     std::vector<float> want_y(s.n * s.c), mean(s.n), rstd(s.n);
-    cpu::LayerNormForward(want_y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(),
-                          s.n, s.c, kEps);
+    cpu::LayerNormForward(want_y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), s.n, s.c, kEps);
     std::vector<float> want_dx = dx0, want_dw = dw0, want_db = db0;
-    cpu::LayerNormBackward(want_dx.data(), want_dw.data(), want_db.data(), dy.data(), x.data(),
-                           w.data(), mean.data(), rstd.data(), s.n, s.c);
+    cpu::LayerNormBackward(want_dx.data(), want_dw.data(), want_db.data(), dy.data(), x.data(), w.data(), mean.data(),
+                           rstd.data(), s.n, s.c);
 
     DeviceBuffer<T> d_x, d_w, d_b, d_dy, d_y, d_dx, d_dw, d_db;
     DeviceBuffer<float> d_mean, d_rstd, d_ref_mean, d_ref_rstd, d_scratch;
@@ -67,11 +65,10 @@ class NormTest : public testing::CudaTest {
     const int64_t scratch_floats = full_scratch ? LayerNormBackwardScratchFloats(s.n, s.c) : 0;
     GRADSYNC_ASSIGN_OR_FAIL(d_scratch, DeviceBuffer<float>::Allocate(scratch_floats));
 
-    GRADSYNC_ASSERT_OK(LayerNormForward<T>(d_y.data(), d_mean.data(), d_rstd.data(), d_x.data(),
-                                           d_w.data(), d_b.data(), s.n, s.c, kEps, stream_));
-    GRADSYNC_ASSERT_OK(LayerNormBackward<T>(d_dx.data(), d_dw.data(), d_db.data(), d_dy.data(),
-                                            d_x.data(), d_w.data(), d_ref_mean.data(),
-                                            d_ref_rstd.data(), s.n, s.c, d_scratch.data(),
+    GRADSYNC_ASSERT_OK(LayerNormForward<T>(d_y.data(), d_mean.data(), d_rstd.data(), d_x.data(), d_w.data(), d_b.data(),
+                                           s.n, s.c, kEps, stream_));
+    GRADSYNC_ASSERT_OK(LayerNormBackward<T>(d_dx.data(), d_dw.data(), d_db.data(), d_dy.data(), d_x.data(), d_w.data(),
+                                            d_ref_mean.data(), d_ref_rstd.data(), s.n, s.c, d_scratch.data(),
                                             scratch_floats, stream_));
     ASSERT_TRUE(Sync());
     std::vector<float> got;
@@ -100,8 +97,7 @@ class NormTest : public testing::CudaTest {
     std::vector<float> want_y(s.n * s.c), rstd(s.n);
     cpu::RmsNormForward(want_y.data(), rstd.data(), x.data(), w.data(), s.n, s.c, kEps);
     std::vector<float> want_dx = dx0, want_dw = dw0;
-    cpu::RmsNormBackward(want_dx.data(), want_dw.data(), dy.data(), x.data(), w.data(),
-                         rstd.data(), s.n, s.c);
+    cpu::RmsNormBackward(want_dx.data(), want_dw.data(), dy.data(), x.data(), w.data(), rstd.data(), s.n, s.c);
 
     DeviceBuffer<T> d_x, d_w, d_dy, d_y, d_dx, d_dw;
     DeviceBuffer<float> d_rstd, d_ref_rstd, d_scratch;
@@ -116,11 +112,9 @@ class NormTest : public testing::CudaTest {
     const int64_t scratch_floats = RmsNormBackwardScratchFloats(s.n, s.c);
     GRADSYNC_ASSIGN_OR_FAIL(d_scratch, DeviceBuffer<float>::Allocate(scratch_floats));
 
-    GRADSYNC_ASSERT_OK(RmsNormForward<T>(d_y.data(), d_rstd.data(), d_x.data(), d_w.data(), s.n,
-                                         s.c, kEps, stream_));
-    GRADSYNC_ASSERT_OK(RmsNormBackward<T>(d_dx.data(), d_dw.data(), d_dy.data(), d_x.data(),
-                                          d_w.data(), d_ref_rstd.data(), s.n, s.c,
-                                          d_scratch.data(), scratch_floats, stream_));
+    GRADSYNC_ASSERT_OK(RmsNormForward<T>(d_y.data(), d_rstd.data(), d_x.data(), d_w.data(), s.n, s.c, kEps, stream_));
+    GRADSYNC_ASSERT_OK(RmsNormBackward<T>(d_dx.data(), d_dw.data(), d_dy.data(), d_x.data(), d_w.data(),
+                                          d_ref_rstd.data(), s.n, s.c, d_scratch.data(), scratch_floats, stream_));
     ASSERT_TRUE(Sync());
     std::vector<float> got;
     GRADSYNC_ASSIGN_OR_FAIL(got, Download(d_y));
@@ -152,12 +146,11 @@ TYPED_TEST(NormTest, RmsNormMatchesCpu) {
 
 TYPED_TEST(NormTest, RejectsBadShapes) {
   using T = TypeParam;
-  const absl::Status status = LayerNormForward<T>(nullptr, nullptr, nullptr, nullptr, nullptr,
-                                                  nullptr, 4, 0, kEps, this->stream_);
+  const absl::Status status =
+      LayerNormForward<T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 4, 0, kEps, this->stream_);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("c must be > 0"), std::string::npos) << status;
-  const absl::Status rms = RmsNormForward<T>(nullptr, nullptr, nullptr, nullptr, 4, 8, kEps,
-                                             this->stream_);
+  const absl::Status rms = RmsNormForward<T>(nullptr, nullptr, nullptr, nullptr, 4, 8, kEps, this->stream_);
   EXPECT_EQ(rms.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(rms.message().find("out is null"), std::string::npos) << rms;
 }

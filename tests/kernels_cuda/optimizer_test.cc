@@ -55,9 +55,8 @@ TYPED_TEST(OptimizerTest, AdamWMatchesCpu) {
 
         DeviceBuffer<TG> d_grads;
         GRADSYNC_ASSIGN_OR_FAIL(d_grads, Upload<TG>(grads));
-        GRADSYNC_ASSERT_OK(AdamWUpdate<TG>(d_params.data(), d_model.data(), d_grads.data(),
-                                           d_m.data(), d_v.data(), n, hyper, d_scale.data(),
-                                           this->stream_));
+        GRADSYNC_ASSERT_OK(AdamWUpdate<TG>(d_params.data(), d_model.data(), d_grads.data(), d_m.data(), d_v.data(), n,
+                                           hyper, d_scale.data(), this->stream_));
         ASSERT_TRUE(this->Sync());
       }
       std::vector<float> got;
@@ -84,8 +83,7 @@ TYPED_TEST(OptimizerTest, GlobalNormAndClipMatchReference) {
       double sum_sq = 0.0;
       for (const float g : grads) sum_sq += static_cast<double>(g) * g;
       const double norm = std::sqrt(sum_sq);
-      const float scale =
-          (max_norm > 0.0 && norm > max_norm) ? static_cast<float>(max_norm / norm) : 1.0f;
+      const float scale = (max_norm > 0.0 && norm > max_norm) ? static_cast<float>(max_norm / norm) : 1.0f;
       std::vector<float> want_scaled = grads;
       for (float& g : want_scaled) g *= scale;
 
@@ -96,12 +94,11 @@ TYPED_TEST(OptimizerTest, GlobalNormAndClipMatchReference) {
       GRADSYNC_ASSIGN_OR_FAIL(d_scale, testing::Poisoned<float>(1));
       GRADSYNC_ASSIGN_OR_FAIL(d_norm, testing::Poisoned<float>(1));
       GRADSYNC_ASSIGN_OR_FAIL(d_scratch, DeviceBuffer<float>::Allocate(kGlobalNormPartials));
-      GRADSYNC_ASSERT_OK(GlobalNormSquared<T>(d_norm_sq.data(), d_grads.data(), first, false,
-                                              d_scratch.data(), this->stream_));
-      GRADSYNC_ASSERT_OK(GlobalNormSquared<T>(d_norm_sq.data(), d_grads.data() + first, n - first,
-                                              true, d_scratch.data(), this->stream_));
       GRADSYNC_ASSERT_OK(
-          ClipScale(d_scale.data(), d_norm.data(), d_norm_sq.data(), max_norm, this->stream_));
+          GlobalNormSquared<T>(d_norm_sq.data(), d_grads.data(), first, false, d_scratch.data(), this->stream_));
+      GRADSYNC_ASSERT_OK(GlobalNormSquared<T>(d_norm_sq.data(), d_grads.data() + first, n - first, true,
+                                              d_scratch.data(), this->stream_));
+      GRADSYNC_ASSERT_OK(ClipScale(d_scale.data(), d_norm.data(), d_norm_sq.data(), max_norm, this->stream_));
       GRADSYNC_ASSERT_OK(ScaleGradients<T>(d_grads.data(), n, d_scale.data(), this->stream_));
       ASSERT_TRUE(this->Sync());
       std::vector<float> got;

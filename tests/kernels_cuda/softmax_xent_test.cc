@@ -46,8 +46,7 @@ class SoftmaxXentTest : public testing::CudaTest {
     for (const int32_t t : targets) count += t != -1;
     const float scale = 1.0f / static_cast<float>(count);
     std::vector<float> want_dz(n * v);
-    const cpu::XentSum want = cpu::SoftmaxCrossEntropy(want_dz.data(), logits.data(),
-                                                       targets.data(), n, v, scale);
+    const cpu::XentSum want = cpu::SoftmaxCrossEntropy(want_dz.data(), logits.data(), targets.data(), n, v, scale);
     ASSERT_EQ(want.count, count);
 
     DeviceBuffer<T> d_logits, d_dz;
@@ -64,10 +63,10 @@ class SoftmaxXentTest : public testing::CudaTest {
     GRADSYNC_ASSIGN_OR_FAIL(d_sum, DeviceBuffer<double>::Allocate(1));
     GRADSYNC_ASSIGN_OR_FAIL(d_count, DeviceBuffer<int64_t>::Allocate(1));
     T* dz = in_place ? d_logits.data() : d_dz.data();
-    GRADSYNC_ASSERT_OK(SoftmaxCrossEntropy<T>(dz, d_loss.data(), d_logits.data(), d_targets.data(),
-                                              n, v, scale, kXentIgnoreIndex, stream_, stride));
-    GRADSYNC_ASSERT_OK(XentLossSum(d_sum.data(), d_count.data(), d_loss.data(), d_targets.data(),
-                                   n, kXentIgnoreIndex, stream_));
+    GRADSYNC_ASSERT_OK(SoftmaxCrossEntropy<T>(dz, d_loss.data(), d_logits.data(), d_targets.data(), n, v, scale,
+                                              kXentIgnoreIndex, stream_, stride));
+    GRADSYNC_ASSERT_OK(
+        XentLossSum(d_sum.data(), d_count.data(), d_loss.data(), d_targets.data(), n, kXentIgnoreIndex, stream_));
     ASSERT_TRUE(Sync());
     std::vector<double> sum;
     std::vector<int64_t> got_count;
@@ -97,9 +96,7 @@ TYPED_TEST(SoftmaxXentTest, MatchesCpu) {
   this->Check(3, 50257, false);  // GPT-2's vocabulary: 98 elements per thread
 }
 
-TYPED_TEST(SoftmaxXentTest, MatchesCpuInPlace) {
-  this->Check(9, 777, true);
-}
+TYPED_TEST(SoftmaxXentTest, MatchesCpuInPlace) { this->Check(9, 777, true); }
 
 // Padded rows, as the LM head's logits are laid out: a stride of whole 16-byte packs (the packed
 // loads) and one that is not (element by element), out of place and in place.
@@ -126,11 +123,10 @@ TYPED_TEST(SoftmaxXentTest, LossOnlyAndAllIgnored) {
   GRADSYNC_ASSIGN_OR_FAIL(d_loss, testing::Poisoned<float>(n));
   GRADSYNC_ASSIGN_OR_FAIL(d_sum, DeviceBuffer<double>::Allocate(1));
   GRADSYNC_ASSIGN_OR_FAIL(d_count, DeviceBuffer<int64_t>::Allocate(1));
-  GRADSYNC_ASSERT_OK(SoftmaxCrossEntropy<T>(nullptr, d_loss.data(), d_logits.data(),
-                                            d_targets.data(), n, v, 1.0f, kXentIgnoreIndex,
-                                            this->stream_));
-  GRADSYNC_ASSERT_OK(XentLossSum(d_sum.data(), d_count.data(), d_loss.data(), d_targets.data(), n,
-                                 kXentIgnoreIndex, this->stream_));
+  GRADSYNC_ASSERT_OK(SoftmaxCrossEntropy<T>(nullptr, d_loss.data(), d_logits.data(), d_targets.data(), n, v, 1.0f,
+                                            kXentIgnoreIndex, this->stream_));
+  GRADSYNC_ASSERT_OK(
+      XentLossSum(d_sum.data(), d_count.data(), d_loss.data(), d_targets.data(), n, kXentIgnoreIndex, this->stream_));
   ASSERT_TRUE(this->Sync());
   std::vector<float> loss;
   GRADSYNC_ASSIGN_OR_FAIL(loss, d_loss.ToHost());
@@ -142,8 +138,8 @@ TYPED_TEST(SoftmaxXentTest, LossOnlyAndAllIgnored) {
   EXPECT_EQ(sum[0], 0.0);
   EXPECT_EQ(count[0], 0);
   // A row stride shorter than a row is refused, naming both.
-  const absl::Status short_stride = SoftmaxCrossEntropy<T>(nullptr, d_loss.data(), d_logits.data(), d_targets.data(),
-                                                           n, v, 1.0f, kXentIgnoreIndex, this->stream_, v - 1);
+  const absl::Status short_stride = SoftmaxCrossEntropy<T>(nullptr, d_loss.data(), d_logits.data(), d_targets.data(), n,
+                                                           v, 1.0f, kXentIgnoreIndex, this->stream_, v - 1);
   EXPECT_TRUE(absl::IsInvalidArgument(short_stride)) << short_stride;
   EXPECT_NE(short_stride.message().find("stride = 10 is less than v = 11"), std::string::npos) << short_stride;
 }

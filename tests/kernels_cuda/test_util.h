@@ -25,18 +25,18 @@
 #define GRADSYNC_TEST_CONCAT(a, b) GRADSYNC_TEST_CONCAT_INNER(a, b)
 
 // Fails the test (and returns) unless the absl::Status expression is OK.
-#define GRADSYNC_ASSERT_OK(...)                                  \
-  do {                                                           \
-    const ::absl::Status gradsync_test_status_ = (__VA_ARGS__);  \
+#define GRADSYNC_ASSERT_OK(...)                                       \
+  do {                                                                \
+    const ::absl::Status gradsync_test_status_ = (__VA_ARGS__);       \
     ASSERT_TRUE(gradsync_test_status_.ok()) << gradsync_test_status_; \
   } while (false)
 
 // `lhs = *expr` for an absl::StatusOr expression; fails the test (and returns) on an error.
 #define GRADSYNC_ASSIGN_OR_FAIL(lhs, ...) \
   GRADSYNC_ASSIGN_OR_FAIL_IMPL(GRADSYNC_TEST_CONCAT(gradsync_status_or_, __LINE__), lhs, __VA_ARGS__)
-#define GRADSYNC_ASSIGN_OR_FAIL_IMPL(tmp, lhs, ...)   \
-  auto tmp = (__VA_ARGS__);                           \
-  ASSERT_TRUE(tmp.ok()) << tmp.status();              \
+#define GRADSYNC_ASSIGN_OR_FAIL_IMPL(tmp, lhs, ...) \
+  auto tmp = (__VA_ARGS__);                         \
+  ASSERT_TRUE(tmp.ok()) << tmp.status();            \
   lhs = std::move(*tmp)
 
 namespace gradsync::kernels::cuda::testing {
@@ -164,17 +164,15 @@ Tolerance TolFor() {
   }
 }
 
-inline ::testing::AssertionResult Close(std::span<const float> got, std::span<const float> want,
-                                        Tolerance tol, const std::string& what) {
+inline ::testing::AssertionResult Close(std::span<const float> got, std::span<const float> want, Tolerance tol,
+                                        const std::string& what) {
   if (got.size() != want.size()) {
-    return ::testing::AssertionFailure()
-           << what << ": " << got.size() << " elements, want " << want.size();
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " elements, want " << want.size();
   }
   double diff_sq = 0.0, want_sq = 0.0;
   for (size_t i = 0; i < got.size(); ++i) {
     if (!std::isfinite(got[i]) && std::isfinite(want[i])) {
-      return ::testing::AssertionFailure()
-             << what << "[" << i << "] = " << got[i] << " (not finite), want " << want[i];
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << " (not finite), want " << want[i];
     }
     const double d = static_cast<double>(got[i]) - want[i];
     diff_sq += d * d;
@@ -184,14 +182,13 @@ inline ::testing::AssertionResult Close(std::span<const float> got, std::span<co
   const double rms = got.empty() ? 0.0 : std::sqrt(want_sq / static_cast<double>(got.size()));
   const double rel = want_norm > 0.0 ? std::sqrt(diff_sq) / want_norm : std::sqrt(diff_sq);
   if (rel > tol.norm_rel) {
-    return ::testing::AssertionFailure()
-           << what << ": ||got - want|| / ||want|| = " << rel << " > " << tol.norm_rel;
+    return ::testing::AssertionFailure() << what << ": ||got - want|| / ||want|| = " << rel << " > " << tol.norm_rel;
   }
   for (size_t i = 0; i < got.size(); ++i) {
     const double d = std::abs(static_cast<double>(got[i]) - want[i]);
     if (d > tol.elem_rel * std::abs(want[i]) + tol.elem_abs * rms) {
-      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", want "
-                                           << want[i] << " (|diff| " << d << ", rms " << rms << ")";
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i] << ", want " << want[i]
+                                           << " (|diff| " << d << ", rms " << rms << ")";
     }
   }
   return ::testing::AssertionSuccess();
@@ -205,8 +202,7 @@ inline ::testing::AssertionResult Close(const std::vector<float>& got, const std
 
 // Bitwise equality of two downloads of the same computation.
 template <typename T>
-::testing::AssertionResult Bitwise(const std::vector<T>& a, const std::vector<T>& b,
-                                   const std::string& what) {
+::testing::AssertionResult Bitwise(const std::vector<T>& a, const std::vector<T>& b, const std::string& what) {
   if (a.size() != b.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) {

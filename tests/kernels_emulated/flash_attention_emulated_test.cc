@@ -46,9 +46,8 @@ void Run(const AttentionShape& s, const testing::AttentionCase& c, testing::Flas
   const size_t stats = static_cast<size_t>(s.batch * s.heads * s.seq_len);
   std::vector<float> lse(stats, NAN), delta(stats, NAN);
 
-  emulation::Launch(grid, kFlashThreads, ForwardSmemBytes<D>(), [&] {
-    FlashForwardKernel<D>(out.data(), lse.data(), qkv.data(), dims, kLog2e * scale);
-  });
+  emulation::Launch(grid, kFlashThreads, ForwardSmemBytes<D>(),
+                    [&] { FlashForwardKernel<D>(out.data(), lse.data(), qkv.data(), dims, kLog2e * scale); });
   const Params prm{dims, kLog2e * scale, scale};
   emulation::Launch(grid, kFlashThreads, DqSmemBytes<D>(), [&] {
     FlashDqKernel<D, kAccumulate>(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(), lse.data(), prm);

@@ -23,8 +23,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -75,8 +75,8 @@ struct PendingCopy {
   void* dst;
   std::array<unsigned char, 16> bytes;
 };
-inline thread_local std::vector<PendingCopy> open_group;               // since the last commit
-inline thread_local std::deque<std::vector<PendingCopy>> committed;   // oldest first
+inline thread_local std::vector<PendingCopy> open_group;             // since the last commit
+inline thread_local std::deque<std::vector<PendingCopy>> committed;  // oldest first
 
 inline void Land(const std::vector<PendingCopy>& group) {
   for (const PendingCopy& c : group) std::memcpy(c.dst, c.bytes.data(), c.bytes.size());
@@ -108,8 +108,7 @@ inline float HalfOf(uint32_t reg, int half) {
 // outputs from everyone's. A's element (row, col) lies in lane 4 (row % 8) + (col % 8) / 2,
 // register (row / 8) + 2 (col / 8), half col % 2; B's (k, n) in lane 4 n + (k % 8) / 2, register
 // k / 8, half k % 2; C's element i of a lane is (group + 8 (i / 2), 2 quad + i % 2).
-inline void Mma(kernels::cuda::mma::FragC& d, const kernels::cuda::mma::FragA& a,
-                const kernels::cuda::mma::FragB& b) {
+inline void Mma(kernels::cuda::mma::FragC& d, const kernels::cuda::mma::FragA& a, const kernels::cuda::mma::FragB& b) {
   const int tid = Tid(), base = (tid / kWarp) * kWarp, lane = tid % kWarp;
   auto& mine = current->exchange[tid];
   for (int r = 0; r < 4; ++r) mine[r] = a.r[r];
@@ -172,8 +171,10 @@ inline void Launch(Dim3 grid, int threads, size_t smem_bytes, const std::functio
             kernel();
             if (!open_group.empty() || !committed.empty()) {
               // Copies nobody waited for: their data was never safe to read.
-              std::fprintf(stderr, "warp emulation: thread %d of block (%u, %u, %u) ended with cp.async copies "
-                                   "it never waited for\n", t, x, y, z);
+              std::fprintf(stderr,
+                           "warp emulation: thread %d of block (%u, %u, %u) ended with cp.async copies "
+                           "it never waited for\n",
+                           t, x, y, z);
               std::abort();
             }
           });

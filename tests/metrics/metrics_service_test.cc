@@ -4,11 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/rpc/health.h"
 #include "gradsync/telemetry/metrics_reporter.h"
-#include "gmock/gmock.h"
-#include "google/protobuf/struct.pb.h"
 #include "gtest/gtest.h"
 #include "http_get.h"
 #include "metrics_server.h"

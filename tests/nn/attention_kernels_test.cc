@@ -28,8 +28,7 @@ constexpr AttentionShape kShapes[] = {
 };
 
 std::string Name(const AttentionShape& s) {
-  return ::testing::PrintToString(
-      std::vector<int64_t>{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim});
+  return ::testing::PrintToString(std::vector<int64_t>{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim});
 }
 
 // The textbook formula, one (b, h, i) at a time.
@@ -117,8 +116,7 @@ TEST(AttentionTest, BackwardMatchesFiniteDifferences) {
     const std::vector<double> dqkv0 = RandomDoubles(qkv.size(), 13);
     std::vector<double> dqkv = dqkv0, scratch(s.seq_len * s.seq_len, 5.0);
     AttentionBackward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), s);
-    ExpectGradsNear(Added(dqkv, dqkv0), NumericGrad([&] { return Forward(qkv, s); }, qkv, dout),
-                    "dqkv");
+    ExpectGradsNear(Added(dqkv, dqkv0), NumericGrad([&] { return Forward(qkv, s); }, qkv, dout), "dqkv");
   }
 }
 
@@ -175,8 +173,7 @@ TEST(RopeTest, TablesAndForwardMatchRotation) {
         const int64_t at = row * kStride + h * kD + i;
         const double angle = t * std::pow(kTheta, -2.0 * i / kD);
         EXPECT_NEAR(y[at], x[at] * std::cos(angle) - x[at + kD / 2] * std::sin(angle), 1e-14);
-        EXPECT_NEAR(y[at + kD / 2], x[at + kD / 2] * std::cos(angle) + x[at] * std::sin(angle),
-                    1e-14);
+        EXPECT_NEAR(y[at + kD / 2], x[at + kD / 2] * std::cos(angle) + x[at] * std::sin(angle), 1e-14);
       }
     }
   }

@@ -45,8 +45,8 @@ TEST(Golden, Gpt2FirstStepsMatchPyTorch) {
   // The bounds must also bind: eight steps of lr 1e-3 move a weight by up to 8e-3, and the median
   // bound stays a hundred times below that.
   EXPECT_LT(check.median_bound, 8e-5);
-  std::cout << "golden: largest |difference| / bound: " << worst_step << " (losses, norms), "
-            << check.worst_ratio << " (final parameters)\n";
+  std::cout << "golden: largest |difference| / bound: " << worst_step << " (losses, norms), " << check.worst_ratio
+            << " (final parameters)\n";
 }
 
 }  // namespace

@@ -114,9 +114,9 @@ inline double ExpectStep(const Struct& golden, size_t step, double loss, double 
 // them to constrain something.
 struct FinalParamCheck {
   int compared = 0;
-  int beyond = 0;             // elements farther from the reference than their bound
-  double worst_ratio = 0;     // the largest |difference| / bound
-  std::string first_beyond;   // the first such element, for the failure message
+  int beyond = 0;            // elements farther from the reference than their bound
+  double worst_ratio = 0;    // the largest |difference| / bound
+  std::string first_beyond;  // the first such element, for the failure message
   double median_bound = 0;
 };
 
@@ -131,8 +131,8 @@ inline FinalParamCheck CompareFinalParams(const Struct& golden, const std::vecto
     const double bound = slack * bounds[k];
     check.worst_ratio = std::max(check.worst_ratio, diff / bound);
     if (diff > bound && check.beyond++ == 0) {
-      check.first_beyond = "element " + std::to_string(k * every) + ": " + std::to_string(params[k * every]) +
-                           " vs " + std::to_string(samples[k]) + ", bound " + std::to_string(bound);
+      check.first_beyond = "element " + std::to_string(k * every) + ": " + std::to_string(params[k * every]) + " vs " +
+                           std::to_string(samples[k]) + ", bound " + std::to_string(bound);
     }
     ++check.compared;
   }

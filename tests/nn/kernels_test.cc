@@ -119,8 +119,7 @@ TYPED_TEST(MatmulTest, BackwardAccumulatesNaiveGradients) {
         }
       }
     }
-    MatmulBackward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), s.n, s.ic,
-                   s.oc);
+    MatmulBackward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), s.n, s.ic, s.oc);
     ExpectClose(dinp, want_dinp);
     ExpectClose(dw, want_dw);
     ExpectClose(db, want_db);
@@ -135,10 +134,8 @@ TYPED_TEST(MatmulTest, BackwardSkipsNullGradients) {
   const std::vector<T> dout = RandomVector<T>(s.n * s.oc, 23);
   std::vector<T> dw(s.oc * s.ic, T{0}), dw_all(s.oc * s.ic, T{0});
   std::vector<T> dinp_all(s.n * s.ic, T{0}), db_all(s.oc, T{0});
-  MatmulBackward<T>(nullptr, dw.data(), nullptr, dout.data(), inp.data(), w.data(), s.n, s.ic,
-                    s.oc);
-  MatmulBackward(dinp_all.data(), dw_all.data(), db_all.data(), dout.data(), inp.data(), w.data(),
-                 s.n, s.ic, s.oc);
+  MatmulBackward<T>(nullptr, dw.data(), nullptr, dout.data(), inp.data(), w.data(), s.n, s.ic, s.oc);
+  MatmulBackward(dinp_all.data(), dw_all.data(), db_all.data(), dout.data(), inp.data(), w.data(), s.n, s.ic, s.oc);
   EXPECT_EQ(dw, dw_all);
 }
 
@@ -170,8 +167,7 @@ TYPED_TEST(SoftmaxXentTypedTest, MatchesDirectFormula) {
   const std::vector<int32_t> targets = {3, kIgnoreIndex, 0, 6, 2};
   constexpr T kScale = T{0.25};
   std::vector<T> dlogits(kN * kV, T{9});
-  const XentSum got =
-      SoftmaxCrossEntropy(dlogits.data(), logits.data(), targets.data(), kN, kV, kScale);
+  const XentSum got = SoftmaxCrossEntropy(dlogits.data(), logits.data(), targets.data(), kN, kV, kScale);
 
   double want_loss = 0.0;
   // p_j = exp(z_j - max) / sum: the exponentials (correctly rounded to within an ulp), the sum of
@@ -196,8 +192,7 @@ TYPED_TEST(SoftmaxXentTypedTest, MatchesDirectFormula) {
   for (int64_t j = 0; j < kV; ++j) EXPECT_EQ(dlogits[kV + j], T{0}) << "ignored row";
 
   // Without a gradient buffer the loss is the same; in place, the gradient is the same.
-  const XentSum loss_only =
-      SoftmaxCrossEntropy<T>(nullptr, logits.data(), targets.data(), kN, kV, kScale);
+  const XentSum loss_only = SoftmaxCrossEntropy<T>(nullptr, logits.data(), targets.data(), kN, kV, kScale);
   EXPECT_EQ(loss_only.loss_sum, got.loss_sum);
   std::vector<T> in_place = logits;
   SoftmaxCrossEntropy(in_place.data(), in_place.data(), targets.data(), kN, kV, kScale);
@@ -252,8 +247,7 @@ TEST(GeluTest, ForwardMatchesTanhFormula) {
   GeluForward(y.data(), x.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double want =
-        0.5 * x[i] *
-        (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x[i] + 0.044715 * std::pow(x[i], 3))));
+        0.5 * x[i] * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x[i] + 0.044715 * std::pow(x[i], 3))));
     EXPECT_NEAR(y[i], want, 1e-15);
   }
   // Close to the exact GELU x * Phi(x) everywhere (the approximation's error is ~1e-3).
@@ -287,8 +281,7 @@ TEST(GeluTest, FloatMatchesDoubleAcrossRange) {
   GeluBackward(df.data(), xf.data(), dout_f.data(), n);
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_NEAR(yf[i], yd[i], 1e-6 * (1.0 + std::abs(yd[i]))) << "x = " << xd[i];
-    EXPECT_NEAR(df[i], dd[i], 4e-6 * std::abs(dout_d[i]) + 1e-6 * std::abs(dd[i]))
-        << "x = " << xd[i];
+    EXPECT_NEAR(df[i], dd[i], 4e-6 * std::abs(dout_d[i]) + 1e-6 * std::abs(dd[i])) << "x = " << xd[i];
   }
 }
 

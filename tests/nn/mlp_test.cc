@@ -106,10 +106,8 @@ TEST(MlpTest, RejectsBadSpecs) {
   gradsync::v1::JobSpec spec = TinySpec();
   spec.mutable_model()->set_preset("x");
   absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(spec);
-  EXPECT_EQ(
-      model.status(),
-      absl::InvalidArgumentError(
-          "model.preset: unknown preset \"x\"; known: mlp, gpt-tiny, gpt2-124m, minimind-26m"));
+  EXPECT_EQ(model.status(), absl::InvalidArgumentError(
+                                "model.preset: unknown preset \"x\"; known: mlp, gpt-tiny, gpt2-124m, minimind-26m"));
 
   spec = MlpSpec(4, {5}, 3, "tanh");
   model = CreateModel(spec);
@@ -117,8 +115,7 @@ TEST(MlpTest, RejectsBadSpecs) {
   EXPECT_NE(model.status().message().find("model.mlp.activation"), std::string::npos);
 
   spec = MlpSpec(4, {5, 0}, 3);
-  EXPECT_NE(CreateModel(spec).status().message().find("model.mlp.hiddenDims[1]"),
-            std::string::npos);
+  EXPECT_NE(CreateModel(spec).status().message().find("model.mlp.hiddenDims[1]"), std::string::npos);
 
   spec = TinySpec();
   spec.mutable_data()->clear_synthetic();
@@ -128,14 +125,12 @@ TEST(MlpTest, RejectsBadSpecs) {
 TEST(MlpTest, RejectsBatchesThatDoNotFit) {
   std::unique_ptr<Model> model = MustCreate(TinySpec());
   Batch wrong_dim = RandomBatch(2, 5, 3, 1);
-  EXPECT_EQ(model->ForwardBackward(wrong_dim, 1.0f, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model->ForwardBackward(wrong_dim, 1.0f, {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model->Predict(wrong_dim).status().code(), absl::StatusCode::kInvalidArgument);
 
   Batch bad_target = RandomBatch(2, 4, 3, 1);
   bad_target.targets[1] = 3;
-  EXPECT_EQ(model->ForwardBackward(bad_target, 1.0f, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model->ForwardBackward(bad_target, 1.0f, {}).status().code(), absl::StatusCode::kInvalidArgument);
   bad_target.targets[1] = -2;
   EXPECT_EQ(model->Evaluate(bad_target).status().code(), absl::StatusCode::kInvalidArgument);
 
@@ -198,8 +193,7 @@ void CheckGradients(const char* activation) {
   for (int i = 0; i < model->layout().size(); ++i) {
     std::vector<float> wrong = analytic;
     for (float& g : model->layout().View(std::span<float>(wrong), i)) g *= 1.03f;
-    EXPECT_FALSE(Mismatches(wrong, fd).empty())
-        << model->layout().param(i).name << ": a 3% error goes unnoticed";
+    EXPECT_FALSE(Mismatches(wrong, fd).empty()) << model->layout().param(i).name << ": a 3% error goes unnoticed";
   }
 }
 
@@ -226,8 +220,7 @@ TEST(MlpTest, ReportsEveryLayerInReverseWithFinalGradients) {
   // Nothing touches a range after it is reported.
   for (size_t c = 0; c < calls.size(); ++c) {
     const int64_t offset = model->layout().param(calls[c].first).offset;
-    EXPECT_TRUE(
-        std::ranges::equal(at_ready[c], model->grads().subspan(offset, at_ready[c].size())));
+    EXPECT_TRUE(std::ranges::equal(at_ready[c], model->grads().subspan(offset, at_ready[c].size())));
   }
 }
 
@@ -263,8 +256,7 @@ TEST(MlpTest, EmptyBatchAddsNothingButReportsEveryLayer) {
   Batch empty;
   empty.feature_dim = 4;
   std::vector<std::pair<int, int>> calls;
-  absl::StatusOr<LossSum> loss =
-      model->ForwardBackward(empty, 1.0f, [&](int f, int l) { calls.emplace_back(f, l); });
+  absl::StatusOr<LossSum> loss = model->ForwardBackward(empty, 1.0f, [&](int f, int l) { calls.emplace_back(f, l); });
   ASSERT_TRUE(loss.ok()) << loss.status();
   EXPECT_EQ(loss->sum, 0.0);
   EXPECT_EQ(loss->count, 0);

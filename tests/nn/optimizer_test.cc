@@ -120,8 +120,7 @@ TEST(LrScheduleTest, LinearWarmup) {
 }
 
 TEST(LrScheduleTest, CosineFromPeakToMinimumAtLastStep) {
-  const LrSchedule s{
-      .peak_lr = 1e-3, .warmup_steps = 10, .total_steps = 111, .cosine = true, .min_lr_ratio = 0.1};
+  const LrSchedule s{.peak_lr = 1e-3, .warmup_steps = 10, .total_steps = 111, .cosine = true, .min_lr_ratio = 0.1};
   EXPECT_DOUBLE_EQ(s.At(10), 1e-3);
   EXPECT_NEAR(s.At(60), 0.55e-3, 1e-12);  // halfway: the mean of peak and minimum
   EXPECT_NEAR(s.At(110), 1e-4, 1e-12);

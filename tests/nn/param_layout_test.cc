@@ -33,9 +33,7 @@ TEST(ParamLayoutTest, PacksParametersInOrder) {
   EXPECT_EQ(view.size(), 3u);
 }
 
-TEST(ParamLayoutTest, HashIsEqualForEqualLayouts) {
-  EXPECT_EQ(TwoLayers().Hash(), TwoLayers().Hash());
-}
+TEST(ParamLayoutTest, HashIsEqualForEqualLayouts) { EXPECT_EQ(TwoLayers().Hash(), TwoLayers().Hash()); }
 
 TEST(ParamLayoutTest, HashSeesNamesShapesAndOrder) {
   const uint64_t base = TwoLayers().Hash();

@@ -43,15 +43,12 @@ TEST(EncoderTest, BackwardMatchesFiniteDifferences) {
     SCOPED_TRACE(positions ? "gpt2" : "llama");
     auto forward = [&] {
       std::vector<double> out(kB * kT * kC);
-      EncoderForward(out.data(), kTokens.data(), wte.data(), positions ? wpe.data() : nullptr, kB,
-                     kT, kC);
+      EncoderForward(out.data(), kTokens.data(), wte.data(), positions ? wpe.data() : nullptr, kB, kT, kC);
       return out;
     };
-    const std::vector<double> dwte0 = RandomDoubles(wte.size(), 14),
-                              dwpe0 = RandomDoubles(wpe.size(), 15);
+    const std::vector<double> dwte0 = RandomDoubles(wte.size(), 14), dwpe0 = RandomDoubles(wpe.size(), 15);
     std::vector<double> dwte = dwte0, dwpe = dwpe0;
-    EncoderBackward(dwte.data(), positions ? dwpe.data() : nullptr, dout.data(), kTokens.data(), kB,
-                    kT, kC);
+    EncoderBackward(dwte.data(), positions ? dwpe.data() : nullptr, dout.data(), kTokens.data(), kB, kT, kC);
     ExpectGradsNear(Added(dwte, dwte0), NumericGrad(forward, wte, dout), "dwte");
     ExpectGradsNear(Added(dwpe, dwpe0), NumericGrad(forward, wpe, dout), "dwpe");
   }

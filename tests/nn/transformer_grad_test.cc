@@ -89,16 +89,15 @@ void CheckGradients(const std::string& flavour) {
       worst_at = j;
     }
   }
-  std::printf("%s: %zu gradients; worst error is %.2f of the tolerance (element %zu: %g vs %g)\n",
-              flavour.c_str(), fd.size(), worst, worst_at, analytic[worst_at], fd[worst_at]);
+  std::printf("%s: %zu gradients; worst error is %.2f of the tolerance (element %zu: %g vs %g)\n", flavour.c_str(),
+              fd.size(), worst, worst_at, analytic[worst_at], fd[worst_at]);
   for (size_t j : Mismatches(analytic, fd)) {
     ADD_FAILURE() << "param element " << j << ": analytic " << analytic[j] << ", fd " << fd[j];
   }
   for (int i = 0; i < model->layout().size(); ++i) {
     std::vector<float> wrong = analytic;
     for (float& g : model->layout().View(std::span<float>(wrong), i)) g *= 1.03f;
-    EXPECT_FALSE(Mismatches(wrong, fd).empty())
-        << model->layout().param(i).name << ": a 3% error goes unnoticed";
+    EXPECT_FALSE(Mismatches(wrong, fd).empty()) << model->layout().param(i).name << ": a 3% error goes unnoticed";
   }
 }
 

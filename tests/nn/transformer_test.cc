@@ -73,9 +73,8 @@ TEST_P(TransformerTest, InitFollowsGpt2AndIsDeterministic) {
     double sum_sq = 0.0;
     for (float x : p) sum_sq += double{x} * x;
     const double std = std::sqrt(sum_sq / p.size());
-    const bool residual =
-        info.name.ends_with("attn.proj.weight") || info.name.ends_with("attn.o.weight") ||
-        info.name.ends_with("mlp.proj.weight") || info.name.ends_with("mlp.down.weight");
+    const bool residual = info.name.ends_with("attn.proj.weight") || info.name.ends_with("attn.o.weight") ||
+                          info.name.ends_with("mlp.proj.weight") || info.name.ends_with("mlp.down.weight");
     const double want = residual ? 0.02 / std::sqrt(2.0 * 2) : 0.02;
     EXPECT_NEAR(std, want, 0.15 * want) << info.name;
   }
@@ -90,8 +89,7 @@ TEST_P(TransformerTest, ReportsEveryGroupOnceInReverseWithFinalGradients) {
     calls.emplace_back(first, last);
     const ParamInfo& begin = model->layout().param(first);
     const ParamInfo& end = model->layout().param(last - 1);
-    at_ready.emplace_back(model->grads().begin() + begin.offset,
-                          model->grads().begin() + end.offset + end.numel);
+    at_ready.emplace_back(model->grads().begin() + begin.offset, model->grads().begin() + end.offset + end.numel);
   };
   ASSERT_TRUE(model->ForwardBackward(batch, 1.0f, on_ready).ok());
   const int n = model->layout().size();
@@ -151,8 +149,7 @@ TEST_P(TransformerTest, LaterTokensDoNotChangeEarlierLogits) {
   batch.tokens[3] = (batch.tokens[3] + 1) % 7;  // sequence 0, position 3
   const std::vector<float> changed = *model->Predict(batch);
   for (int64_t row = 0; row < 10; ++row) {
-    const bool same = std::equal(logits.begin() + row * 7, logits.begin() + row * 7 + 7,
-                                 changed.begin() + row * 7);
+    const bool same = std::equal(logits.begin() + row * 7, logits.begin() + row * 7 + 7, changed.begin() + row * 7);
     EXPECT_EQ(same, row < 3 || row >= 5) << "row " << row;
   }
   // A shorter sequence gives the same logits as the start of a longer one.
@@ -178,9 +175,7 @@ TEST_P(TransformerTest, ReusedBuffersDoNotLeakBetweenBatches) {
 
 TEST_P(TransformerTest, RejectsBatchesThatDoNotFit) {
   std::unique_ptr<Model> model = MustCreate(Spec());
-  auto code = [&](const Batch& batch) {
-    return model->ForwardBackward(batch, 1.0f, {}).status().code();
-  };
+  auto code = [&](const Batch& batch) { return model->ForwardBackward(batch, 1.0f, {}).status().code(); };
   Batch too_long = RandomTokens(1, 6, 7, 1);  // seqLen is 5
   EXPECT_EQ(code(too_long), absl::StatusCode::kInvalidArgument);
   Batch ragged = RandomTokens(2, 4, 7, 1);

@@ -24,8 +24,8 @@ class CudaGolden : public testing::CudaModelTest {
               cudaSuccess);
     const std::vector<double> betas = golden::Nums(g, "betas");
     auto clip = CudaGradClip::Create(stream_);
-    auto adamw = CudaAdamW::Create(m.layout(), {betas[0], betas[1], golden::Num(g, "eps"), golden::Num(g, "weightDecay")},
-                                   stream_);
+    auto adamw = CudaAdamW::Create(m.layout(),
+                                   {betas[0], betas[1], golden::Num(g, "eps"), golden::Num(g, "weightDecay")}, stream_);
     EXPECT_TRUE(clip.ok() && adamw.ok());
     if (!clip.ok() || !adamw.ok()) return {};
     const size_t steps = golden::Nums(g, "losses").size();

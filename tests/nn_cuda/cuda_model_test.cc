@@ -18,8 +18,7 @@ namespace {
 // to fp32 rounding amplified a little through the layers.
 constexpr Tolerance kFp32Tol{1e-4, 1e-3, 1e-4};
 
-class CudaTransformerTest : public CudaModelTest,
-                            public ::testing::WithParamInterface<std::string> {
+class CudaTransformerTest : public CudaModelTest, public ::testing::WithParamInterface<std::string> {
  protected:
   gradsync::v1::JobSpec Spec() const { return TinySpec(GetParam()); }
 };
@@ -75,8 +74,7 @@ TEST_P(CudaTransformerTest, Fp32MatchesCpu) {
     for (int i = 0; i < cpu->layout().size(); ++i) {
       const ParamInfo& p = cpu->layout().param(i);
       EXPECT_TRUE(Close(std::span<const float>(grads).subspan(p.offset, p.numel),
-                        cpu->layout().View(std::span<const float>(cpu->grads()), i), kFp32Tol,
-                        p.name));
+                        cpu->layout().View(std::span<const float>(cpu->grads()), i), kFp32Tol, p.name));
     }
 
     absl::StatusOr<LossSum> eval_want = cpu->Evaluate(batch);
@@ -99,8 +97,7 @@ TEST_P(CudaTransformerTest, ReadyCallbacksCoverEveryParameterOnceInReverse) {
     ASSERT_TRUE(model);
     std::vector<std::pair<int, int>> ranges;
     absl::StatusOr<LossSum> loss = model->ForwardBackward(
-        RandomBatch(2, 16, 256, 3), 1.0f,
-        [&](int first, int last) { ranges.emplace_back(first, last); });
+        RandomBatch(2, 16, 256, 3), 1.0f, [&](int first, int last) { ranges.emplace_back(first, last); });
     ASSERT_TRUE(loss.ok()) << loss.status();
     // final norm, 2 blocks, embeddings
     ASSERT_EQ(ranges.size(), 4u);
@@ -214,8 +211,7 @@ TEST_P(CudaTransformerTest, EmptyBatchReportsEveryLayer) {
   auto gpu = MustCreateCuda(Spec(), Options(Precision::kFp32));
   ASSERT_TRUE(gpu);
   int calls = 0;
-  absl::StatusOr<LossSum> loss =
-      gpu->ForwardBackward(Batch{}, 1.0f, [&](int, int) { ++calls; });
+  absl::StatusOr<LossSum> loss = gpu->ForwardBackward(Batch{}, 1.0f, [&](int, int) { ++calls; });
   ASSERT_TRUE(loss.ok()) << loss.status();
   EXPECT_EQ(loss->count, 0);
   EXPECT_EQ(calls, 4);
@@ -238,10 +234,8 @@ TEST_F(CudaModelTest, RejectsWhatItCannotRun) {
   ASSERT_TRUE(gpu);
   Batch bad = RandomBatch(1, 4, 256, 8);
   bad.tokens[2] = 256;
-  EXPECT_EQ(gpu->ForwardBackward(bad, 1.0f, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(gpu->Predict(RandomBatch(1, 17, 256, 9)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu->ForwardBackward(bad, 1.0f, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu->Predict(RandomBatch(1, 17, 256, 9)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

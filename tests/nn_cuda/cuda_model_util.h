@@ -70,8 +70,7 @@ inline gradsync::v1::JobSpec TinySpec(const std::string& flavour) {
 
 // `size` sequences of `seq_len` random tokens with random targets; every `ignore_every`-th
 // target (if > 0) is -1.
-inline Batch RandomBatch(int64_t size, int64_t seq_len, int vocab, uint64_t seed,
-                         int ignore_every = 0) {
+inline Batch RandomBatch(int64_t size, int64_t seq_len, int vocab, uint64_t seed, int ignore_every = 0) {
   Rng rng(seed);
   Batch batch;
   batch.size = size;
@@ -87,9 +86,7 @@ inline Batch RandomBatch(int64_t size, int64_t seq_len, int vocab, uint64_t seed
 inline std::vector<float> ToHost(std::span<const float> device) {
   std::vector<float> host(device.size());
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(host.data(), device.data(), host.size() * sizeof(float),
-                       cudaMemcpyDeviceToHost),
-            cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(host.data(), device.data(), host.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
   return host;
 }
 
@@ -105,8 +102,7 @@ inline std::unique_ptr<Model> MustCreateCpu(const gradsync::v1::JobSpec& spec) {
   return model.ok() ? *std::move(model) : nullptr;
 }
 
-inline std::unique_ptr<CudaModel> MustCreateCuda(const gradsync::v1::JobSpec& spec,
-                                                 const CudaModelOptions& options) {
+inline std::unique_ptr<CudaModel> MustCreateCuda(const gradsync::v1::JobSpec& spec, const CudaModelOptions& options) {
   absl::StatusOr<std::unique_ptr<CudaModel>> model = CreateCudaModel(spec, options);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;

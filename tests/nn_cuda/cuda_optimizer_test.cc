@@ -42,8 +42,7 @@ TEST_F(CudaModelTest, StepMatchesCpu) {
     EXPECT_TRUE(Close(ToHost(gpu->params()), params, {1e-6, 1e-5, 1e-5}, "params"));
   }
   EXPECT_EQ((*adamw)->step_count(), 3);
-  EXPECT_TRUE(Close(ToHost((*adamw)->first_moment()), cpu_adamw.first_moment(),
-                    {1e-5, 1e-4, 1e-5}, "m"));
+  EXPECT_TRUE(Close(ToHost((*adamw)->first_moment()), cpu_adamw.first_moment(), {1e-5, 1e-4, 1e-5}, "m"));
 }
 
 // A few clipped AdamW steps in bf16 mode reduce the loss on a repeated batch.
@@ -66,8 +65,7 @@ TEST_F(CudaModelTest, Bf16TrainingReducesLoss) {
       ASSERT_TRUE((*clip)->Compute(gpu->grads(), 1.0).ok());
       ASSERT_TRUE((*adamw)->Step(gpu->params(), gpu->grads(), 3e-3, (*clip)->scale()).ok());
     }
-    EXPECT_LT(losses.back(), 0.9 * losses.front())
-        << "first " << losses.front() << ", last " << losses.back();
+    EXPECT_LT(losses.back(), 0.9 * losses.front()) << "first " << losses.front() << ", last " << losses.back();
   }
 }
 

@@ -28,7 +28,8 @@ TEST(ChoicesTest, AnUnknownTextNamesTheFieldAndTheChoices) {
   const absl::StatusOr<Backend> mpi = ParseBackend("mpi");
   EXPECT_EQ(mpi.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(mpi.status().message(), "ddp.backend: must be one of auto, gloo, nccl, got \"mpi\"");
-  EXPECT_EQ(ParseLastBatch("keep").status().message(), "data.lastBatch: must be one of partial, drop, pad, got \"keep\"");
+  EXPECT_EQ(ParseLastBatch("keep").status().message(),
+            "data.lastBatch: must be one of partial, drop, pad, got \"keep\"");
   EXPECT_EQ(ParseDevice("", "bench --device").status().message(),
             "bench --device: must be one of auto, cpu, cuda, got \"\"");
 }

@@ -87,9 +87,8 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
   using S = v1::JobSpec;
   EXPECT_EQ(ValidationError([](S* s) { s->mutable_training()->set_micro_batch(-1); }),
             "training.microBatch: must be between 1 and 1048576, got -1");
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_model()->set_preset("cnn"); }),
-      HasSubstr("model.preset: must be one of mlp, gpt-tiny, gpt2-124m, minimind-26m, got \"cnn\""));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_preset("cnn"); }),
+              HasSubstr("model.preset: must be one of mlp, gpt-tiny, gpt2-124m, minimind-26m, got \"cnn\""));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_device("tpu"); }),
               HasSubstr("model.device: must be one of auto, cpu, cuda, got \"tpu\""));
   // The default preset is the mlp, which has no GPU implementation.
@@ -106,50 +105,40 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
               HasSubstr("model.precision: bf16 runs on a GPU only"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_backend("nccl"); }),
               HasSubstr("ddp.backend: nccl reduces GPU memory and this model runs on the CPU"));
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_model()->mutable_transformer()->set_layers(2); }),
-      HasSubstr("model.transformer: must not be set with the mlp preset, got {\"layers\":2}"));
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_hidden_dims(1, 0); }),
-      HasSubstr("model.mlp.hiddenDims[1]: must be between 1 and 65536, got 0"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->mutable_transformer()->set_layers(2); }),
+              HasSubstr("model.transformer: must not be set with the mlp preset, got {\"layers\":2}"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_hidden_dims(1, 0); }),
+              HasSubstr("model.mlp.hiddenDims[1]: must be between 1 and 65536, got 0"));
   EXPECT_THAT(ValidationError([](S* s) {
                 for (int i = 0; i < 20; ++i) s->mutable_model()->mutable_mlp()->add_hidden_dims(8);
               }),
               HasSubstr("model.mlp.hiddenDims: must have at most 16 layers"));
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_activation("tanh"); }),
-      HasSubstr("model.mlp.activation"));
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_data()->mutable_synthetic()->set_num_classes(1); }),
-      HasSubstr("data.synthetic.numClasses: must be between 2 and 65536, got 1"));
-  EXPECT_THAT(ValidationError([](S* s) { s->mutable_data()->set_last_batch("keep"); }),
-              HasSubstr("data.lastBatch"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->mutable_mlp()->set_activation("tanh"); }),
+              HasSubstr("model.mlp.activation"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_data()->mutable_synthetic()->set_num_classes(1); }),
+              HasSubstr("data.synthetic.numClasses: must be between 2 and 65536, got 1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_data()->set_last_batch("keep"); }), HasSubstr("data.lastBatch"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_world_size(5000); }),
               HasSubstr("training.worldSize: must be between 1 and 4096, got 5000"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_epochs(0); }),
               HasSubstr("training.epochs: must be positive when maxSteps is 0"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_max_steps(-5); }),
               HasSubstr("training.maxSteps: must be at least 0, got -5"));
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_training()->set_lr(-1); }),
-      HasSubstr("training.lr: must be a finite number greater than 0 and at most 10, got -1"));
-  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_lr(1.0 / 0.0); }),
-              HasSubstr("training.lr"));
-  EXPECT_THAT(
-      ValidationError([](S* s) { s->mutable_training()->set_beta2(1); }),
-      HasSubstr("training.beta2: must be a finite number at least 0 and less than 1, got 1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_lr(-1); }),
+              HasSubstr("training.lr: must be a finite number greater than 0 and at most 10, got -1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_lr(1.0 / 0.0); }), HasSubstr("training.lr"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_beta2(1); }),
+              HasSubstr("training.beta2: must be a finite number at least 0 and less than 1, got 1"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_weight_decay(-0.1); }),
               HasSubstr("training.weightDecay"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_min_lr_ratio(2); }),
               HasSubstr("training.minLrRatio"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_lr_schedule("step"); }),
               HasSubstr("training.lrSchedule: must be one of cosine, constant, got \"step\""));
-  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_log_every(-1); }),
-              HasSubstr("training.logEvery"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_log_every(-1); }), HasSubstr("training.logEvery"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_backend("mpi"); }),
               HasSubstr("ddp.backend: must be one of auto, gloo, nccl, got \"mpi\""));
-  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_bucket_cap_mb(10000); }),
-              HasSubstr("ddp.bucketCapMb"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_bucket_cap_mb(10000); }), HasSubstr("ddp.bucketCapMb"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_timeout_seconds(-1); }),
               HasSubstr("ddp.timeoutSeconds"));
   EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_grad_compression("fp16"); }),
@@ -250,8 +239,7 @@ TEST(TransformerSpecTest, PresetsFillEveryField) {
 TEST(TransformerSpecTest, SetFieldsOverrideThePreset) {
   absl::StatusOr<v1::JobSpec> spec =
       ParseJobSpec("model: {preset: gpt-tiny, device: cpu}\ndata: {text: {paths: [a.txt]}}", "a.yaml",
-                   {"model.transformer.layers=6", "model.transformer.heads=8",
-                    "model.transformer.flavour=llama"});
+                   {"model.transformer.layers=6", "model.transformer.heads=8", "model.transformer.flavour=llama"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<v1::JobSpec> normal = Normalize(*spec);
   ASSERT_TRUE(normal.ok()) << normal.status();
@@ -347,8 +335,7 @@ TEST(DataSpecTest, BadCombinationsNameTheField) {
   EXPECT_EQ(TransformerDataStatus("{text: {paths: [a.txt]}}", "gpt2-124m"),
             absl::InvalidArgumentError("model.transformer.vocabSize: must be 256 with data.text (text is "
                                        "tokenised bytewise), got 50257"));
-  EXPECT_TRUE(TransformerDataStatus("{shards: {paths: [a.bin]}}", "gpt2-124m").ok())
-      << "shards hold any vocabulary";
+  EXPECT_TRUE(TransformerDataStatus("{shards: {paths: [a.bin]}}", "gpt2-124m").ok()) << "shards hold any vocabulary";
 }
 
 TEST(DataSpecTest, PathsMustBeNonEmptyStrings) {
@@ -364,12 +351,11 @@ TEST(DataSpecTest, PathsMustBeNonEmptyStrings) {
 }
 
 TEST(TransformerSpecTest, MlpSectionIsRejectedWithATransformerPreset) {
-  absl::StatusOr<v1::JobSpec> spec =
-      ParseJobSpec("model: {preset: gpt-tiny, mlp: {hiddenDims: [64]}}", "a.yaml");
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec("model: {preset: gpt-tiny, mlp: {hiddenDims: [64]}}", "a.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(Normalize(*spec).status(),
-            absl::InvalidArgumentError(
-                "model.mlp: must not be set with a transformer preset, got {\"hiddenDims\":[64]}"));
+  EXPECT_EQ(
+      Normalize(*spec).status(),
+      absl::InvalidArgumentError("model.mlp: must not be set with a transformer preset, got {\"hiddenDims\":[64]}"));
 }
 
 TEST(DeviceSpecTest, TransformersTakeEveryDeviceChoice) {
@@ -383,8 +369,8 @@ TEST(DeviceSpecTest, TransformersTakeEveryDeviceChoice) {
       }
     }
   }
-  absl::StatusOr<v1::JobSpec> cpu_nccl = Normalize(
-      *ParseJobSpec("model: {preset: gpt-tiny, device: cpu}\ndata: {text: {paths: [a.txt]}}\nddp: {backend: nccl}", "a"));
+  absl::StatusOr<v1::JobSpec> cpu_nccl = Normalize(*ParseJobSpec(
+      "model: {preset: gpt-tiny, device: cpu}\ndata: {text: {paths: [a.txt]}}\nddp: {backend: nccl}", "a"));
   EXPECT_EQ(cpu_nccl.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(cpu_nccl.status().message()), HasSubstr("ddp.backend: nccl reduces GPU memory"));
 }

@@ -87,8 +87,7 @@ TEST(ParseJobSpecTest, ReadsNestedAndRepeatedFields) {
 }
 
 TEST(ParseJobSpecTest, AcceptsProtoFieldNames) {
-  absl::StatusOr<v1::JobSpec> spec =
-      ParseJobSpec("training: {world_size: 3, grad_accum_steps: 2}", "a.yaml");
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec("training: {world_size: 3, grad_accum_steps: 2}", "a.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->training().world_size(), 3);
   EXPECT_EQ(spec->training().grad_accum_steps(), 2);
@@ -121,8 +120,7 @@ TEST(OverrideTest, SetsScalars) {
 }
 
 TEST(OverrideTest, SetsLists) {
-  absl::StatusOr<v1::JobSpec> spec =
-      ParseJobSpec(kYaml, "a.yaml", {"model.mlp.hiddenDims=[8, 8, 8]"});
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(kYaml, "a.yaml", {"model.mlp.hiddenDims=[8, 8, 8]"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   ASSERT_EQ(spec->model().mlp().hidden_dims_size(), 3);
   EXPECT_EQ(spec->model().mlp().hidden_dims(2), 8);
@@ -163,21 +161,18 @@ TEST(OverrideTest, MalformedOverridesNameTheOverride) {
   EXPECT_THAT(ParseError(kYaml, {"=3"}), HasSubstr("override \"=3\": empty path"));
   EXPECT_THAT(ParseError(kYaml, {"training..lr=3"}), HasSubstr("override \"training..lr=3\""));
   EXPECT_THAT(ParseError(kYaml, {"name.first=a"}), HasSubstr("name is not a map"));
-  EXPECT_THAT(ParseError(kYaml, {"model.mlp.hiddenDims=[1,"}),
-              HasSubstr("override \"model.mlp.hiddenDims=[1,\""));
+  EXPECT_THAT(ParseError(kYaml, {"model.mlp.hiddenDims=[1,"}), HasSubstr("override \"model.mlp.hiddenDims=[1,\""));
 }
 
 TEST(OverrideTest, UnknownPathIsAnUnknownField) {
-  EXPECT_THAT(ParseError(kYaml, {"training.wordSize=2"}),
-              HasSubstr("job.yaml: training.wordSize: unknown field"));
+  EXPECT_THAT(ParseError(kYaml, {"training.wordSize=2"}), HasSubstr("job.yaml: training.wordSize: unknown field"));
 }
 
 TEST(ParseErrorTest, UnknownFieldNamesTheFullPathAndSuggests) {
   const std::string message = ParseError("training:\n  wordSize: 2\n");
   EXPECT_THAT(message, HasSubstr("job.yaml: training.wordSize: unknown field"));
   EXPECT_THAT(message, HasSubstr("did you mean worldSize?"));
-  EXPECT_THAT(ParseError("model: {mlp: {hiddenDimz: [1]}}"),
-              HasSubstr("model.mlp.hiddenDimz: unknown field"));
+  EXPECT_THAT(ParseError("model: {mlp: {hiddenDimz: [1]}}"), HasSubstr("model.mlp.hiddenDimz: unknown field"));
   EXPECT_THAT(ParseError("colour: blue"), HasSubstr("job.yaml: colour: unknown field"));
 }
 
@@ -188,18 +183,15 @@ TEST(ParseErrorTest, WrongTypes) {
               HasSubstr("training.worldSize: expected an integer, got \"2.5\""));
   EXPECT_THAT(ParseError("training: {maxSteps: [1]}"),
               HasSubstr("training.maxSteps: expected an integer, got a sequence"));
-  EXPECT_THAT(ParseError("training: {lr: fast}"),
-              HasSubstr("training.lr: expected a number, got \"fast\""));
+  EXPECT_THAT(ParseError("training: {lr: fast}"), HasSubstr("training.lr: expected a number, got \"fast\""));
   EXPECT_THAT(ParseError("training: {lr: 0x10}"), HasSubstr("training.lr: expected a number"));
   EXPECT_THAT(ParseError("name: {first: a}"), HasSubstr("name: expected a string, got a map"));
   EXPECT_THAT(ParseError("model: {mlp: {hiddenDims: 64}}"),
               HasSubstr("model.mlp.hiddenDims: expected a sequence, got \"64\""));
   EXPECT_THAT(ParseError("model: {mlp: {hiddenDims: [64, x]}}"),
               HasSubstr("model.mlp.hiddenDims[1]: expected an integer, got \"x\""));
-  EXPECT_THAT(ParseError("training: 5"),
-              HasSubstr("training: expected a map of fields, got \"5\""));
-  EXPECT_THAT(ParseError("data: [synthetic]"),
-              HasSubstr("data: expected a map of fields, got a sequence"));
+  EXPECT_THAT(ParseError("training: 5"), HasSubstr("training: expected a map of fields, got \"5\""));
+  EXPECT_THAT(ParseError("data: [synthetic]"), HasSubstr("data: expected a map of fields, got a sequence"));
 }
 
 TEST(ParseErrorTest, IntegersOutOfRange) {
@@ -226,8 +218,7 @@ TEST(ParseErrorTest, EmptyText) {
 }
 
 TEST(ParseErrorTest, TopLevelMustBeAMap) {
-  EXPECT_THAT(ParseError("- a\n- b\n"),
-              HasSubstr("job.yaml: the job spec must be a map of fields"));
+  EXPECT_THAT(ParseError("- a\n- b\n"), HasSubstr("job.yaml: the job spec must be a map of fields"));
   EXPECT_THAT(ParseError("hello"), HasSubstr("job.yaml: the job spec must be a map of fields"));
 }
 

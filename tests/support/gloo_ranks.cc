@@ -32,8 +32,7 @@ std::string CoordinatorServer::address() const {
 }
 
 std::unique_ptr<comm::KvClient> CoordinatorServer::Kv(const std::string& job, int generation) {
-  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(rpc::MakeChannel(address())), job,
-                                      generation);
+  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(rpc::MakeChannel(address())), job, generation);
 }
 
 comm::GlooOptions TestGlooOptions() {

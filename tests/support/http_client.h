@@ -8,13 +8,12 @@
 namespace gradsync::testing {
 
 struct HttpResponse {
-  int status = 0;  // 0 when the connection failed
+  int status = 0;                              // 0 when the connection failed
   std::map<std::string, std::string> headers;  // names lowercased
   std::string body;
 };
 
 HttpResponse HttpRequest(const std::string& method, int port, const std::string& path,
-                         const std::map<std::string, std::string>& headers = {},
-                         const std::string& body = "");
+                         const std::map<std::string, std::string>& headers = {}, const std::string& body = "");
 
 }  // namespace gradsync::testing

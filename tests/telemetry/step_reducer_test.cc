@@ -270,9 +270,7 @@ TEST_F(StepReducerTest, RejectsMalformedReports) {
   EXPECT_EQ(Series().reports(), 1);
 }
 
-TEST_F(StepReducerTest, WorldOfOneRankPublishesAtOnce) {
-  EXPECT_EQ(Add(Report(0, 0, 1)).size(), 1u);
-}
+TEST_F(StepReducerTest, WorldOfOneRankPublishesAtOnce) { EXPECT_EQ(Add(Report(0, 0, 1)).size(), 1u); }
 
 }  // namespace
 }  // namespace gradsync::telemetry

@@ -8,8 +8,10 @@ namespace {
 
 TEST(Activity, NamesTheBucketOfTheOldestCollectiveInFlight) {
   const StepMarker at{42, 200, 5};
-  EXPECT_EQ(DescribeActivity(at, 204, 202), "waiting in collective #202: all-reduce of gradient bucket 3 of 5, step 42");
-  EXPECT_EQ(DescribeActivity(at, 201, 200), "waiting in collective #200: all-reduce of gradient bucket 1 of 5, step 42");
+  EXPECT_EQ(DescribeActivity(at, 204, 202),
+            "waiting in collective #202: all-reduce of gradient bucket 3 of 5, step 42");
+  EXPECT_EQ(DescribeActivity(at, 201, 200),
+            "waiting in collective #200: all-reduce of gradient bucket 1 of 5, step 42");
   EXPECT_EQ(DescribeActivity(at, 206, 205), "waiting in collective #205: loss all-reduce, step 42");
 }
 

@@ -12,7 +12,7 @@
 namespace gradsync::worker {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                        \
+#define SKIP_WITHOUT_GPU() \
   if (device::ListGpus().empty()) GTEST_SKIP() << "no CUDA device visible: the GPU replica is not exercised"
 
 ReplicaOptions Worker(comm::KvClient* kv, bool gpu) {

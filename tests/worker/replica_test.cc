@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "gmock/gmock.h"
 #include "gloo_ranks.h"
+#include "gmock/gmock.h"
 #include "gradsync/nn/optimizer.h"
 #include "gtest/gtest.h"
 #include "replica_test_util.h"

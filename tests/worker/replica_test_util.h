@@ -17,8 +17,8 @@ namespace gradsync::worker {
 inline v1::Assignment TinyAssignment(const std::string& device, const std::string& backend,
                                      const std::string& precision, int world_size = 1) {
   absl::StatusOr<v1::JobSpec> spec = spec::Normalize(*spec::ParseJobSpec(
-      absl::StrCat("model: {preset: gpt-tiny, device: ", device == "cpu" ? "cpu" : "cuda", ", precision: ",
-                   precision, "}\ndata: {text: {paths: [a.txt]}}\ntraining: {worldSize: ", world_size,
+      absl::StrCat("model: {preset: gpt-tiny, device: ", device == "cpu" ? "cpu" : "cuda", ", precision: ", precision,
+                   "}\ndata: {text: {paths: [a.txt]}}\ntraining: {worldSize: ", world_size,
                    ", seed: 5, gradClip: 0.5}"),
       "replica-test.yaml"));
   EXPECT_TRUE(spec.ok()) << spec.status();

@@ -19,10 +19,10 @@ namespace {
 
 // The mlp on 200 synthetic samples, micro-batch 8 on each of two ranks: 13 steps in one epoch.
 v1::Assignment MlpAssignment(int rank, const std::vector<std::string>& overrides = {}) {
-  absl::StatusOr<v1::JobSpec> spec = spec::Normalize(*spec::ParseJobSpec(
-      "model: {preset: mlp, device: cpu}\ndata: {synthetic: {numSamples: 200}}\n"
-      "training: {worldSize: 2, microBatch: 8, seed: 3, logEvery: 5}",
-      "train-loop-test.yaml", overrides));
+  absl::StatusOr<v1::JobSpec> spec =
+      spec::Normalize(*spec::ParseJobSpec("model: {preset: mlp, device: cpu}\ndata: {synthetic: {numSamples: 200}}\n"
+                                          "training: {worldSize: 2, microBatch: 8, seed: 3, logEvery: 5}",
+                                          "train-loop-test.yaml", overrides));
   EXPECT_TRUE(spec.ok()) << spec.status();
   v1::Assignment a;
   a.set_job_id("train-loop-test");

@@ -7,8 +7,7 @@
 namespace gradsync::kernels::cpu {
 
 GRADSYNC_CLONES
-void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
-                 const AdamWHyper& hyper) {
+void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWHyper& hyper) {
   const double t = static_cast<double>(hyper.step);
   const float inv_bc1 = static_cast<float>(1.0 / (1.0 - std::pow(hyper.beta1, t)));
   const float inv_bc2 = static_cast<float>(1.0 / (1.0 - std::pow(hyper.beta2, t)));

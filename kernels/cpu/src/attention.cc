@@ -27,15 +27,13 @@ template <typename Ptr>
 HeadView<Ptr> Heads(Ptr qkv, const AttentionShape& s, int64_t b, int64_t h) {
   const int64_t g = h / (s.heads / s.kv_heads);
   Ptr row = qkv + b * s.seq_len * s.qkv_width();
-  return {row + h * s.head_dim, row + (s.heads + g) * s.head_dim,
-          row + (s.heads + s.kv_heads + g) * s.head_dim};
+  return {row + h * s.head_dim, row + (s.heads + g) * s.head_dim, row + (s.heads + s.kv_heads + g) * s.head_dim};
 }
 
 // Causal softmax in place over rows [i0, i1) of scores [T, T] (row i holds its scores in
 // columns [0, i]); entries right of the diagonal become 0 up to column `width`.
 template <typename T>
-GRADSYNC_CLONES void CausalSoftmax(T* scores, int64_t seq_len, int64_t i0, int64_t i1,
-                                   int64_t width) {
+GRADSYNC_CLONES void CausalSoftmax(T* scores, int64_t seq_len, int64_t i0, int64_t i1, int64_t width) {
   for (int64_t i = i0; i < i1; ++i) {
     T* row = scores + i * seq_len;
     const T max = internal::MaxOf(row, i + 1);
@@ -48,13 +46,11 @@ GRADSYNC_CLONES void CausalSoftmax(T* scores, int64_t seq_len, int64_t i0, int64
 
 // dS = P * (dP - rowsum(P * dP)) in place over dP, rows [i0, i1), columns up to the diagonal.
 template <typename T>
-GRADSYNC_CLONES void SoftmaxBackward(T* dp, const T* p, int64_t seq_len, int64_t i0, int64_t i1,
-                                     int64_t width) {
+GRADSYNC_CLONES void SoftmaxBackward(T* dp, const T* p, int64_t seq_len, int64_t i0, int64_t i1, int64_t width) {
   for (int64_t i = i0; i < i1; ++i) {
     T* d = dp + i * seq_len;
     const T* pr = p + i * seq_len;
-    const T dot =
-        static_cast<T>(internal::SumOf(i + 1, [d, pr](int64_t j) { return pr[j] * d[j]; }));
+    const T dot = static_cast<T>(internal::SumOf(i + 1, [d, pr](int64_t j) { return pr[j] * d[j]; }));
     for (int64_t j = 0; j <= i; ++j) d[j] = pr[j] * (d[j] - dot);
     std::fill(d + i + 1, d + width, T{0});
   }
@@ -84,8 +80,7 @@ void AttentionForward(T* out, T* att, const T* qkv, const AttentionShape& s) {
 }
 
 template <typename T>
-void AttentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att,
-                       const AttentionShape& s) {
+void AttentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, const AttentionShape& s) {
   const int64_t n = s.seq_len, d = s.head_dim, r = s.qkv_width(), c = s.out_width();
   if (s.batch == 0 || n == 0) return;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d)));
@@ -111,9 +106,8 @@ void AttentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T
 
 template void AttentionForward<float>(float*, float*, const float*, const AttentionShape&);
 template void AttentionForward<double>(double*, double*, const double*, const AttentionShape&);
-template void AttentionBackward<float>(float*, float*, const float*, const float*, const float*,
-                                       const AttentionShape&);
-template void AttentionBackward<double>(double*, double*, const double*, const double*,
-                                        const double*, const AttentionShape&);
+template void AttentionBackward<float>(float*, float*, const float*, const float*, const float*, const AttentionShape&);
+template void AttentionBackward<double>(double*, double*, const double*, const double*, const double*,
+                                        const AttentionShape&);
 
 }  // namespace gradsync::kernels::cpu

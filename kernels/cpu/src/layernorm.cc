@@ -10,8 +10,8 @@ namespace gradsync::kernels::cpu {
 using internal::SumOf;
 
 template <typename T>
-GRADSYNC_CLONES void LayerNormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight,
-                                      const T* bias, int64_t n, int64_t c, double eps) {
+GRADSYNC_CLONES void LayerNormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t n,
+                                      int64_t c, double eps) {
   for (int64_t r = 0; r < n; ++r) {
     const T* x = inp + r * c;
     T* y = out + r * c;
@@ -33,9 +33,9 @@ namespace {
 // dx += rs (g - mean(g) - xhat mean(g xhat)), dweight += dy xhat, dbias += dy for one row, with
 // g = weight dy. Apart, with its buffers declared disjoint, so that it vectorises.
 template <typename T>
-inline void LayerNormBackwardRow(T* __restrict dx, T* __restrict dweight, T* __restrict dbias,
-                                 const T* __restrict dy, const T* __restrict x, const T* __restrict weight, T m,
-                                 T rs, T mean_g, T mean_g_xhat, int64_t c) {
+inline void LayerNormBackwardRow(T* __restrict dx, T* __restrict dweight, T* __restrict dbias, const T* __restrict dy,
+                                 const T* __restrict x, const T* __restrict weight, T m, T rs, T mean_g, T mean_g_xhat,
+                                 int64_t c) {
   for (int64_t i = 0; i < c; ++i) {
     const T xhat = (x[i] - m) * rs;
     const T g = weight[i] * dy[i];
@@ -48,9 +48,8 @@ inline void LayerNormBackwardRow(T* __restrict dx, T* __restrict dweight, T* __r
 }  // namespace
 
 template <typename T>
-GRADSYNC_CLONES void LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                                       const T* weight, const T* mean, const T* rstd, int64_t n,
-                                       int64_t c) {
+GRADSYNC_CLONES void LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                                       const T* mean, const T* rstd, int64_t n, int64_t c) {
   for (int64_t r = 0; r < n; ++r) {
     const T* x = inp + r * c;
     const T* dy = dout + r * c;
@@ -63,14 +62,13 @@ GRADSYNC_CLONES void LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* d
   }
 }
 
-template void LayerNormForward<float>(float*, float*, float*, const float*, const float*,
-                                      const float*, int64_t, int64_t, double);
-template void LayerNormForward<double>(double*, double*, double*, const double*, const double*,
-                                       const double*, int64_t, int64_t, double);
-template void LayerNormBackward<float>(float*, float*, float*, const float*, const float*,
-                                       const float*, const float*, const float*, int64_t, int64_t);
-template void LayerNormBackward<double>(double*, double*, double*, const double*, const double*,
-                                        const double*, const double*, const double*, int64_t,
-                                        int64_t);
+template void LayerNormForward<float>(float*, float*, float*, const float*, const float*, const float*, int64_t,
+                                      int64_t, double);
+template void LayerNormForward<double>(double*, double*, double*, const double*, const double*, const double*, int64_t,
+                                       int64_t, double);
+template void LayerNormBackward<float>(float*, float*, float*, const float*, const float*, const float*, const float*,
+                                       const float*, int64_t, int64_t);
+template void LayerNormBackward<double>(double*, double*, double*, const double*, const double*, const double*,
+                                        const double*, const double*, int64_t, int64_t);
 
 }  // namespace gradsync::kernels::cpu

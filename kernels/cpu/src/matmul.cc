@@ -19,8 +19,8 @@ inline void AddRow(T* __restrict acc, const T* __restrict row, int64_t n) {
 }  // namespace
 
 template <typename T>
-void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n,
-                   int64_t in_features, int64_t out_features) {
+void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n, int64_t in_features,
+                   int64_t out_features) {
   // BLAS rejects zero leading dimensions, and there is nothing to compute anyway.
   if (n == 0 || out_features == 0) return;
   T beta = 0;
@@ -32,22 +32,22 @@ void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t
     if (bias == nullptr) std::fill_n(out, n * out_features, T{0});
     return;
   }
-  Gemm(CblasNoTrans, CblasTrans, n, out_features, in_features, T{1}, inp, in_features, weight,
-       in_features, beta, out, out_features);
+  Gemm(CblasNoTrans, CblasTrans, n, out_features, in_features, T{1}, inp, in_features, weight, in_features, beta, out,
+       out_features);
 }
 
 template <typename T>
-void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                    int64_t n, int64_t in_features, int64_t out_features) {
+void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t n,
+                    int64_t in_features, int64_t out_features) {
   if (n == 0 || out_features == 0) return;
   if (in_features > 0) {
     if (dinp != nullptr) {
-      Gemm(CblasNoTrans, CblasNoTrans, n, in_features, out_features, T{1}, dout, out_features,
-           weight, in_features, T{1}, dinp, in_features);
+      Gemm(CblasNoTrans, CblasNoTrans, n, in_features, out_features, T{1}, dout, out_features, weight, in_features,
+           T{1}, dinp, in_features);
     }
     if (dweight != nullptr) {
-      Gemm(CblasTrans, CblasNoTrans, out_features, in_features, n, T{1}, dout, out_features, inp,
-           in_features, T{1}, dweight, in_features);
+      Gemm(CblasTrans, CblasNoTrans, out_features, in_features, n, T{1}, dout, out_features, inp, in_features, T{1},
+           dweight, in_features);
     }
   }
   if (dbias != nullptr) {
@@ -55,13 +55,11 @@ void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, 
   }
 }
 
-template void MatmulForward<float>(float*, const float*, const float*, const float*, int64_t,
-                                   int64_t, int64_t);
-template void MatmulForward<double>(double*, const double*, const double*, const double*, int64_t,
-                                    int64_t, int64_t);
-template void MatmulBackward<float>(float*, float*, float*, const float*, const float*,
-                                    const float*, int64_t, int64_t, int64_t);
-template void MatmulBackward<double>(double*, double*, double*, const double*, const double*,
-                                     const double*, int64_t, int64_t, int64_t);
+template void MatmulForward<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t);
+template void MatmulForward<double>(double*, const double*, const double*, const double*, int64_t, int64_t, int64_t);
+template void MatmulBackward<float>(float*, float*, float*, const float*, const float*, const float*, int64_t, int64_t,
+                                    int64_t);
+template void MatmulBackward<double>(double*, double*, double*, const double*, const double*, const double*, int64_t,
+                                     int64_t, int64_t);
 
 }  // namespace gradsync::kernels::cpu

@@ -10,8 +10,7 @@ namespace gradsync::kernels::cpu {
 using internal::SumOf;
 
 template <typename T>
-GRADSYNC_CLONES void RmsNormForward(T* out, T* rstd, const T* inp, const T* weight, int64_t n,
-                                    int64_t c, double eps) {
+GRADSYNC_CLONES void RmsNormForward(T* out, T* rstd, const T* inp, const T* weight, int64_t n, int64_t c, double eps) {
   for (int64_t r = 0; r < n; ++r) {
     const T* x = inp + r * c;
     T* y = out + r * c;
@@ -23,8 +22,8 @@ GRADSYNC_CLONES void RmsNormForward(T* out, T* rstd, const T* inp, const T* weig
 }
 
 template <typename T>
-GRADSYNC_CLONES void RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp,
-                                     const T* weight, const T* rstd, int64_t n, int64_t c) {
+GRADSYNC_CLONES void RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd,
+                                     int64_t n, int64_t c) {
   for (int64_t r = 0; r < n; ++r) {
     const T* x = inp + r * c;
     const T* dy = dout + r * c;
@@ -40,13 +39,11 @@ GRADSYNC_CLONES void RmsNormBackward(T* dinp, T* dweight, const T* dout, const T
   }
 }
 
-template void RmsNormForward<float>(float*, float*, const float*, const float*, int64_t, int64_t,
-                                    double);
-template void RmsNormForward<double>(double*, double*, const double*, const double*, int64_t,
-                                     int64_t, double);
-template void RmsNormBackward<float>(float*, float*, const float*, const float*, const float*,
-                                     const float*, int64_t, int64_t);
-template void RmsNormBackward<double>(double*, double*, const double*, const double*, const double*,
-                                      const double*, int64_t, int64_t);
+template void RmsNormForward<float>(float*, float*, const float*, const float*, int64_t, int64_t, double);
+template void RmsNormForward<double>(double*, double*, const double*, const double*, int64_t, int64_t, double);
+template void RmsNormBackward<float>(float*, float*, const float*, const float*, const float*, const float*, int64_t,
+                                     int64_t);
+template void RmsNormBackward<double>(double*, double*, const double*, const double*, const double*, const double*,
+                                      int64_t, int64_t);
 
 }  // namespace gradsync::kernels::cpu

@@ -10,8 +10,8 @@
 namespace gradsync::kernels::cpu {
 
 template <typename T>
-GRADSYNC_CLONES XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n,
-                                            int64_t v, T scale, int32_t ignore_index) {
+GRADSYNC_CLONES XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n, int64_t v,
+                                            T scale, int32_t ignore_index) {
   XentSum result;
   for (int64_t r = 0; r < n; ++r) {
     const T* z = logits + r * v;
@@ -46,9 +46,7 @@ GRADSYNC_CLONES XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const i
   return result;
 }
 
-template XentSum SoftmaxCrossEntropy<float>(float*, const float*, const int32_t*, int64_t, int64_t,
-                                            float, int32_t);
-template XentSum SoftmaxCrossEntropy<double>(double*, const double*, const int32_t*, int64_t,
-                                             int64_t, double, int32_t);
+template XentSum SoftmaxCrossEntropy<float>(float*, const float*, const int32_t*, int64_t, int64_t, float, int32_t);
+template XentSum SoftmaxCrossEntropy<double>(double*, const double*, const int32_t*, int64_t, int64_t, double, int32_t);
 
 }  // namespace gradsync::kernels::cpu

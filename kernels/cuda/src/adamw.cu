@@ -22,8 +22,8 @@ struct AdamWConstants {
 };
 
 template <typename TG>
-__global__ void AdamWKernel(float* params, bf16* model, const TG* grads, float* m, float* v,
-                            int64_t n, AdamWConstants k, const float* grad_scale) {
+__global__ void AdamWKernel(float* params, bf16* model, const TG* grads, float* m, float* v, int64_t n,
+                            AdamWConstants k, const float* grad_scale) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float g = ToFloat(grads[i]);
@@ -43,9 +43,8 @@ __global__ void AdamWKernel(float* params, bf16* model, const TG* grads, float* 
 }  // namespace
 
 template <typename TG>
-absl::Status AdamWUpdate(float* params, bf16* model, const TG* grads, float* m, float* v,
-                         int64_t n, const AdamWHyper& hyper, const float* grad_scale,
-                         cudaStream_t stream) {
+absl::Status AdamWUpdate(float* params, bf16* model, const TG* grads, float* m, float* v, int64_t n,
+                         const AdamWHyper& hyper, const float* grad_scale, cudaStream_t stream) {
   constexpr const char* kFn = "AdamWUpdate";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::Positive(kFn, "hyper.step", hyper.step));
@@ -66,14 +65,14 @@ absl::Status AdamWUpdate(float* params, bf16* model, const TG* grads, float* m, 
                          static_cast<float>(hyper.eps),
                          static_cast<float>(hyper.lr),
                          hyper.decay ? static_cast<float>(hyper.weight_decay) : 0.0f};
-  AdamWKernel<TG><<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(
-      params, model, grads, m, v, n, k, grad_scale);
+  AdamWKernel<TG><<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(params, model, grads, m, v, n,
+                                                                                        k, grad_scale);
   return LaunchStatus("AdamWKernel");
 }
 
-template absl::Status AdamWUpdate<float>(float*, bf16*, const float*, float*, float*, int64_t,
-                                         const AdamWHyper&, const float*, cudaStream_t);
-template absl::Status AdamWUpdate<bf16>(float*, bf16*, const bf16*, float*, float*, int64_t,
-                                        const AdamWHyper&, const float*, cudaStream_t);
+template absl::Status AdamWUpdate<float>(float*, bf16*, const float*, float*, float*, int64_t, const AdamWHyper&,
+                                         const float*, cudaStream_t);
+template absl::Status AdamWUpdate<bf16>(float*, bf16*, const bf16*, float*, float*, int64_t, const AdamWHyper&,
+                                        const float*, cudaStream_t);
 
 }  // namespace gradsync::kernels::cuda

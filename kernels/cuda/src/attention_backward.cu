@@ -28,8 +28,7 @@ __device__ __forceinline__ void AddInto(T* dst, float value) {
 // delta[b, h, t] = dout[b, t, h] . out[b, t, h]: a warp per (b, t, h).
 template <typename T>
 __global__ void __launch_bounds__(kAttnThreads)
-    AttentionDeltaKernel(float* delta, const T* dout, const T* out, AttnDims dims, int64_t rows,
-                         int head_dim) {
+    AttentionDeltaKernel(float* delta, const T* dout, const T* out, AttnDims dims, int64_t rows, int head_dim) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * internal::kAttnWarps + threadIdx.x / kWarpSize;
   if (w >= rows) return;
@@ -54,8 +53,8 @@ constexpr size_t DqSmemFloats() {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kAttnThreads)
-    AttentionDqKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta,
-                      AttnDims dims, float scale_log2, float scale) {
+    AttentionDqKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta, AttnDims dims,
+                      float scale_log2, float scale) {
   extern __shared__ float smem[];
   float* sq = smem;
   float* sdo = sq + kAttnBlockRows * D;
@@ -71,10 +70,9 @@ __global__ void __launch_bounds__(kAttnThreads)
   const T* rows = qkv + b * seq_len * dims.qkv_row;
   const T* k_head = rows + static_cast<int64_t>(dims.heads + g) * D;
   const T* v_head = rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D;
-  LoadTile<D>(sq, D, rows + static_cast<int64_t>(h) * D, dims.qkv_row, q0, kAttnBlockRows,
+  LoadTile<D>(sq, D, rows + static_cast<int64_t>(h) * D, dims.qkv_row, q0, kAttnBlockRows, seq_len);
+  LoadTile<D>(sdo, D, dout + b * seq_len * dims.out_row + static_cast<int64_t>(h) * D, dims.out_row, q0, kAttnBlockRows,
               seq_len);
-  LoadTile<D>(sdo, D, dout + b * seq_len * dims.out_row + static_cast<int64_t>(h) * D,
-              dims.out_row, q0, kAttnBlockRows, seq_len);
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t stats = (b * dims.heads + h) * seq_len;
@@ -133,8 +131,8 @@ constexpr size_t DkvSmemFloats() {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kAttnThreads)
-    AttentionDkvKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta,
-                       AttnDims dims, float scale_log2, float scale) {
+    AttentionDkvKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta, AttnDims dims,
+                       float scale_log2, float scale) {
   extern __shared__ float smem[];
   float* sk = smem;
   float* sv = sk + kAttnBlockRows * D;
@@ -152,10 +150,9 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int64_t seq_len = dims.seq_len;
   const T* rows = qkv + b * seq_len * dims.qkv_row;
   const T* dout_rows = dout + b * seq_len * dims.out_row;
-  LoadTile<D>(sk, D, rows + static_cast<int64_t>(dims.heads + g) * D, dims.qkv_row, k0,
-              kAttnBlockRows, seq_len);
-  LoadTile<D>(sv, D, rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D,
-              dims.qkv_row, k0, kAttnBlockRows, seq_len);
+  LoadTile<D>(sk, D, rows + static_cast<int64_t>(dims.heads + g) * D, dims.qkv_row, k0, kAttnBlockRows, seq_len);
+  LoadTile<D>(sv, D, rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D, dims.qkv_row, k0, kAttnBlockRows,
+              seq_len);
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   float dk[kAttnRowsPerWarp][kCols], dv[kAttnRowsPerWarp][kCols];
@@ -171,10 +168,8 @@ __global__ void __launch_bounds__(kAttnThreads)
     // Queries before k0 see none of these keys; k0 is a multiple of the tile.
     for (int64_t i0 = k0; i0 < seq_len; i0 += kAttnTile) {
       __syncthreads();
-      LoadTile<D>(sq, D + 1, rows + static_cast<int64_t>(h) * D, dims.qkv_row, i0, kAttnTile,
-                  seq_len);
-      LoadTile<D>(sdo, D + 1, dout_rows + static_cast<int64_t>(h) * D, dims.out_row, i0,
-                  kAttnTile, seq_len);
+      LoadTile<D>(sq, D + 1, rows + static_cast<int64_t>(h) * D, dims.qkv_row, i0, kAttnTile, seq_len);
+      LoadTile<D>(sdo, D + 1, dout_rows + static_cast<int64_t>(h) * D, dims.out_row, i0, kAttnTile, seq_len);
       if (threadIdx.x < kAttnTile) {
         const int64_t i = i0 + threadIdx.x;
         slse[threadIdx.x] = i < seq_len ? lse[stats + i] * kLog2e : 0.0f;
@@ -225,8 +220,8 @@ __global__ void __launch_bounds__(kAttnThreads)
 }
 
 template <typename T, int D>
-absl::Status LaunchBackward(T* dqkv, const float* delta, const T* dout, const T* qkv,
-                            const float* lse, const AttentionShape& shape, cudaStream_t stream) {
+absl::Status LaunchBackward(T* dqkv, const float* delta, const T* dout, const T* qkv, const float* lse,
+                            const AttentionShape& shape, cudaStream_t stream) {
   const AttnDims dims = internal::DimsOf(shape);
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const float scale_log2 = internal::kLog2e * scale;
@@ -235,28 +230,23 @@ absl::Status LaunchBackward(T* dqkv, const float* delta, const T* dout, const T*
   constexpr size_t kDqSmem = DqSmemFloats<D>() * sizeof(float);
   auto dq_kernel = AttentionDqKernel<T, D>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dq_kernel, kDqSmem, "AttentionDqKernel"));
-  dq_kernel<<<dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)),
-              kAttnThreads, kDqSmem, stream>>>(dqkv, dout, qkv, lse, delta, dims, scale_log2,
-                                               scale);
+  dq_kernel<<<dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)), kAttnThreads,
+              kDqSmem, stream>>>(dqkv, dout, qkv, lse, delta, dims, scale_log2, scale);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("AttentionDqKernel"));
 
   constexpr size_t kDkvSmem = DkvSmemFloats<D>() * sizeof(float);
   auto dkv_kernel = AttentionDkvKernel<T, D>;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      internal::AllowSharedMemory(dkv_kernel, kDkvSmem, "AttentionDkvKernel"));
-  dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads),
-                    static_cast<unsigned>(shape.batch)),
-               kAttnThreads, kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, dims, scale_log2,
-                                                 scale);
+  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dkv_kernel, kDkvSmem, "AttentionDkvKernel"));
+  dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)), kAttnThreads,
+               kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, dims, scale_log2, scale);
   return LaunchStatus("AttentionDkvKernel");
 }
 
 }  // namespace
 
 template <typename T>
-absl::Status AttentionBackward(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                               const float* lse, const AttentionShape& shape,
-                               cudaStream_t stream) {
+absl::Status AttentionBackward(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out, const float* lse,
+                               const AttentionShape& shape, cudaStream_t stream) {
   constexpr const char* kFn = "AttentionBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::CheckAttention(kFn, shape));
   if (shape.batch == 0 || shape.seq_len == 0) return absl::OkStatus();
@@ -268,24 +258,19 @@ absl::Status AttentionBackward(T* dqkv, float* delta, const T* dout, const T* qk
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "lse", lse));
 
   const int64_t rows = shape.batch * shape.seq_len * shape.heads;
-  AttentionDeltaKernel<T><<<static_cast<unsigned>(CeilDiv(rows, internal::kAttnWarps)),
-                            kAttnThreads, 0, stream>>>(delta, dout, out, internal::DimsOf(shape),
-                                                       rows, static_cast<int>(shape.head_dim));
+  AttentionDeltaKernel<T><<<static_cast<unsigned>(CeilDiv(rows, internal::kAttnWarps)), kAttnThreads, 0, stream>>>(
+      delta, dout, out, internal::DimsOf(shape), rows, static_cast<int>(shape.head_dim));
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("AttentionDeltaKernel"));
   switch (shape.head_dim) {
-    case 32:
-      return LaunchBackward<T, 32>(dqkv, delta, dout, qkv, lse, shape, stream);
-    case 64:
-      return LaunchBackward<T, 64>(dqkv, delta, dout, qkv, lse, shape, stream);
-    default:
-      return LaunchBackward<T, 128>(dqkv, delta, dout, qkv, lse, shape, stream);
+    case 32: return LaunchBackward<T, 32>(dqkv, delta, dout, qkv, lse, shape, stream);
+    case 64: return LaunchBackward<T, 64>(dqkv, delta, dout, qkv, lse, shape, stream);
+    default: return LaunchBackward<T, 128>(dqkv, delta, dout, qkv, lse, shape, stream);
   }
 }
 
-template absl::Status AttentionBackward<float>(float*, float*, const float*, const float*,
-                                               const float*, const float*, const AttentionShape&,
-                                               cudaStream_t);
-template absl::Status AttentionBackward<bf16>(bf16*, float*, const bf16*, const bf16*, const bf16*,
-                                              const float*, const AttentionShape&, cudaStream_t);
+template absl::Status AttentionBackward<float>(float*, float*, const float*, const float*, const float*, const float*,
+                                               const AttentionShape&, cudaStream_t);
+template absl::Status AttentionBackward<bf16>(bf16*, float*, const bf16*, const bf16*, const bf16*, const float*,
+                                              const AttentionShape&, cudaStream_t);
 
 }  // namespace gradsync::kernels::cuda

@@ -31,16 +31,15 @@ struct AttnDims {
 };
 
 inline AttnDims DimsOf(const AttentionShape& s) {
-  return {s.seq_len, static_cast<int>(s.heads), static_cast<int>(s.kv_heads), s.qkv_width(),
-          s.out_width()};
+  return {s.seq_len, static_cast<int>(s.heads), static_cast<int>(s.kv_heads), s.qkv_width(), s.out_width()};
 }
 
 // Copies rows [r0, r0 + rows) of one head (rows `src_row` elements apart) into shared memory as
 // fp32, `stride` floats per row; rows at or past seq_len become zeros, so masked products stay
 // finite (0 * garbage could be NaN).
 template <int D, typename T>
-__device__ __forceinline__ void LoadTile(float* dst, int stride, const T* src, int64_t src_row,
-                                         int64_t r0, int rows, int64_t seq_len) {
+__device__ __forceinline__ void LoadTile(float* dst, int stride, const T* src, int64_t src_row, int64_t r0, int rows,
+                                         int64_t seq_len) {
   for (int e = threadIdx.x; e < rows * D; e += kAttnThreads) {
     const int r = e / D, d = e % D;
     const int64_t t = r0 + r;
@@ -69,19 +68,17 @@ inline absl::Status CheckAttention(const char* fn, const AttentionShape& s) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(Positive(fn, "shape.heads", s.heads));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Positive(fn, "shape.kv_heads", s.kv_heads));
   if (s.heads % s.kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(fn, ": shape.kv_heads ", s.kv_heads,
-                                                   " does not divide shape.heads ", s.heads));
+    return absl::InvalidArgumentError(
+        absl::StrCat(fn, ": shape.kv_heads ", s.kv_heads, " does not divide shape.heads ", s.heads));
   }
   if (s.head_dim != 32 && s.head_dim != 64 && s.head_dim != 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(fn, ": shape.head_dim must be 32, 64 or 128, got ", s.head_dim));
+    return absl::InvalidArgumentError(absl::StrCat(fn, ": shape.head_dim must be 32, 64 or 128, got ", s.head_dim));
   }
   // Grid limits: heads (or kv heads) in y, batch in z.
   constexpr int64_t kMaxGridYz = 65535;
   if (s.heads > kMaxGridYz || s.batch > kMaxGridYz) {
-    return absl::InvalidArgumentError(absl::StrCat(fn, ": shape.heads ", s.heads,
-                                                   " and shape.batch ", s.batch,
-                                                   " must be at most ", kMaxGridYz));
+    return absl::InvalidArgumentError(
+        absl::StrCat(fn, ": shape.heads ", s.heads, " and shape.batch ", s.batch, " must be at most ", kMaxGridYz));
   }
   return absl::OkStatus();
 }
@@ -89,8 +86,7 @@ inline absl::Status CheckAttention(const char* fn, const AttentionShape& s) {
 // Lets `kernel` use `bytes` of dynamic shared memory (above 48 KiB needs the opt-in).
 template <typename Kernel>
 absl::Status AllowSharedMemory(Kernel kernel, size_t bytes, const char* name) {
-  return CudaStatus(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)),
+  return CudaStatus(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
                     absl::StrCat("cudaFuncSetAttribute(", name, ", ", bytes, " bytes)"));
 }
 

@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(kAttnThreads)
   const T* rows = qkv + b * seq_len * dims.qkv_row;
   const T* k_head = rows + static_cast<int64_t>(dims.heads + g) * D;
   const T* v_head = rows + static_cast<int64_t>(dims.heads + dims.kv_heads + g) * D;
-  LoadTile<D>(sq, D, rows + static_cast<int64_t>(h) * D, dims.qkv_row, q0, kAttnBlockRows,
-              seq_len);
+  LoadTile<D>(sq, D, rows + static_cast<int64_t>(h) * D, dims.qkv_row, q0, kAttnBlockRows, seq_len);
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   float o[kAttnRowsPerWarp][kCols];
@@ -106,25 +105,21 @@ __global__ void __launch_bounds__(kAttnThreads)
 }
 
 template <typename T, int D>
-absl::Status LaunchForward(T* out, float* lse, const T* qkv, const AttentionShape& shape,
-                           cudaStream_t stream) {
+absl::Status LaunchForward(T* out, float* lse, const T* qkv, const AttentionShape& shape, cudaStream_t stream) {
   constexpr size_t kSmem = ForwardSmemFloats<D>() * sizeof(float);
   auto kernel = AttentionForwardKernel<T, D>;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      internal::AllowSharedMemory(kernel, kSmem, "AttentionForwardKernel"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(kernel, kSmem, "AttentionForwardKernel"));
   const float scale_log2 = internal::kLog2e / sqrtf(static_cast<float>(D));
-  const dim3 grid(static_cast<unsigned>(CeilDiv(shape.seq_len, kAttnBlockRows)),
-                  static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch));
-  kernel<<<grid, kAttnThreads, kSmem, stream>>>(out, lse, qkv, internal::DimsOf(shape),
-                                                scale_log2);
+  const dim3 grid(static_cast<unsigned>(CeilDiv(shape.seq_len, kAttnBlockRows)), static_cast<unsigned>(shape.heads),
+                  static_cast<unsigned>(shape.batch));
+  kernel<<<grid, kAttnThreads, kSmem, stream>>>(out, lse, qkv, internal::DimsOf(shape), scale_log2);
   return LaunchStatus("AttentionForwardKernel");
 }
 
 }  // namespace
 
 template <typename T>
-absl::Status AttentionForward(T* out, float* lse, const T* qkv, const AttentionShape& shape,
-                              cudaStream_t stream) {
+absl::Status AttentionForward(T* out, float* lse, const T* qkv, const AttentionShape& shape, cudaStream_t stream) {
   constexpr const char* kFn = "AttentionForward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::CheckAttention(kFn, shape));
   if (shape.batch == 0 || shape.seq_len == 0) return absl::OkStatus();
@@ -132,18 +127,13 @@ absl::Status AttentionForward(T* out, float* lse, const T* qkv, const AttentionS
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "lse", lse));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "qkv", qkv));
   switch (shape.head_dim) {
-    case 32:
-      return LaunchForward<T, 32>(out, lse, qkv, shape, stream);
-    case 64:
-      return LaunchForward<T, 64>(out, lse, qkv, shape, stream);
-    default:
-      return LaunchForward<T, 128>(out, lse, qkv, shape, stream);
+    case 32: return LaunchForward<T, 32>(out, lse, qkv, shape, stream);
+    case 64: return LaunchForward<T, 64>(out, lse, qkv, shape, stream);
+    default: return LaunchForward<T, 128>(out, lse, qkv, shape, stream);
   }
 }
 
-template absl::Status AttentionForward<float>(float*, float*, const float*, const AttentionShape&,
-                                              cudaStream_t);
-template absl::Status AttentionForward<bf16>(bf16*, float*, const bf16*, const AttentionShape&,
-                                             cudaStream_t);
+template absl::Status AttentionForward<float>(float*, float*, const float*, const AttentionShape&, cudaStream_t);
+template absl::Status AttentionForward<bf16>(bf16*, float*, const bf16*, const AttentionShape&, cudaStream_t);
 
 }  // namespace gradsync::kernels::cuda

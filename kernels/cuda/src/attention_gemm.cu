@@ -141,8 +141,8 @@ absl::Status SquareProduct(MatmulContext& ctx, const char* what, float* c, const
 absl::Status PanelProduct(MatmulContext& ctx, const char* what, Panel c, float beta, const bf16* p, bool transpose_p,
                           const Heads& h, Panel y, cudaStream_t stream, bool c_fp32 = false) {
   const int64_t T = h.s.seq_len, D = h.s.head_dim;
-  Gemm g{what, D, T, T, y.ptr, false, y.ld, p + h.SquareOffset(), transpose_p, T, const_cast<void*>(c.ptr), c.ld,
-         beta, nullptr};
+  Gemm g{what, D,    T,      T, y.ptr, false, y.ld, p + h.SquareOffset(), transpose_p, T, const_cast<void*>(c.ptr),
+         c.ld, beta, nullptr};
   g.d_fp32 = c_fp32;
   g.batch = h.s.kv_heads;
   g.stride_a = y.stride;
@@ -157,8 +157,8 @@ absl::Status Check(const char* fn, const AttentionShape& s, const void* scratch,
   for (const auto& [name, ptr] : buffers) GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(fn, name, ptr));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(fn, "scratch", scratch));
   if (scratch_bytes < AttentionGemmScratchBytes(s)) {
-    return absl::InvalidArgumentError(absl::StrCat(fn, ": scratch of ", scratch_bytes, " bytes, needs ",
-                                                   AttentionGemmScratchBytes(s)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(fn, ": scratch of ", scratch_bytes, " bytes, needs ", AttentionGemmScratchBytes(s)));
   }
   return absl::OkStatus();
 }
@@ -174,11 +174,10 @@ size_t AttentionGemmScratchBytes(const AttentionShape& shape) {
          Align(KvCount(shape) * sizeof(float));
 }
 
-absl::Status AttentionGemmForward(MatmulContext& ctx, bf16* out, bf16* probs, const bf16* qkv,
-                                  const AttentionShape& s, void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+absl::Status AttentionGemmForward(MatmulContext& ctx, bf16* out, bf16* probs, const bf16* qkv, const AttentionShape& s,
+                                  void* scratch, size_t scratch_bytes, cudaStream_t stream) {
   constexpr const char* kFn = "AttentionGemmForward";
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      Check(kFn, s, scratch, scratch_bytes, {{"out", out}, {"probs", probs}, {"qkv", qkv}}));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Check(kFn, s, scratch, scratch_bytes, {{"out", out}, {"probs", probs}, {"qkv", qkv}}));
   if (s.batch == 0 || s.seq_len == 0) return absl::OkStatus();
   const Scratch w = Carve(scratch, s);
   const int64_t T = s.seq_len, rows = s.batch * s.heads * T, group = s.heads / s.kv_heads;
@@ -194,19 +193,18 @@ absl::Status AttentionGemmForward(MatmulContext& ctx, bf16* out, bf16* probs, co
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t r = 0; r < group; ++r) {
       const Heads h{s, b, r};
-      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention output P v", h.Query(out, s.out_width()), 0.0f,
-                                                 probs, false, h, h.KeyValue(qkv, 1), stream));
+      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention output P v", h.Query(out, s.out_width()), 0.0f, probs,
+                                                 false, h, h.KeyValue(qkv, 1), stream));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv,
-                                   const bf16* probs, const AttentionShape& s, void* scratch, size_t scratch_bytes,
-                                   cudaStream_t stream) {
+absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* probs,
+                                   const AttentionShape& s, void* scratch, size_t scratch_bytes, cudaStream_t stream) {
   constexpr const char* kFn = "AttentionGemmBackward";
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Check(kFn, s, scratch, scratch_bytes,
-                                      {{"dqkv", dqkv}, {"dout", dout}, {"qkv", qkv}, {"probs", probs}}));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      Check(kFn, s, scratch, scratch_bytes, {{"dqkv", dqkv}, {"dout", dout}, {"qkv", qkv}, {"probs", probs}}));
   if (s.batch == 0 || s.seq_len == 0) return absl::OkStatus();
   const Scratch w = Carve(scratch, s);
   const int64_t T = s.seq_len, rows = s.batch * s.heads * T, group = s.heads / s.kv_heads, W = s.qkv_width();
@@ -221,8 +219,8 @@ absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* d
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t r = 0; r < group; ++r) {
       const Heads h{s, b, r};
-      GRADSYNC_CUDA_RETURN_IF_ERROR(SquareProduct(ctx, "attention dP = do v^T", w.scores, h, h.Query(dout, s.out_width()),
-                                                  h.KeyValue(qkv, 1), stream));
+      GRADSYNC_CUDA_RETURN_IF_ERROR(SquareProduct(ctx, "attention dP = do v^T", w.scores, h,
+                                                  h.Query(dout, s.out_width()), h.KeyValue(qkv, 1), stream));
       GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dv = P^T do", dkv(h, 1), kv_beta(r), probs, true, h,
                                                  h.Query(dout, s.out_width()), stream, group > 1));
     }
@@ -233,8 +231,8 @@ absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* d
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t r = 0; r < group; ++r) {
       const Heads h{s, b, r};
-      GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dq = dS k", h.Query(dqkv, W), 1.0f, w.ds, false, h,
-                                                 h.KeyValue(qkv, 0), stream));
+      GRADSYNC_CUDA_RETURN_IF_ERROR(
+          PanelProduct(ctx, "attention dq = dS k", h.Query(dqkv, W), 1.0f, w.ds, false, h, h.KeyValue(qkv, 0), stream));
       GRADSYNC_CUDA_RETURN_IF_ERROR(PanelProduct(ctx, "attention dk = dS^T q", dkv(h, 0), kv_beta(r), w.ds, true, h,
                                                  h.Query(qkv, W), stream, group > 1));
     }

@@ -65,8 +65,8 @@ __device__ __forceinline__ void AddInto(T* dst, float value) {
 // Fn: __device__ void operator()(int64_t row, int64_t col, float (&acc)[K]) adding f_k into acc[k].
 template <int K, typename T, typename Fn>
 __global__ void __launch_bounds__(kReduceThreads)
-    ColumnReducePartialKernel(Fn fn, int64_t rows, int64_t cols, int64_t rows_per_chunk,
-                              float* partial, ColumnOutputs<T, K> outputs) {
+    ColumnReducePartialKernel(Fn fn, int64_t rows, int64_t cols, int64_t rows_per_chunk, float* partial,
+                              ColumnOutputs<T, K> outputs) {
   const int lane = threadIdx.x % kReduceCols, row_lane = threadIdx.x / kReduceCols;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + lane;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
@@ -115,14 +115,11 @@ __global__ void ColumnReduceFinishKernel(const float* partial, int64_t chunks, i
 
 // Launches the one or two passes on `stream`; returns the launch status naming `what`.
 template <int K, typename T, typename Fn>
-absl::Status LaunchColumnReduce(const char* what, Fn fn, int64_t rows, int64_t cols,
-                                float* scratch, int64_t scratch_floats,
-                                ColumnOutputs<T, K> outputs, cudaStream_t stream) {
+absl::Status LaunchColumnReduce(const char* what, Fn fn, int64_t rows, int64_t cols, float* scratch,
+                                int64_t scratch_floats, ColumnOutputs<T, K> outputs, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return absl::OkStatus();
-  const ColumnReducePlan plan =
-      PlanColumnReduce(rows, cols, K, scratch == nullptr ? 0 : scratch_floats);
-  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kReduceCols)),
-                  static_cast<unsigned>(plan.chunks));
+  const ColumnReducePlan plan = PlanColumnReduce(rows, cols, K, scratch == nullptr ? 0 : scratch_floats);
+  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kReduceCols)), static_cast<unsigned>(plan.chunks));
   ColumnReducePartialKernel<K, T, Fn>
       <<<grid, kReduceThreads, 0, stream>>>(fn, rows, cols, plan.rows_per_chunk, scratch, outputs);
   if (absl::Status s = LaunchStatus(absl::StrCat("ColumnReducePartialKernel (", what, ")")); !s.ok()) {
@@ -130,9 +127,8 @@ absl::Status LaunchColumnReduce(const char* what, Fn fn, int64_t rows, int64_t c
   }
   if (plan.chunks == 1) return absl::OkStatus();
   constexpr int kThreads = 256;
-  ColumnReduceFinishKernel<K, T>
-      <<<static_cast<unsigned>(CeilDiv(K * cols, kThreads)), kThreads, 0, stream>>>(
-          scratch, plan.chunks, cols, outputs);
+  ColumnReduceFinishKernel<K, T><<<static_cast<unsigned>(CeilDiv(K * cols, kThreads)), kThreads, 0, stream>>>(
+      scratch, plan.chunks, cols, outputs);
   return LaunchStatus(absl::StrCat("ColumnReduceFinishKernel (", what, ")"));
 }
 

@@ -51,19 +51,16 @@ __global__ void MapKernel(T* out, Inputs<T, kIn> inputs, int64_t n, Op op) {
 }
 
 template <typename T, int kVec, int kIn, bool kAccumulate, typename Op>
-absl::Status LaunchMapWidth(const char* name, T* out, Inputs<T, kIn> inputs, int64_t n, Op op,
-                            cudaStream_t stream) {
+absl::Status LaunchMapWidth(const char* name, T* out, Inputs<T, kIn> inputs, int64_t n, Op op, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const int64_t threads = CeilDiv(n, kVec);
   MapKernel<T, kVec, kIn, kAccumulate, Op>
-      <<<static_cast<unsigned>(CeilDiv(threads, kThreads)), kThreads, 0, stream>>>(out, inputs, n,
-                                                                                  op);
+      <<<static_cast<unsigned>(CeilDiv(threads, kThreads)), kThreads, 0, stream>>>(out, inputs, n, op);
   return LaunchStatus(name);
 }
 
 template <typename T, int kIn, bool kAccumulate, typename Op>
-absl::Status LaunchMap(const char* name, T* out, Inputs<T, kIn> inputs, int64_t n, Op op,
-                       cudaStream_t stream) {
+absl::Status LaunchMap(const char* name, T* out, Inputs<T, kIn> inputs, int64_t n, Op op, cudaStream_t stream) {
   if (n == 0) return absl::OkStatus();
   bool aligned = Aligned16(out);
   for (int a = 0; a < kIn; ++a) aligned = aligned && Aligned16(inputs.in[a]);

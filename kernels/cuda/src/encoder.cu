@@ -41,27 +41,27 @@ struct ScratchLayout {
 ScratchLayout Carve(void* scratch, int64_t n, size_t sort_temp_bytes) {
   const size_t array = AlignUp(static_cast<size_t>(n) * sizeof(int32_t));
   char* base = static_cast<char*>(scratch);
-  return {reinterpret_cast<int32_t*>(base), reinterpret_cast<int32_t*>(base + array),
-          reinterpret_cast<int32_t*>(base + 2 * array), reinterpret_cast<int32_t*>(base + 3 * array),
-          base + 4 * array, sort_temp_bytes};
+  return {reinterpret_cast<int32_t*>(base),
+          reinterpret_cast<int32_t*>(base + array),
+          reinterpret_cast<int32_t*>(base + 2 * array),
+          reinterpret_cast<int32_t*>(base + 3 * array),
+          base + 4 * array,
+          sort_temp_bytes};
 }
 
 absl::StatusOr<size_t> SortTempBytes(int64_t n, int64_t vocab) {
   size_t bytes = 0;
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
       cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr),
-                                      static_cast<int32_t*>(nullptr),
-                                      static_cast<const int32_t*>(nullptr),
-                                      static_cast<int32_t*>(nullptr), static_cast<int>(n), 0,
-                                      KeyBits(vocab)),
+                                      static_cast<int32_t*>(nullptr), static_cast<const int32_t*>(nullptr),
+                                      static_cast<int32_t*>(nullptr), static_cast<int>(n), 0, KeyBits(vocab)),
       "cub::DeviceRadixSort::SortPairs (size query)"));
   return bytes;
 }
 
 template <typename T>
-__global__ void EncoderForwardKernel(T* out, const int32_t* tokens, const T* wte, const T* wpe,
-                                     int64_t rows, int64_t seq_len, int64_t channels,
-                                     int64_t vocab) {
+__global__ void EncoderForwardKernel(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t rows,
+                                     int64_t seq_len, int64_t channels, int64_t vocab) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= rows * channels) return;
   const int64_t row = idx / channels, c = idx - row * channels;
@@ -77,8 +77,8 @@ __global__ void EncoderForwardKernel(T* out, const int32_t* tokens, const T* wte
 
 // Sort input: key = token (vocab for an invalid one, so it cannot split a valid token's run),
 // value = row index.
-__global__ void EncoderSortInputKernel(int32_t* keys, int32_t* rows_idx, const int32_t* tokens,
-                                       int64_t n, int64_t vocab) {
+__global__ void EncoderSortInputKernel(int32_t* keys, int32_t* rows_idx, const int32_t* tokens, int64_t n,
+                                       int64_t vocab) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const int32_t token = tokens[i];
@@ -90,9 +90,8 @@ __global__ void EncoderSortInputKernel(int32_t* keys, int32_t* rows_idx, const i
 // dwte[token] and adds the run's dout rows in ascending row order (the sort is stable).
 template <typename T>
 __global__ void __launch_bounds__(kOwnerThreads)
-    EncoderWteBackwardKernel(T* dwte, const T* dout, const int32_t* sorted_tokens,
-                             const int32_t* sorted_rows, int64_t n, int64_t channels,
-                             int64_t vocab) {
+    EncoderWteBackwardKernel(T* dwte, const T* dout, const int32_t* sorted_tokens, const int32_t* sorted_rows,
+                             int64_t n, int64_t channels, int64_t vocab) {
   const int64_t p = blockIdx.x;
   const int32_t token = sorted_tokens[p];
   if (token >= vocab || (p > 0 && sorted_tokens[p - 1] == token)) return;
@@ -108,8 +107,7 @@ __global__ void __launch_bounds__(kOwnerThreads)
 
 // dwpe[t, c] += sum_b dout[b, t, c], b in order.
 template <typename T>
-__global__ void EncoderWpeBackwardKernel(T* dwpe, const T* dout, int64_t batch, int64_t seq_len,
-                                         int64_t channels) {
+__global__ void EncoderWpeBackwardKernel(T* dwpe, const T* dout, int64_t batch, int64_t seq_len, int64_t channels) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= seq_len * channels) return;
   float acc = ToFloat(dwpe[idx]);
@@ -117,8 +115,7 @@ __global__ void EncoderWpeBackwardKernel(T* dwpe, const T* dout, int64_t batch, 
   dwpe[idx] = FromFloat<T>(acc);
 }
 
-absl::Status CheckSizes(const char* fn, int64_t batch, int64_t seq_len, int64_t channels,
-                        int64_t vocab) {
+absl::Status CheckSizes(const char* fn, int64_t batch, int64_t seq_len, int64_t channels, int64_t vocab) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "batch", batch));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "seq_len", seq_len));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(fn, "channels", channels));
@@ -132,9 +129,8 @@ absl::Status CheckSizes(const char* fn, int64_t batch, int64_t seq_len, int64_t 
 }  // namespace
 
 template <typename T>
-absl::Status EncoderForward(T* out, const int32_t* tokens, const T* wte, const T* wpe,
-                            int64_t batch, int64_t seq_len, int64_t channels, int64_t vocab,
-                            cudaStream_t stream) {
+absl::Status EncoderForward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t batch, int64_t seq_len,
+                            int64_t channels, int64_t vocab, cudaStream_t stream) {
   constexpr const char* kFn = "EncoderForward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckSizes(kFn, batch, seq_len, channels, vocab));
   const int64_t total = batch * seq_len * channels;
@@ -142,9 +138,8 @@ absl::Status EncoderForward(T* out, const int32_t* tokens, const T* wte, const T
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "out", out));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "tokens", tokens));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "wte", wte));
-  EncoderForwardKernel<T><<<static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0,
-                            stream>>>(out, tokens, wte, wpe, batch * seq_len, seq_len, channels,
-                                      vocab);
+  EncoderForwardKernel<T><<<static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream>>>(
+      out, tokens, wte, wpe, batch * seq_len, seq_len, channels, vocab);
   return LaunchStatus("EncoderForwardKernel");
 }
 
@@ -153,8 +148,7 @@ absl::StatusOr<size_t> EncoderBackwardScratchBytes(int64_t rows, int64_t vocab) 
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "rows", rows));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::Positive(kFn, "vocab", vocab));
   if (rows > INT32_MAX || vocab >= INT32_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kFn, ": rows ", rows, " and vocab ", vocab, " must fit int32"));
+    return absl::InvalidArgumentError(absl::StrCat(kFn, ": rows ", rows, " and vocab ", vocab, " must fit int32"));
   }
   absl::StatusOr<size_t> sort_bytes = SortTempBytes(rows, vocab);
   if (!sort_bytes.ok()) return sort_bytes.status();
@@ -162,9 +156,9 @@ absl::StatusOr<size_t> EncoderBackwardScratchBytes(int64_t rows, int64_t vocab) 
 }
 
 template <typename T>
-absl::Status EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens,
-                             int64_t batch, int64_t seq_len, int64_t channels, int64_t vocab,
-                             void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+absl::Status EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t batch, int64_t seq_len,
+                             int64_t channels, int64_t vocab, void* scratch, size_t scratch_bytes,
+                             cudaStream_t stream) {
   constexpr const char* kFn = "EncoderBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckSizes(kFn, batch, seq_len, channels, vocab));
   const int64_t n = batch * seq_len;
@@ -176,38 +170,36 @@ absl::Status EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tok
   absl::StatusOr<size_t> needed = EncoderBackwardScratchBytes(n, vocab);
   if (!needed.ok()) return needed.status();
   if (scratch_bytes < *needed) {
-    return absl::InvalidArgumentError(absl::StrCat(kFn, ": scratch_bytes ", scratch_bytes,
-                                                   " is less than the ", *needed, " needed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kFn, ": scratch_bytes ", scratch_bytes, " is less than the ", *needed, " needed"));
   }
   const size_t sort_bytes = *needed - 4 * AlignUp(static_cast<size_t>(n) * sizeof(int32_t));
   const ScratchLayout s = Carve(scratch, n, sort_bytes);
 
-  EncoderSortInputKernel<<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(
-      s.keys_in, s.rows_in, tokens, n, vocab);
+  EncoderSortInputKernel<<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(s.keys_in, s.rows_in,
+                                                                                               tokens, n, vocab);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("EncoderSortInputKernel"));
   size_t temp_bytes = s.sort_temp_bytes;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cub::DeviceRadixSort::SortPairs(s.sort_temp, temp_bytes, s.keys_in, s.keys_out, s.rows_in,
-                                      s.rows_out, static_cast<int>(n), 0, KeyBits(vocab), stream),
-      "cub::DeviceRadixSort::SortPairs"));
-  EncoderWteBackwardKernel<T><<<static_cast<unsigned>(n), kOwnerThreads, 0, stream>>>(
-      dwte, dout, s.keys_out, s.rows_out, n, channels, vocab);
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cub::DeviceRadixSort::SortPairs(s.sort_temp, temp_bytes, s.keys_in, s.keys_out, s.rows_in, s.rows_out,
+                                                 static_cast<int>(n), 0, KeyBits(vocab), stream),
+                 "cub::DeviceRadixSort::SortPairs"));
+  EncoderWteBackwardKernel<T>
+      <<<static_cast<unsigned>(n), kOwnerThreads, 0, stream>>>(dwte, dout, s.keys_out, s.rows_out, n, channels, vocab);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("EncoderWteBackwardKernel"));
   if (dwpe == nullptr) return absl::OkStatus();
-  EncoderWpeBackwardKernel<T><<<static_cast<unsigned>(CeilDiv(seq_len * channels, kThreads)),
-                                kThreads, 0, stream>>>(dwpe, dout, batch, seq_len, channels);
+  EncoderWpeBackwardKernel<T><<<static_cast<unsigned>(CeilDiv(seq_len * channels, kThreads)), kThreads, 0, stream>>>(
+      dwpe, dout, batch, seq_len, channels);
   return LaunchStatus("EncoderWpeBackwardKernel");
 }
 
-template absl::Status EncoderForward<float>(float*, const int32_t*, const float*, const float*,
-                                            int64_t, int64_t, int64_t, int64_t, cudaStream_t);
-template absl::Status EncoderForward<bf16>(bf16*, const int32_t*, const bf16*, const bf16*,
-                                           int64_t, int64_t, int64_t, int64_t, cudaStream_t);
-template absl::Status EncoderBackward<float>(float*, float*, const float*, const int32_t*, int64_t,
-                                             int64_t, int64_t, int64_t, void*, size_t,
-                                             cudaStream_t);
-template absl::Status EncoderBackward<bf16>(bf16*, bf16*, const bf16*, const int32_t*, int64_t,
-                                            int64_t, int64_t, int64_t, void*, size_t,
-                                            cudaStream_t);
+template absl::Status EncoderForward<float>(float*, const int32_t*, const float*, const float*, int64_t, int64_t,
+                                            int64_t, int64_t, cudaStream_t);
+template absl::Status EncoderForward<bf16>(bf16*, const int32_t*, const bf16*, const bf16*, int64_t, int64_t, int64_t,
+                                           int64_t, cudaStream_t);
+template absl::Status EncoderBackward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, int64_t,
+                                             int64_t, void*, size_t, cudaStream_t);
+template absl::Status EncoderBackward<bf16>(bf16*, bf16*, const bf16*, const int32_t*, int64_t, int64_t, int64_t,
+                                            int64_t, void*, size_t, cudaStream_t);
 
 }  // namespace gradsync::kernels::cuda

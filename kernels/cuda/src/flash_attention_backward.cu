@@ -32,19 +32,18 @@ absl::Status Launch(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv,
   constexpr size_t kDkvSmem = DkvSmemBytes<D>();
   auto dkv_kernel = FlashDkvKernel<D, kAccumulate>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dkv_kernel, kDkvSmem, "FlashDkvKernel"));
-  dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)),
-               kFlashThreads, kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, prm);
+  dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)), kFlashThreads,
+               kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, prm);
   return LaunchStatus("FlashDkvKernel");
 }
 
 }  // namespace
 
 absl::Status FlashAttentionBackward(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv, const bf16* out,
-                                    const float* lse, const AttentionShape& shape, cudaStream_t stream,
-                                    GradMode mode) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::CheckFlashAttention("FlashAttentionBackward", shape,
-                                                              {{"dqkv", dqkv}, {"dout", dout}, {"qkv", qkv}, {"out", out}},
-                                                              {{"delta", delta}, {"lse", lse}}));
+                                    const float* lse, const AttentionShape& shape, cudaStream_t stream, GradMode mode) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(internal::CheckFlashAttention(
+      "FlashAttentionBackward", shape, {{"dqkv", dqkv}, {"dout", dout}, {"qkv", qkv}, {"out", out}},
+      {{"delta", delta}, {"lse", lse}}));
   if (shape.batch == 0 || shape.seq_len == 0) return absl::OkStatus();
   const bool accumulate = mode == GradMode::kAccumulate;
   if (shape.head_dim == 32) {

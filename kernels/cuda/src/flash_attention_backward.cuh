@@ -149,8 +149,7 @@ __device__ __forceinline__ void LoadQueryTile(bf16* sq, bf16* sdo, float* slse, 
                                               const float* delta, int64_t b, const AttnDims& dims) {
   const int64_t T = dims.seq_len;
   CopyTileAsync<D>(sq, qkv_rows + static_cast<int64_t>(u.h) * D, dims.qkv_row, u.q0, T);
-  CopyTileAsync<D>(sdo, dout + b * T * dims.out_row + static_cast<int64_t>(u.h) * D, dims.out_row, u.q0,
-                             T);
+  CopyTileAsync<D>(sdo, dout + b * T * dims.out_row + static_cast<int64_t>(u.h) * D, dims.out_row, u.q0, T);
   mma::CommitCopies();
   const int64_t stats = (b * dims.heads + u.h) * T;
   for (int x = threadIdx.x; x < kFlashRows; x += kFlashThreads) {

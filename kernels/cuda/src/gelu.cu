@@ -43,13 +43,11 @@ absl::Status GeluForward(T* out, const T* inp, int64_t n, cudaStream_t stream) {
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "out", out));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
-  return internal::LaunchMap<T, 1, false>("GeluForwardKernel", out, internal::Inputs<T, 1>{{inp}},
-                                          n, GeluOp{}, stream);
+  return internal::LaunchMap<T, 1, false>("GeluForwardKernel", out, internal::Inputs<T, 1>{{inp}}, n, GeluOp{}, stream);
 }
 
 template <typename T>
-absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream,
-                          GradMode mode) {
+absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t stream, GradMode mode) {
   constexpr const char* kFn = "GeluBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   if (n == 0) return absl::OkStatus();
@@ -65,9 +63,7 @@ absl::Status GeluBackward(T* dinp, const T* inp, const T* dout, int64_t n, cudaS
 
 template absl::Status GeluForward<float>(float*, const float*, int64_t, cudaStream_t);
 template absl::Status GeluForward<bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
-template absl::Status GeluBackward<float>(float*, const float*, const float*, int64_t, cudaStream_t,
-                                          GradMode);
-template absl::Status GeluBackward<bf16>(bf16*, const bf16*, const bf16*, int64_t, cudaStream_t,
-                                         GradMode);
+template absl::Status GeluBackward<float>(float*, const float*, const float*, int64_t, cudaStream_t, GradMode);
+template absl::Status GeluBackward<bf16>(bf16*, const bf16*, const bf16*, int64_t, cudaStream_t, GradMode);
 
 }  // namespace gradsync::kernels::cuda

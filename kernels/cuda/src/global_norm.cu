@@ -21,8 +21,7 @@ static_assert(kGlobalNormPartials <= kFinishThreads, "pass 2 reads one partial p
 constexpr int64_t kMinElementsPerBlock = 4 * kThreads;
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    NormPartialKernel(float* partials, const T* grads, int64_t n) {
+__global__ void __launch_bounds__(kThreads) NormPartialKernel(float* partials, const T* grads, int64_t n) {
   float sum = 0.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
@@ -58,24 +57,22 @@ __global__ void ScaleKernel(T* grads, int64_t n, const float* scale) {
 }  // namespace
 
 template <typename T>
-absl::Status GlobalNormSquared(float* norm_sq, const T* grads, int64_t n, bool accumulate,
-                               float* scratch, cudaStream_t stream) {
+absl::Status GlobalNormSquared(float* norm_sq, const T* grads, int64_t n, bool accumulate, float* scratch,
+                               cudaStream_t stream) {
   constexpr const char* kFn = "GlobalNormSquared";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "norm_sq", norm_sq));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "scratch", scratch));
   if (n > 0) GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "grads", grads));
   // A function of n only: the same n always reduces in the same order, on any GPU.
-  const int blocks = static_cast<int>(
-      std::clamp<int64_t>(CeilDiv(n, kMinElementsPerBlock), 1, kGlobalNormPartials));
+  const int blocks = static_cast<int>(std::clamp<int64_t>(CeilDiv(n, kMinElementsPerBlock), 1, kGlobalNormPartials));
   NormPartialKernel<T><<<blocks, kThreads, 0, stream>>>(scratch, grads, n);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("NormPartialKernel"));
   NormFinishKernel<<<1, kFinishThreads, 0, stream>>>(norm_sq, scratch, blocks, accumulate);
   return LaunchStatus("NormFinishKernel");
 }
 
-absl::Status ClipScale(float* scale, float* norm, const float* norm_sq, double max_norm,
-                       cudaStream_t stream) {
+absl::Status ClipScale(float* scale, float* norm, const float* norm_sq, double max_norm, cudaStream_t stream) {
   constexpr const char* kFn = "ClipScale";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "scale", scale));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "norm_sq", norm_sq));
@@ -90,15 +87,12 @@ absl::Status ScaleGradients(T* grads, int64_t n, const float* scale, cudaStream_
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "grads", grads));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "scale", scale));
-  ScaleKernel<T><<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(grads, n,
-                                                                                      scale);
+  ScaleKernel<T><<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(grads, n, scale);
   return LaunchStatus("ScaleKernel");
 }
 
-template absl::Status GlobalNormSquared<float>(float*, const float*, int64_t, bool, float*,
-                                               cudaStream_t);
-template absl::Status GlobalNormSquared<bf16>(float*, const bf16*, int64_t, bool, float*,
-                                              cudaStream_t);
+template absl::Status GlobalNormSquared<float>(float*, const float*, int64_t, bool, float*, cudaStream_t);
+template absl::Status GlobalNormSquared<bf16>(float*, const bf16*, int64_t, bool, float*, cudaStream_t);
 template absl::Status ScaleGradients<float>(float*, int64_t, const float*, cudaStream_t);
 template absl::Status ScaleGradients<bf16>(bf16*, int64_t, const float*, cudaStream_t);
 

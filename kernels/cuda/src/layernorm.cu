@@ -31,8 +31,8 @@ __device__ __forceinline__ Pack<T, kVec> Load(const T* row, int64_t q) {
 
 template <typename T, int kVec>
 __global__ void __launch_bounds__(kThreads)
-    LayerNormForwardKernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
-                           const T* bias, int64_t n, int64_t c, float eps) {
+    LayerNormForwardKernel(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, int64_t n,
+                           int64_t c, float eps) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n) return;  // whole warps leave together: the shuffles below stay full
@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T, int kVec>
 __global__ void __launch_bounds__(kThreads)
-    LayerNormBackwardDinpKernel(T* dinp, const T* dout, const T* inp, const T* weight,
-                                const float* mean, const float* rstd, int64_t n, int64_t c) {
+    LayerNormBackwardDinpKernel(T* dinp, const T* dout, const T* inp, const T* weight, const float* mean,
+                                const float* rstd, int64_t n, int64_t c) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n) return;
@@ -133,9 +133,8 @@ absl::Status CheckShape(const char* fn, int64_t n, int64_t c) {
 }  // namespace
 
 template <typename T>
-absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
-                              const T* bias, int64_t n, int64_t c, float eps,
-                              cudaStream_t stream) {
+absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, int64_t n,
+                              int64_t c, float eps, cudaStream_t stream) {
   constexpr const char* kFn = "LayerNormForward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckShape(kFn, n, c));
   if (n == 0) return absl::OkStatus();
@@ -145,23 +144,20 @@ absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, co
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "bias", bias));
   const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kRowsPerBlock));
   if (c % internal::kPackWidth<T> == 0 && internal::Aligned16(out, inp, weight, bias)) {
-    LayerNormForwardKernel<T, internal::kPackWidth<T>><<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight,
-                                                                                       bias, n, c, eps);
+    LayerNormForwardKernel<T, internal::kPackWidth<T>>
+        <<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, n, c, eps);
   } else {
     LayerNormForwardKernel<T, 1><<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, n, c, eps);
   }
   return LaunchStatus("LayerNormForwardKernel");
 }
 
-int64_t LayerNormBackwardScratchFloats(int64_t n, int64_t c) {
-  return internal::ColumnReduceScratchFloats(n, c, 2);
-}
+int64_t LayerNormBackwardScratchFloats(int64_t n, int64_t c) { return internal::ColumnReduceScratchFloats(n, c, 2); }
 
 template <typename T>
-absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                               const T* weight, const float* mean, const float* rstd, int64_t n,
-                               int64_t c, float* scratch, int64_t scratch_floats,
-                               cudaStream_t stream) {
+absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                               const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
+                               int64_t scratch_floats, cudaStream_t stream) {
   constexpr const char* kFn = "LayerNormBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckShape(kFn, n, c));
   if (n == 0) return absl::OkStatus();
@@ -173,29 +169,27 @@ absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, con
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
     const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kRowsPerBlock));
     if (c % internal::kPackWidth<T> == 0 && internal::Aligned16(dinp, dout, inp, weight)) {
-      LayerNormBackwardDinpKernel<T, internal::kPackWidth<T>><<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight,
-                                                                                               mean, rstd, n, c);
+      LayerNormBackwardDinpKernel<T, internal::kPackWidth<T>>
+          <<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, n, c);
     } else {
       LayerNormBackwardDinpKernel<T, 1><<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, n, c);
     }
     GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("LayerNormBackwardDinpKernel"));
   }
   if (dweight == nullptr && dbias == nullptr) return absl::OkStatus();
-  return internal::LaunchColumnReduce<2, T>(
-      "LayerNormBackward dweight/dbias", WeightBiasTerms<T>{dout, inp, mean, rstd, c}, n, c,
-      scratch, scratch_floats, internal::ColumnOutputs<T, 2>{{dweight, dbias}}, stream);
+  return internal::LaunchColumnReduce<2, T>("LayerNormBackward dweight/dbias",
+                                            WeightBiasTerms<T>{dout, inp, mean, rstd, c}, n, c, scratch, scratch_floats,
+                                            internal::ColumnOutputs<T, 2>{{dweight, dbias}}, stream);
 }
 
-template absl::Status LayerNormForward<float>(float*, float*, float*, const float*, const float*,
-                                              const float*, int64_t, int64_t, float,
-                                              cudaStream_t);
-template absl::Status LayerNormForward<bf16>(bf16*, float*, float*, const bf16*, const bf16*,
-                                             const bf16*, int64_t, int64_t, float, cudaStream_t);
-template absl::Status LayerNormBackward<float>(float*, float*, float*, const float*, const float*,
-                                               const float*, const float*, const float*, int64_t,
-                                               int64_t, float*, int64_t, cudaStream_t);
-template absl::Status LayerNormBackward<bf16>(bf16*, bf16*, bf16*, const bf16*, const bf16*,
-                                              const bf16*, const float*, const float*, int64_t,
-                                              int64_t, float*, int64_t, cudaStream_t);
+template absl::Status LayerNormForward<float>(float*, float*, float*, const float*, const float*, const float*, int64_t,
+                                              int64_t, float, cudaStream_t);
+template absl::Status LayerNormForward<bf16>(bf16*, float*, float*, const bf16*, const bf16*, const bf16*, int64_t,
+                                             int64_t, float, cudaStream_t);
+template absl::Status LayerNormBackward<float>(float*, float*, float*, const float*, const float*, const float*,
+                                               const float*, const float*, int64_t, int64_t, float*, int64_t,
+                                               cudaStream_t);
+template absl::Status LayerNormBackward<bf16>(bf16*, bf16*, bf16*, const bf16*, const bf16*, const bf16*, const float*,
+                                              const float*, int64_t, int64_t, float*, int64_t, cudaStream_t);
 
 }  // namespace gradsync::kernels::cuda

@@ -43,8 +43,8 @@ absl::Status CheckDevice(const MatmulContext& ctx, const char* fn) {
   int device = -1;
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
   if (device == ctx.device()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      fn, ": the current device is ", device, " but the MatmulContext belongs to ", ctx.device()));
+  return absl::FailedPreconditionError(
+      absl::StrCat(fn, ": the current device is ", device, " but the MatmulContext belongs to ", ctx.device()));
 }
 
 absl::Status CheckSizes(const char* fn, int64_t n, int64_t in_features, int64_t out_features) {
@@ -88,9 +88,8 @@ absl::Status CheckStride(const char* fn, const char* name, int64_t* stride, int6
 }  // namespace
 
 template <typename T>
-absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* weight,
-                           const T* bias, int64_t n, int64_t in_features, int64_t out_features,
-                           cudaStream_t stream, int64_t out_stride) {
+absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* weight, const T* bias, int64_t n,
+                           int64_t in_features, int64_t out_features, cudaStream_t stream, int64_t out_stride) {
   constexpr const char* kFn = "MatmulForward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckSizes(kFn, n, in_features, out_features));
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckStride(kFn, "out_stride", &out_stride, out_features));
@@ -102,15 +101,15 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
   // the epilogue's vector loads cannot read (not 16-byte aligned), or no epilogue algorithm.
   const auto bias_rows = [&]() -> absl::Status {
     constexpr int kThreads = 256;
-    BiasRowsKernel<<<static_cast<unsigned>(CeilDiv(n * out_features, kThreads)), kThreads, 0,
-                     stream>>>(out, bias, n, out_features, out_stride);
+    BiasRowsKernel<<<static_cast<unsigned>(CeilDiv(n * out_features, kThreads)), kThreads, 0, stream>>>(
+        out, bias, n, out_features, out_stride);
     return LaunchStatus("BiasRowsKernel");
   };
   if (in_features == 0) return bias_rows();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-  Gemm gemm{"MatmulForward", out_features, n, in_features, weight, true, in_features,
-            inp, false, in_features, out, out_stride, 0.0f, bias};
+  Gemm gemm{"MatmulForward", out_features, n,   in_features, weight, true, in_features, inp,
+            false,           in_features,  out, out_stride,  0.0f,   bias};
   if (bias != nullptr && internal::Aligned16(bias)) {
     const absl::Status fused = RunGemm(ctx, kDataType<T>, gemm, stream);
     if (!absl::IsNotFound(fused)) return fused;
@@ -124,10 +123,9 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
 }
 
 template <typename T>
-absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout,
-                            const T* inp, const T* weight, int64_t n, int64_t in_features,
-                            int64_t out_features, cudaStream_t stream, int64_t dout_stride,
-                            GradMode dinp_mode) {
+absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                            const T* weight, int64_t n, int64_t in_features, int64_t out_features, cudaStream_t stream,
+                            int64_t dout_stride, GradMode dinp_mode) {
   constexpr const char* kFn = "MatmulBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckSizes(kFn, n, in_features, out_features));
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckStride(kFn, "dout_stride", &dout_stride, out_features));
@@ -145,31 +143,65 @@ absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, c
     // stream order.
     internal::ColumnOutputs<T, 1> outputs{{dbias}};
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::LaunchColumnReduce<1, T>(
-        "dbias", DoutColumn<T>{dout, dout_stride}, n, out_features,
-        static_cast<float*>(ctx.workspace()),
+        "dbias", DoutColumn<T>{dout, dout_stride}, n, out_features, static_cast<float*>(ctx.workspace()),
         static_cast<int64_t>(ctx.workspace_bytes() / sizeof(float)), outputs, stream));
   }
   if (in_features == 0) return absl::OkStatus();
   if (dinp != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-    const Gemm gemm{"MatmulBackward (dinp)", in_features, n, out_features, weight, false,
-                    in_features, dout, false, dout_stride, dinp, in_features,
-                    dinp_mode == GradMode::kOverwrite ? 0.0f : 1.0f, nullptr};
+    const Gemm gemm{"MatmulBackward (dinp)",
+                    in_features,
+                    n,
+                    out_features,
+                    weight,
+                    false,
+                    in_features,
+                    dout,
+                    false,
+                    dout_stride,
+                    dinp,
+                    in_features,
+                    dinp_mode == GradMode::kOverwrite ? 0.0f : 1.0f,
+                    nullptr};
     GRADSYNC_CUDA_RETURN_IF_ERROR(RunGemm(ctx, kDataType<T>, gemm, stream));
   }
   if (dweight != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
     const int splits = DweightSplits(in_features, out_features, n);
     if (splits == 1) {
-      const Gemm gemm{"MatmulBackward (dweight)", in_features, out_features, n, inp, false,
-                      in_features, dout, true, dout_stride, dweight, in_features, 1.0f, nullptr};
+      const Gemm gemm{"MatmulBackward (dweight)",
+                      in_features,
+                      out_features,
+                      n,
+                      inp,
+                      false,
+                      in_features,
+                      dout,
+                      true,
+                      dout_stride,
+                      dweight,
+                      in_features,
+                      1.0f,
+                      nullptr};
       GRADSYNC_CUDA_RETURN_IF_ERROR(RunGemm(ctx, kDataType<T>, gemm, stream));
     } else {
       const int64_t chunk = n / splits, count = in_features * out_features;
       absl::StatusOr<void*> partial = ctx.Scratch(static_cast<size_t>(splits * count) * sizeof(float));
       if (!partial.ok()) return partial.status();
-      Gemm gemm{"MatmulBackward (dweight, split)", in_features, out_features, chunk, inp, false,
-                in_features, dout, true, dout_stride, *partial, in_features, 0.0f, nullptr};
+      Gemm gemm{"MatmulBackward (dweight, split)",
+                in_features,
+                out_features,
+                chunk,
+                inp,
+                false,
+                in_features,
+                dout,
+                true,
+                dout_stride,
+                *partial,
+                in_features,
+                0.0f,
+                nullptr};
       gemm.batch = splits;
       gemm.stride_a = chunk * in_features;
       gemm.stride_b = chunk * dout_stride;
@@ -185,15 +217,13 @@ absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, c
   return absl::OkStatus();
 }
 
-template absl::Status MatmulForward<float>(MatmulContext&, float*, const float*, const float*,
-                                           const float*, int64_t, int64_t, int64_t, cudaStream_t, int64_t);
-template absl::Status MatmulForward<bf16>(MatmulContext&, bf16*, const bf16*, const bf16*,
-                                          const bf16*, int64_t, int64_t, int64_t, cudaStream_t, int64_t);
-template absl::Status MatmulBackward<float>(MatmulContext&, float*, float*, float*, const float*,
-                                            const float*, const float*, int64_t, int64_t, int64_t,
-                                            cudaStream_t, int64_t, GradMode);
-template absl::Status MatmulBackward<bf16>(MatmulContext&, bf16*, bf16*, bf16*, const bf16*,
-                                           const bf16*, const bf16*, int64_t, int64_t, int64_t,
-                                           cudaStream_t, int64_t, GradMode);
+template absl::Status MatmulForward<float>(MatmulContext&, float*, const float*, const float*, const float*, int64_t,
+                                           int64_t, int64_t, cudaStream_t, int64_t);
+template absl::Status MatmulForward<bf16>(MatmulContext&, bf16*, const bf16*, const bf16*, const bf16*, int64_t,
+                                          int64_t, int64_t, cudaStream_t, int64_t);
+template absl::Status MatmulBackward<float>(MatmulContext&, float*, float*, float*, const float*, const float*,
+                                            const float*, int64_t, int64_t, int64_t, cudaStream_t, int64_t, GradMode);
+template absl::Status MatmulBackward<bf16>(MatmulContext&, bf16*, bf16*, bf16*, const bf16*, const bf16*, const bf16*,
+                                           int64_t, int64_t, int64_t, cudaStream_t, int64_t, GradMode);
 
 }  // namespace gradsync::kernels::cuda

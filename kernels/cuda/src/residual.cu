@@ -27,8 +27,8 @@ absl::Status ResidualForward(T* out, const T* a, const T* b, int64_t n, cudaStre
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "out", out));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "a", a));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "b", b));
-  return internal::LaunchMap<T, 2, false>("ResidualForwardKernel", out,
-                                          internal::Inputs<T, 2>{{a, b}}, n, AddOp{}, stream);
+  return internal::LaunchMap<T, 2, false>("ResidualForwardKernel", out, internal::Inputs<T, 2>{{a, b}}, n, AddOp{},
+                                          stream);
 }
 
 template <typename T>
@@ -38,14 +38,12 @@ absl::Status AccumulateInto(T* dst, const T* src, int64_t n, cudaStream_t stream
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "dst", dst));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "src", src));
-  return internal::LaunchMap<T, 1, true>("AccumulateIntoKernel", dst,
-                                         internal::Inputs<T, 1>{{src}}, n, CopyOp{}, stream);
+  return internal::LaunchMap<T, 1, true>("AccumulateIntoKernel", dst, internal::Inputs<T, 1>{{src}}, n, CopyOp{},
+                                         stream);
 }
 
-template absl::Status ResidualForward<float>(float*, const float*, const float*, int64_t,
-                                             cudaStream_t);
-template absl::Status ResidualForward<bf16>(bf16*, const bf16*, const bf16*, int64_t,
-                                            cudaStream_t);
+template absl::Status ResidualForward<float>(float*, const float*, const float*, int64_t, cudaStream_t);
+template absl::Status ResidualForward<bf16>(bf16*, const bf16*, const bf16*, int64_t, cudaStream_t);
 template absl::Status AccumulateInto<float>(float*, const float*, int64_t, cudaStream_t);
 template absl::Status AccumulateInto<bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
 

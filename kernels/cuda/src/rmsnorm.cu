@@ -20,8 +20,7 @@ constexpr int kThreads = kRowsPerBlock * kWarpSize;
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    RmsNormForwardKernel(T* out, float* rstd, const T* inp, const T* weight, int64_t n, int64_t c,
-                         float eps) {
+    RmsNormForwardKernel(T* out, float* rstd, const T* inp, const T* weight, int64_t n, int64_t c, float eps) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n) return;
@@ -41,8 +40,8 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    RmsNormBackwardDinpKernel(T* dinp, const T* dout, const T* inp, const T* weight,
-                              const float* rstd, int64_t n, int64_t c) {
+    RmsNormBackwardDinpKernel(T* dinp, const T* dout, const T* inp, const T* weight, const float* rstd, int64_t n,
+                              int64_t c) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n) return;
@@ -82,27 +81,24 @@ absl::Status CheckShape(const char* fn, int64_t n, int64_t c) {
 }  // namespace
 
 template <typename T>
-absl::Status RmsNormForward(T* out, float* rstd, const T* inp, const T* weight, int64_t n,
-                            int64_t c, float eps, cudaStream_t stream) {
+absl::Status RmsNormForward(T* out, float* rstd, const T* inp, const T* weight, int64_t n, int64_t c, float eps,
+                            cudaStream_t stream) {
   constexpr const char* kFn = "RmsNormForward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckShape(kFn, n, c));
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "out", out));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-  RmsNormForwardKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0, stream>>>(
-      out, rstd, inp, weight, n, c, eps);
+  RmsNormForwardKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0, stream>>>(out, rstd, inp,
+                                                                                                  weight, n, c, eps);
   return LaunchStatus("RmsNormForwardKernel");
 }
 
-int64_t RmsNormBackwardScratchFloats(int64_t n, int64_t c) {
-  return internal::ColumnReduceScratchFloats(n, c, 1);
-}
+int64_t RmsNormBackwardScratchFloats(int64_t n, int64_t c) { return internal::ColumnReduceScratchFloats(n, c, 1); }
 
 template <typename T>
-absl::Status RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
-                             const float* rstd, int64_t n, int64_t c, float* scratch,
-                             int64_t scratch_floats, cudaStream_t stream) {
+absl::Status RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const float* rstd,
+                             int64_t n, int64_t c, float* scratch, int64_t scratch_floats, cudaStream_t stream) {
   constexpr const char* kFn = "RmsNormBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckShape(kFn, n, c));
   if (n == 0) return absl::OkStatus();
@@ -111,26 +107,22 @@ absl::Status RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, c
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "rstd", rstd));
   if (dinp != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-    RmsNormBackwardDinpKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0,
-                                stream>>>(dinp, dout, inp, weight, rstd, n, c);
+    RmsNormBackwardDinpKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0, stream>>>(
+        dinp, dout, inp, weight, rstd, n, c);
     GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("RmsNormBackwardDinpKernel"));
   }
   if (dweight == nullptr) return absl::OkStatus();
-  return internal::LaunchColumnReduce<1, T>("RmsNormBackward dweight",
-                                            WeightTerm<T>{dout, inp, rstd, c}, n, c, scratch,
-                                            scratch_floats,
-                                            internal::ColumnOutputs<T, 1>{{dweight}}, stream);
+  return internal::LaunchColumnReduce<1, T>("RmsNormBackward dweight", WeightTerm<T>{dout, inp, rstd, c}, n, c, scratch,
+                                            scratch_floats, internal::ColumnOutputs<T, 1>{{dweight}}, stream);
 }
 
-template absl::Status RmsNormForward<float>(float*, float*, const float*, const float*, int64_t,
-                                            int64_t, float, cudaStream_t);
-template absl::Status RmsNormForward<bf16>(bf16*, float*, const bf16*, const bf16*, int64_t,
-                                           int64_t, float, cudaStream_t);
-template absl::Status RmsNormBackward<float>(float*, float*, const float*, const float*,
-                                             const float*, const float*, int64_t, int64_t, float*,
-                                             int64_t, cudaStream_t);
-template absl::Status RmsNormBackward<bf16>(bf16*, bf16*, const bf16*, const bf16*, const bf16*,
-                                            const float*, int64_t, int64_t, float*, int64_t,
+template absl::Status RmsNormForward<float>(float*, float*, const float*, const float*, int64_t, int64_t, float,
                                             cudaStream_t);
+template absl::Status RmsNormForward<bf16>(bf16*, float*, const bf16*, const bf16*, int64_t, int64_t, float,
+                                           cudaStream_t);
+template absl::Status RmsNormBackward<float>(float*, float*, const float*, const float*, const float*, const float*,
+                                             int64_t, int64_t, float*, int64_t, cudaStream_t);
+template absl::Status RmsNormBackward<bf16>(bf16*, bf16*, const bf16*, const bf16*, const bf16*, const float*, int64_t,
+                                            int64_t, float*, int64_t, cudaStream_t);
 
 }  // namespace gradsync::kernels::cuda

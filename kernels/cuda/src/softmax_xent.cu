@@ -31,8 +31,7 @@ __device__ __forceinline__ MaxSum Combine(MaxSum a, MaxSum b) {
 __device__ __forceinline__ MaxSum WarpCombine(MaxSum v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
-    const MaxSum other{__shfl_xor_sync(kFullMask, v.m, offset),
-                       __shfl_xor_sync(kFullMask, v.s, offset)};
+    const MaxSum other{__shfl_xor_sync(kFullMask, v.m, offset), __shfl_xor_sync(kFullMask, v.s, offset)};
     v = Combine(v, other);
   }
   return v;
@@ -51,8 +50,8 @@ __device__ __forceinline__ void Accumulate(MaxSum& acc, float x) {
 // at a time. Either way each element is read and written by one thread.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    SoftmaxXentKernel(T* dlogits, float* row_loss, const T* logits, const int32_t* targets,
-                      int64_t v, int64_t stride, bool vec, float scale, int32_t ignore_index) {
+    SoftmaxXentKernel(T* dlogits, float* row_loss, const T* logits, const int32_t* targets, int64_t v, int64_t stride,
+                      bool vec, float scale, int32_t ignore_index) {
   constexpr int kVec = internal::kPackWidth<T>;
   using Pack = internal::Pack<T, kVec>;
   const int64_t row = blockIdx.x;
@@ -111,8 +110,8 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kSumThreads = 1024;
 
 __global__ void __launch_bounds__(kSumThreads)
-    XentLossSumKernel(double* loss_sum, int64_t* count, const float* row_loss,
-                      const int32_t* targets, int64_t n, int32_t ignore_index) {
+    XentLossSumKernel(double* loss_sum, int64_t* count, const float* row_loss, const int32_t* targets, int64_t n,
+                      int32_t ignore_index) {
   double sum = 0.0;
   double rows = 0.0;  // counted in double so one reduction shape serves both
   for (int64_t i = threadIdx.x; i < n; i += kSumThreads) {
@@ -132,16 +131,14 @@ __global__ void __launch_bounds__(kSumThreads)
 }  // namespace
 
 template <typename T>
-absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits,
-                                 const int32_t* targets, int64_t n, int64_t v, float scale,
-                                 int32_t ignore_index, cudaStream_t stream, int64_t stride) {
+absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits, const int32_t* targets, int64_t n,
+                                 int64_t v, float scale, int32_t ignore_index, cudaStream_t stream, int64_t stride) {
   constexpr const char* kFn = "SoftmaxCrossEntropy";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::Positive(kFn, "v", v));
   if (stride == 0) stride = v;
   if (stride < v) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("SoftmaxCrossEntropy: stride = ", stride, " is less than v = ", v));
+    return absl::InvalidArgumentError(absl::StrCat("SoftmaxCrossEntropy: stride = ", stride, " is less than v = ", v));
   }
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "logits", logits));
@@ -151,14 +148,13 @@ absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits,
   }
   const bool vec = stride % internal::kPackWidth<T> == 0 && internal::Aligned16(logits) &&
                    (dlogits == nullptr || internal::Aligned16(dlogits));
-  SoftmaxXentKernel<T><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
-      dlogits, row_loss, logits, targets, v, stride, vec, scale, ignore_index);
+  SoftmaxXentKernel<T><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(dlogits, row_loss, logits, targets, v, stride,
+                                                                          vec, scale, ignore_index);
   return LaunchStatus("SoftmaxXentKernel");
 }
 
-absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss,
-                         const int32_t* targets, int64_t n, int32_t ignore_index,
-                         cudaStream_t stream) {
+absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss, const int32_t* targets, int64_t n,
+                         int32_t ignore_index, cudaStream_t stream) {
   constexpr const char* kFn = "XentLossSum";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NonNegative(kFn, "n", n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "loss_sum", loss_sum));
@@ -167,16 +163,13 @@ absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "row_loss", row_loss));
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "targets", targets));
   }
-  XentLossSumKernel<<<1, kSumThreads, 0, stream>>>(loss_sum, count, row_loss, targets, n,
-                                                   ignore_index);
+  XentLossSumKernel<<<1, kSumThreads, 0, stream>>>(loss_sum, count, row_loss, targets, n, ignore_index);
   return LaunchStatus("XentLossSumKernel");
 }
 
-template absl::Status SoftmaxCrossEntropy<float>(float*, float*, const float*, const int32_t*,
-                                                 int64_t, int64_t, float, int32_t, cudaStream_t,
-                                                int64_t);
-template absl::Status SoftmaxCrossEntropy<bf16>(bf16*, float*, const bf16*, const int32_t*,
-                                                int64_t, int64_t, float, int32_t, cudaStream_t,
-                                                int64_t);
+template absl::Status SoftmaxCrossEntropy<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, float,
+                                                 int32_t, cudaStream_t, int64_t);
+template absl::Status SoftmaxCrossEntropy<bf16>(bf16*, float*, const bf16*, const int32_t*, int64_t, int64_t, float,
+                                                int32_t, cudaStream_t, int64_t);
 
 }  // namespace gradsync::kernels::cuda

@@ -102,18 +102,16 @@ absl::Status SwiGluForward(T* out, const T* inp, int64_t n, int64_t m, cudaStrea
   if (CanPack<T>(m, out, inp)) {
     constexpr int kVec = internal::kPackWidth<T>;
     SwiGluForwardKernel<T, kVec>
-        <<<static_cast<unsigned>(CeilDiv(n * m / kVec, kThreads)), kThreads, 0, stream>>>(
-            out, inp, n, m);
+        <<<static_cast<unsigned>(CeilDiv(n * m / kVec, kThreads)), kThreads, 0, stream>>>(out, inp, n, m);
   } else {
-    SwiGluForwardKernel<T, 1>
-        <<<static_cast<unsigned>(CeilDiv(n * m, kThreads)), kThreads, 0, stream>>>(out, inp, n, m);
+    SwiGluForwardKernel<T, 1><<<static_cast<unsigned>(CeilDiv(n * m, kThreads)), kThreads, 0, stream>>>(out, inp, n, m);
   }
   return LaunchStatus("SwiGluForwardKernel");
 }
 
 template <typename T>
-absl::Status SwiGluBackward(T* dinp, const T* inp, const T* dout, int64_t n, int64_t m,
-                            cudaStream_t stream, GradMode mode) {
+absl::Status SwiGluBackward(T* dinp, const T* inp, const T* dout, int64_t n, int64_t m, cudaStream_t stream,
+                            GradMode mode) {
   constexpr const char* kFn = "SwiGluBackward";
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckShape(kFn, n, m));
   if (n == 0 || m == 0) return absl::OkStatus();
@@ -129,9 +127,8 @@ absl::Status SwiGluBackward(T* dinp, const T* inp, const T* dout, int64_t n, int
 
 template absl::Status SwiGluForward<float>(float*, const float*, int64_t, int64_t, cudaStream_t);
 template absl::Status SwiGluForward<bf16>(bf16*, const bf16*, int64_t, int64_t, cudaStream_t);
-template absl::Status SwiGluBackward<float>(float*, const float*, const float*, int64_t, int64_t,
-                                            cudaStream_t, GradMode);
-template absl::Status SwiGluBackward<bf16>(bf16*, const bf16*, const bf16*, int64_t, int64_t,
-                                           cudaStream_t, GradMode);
+template absl::Status SwiGluBackward<float>(float*, const float*, const float*, int64_t, int64_t, cudaStream_t,
+                                            GradMode);
+template absl::Status SwiGluBackward<bf16>(bf16*, const bf16*, const bf16*, int64_t, int64_t, cudaStream_t, GradMode);
 
 }  // namespace gradsync::kernels::cuda

@@ -44,7 +44,8 @@ absl::StatusOr<std::vector<TensorDiff>> DiffParams(const RankState& a, const Ran
     for (int64_t j = 0; j < pa[i].numel; ++j) {
       if (BitwiseEqual(x[j], y[j])) continue;
       double abs = std::fabs(static_cast<double>(x[j]) - static_cast<double>(y[j]));
-      double rel = abs / std::max({std::fabs(static_cast<double>(x[j])), std::fabs(static_cast<double>(y[j])), kDiffTiny});
+      double rel =
+          abs / std::max({std::fabs(static_cast<double>(x[j])), std::fabs(static_cast<double>(y[j])), kDiffTiny});
       if (std::isnan(abs)) abs = rel = std::numeric_limits<double>::infinity();
       d.max_abs = std::max(d.max_abs, abs);
       d.max_rel = std::max(d.max_rel, rel);

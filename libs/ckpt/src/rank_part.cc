@@ -64,8 +64,8 @@ std::string EncodeMeta(const RankState& s) {
 absl::Status CheckShapes(const std::string& dir, const RankState& s) {
   const auto total = static_cast<size_t>(s.layout.total_numel());
   if (s.params.size() != total) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint part for ", dir, ": ", s.params.size(),
-                                                   " parameter values for a layout of ", total));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint part for ", dir, ": ", s.params.size(), " parameter values for a layout of ", total));
   }
   if (s.adam_m.size() != s.adam_v.size() || (!s.adam_m.empty() && s.adam_m.size() != total)) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint part for ", dir, ": optimizer moments of ",
@@ -139,8 +139,8 @@ class PartReader {
       return absl::DataLossError(absl::StrCat(path_, ": cannot read the checksum"));
     }
     if (stored != hash_) {
-      return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (stored %016x, computed %016x): corrupt file",
-                                                 path_, stored, hash_));
+      return absl::DataLossError(
+          absl::StrFormat("%s: checksum mismatch (stored %016x, computed %016x): corrupt file", path_, stored, hash_));
     }
     *file_digest = DigestText(Fnv1a64(std::as_bytes(std::span(&stored, 1)), hash_));
     return absl::OkStatus();
@@ -242,8 +242,8 @@ absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* fil
     return absl::DataLossError(absl::StrCat(path, ": truncated (", size, " of ", recorded, " bytes)"));
   }
   if (size > recorded) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": ", size, " bytes where the header says ", recorded, " (corrupt header or appended data)"));
+    return absl::DataLossError(absl::StrCat(path, ": ", size, " bytes where the header says ", recorded,
+                                            " (corrupt header or appended data)"));
   }
 
   PartReader r(f.get(), path, size - kHeaderBytes - kTrailerBytes);

@@ -43,9 +43,7 @@ std::vector<StepDir> ScanRoot(const std::string& root) {
 
 }  // namespace
 
-std::string CheckpointDir(const std::string& root, int64_t step) {
-  return absl::StrFormat("%s/step-%09d", root, step);
-}
+std::string CheckpointDir(const std::string& root, int64_t step) { return absl::StrFormat("%s/step-%09d", root, step); }
 
 std::vector<v1::CheckpointManifest> ListCommitted(const std::string& root) {
   std::vector<v1::CheckpointManifest> out;
@@ -54,8 +52,9 @@ std::vector<v1::CheckpointManifest> ListCommitted(const std::string& root) {
     d.manifest->set_dir(d.path);
     out.push_back(*std::move(d.manifest));
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const v1::CheckpointManifest& a, const v1::CheckpointManifest& b) { return a.step() < b.step(); });
+  std::stable_sort(out.begin(), out.end(), [](const v1::CheckpointManifest& a, const v1::CheckpointManifest& b) {
+    return a.step() < b.step();
+  });
   return out;
 }
 
@@ -72,7 +71,8 @@ absl::Status ApplyRetention(const std::string& root, int keep) {
   auto remove = [&first_error](const std::string& path) {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
-    if (ec && first_error.ok()) first_error = absl::InternalError(absl::StrCat("cannot delete ", path, ": ", ec.message()));
+    if (ec && first_error.ok())
+      first_error = absl::InternalError(absl::StrCat("cannot delete ", path, ": ", ec.message()));
   };
   for (size_t i = 0; i + kept < committed.size(); ++i) remove(committed[i]->path);
   for (const StepDir& d : dirs) {

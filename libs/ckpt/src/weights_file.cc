@@ -53,8 +53,8 @@ class Reader {
 absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, const nn::ParamLayout& layout,
                          std::span<const float> values) {
   if (static_cast<int64_t>(values.size()) != layout.total_numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("weights for ", path, ": ", values.size(),
-                                                   " values for a layout of ", layout.total_numel()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights for ", path, ": ", values.size(), " values for a layout of ", layout.total_numel()));
   }
   std::string buf(kMagic, sizeof(kMagic));
   Put<uint32_t>(&buf, kVersion);
@@ -109,7 +109,8 @@ absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
   std::string model_bytes;
   if (auto s = r.Get(&model_len, "model length"); !s.ok()) return s;
   if (auto s = r.Bytes(model_len, &model_bytes, "model"); !s.ok()) return s;
-  if (!out.model.ParseFromString(model_bytes)) return absl::DataLossError(absl::StrCat(path, ": unreadable model spec"));
+  if (!out.model.ParseFromString(model_bytes))
+    return absl::DataLossError(absl::StrCat(path, ": unreadable model spec"));
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t len = 0, rank = 0;
     std::string name;
@@ -123,8 +124,8 @@ absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
     out.layout.Add(std::move(name), std::move(shape), true);
   }
   if (static_cast<uint64_t>(out.layout.total_numel()) != total) {
-    return absl::DataLossError(absl::StrCat(path, ": shapes add up to ", out.layout.total_numel(),
-                                            " elements, header says ", total));
+    return absl::DataLossError(
+        absl::StrCat(path, ": shapes add up to ", out.layout.total_numel(), " elements, header says ", total));
   }
   std::string raw;
   if (auto s = r.Bytes(total * sizeof(float), &raw, "values"); !s.ok()) return s;

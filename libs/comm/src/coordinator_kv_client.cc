@@ -14,8 +14,7 @@ constexpr absl::Duration kRpcSlack = absl::Seconds(5);
 
 class CoordinatorKvClient : public KvClient {
  public:
-  CoordinatorKvClient(std::shared_ptr<CoordinatorService::StubInterface> stub, std::string job_id,
-                      int generation)
+  CoordinatorKvClient(std::shared_ptr<CoordinatorService::StubInterface> stub, std::string job_id, int generation)
       : stub_(std::move(stub)) {
     ns_.set_job_id(std::move(job_id));
     ns_.set_generation(generation);
@@ -71,8 +70,7 @@ class CoordinatorKvClient : public KvClient {
 
  private:
   static void SetDeadline(grpc::ClientContext* ctx, absl::Duration wait) {
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      absl::ToChronoMilliseconds(wait + kRpcSlack));
+    ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(wait + kRpcSlack));
   }
 
   std::shared_ptr<CoordinatorService::StubInterface> stub_;
@@ -81,9 +79,8 @@ class CoordinatorKvClient : public KvClient {
 
 }  // namespace
 
-std::unique_ptr<KvClient> NewCoordinatorKvClient(
-    std::shared_ptr<v1::CoordinatorService::StubInterface> stub, std::string job_id,
-    int generation) {
+std::unique_ptr<KvClient> NewCoordinatorKvClient(std::shared_ptr<v1::CoordinatorService::StubInterface> stub,
+                                                 std::string job_id, int generation) {
   return std::make_unique<CoordinatorKvClient>(std::move(stub), std::move(job_id), generation);
 }
 

@@ -74,8 +74,7 @@ class GlooCommunicator : public Communicator {
     }
   }
 
-  explicit GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context)
-      : context_(std::move(context)) {}
+  explicit GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context) : context_(std::move(context)) {}
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
@@ -210,8 +209,8 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) override {
     const auto [begin, end] = BlockRange(static_cast<int64_t>(in.size()), size(), rank());
     if (static_cast<int64_t>(out.size()) != end - begin) {
-      return CompletedWork(absl::InvalidArgumentError(
-          absl::StrCat("reduce-scatter output has ", out.size(), " elements, rank ", rank(), "'s block has ", end - begin)));
+      return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
+          "reduce-scatter output has ", out.size(), " elements, rank ", rank(), "'s block has ", end - begin)));
     }
     return Submit("reducescatter", [this, in, out, begin = begin](uint32_t tag) {
       if (in.empty()) return;
@@ -234,11 +233,11 @@ class GlooCommunicator : public Communicator {
 
  private:
   template <typename T>
-  void RunAllReduce(T* data, size_t count, void (*fn)(void*, const void*, const void*, size_t),
-                    uint32_t tag) {
+  void RunAllReduce(T* data, size_t count, void (*fn)(void*, const void*, const void*, size_t), uint32_t tag) {
     if (count == 0 || size() == 1) return;
     if (shm_ != nullptr) {
-      const absl::Status s = shm_->Run(data, count, sizeof(T), fn, absl::Now() + absl::FromChrono(context_->getTimeout()));
+      const absl::Status s =
+          shm_->Run(data, count, sizeof(T), fn, absl::Now() + absl::FromChrono(context_->getTimeout()));
       if (!s.ok()) throw ShmFailure(s);
       return;
     }
@@ -335,8 +334,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(KvClient* kv, int rank
     if (options.shared_memory && size > 1) comm->SetUpSharedMemory(options.shared_memory_slot_bytes);
     return comm;
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("gloo rendezvous of rank ", rank, " of ", size, " failed: ", e.what()));
+    return absl::UnavailableError(absl::StrCat("gloo rendezvous of rank ", rank, " of ", size, " failed: ", e.what()));
   }
 }
 

@@ -13,8 +13,7 @@ namespace {
 
 }  // namespace
 
-KvGlooStore::KvGlooStore(KvClient* kv, std::chrono::milliseconds timeout)
-    : kv_(kv), timeout_(timeout) {}
+KvGlooStore::KvGlooStore(KvClient* kv, std::chrono::milliseconds timeout) : kv_(kv), timeout_(timeout) {}
 
 void KvGlooStore::set(const std::string& key, const std::vector<char>& data) {
   absl::Status s = kv_->Set(key, std::string(data.begin(), data.end()));
@@ -29,8 +28,7 @@ std::vector<char> KvGlooStore::get(const std::string& key) {
 
 void KvGlooStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
 
-void KvGlooStore::wait(const std::vector<std::string>& keys,
-                       const std::chrono::milliseconds& timeout) {
+void KvGlooStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   absl::Status s = kv_->Wait(keys, absl::FromChrono(timeout));
   if (!s.ok()) Throw(s);
 }

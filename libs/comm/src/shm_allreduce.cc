@@ -152,8 +152,8 @@ absl::Status ShmAllReduce::Round(std::byte* chunk, size_t count, size_t elem, Re
   return absl::OkStatus();
 }
 
-absl::Status ShmAllReduce::WaitAll(std::atomic<uint32_t> RankWords::*counter, uint32_t round,
-                                   absl::Time deadline, const char* phase) {
+absl::Status ShmAllReduce::WaitAll(std::atomic<uint32_t> RankWords::*counter, uint32_t round, absl::Time deadline,
+                                   const char* phase) {
   for (int j = 0; j < ranks_; ++j) {
     std::atomic<uint32_t>* word = &(words(j)->*counter);
     for (int i = 0; i < kSpins && !Reached(word->load(std::memory_order_acquire), round); ++i) Pause();

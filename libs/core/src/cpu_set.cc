@@ -26,8 +26,10 @@ bool ParseCpu(absl::string_view s, int* cpu) {
 
 // EINVAL: none of `cpus` is in the cgroup's cpuset (a container limited to other CPUs).
 absl::Status Refused(const std::vector<int>& cpus, int tid, int err) {
-  const std::string what = absl::StrCat("cpu binding to ", FormatCpuList(cpus), " (thread ", tid, "): ", std::strerror(err));
-  return err == EINVAL ? absl::FailedPreconditionError(absl::StrCat(what, "; this process may use ", FormatCpuList(AllowedCpus())))
+  const std::string what =
+      absl::StrCat("cpu binding to ", FormatCpuList(cpus), " (thread ", tid, "): ", std::strerror(err));
+  return err == EINVAL ? absl::FailedPreconditionError(
+                             absl::StrCat(what, "; this process may use ", FormatCpuList(AllowedCpus())))
                        : absl::InternalError(what);
 }
 
@@ -82,9 +84,7 @@ std::vector<int> CpuShare(const std::vector<int>& cpus, int parts, int index) {
   return std::vector<int>(cpus.begin() + begin, cpus.begin() + begin + size);
 }
 
-std::string ShareOfAllowedCpus(int parts, int index) {
-  return FormatCpuList(CpuShare(AllowedCpus(), parts, index));
-}
+std::string ShareOfAllowedCpus(int parts, int index) { return FormatCpuList(CpuShare(AllowedCpus(), parts, index)); }
 
 absl::Status BindProcessToCpus(const std::vector<int>& cpus) {
   if (cpus.empty()) return absl::InvalidArgumentError("cpu binding: no CPUs given");

@@ -14,8 +14,6 @@ uint64_t Fnv1a64(std::span<const std::byte> bytes, uint64_t seed) {
   return h;
 }
 
-std::string DigestString(std::span<const std::byte> bytes) {
-  return absl::StrFormat("fnv1a64:%016x", Fnv1a64(bytes));
-}
+std::string DigestString(std::span<const std::byte> bytes) { return absl::StrFormat("fnv1a64:%016x", Fnv1a64(bytes)); }
 
 }  // namespace gradsync

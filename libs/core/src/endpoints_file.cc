@@ -33,7 +33,8 @@ absl::Status ReplaceFileAtomically(const std::string& path, std::string_view con
     out << contents;
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
   return absl::OkStatus();
 }
 

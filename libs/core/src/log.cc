@@ -68,8 +68,7 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(leve
     std::lock_guard<std::mutex> lock(ComponentMutex());
     component = Component();
   }
-  stream_ << LevelChar(level) << ' '
-          << absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::LocalTimeZone()) << ' ';
+  stream_ << LevelChar(level) << ' ' << absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::LocalTimeZone()) << ' ';
   if (!component.empty()) stream_ << '[' << component << "] ";
   stream_ << (base ? base + 1 : file) << ':' << line << "] ";
 }

@@ -25,8 +25,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> CreateSynthetic(const gradsync::v1::Job
   const gradsync::v1::SyntheticData& s = spec.data().synthetic();
   for (absl::Status status :
        {CheckAtLeast("numSamples", s.num_samples(), 1), CheckAtLeast("inputDim", s.input_dim(), 1),
-        CheckAtLeast("numClasses", s.num_classes(), 2),
-        CheckAtLeast("teacherHidden", s.teacher_hidden(), 1)}) {
+        CheckAtLeast("numClasses", s.num_classes(), 2), CheckAtLeast("teacherHidden", s.teacher_hidden(), 1)}) {
     if (!status.ok()) return status;
   }
   SyntheticTeacherConfig config;
@@ -43,8 +42,8 @@ absl::StatusOr<std::unique_ptr<Dataset>> CreateTokens(const gradsync::v1::JobSpe
   const bool shards = spec.data().has_shards();
   const char* field = shards ? "data.shards" : "data.text";
   if (!nn::IsTransformerPreset(spec.model().preset())) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": token data needs a transformer preset, got model.preset \"",
-                                                   spec.model().preset(), "\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": token data needs a transformer preset, got model.preset \"", spec.model().preset(), "\""));
   }
   // Resolving again is a no-op on a filled spec and lets callers skip FillDefaults.
   absl::StatusOr<gradsync::v1::TransformerConfig> config = nn::ResolveTransformerConfig(spec.model());
@@ -61,13 +60,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> CreateTokens(const gradsync::v1::JobSpe
 
 absl::StatusOr<std::unique_ptr<Dataset>> CreateDataset(const gradsync::v1::JobSpec& spec) {
   switch (spec.data().source_case()) {
-    case gradsync::v1::DataSpec::kSynthetic:
-      return CreateSynthetic(spec);
+    case gradsync::v1::DataSpec::kSynthetic: return CreateSynthetic(spec);
     case gradsync::v1::DataSpec::kText:
-    case gradsync::v1::DataSpec::kShards:
-      return CreateTokens(spec);
-    case gradsync::v1::DataSpec::SOURCE_NOT_SET:
-      break;
+    case gradsync::v1::DataSpec::kShards: return CreateTokens(spec);
+    case gradsync::v1::DataSpec::SOURCE_NOT_SET: break;
   }
   return absl::InvalidArgumentError("data: no source set");
 }

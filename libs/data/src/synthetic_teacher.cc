@@ -16,8 +16,7 @@ constexpr uint64_t kTeacherStream = ~uint64_t{0};
 
 }  // namespace
 
-SyntheticTeacherDataset::SyntheticTeacherDataset(const SyntheticTeacherConfig& config)
-    : config_(config) {
+SyntheticTeacherDataset::SyntheticTeacherDataset(const SyntheticTeacherConfig& config) : config_(config) {
   const int64_t d = config.input_dim;
   const int64_t h = config.teacher_hidden;
   const int64_t c = config.num_classes;

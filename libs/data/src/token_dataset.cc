@@ -8,8 +8,8 @@
 
 namespace gradsync::data {
 
-absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vector<std::string>& patterns,
-                                                                 bool shards, int seq_len, int vocab_size) {
+absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vector<std::string>& patterns, bool shards,
+                                                                 int seq_len, int vocab_size) {
   if (seq_len <= 0) return absl::InvalidArgumentError(absl::StrCat("sequence length must be positive, got ", seq_len));
   if (!shards && vocab_size != kByteVocab) {
     return absl::InvalidArgumentError(absl::StrCat("data.text: text is tokenised bytewise (vocabulary 256); ",
@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
     if (!tokens.ok()) return tokens.status();
     const int64_t windows = (static_cast<int64_t>(tokens->size()) - 1) / seq_len;
     if (windows <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokens->size(), " tokens cannot fill one sample of ",
-                                                     seq_len + 1, " tokens"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": ", tokens->size(), " tokens cannot fill one sample of ", seq_len + 1, " tokens"));
     }
     const int file = static_cast<int>(ds->files_.size());
     for (int64_t w = 0; w < windows; ++w) ds->windows_.push_back({file, w * seq_len});

@@ -28,14 +28,14 @@ absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int voc
   if (!bytes.ok()) return bytes.status();
   constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
   if (bytes->size() < kHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": truncated header (", bytes->size(), " bytes, need ",
-                                                   kHeaderBytes, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": truncated header (", bytes->size(), " bytes, need ", kHeaderBytes, ")"));
   }
   int32_t header[3];
   std::memcpy(header, bytes->data(), sizeof(header));
   if (header[0] != kShardMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a token shard (magic ", header[0], ", expected ",
-                                                   kShardMagic, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a token shard (magic ", header[0], ", expected ", kShardMagic, ")"));
   }
   if (header[1] != kShardVersion) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported shard version ", header[1]));
@@ -44,19 +44,19 @@ absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int voc
   const int64_t body = static_cast<int64_t>(bytes->size() - kHeaderBytes);
   if (count <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": shard holds no tokens"));
   if (body < count * 2) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": truncated: header says ", count, " tokens, file holds ",
-                                                   body / 2));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": truncated: header says ", count, " tokens, file holds ", body / 2));
   }
   if (body > count * 2) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", body - count * 2, " bytes after the ", count,
-                                                   " tokens the header announces"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", body - count * 2, " bytes after the ", count, " tokens the header announces"));
   }
   std::vector<uint16_t> tokens(count);
   std::memcpy(tokens.data(), bytes->data() + kHeaderBytes, count * sizeof(uint16_t));
   for (int64_t i = 0; i < count; ++i) {
     if (tokens[i] >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": token ", tokens[i], " at position ", i,
-                                                     " is outside the vocabulary of ", vocab_size));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": token ", tokens[i], " at position ", i, " is outside the vocabulary of ", vocab_size));
     }
   }
   return tokens;
@@ -108,8 +108,7 @@ absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const
   size_t start = 0;
   for (size_t i = 0; i < count; ++i) {
     const size_t n = total / count + (i < total % count ? 1 : 0);
-    ShardFile file{absl::StrCat(dir, "/", prefix, "_", absl::Dec(i, absl::kZeroPad6), ".bin"),
-                   static_cast<int64_t>(n)};
+    ShardFile file{absl::StrCat(dir, "/", prefix, "_", absl::Dec(i, absl::kZeroPad6), ".bin"), static_cast<int64_t>(n)};
     if (absl::Status s = WriteShard(file.path, tokens.subspan(start, n)); !s.ok()) return s;
     written.push_back(std::move(file));
     start += n;

@@ -23,8 +23,8 @@ int FirstDifference(const std::string& a, const std::string& b, std::string* lin
   return -1;
 }
 
-absl::Status CheckLayoutAcrossRanks(comm::KvClient* kv, int rank, int world_size,
-                                    const std::string& description, absl::Duration timeout) {
+absl::Status CheckLayoutAcrossRanks(comm::KvClient* kv, int rank, int world_size, const std::string& description,
+                                    absl::Duration timeout) {
   constexpr char kOk[] = "ok";
   if (absl::Status s = kv->Set(absl::StrCat("layout/", rank), description); !s.ok()) return s;
   // Rank 0 compares everyone with itself and publishes one verdict, so every rank fails alike
@@ -37,8 +37,8 @@ absl::Status CheckLayoutAcrossRanks(comm::KvClient* kv, int rank, int world_size
       std::string mine, theirs;
       const int line = FirstDifference(description, *other, &mine, &theirs);
       if (line >= 0) {
-        verdict = absl::StrCat("model layout of rank ", r, " differs from rank 0 at parameter ", line,
-                               ": rank 0 has ", mine, ", rank ", r, " has ", theirs);
+        verdict = absl::StrCat("model layout of rank ", r, " differs from rank 0 at parameter ", line, ": rank 0 has ",
+                               mine, ", rank ", r, " has ", theirs);
       }
     }
     if (absl::Status s = kv->Set("layout/verdict", verdict); !s.ok()) return s;

@@ -14,9 +14,7 @@ bool Matches(const std::string& name, const std::string& pattern) {
   return absl::EndsWith(pattern, ".") ? absl::StartsWith(name, pattern) : name == pattern;
 }
 
-int64_t MbToElements(double mb) {
-  return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float)));
-}
+int64_t MbToElements(double mb) { return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024 * 1024 / sizeof(float))); }
 
 }  // namespace
 
@@ -24,20 +22,17 @@ Reducer::Reducer(const nn::ParamLayout& layout, std::span<float> grads, comm::Co
                  ReducerOptions options)
     : layout_(layout), grads_(grads), comm_(comm), options_(std::move(options)) {}
 
-absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(const nn::ParamLayout& layout,
-                                                         std::span<float> grads,
-                                                         comm::Communicator* comm,
-                                                         ReducerOptions options) {
+absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(const nn::ParamLayout& layout, std::span<float> grads,
+                                                         comm::Communicator* comm, ReducerOptions options) {
   if (static_cast<int64_t>(grads.size()) != layout.total_numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("gradient buffer has ", grads.size(),
-                                                   " elements, layout ", layout.total_numel()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gradient buffer has ", grads.size(), " elements, layout ", layout.total_numel()));
   }
   for (const std::string& pattern : options.ignore_params) {
     bool any = false;
     for (const auto& p : layout.params()) any = any || Matches(p.name, pattern);
     if (!any) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ddp.ignoreParams: \"", pattern, "\" matches no parameter"));
+      return absl::InvalidArgumentError(absl::StrCat("ddp.ignoreParams: \"", pattern, "\" matches no parameter"));
     }
   }
   std::unique_ptr<Reducer> r(new Reducer(layout, grads, comm, std::move(options)));
@@ -110,7 +105,8 @@ void Reducer::MarkReady(int first, int last) {
   if (!sync_) return;
   for (int p = first; p < last; ++p) {
     if (param_ready_[p]++ > 0) {
-      if (error_.empty()) error_ = absl::StrCat("parameter ", layout_.param(p).name, " was marked ready twice in one step");
+      if (error_.empty())
+        error_ = absl::StrCat("parameter ", layout_.param(p).name, " was marked ready twice in one step");
       continue;
     }
     const int b = bucket_of_[p];
@@ -139,9 +135,9 @@ absl::Status Reducer::FinishStep() {
     const Bucket& b = buckets_[next_launch_];
     for (int p = b.first_param; p < b.last_param; ++p) {
       if (!param_ready_[p]) {
-        status = absl::FailedPreconditionError(absl::StrCat(
-            "parameter ", layout_.param(p).name, " was never marked ready during backward; ",
-            "every parameter must receive a gradient each step (or be listed in ddp.ignoreParams)"));
+        status = absl::FailedPreconditionError(
+            absl::StrCat("parameter ", layout_.param(p).name, " was never marked ready during backward; ",
+                         "every parameter must receive a gradient each step (or be listed in ddp.ignoreParams)"));
         break;
       }
     }

@@ -28,8 +28,7 @@ std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n) {
   return perm;
 }
 
-StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation,
-                       int64_t cursor, int rank) {
+StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation, int64_t cursor, int rank) {
   const int64_t n = static_cast<int64_t>(permutation.size());
   const int64_t end = std::min(n, cursor + config.global_batch());
   const int64_t per_micro = static_cast<int64_t>(config.world_size) * config.micro_batch;

@@ -23,9 +23,9 @@ absl::StatusOr<v1::Device> ResolveDevice(const std::string& request) {
     }
   }
   if (index >= static_cast<int>(gpus.size())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device: ", request, " asked for, but ", gpus.size(), " GPUs are visible",
-        BuiltWithCuda() ? "" : " (this build has no CUDA)"));
+    return absl::FailedPreconditionError(absl::StrCat("device: ", request, " asked for, but ", gpus.size(),
+                                                      " GPUs are visible",
+                                                      BuiltWithCuda() ? "" : " (this build has no CUDA)"));
   }
   d.set_kind(v1::Device::CUDA);
   d.set_gpu_index(index);

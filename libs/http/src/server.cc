@@ -120,8 +120,8 @@ class Server::Impl {
   absl::StatusOr<int> Listen(const std::string& host, int port, const ServerOptions& options) {
     errno = 0;
     const std::string bind_host = host.empty() ? "0.0.0.0" : host;
-    const int bound = port == 0 ? server_->bind_to_any_port(bind_host)
-                                : (server_->bind_to_port(bind_host, port) ? port : -1);
+    const int bound =
+        port == 0 ? server_->bind_to_any_port(bind_host) : (server_->bind_to_port(bind_host, port) ? port : -1);
     if (bound <= 0) {
       return absl::UnavailableError(absl::StrCat("cannot serve ", options.name, " on ", options.listen, ": ",
                                                  errno != 0 ? std::strerror(errno) : "bind failed"));

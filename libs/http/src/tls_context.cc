@@ -19,7 +19,7 @@ std::string OpenSslError() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<httplib::Server>> MakeTlsServer(absl::string_view name, const std::string& cert_file,
-                                                                const std::string& key_file) {
+                                                               const std::string& key_file) {
   absl::Status error = absl::InternalError(absl::StrCat(name, " TLS: OpenSSL cannot make a context"));
   auto server = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
     SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
@@ -29,8 +29,8 @@ absl::StatusOr<std::unique_ptr<httplib::Server>> MakeTlsServer(absl::string_view
     }
     if (SSL_CTX_use_PrivateKey_file(&ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(&ctx) != 1) {
-      error = absl::InvalidArgumentError(
-          absl::StrCat(name, " TLS: the key ", key_file, " does not fit the certificate ", cert_file, ": ", OpenSslError()));
+      error = absl::InvalidArgumentError(absl::StrCat(
+          name, " TLS: the key ", key_file, " does not fit the certificate ", cert_file, ": ", OpenSslError()));
       return false;
     }
     error = absl::OkStatus();

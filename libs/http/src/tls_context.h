@@ -17,6 +17,6 @@ namespace gradsync::http {
 // INVALID_ARGUMENT naming the file when the certificate chain or the key cannot be loaded or do
 // not fit each other. TLS 1.2 is the oldest version offered.
 absl::StatusOr<std::unique_ptr<httplib::Server>> MakeTlsServer(absl::string_view name, const std::string& cert_file,
-                                                                const std::string& key_file);
+                                                               const std::string& key_file);
 
 }  // namespace gradsync::http

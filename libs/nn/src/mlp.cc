@@ -46,8 +46,8 @@ absl::StatusOr<Mlp::Config> Mlp::ConfigFromSpec(const gradsync::v1::JobSpec& spe
   const gradsync::v1::MlpConfig& mlp = spec.model().mlp();
   for (int i = 0; i < mlp.hidden_dims_size(); ++i) {
     if (mlp.hidden_dims(i) < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.mlp.hiddenDims[", i, "]: must be at least 1, got ", mlp.hidden_dims(i)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.mlp.hiddenDims[", i, "]: must be at least 1, got ", mlp.hidden_dims(i)));
     }
     config.hidden_dims.push_back(mlp.hidden_dims(i));
   }
@@ -96,14 +96,12 @@ absl::Status Mlp::CheckBatch(const Batch& batch, bool need_targets) const {
     return absl::InvalidArgumentError(absl::StrCat("batch size is negative: ", batch.size));
   }
   if (batch.feature_dim != dims_.front()) {
-    return absl::InvalidArgumentError(absl::StrCat("batch feature_dim is ", batch.feature_dim,
-                                                   " but the model's input_dim is ",
-                                                   dims_.front()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch feature_dim is ", batch.feature_dim, " but the model's input_dim is ", dims_.front()));
   }
   if (static_cast<int64_t>(batch.features.size()) != batch.size * batch.feature_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("batch holds ", batch.features.size(),
-                                                   " feature values, expected ", batch.size, " x ",
-                                                   batch.feature_dim));
+    return absl::InvalidArgumentError(absl::StrCat("batch holds ", batch.features.size(), " feature values, expected ",
+                                                   batch.size, " x ", batch.feature_dim));
   }
   if (!need_targets) return absl::OkStatus();
   if (static_cast<int64_t>(batch.targets.size()) != batch.size) {
@@ -151,15 +149,14 @@ void Mlp::Forward(const Batch& batch) {
   }
 }
 
-absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scale,
-                                             const GradsReadyFn& on_ready) {
+absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
   Forward(batch);
   const int64_t n = batch.size;
   const int last = num_layers() - 1;
   dpre_[last].resize(pre_[last].size());
-  const k::XentSum xent = k::SoftmaxCrossEntropy(dpre_[last].data(), pre_[last].data(),
-                                                 batch.targets.data(), n, dims_.back(), loss_scale);
+  const k::XentSum xent =
+      k::SoftmaxCrossEntropy(dpre_[last].data(), pre_[last].data(), batch.targets.data(), n, dims_.back(), loss_scale);
   for (int i = last; i >= 0; --i) {
     const float* input = i == 0 ? batch.features.data() : post_[i - 1].data();
     float* dinput = nullptr;
@@ -168,14 +165,12 @@ absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scal
       dpost_[i - 1].assign(post_[i - 1].size(), 0.0f);
       dinput = dpost_[i - 1].data();
     }
-    k::MatmulBackward(dinput, layout().View(grads(), 2 * i).data(),
-                      layout().View(grads(), 2 * i + 1).data(), dpre_[i].data(), input,
-                      layout().View(params(), 2 * i).data(), n, dims_[i], dims_[i + 1]);
+    k::MatmulBackward(dinput, layout().View(grads(), 2 * i).data(), layout().View(grads(), 2 * i + 1).data(),
+                      dpre_[i].data(), input, layout().View(params(), 2 * i).data(), n, dims_[i], dims_[i + 1]);
     if (on_ready) on_ready(2 * i, 2 * i + 2);
     if (i > 0) {
       dpre_[i - 1].assign(pre_[i - 1].size(), 0.0f);
-      ActivationBackward(dpre_[i - 1].data(), pre_[i - 1].data(), dpost_[i - 1].data(),
-                         dpre_[i - 1].size());
+      ActivationBackward(dpre_[i - 1].data(), pre_[i - 1].data(), dpost_[i - 1].data(), dpre_[i - 1].size());
     }
   }
   return LossSum{xent.loss_sum, xent.count};
@@ -184,8 +179,8 @@ absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scal
 absl::StatusOr<LossSum> Mlp::Evaluate(const Batch& batch) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
   Forward(batch);
-  const k::XentSum xent = k::SoftmaxCrossEntropy<float>(
-      nullptr, pre_.back().data(), batch.targets.data(), batch.size, dims_.back(), 1.0f);
+  const k::XentSum xent =
+      k::SoftmaxCrossEntropy<float>(nullptr, pre_.back().data(), batch.targets.data(), batch.size, dims_.back(), 1.0f);
   return LossSum{xent.loss_sum, xent.count};
 }
 

@@ -42,8 +42,7 @@ class Mlp final : public Model {
   // `targets` may hold kIgnoreIndex (-1) for examples that count neither in the loss nor in the
   // gradient. Calls on_ready(2i, 2i + 2) for every layer i, last layer first, also for an empty
   // batch. Not thread-safe: activations live in member buffers reused across calls.
-  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale,
-                                          const GradsReadyFn& on_ready) override;
+  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) override;
   absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
   absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
   // E.g. "mlp 32-128-128-10 gelu, 22K params".

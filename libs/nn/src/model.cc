@@ -39,9 +39,8 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& 
     if (!transformer.ok()) return transformer.status();
     model = *std::move(transformer);
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.preset: unknown preset \"", preset,
-                     "\"; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
+    return absl::InvalidArgumentError(absl::StrCat("model.preset: unknown preset \"", preset,
+                                                   "\"; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
   }
   model->InitParams(spec.training().seed());
   return model;

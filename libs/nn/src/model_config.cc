@@ -13,20 +13,16 @@ constexpr Activation kActivations[] = {Activation::kGelu, Activation::kRelu};
 
 const char* FlavourName(Flavour flavour) {
   switch (flavour) {
-    case Flavour::kGpt2:
-      return "gpt2";
-    case Flavour::kLlama:
-      return "llama";
+    case Flavour::kGpt2: return "gpt2";
+    case Flavour::kLlama: return "llama";
   }
   return "?";
 }
 
 const char* ActivationName(Activation activation) {
   switch (activation) {
-    case Activation::kGelu:
-      return "gelu";
-    case Activation::kRelu:
-      return "relu";
+    case Activation::kGelu: return "gelu";
+    case Activation::kRelu: return "relu";
   }
   return "?";
 }
@@ -47,8 +43,7 @@ absl::StatusOr<Activation> ParseActivation(absl::string_view name) {
       absl::StrCat("model.mlp.activation: unknown activation \"", name, "\"; known: gelu, relu"));
 }
 
-absl::StatusOr<TransformerDims> TransformerDims::FromConfig(
-    const gradsync::v1::TransformerConfig& config) {
+absl::StatusOr<TransformerDims> TransformerDims::FromConfig(const gradsync::v1::TransformerConfig& config) {
   if (absl::Status s = ValidateTransformerConfig(config); !s.ok()) return s;
   return FromValidConfig(config);
 }

@@ -11,10 +11,7 @@
 namespace gradsync::nn {
 
 AdamW::AdamW(const ParamLayout& layout, AdamWConfig config)
-    : layout_(layout),
-      config_(config),
-      m_(layout.total_numel(), 0.0f),
-      v_(layout.total_numel(), 0.0f) {}
+    : layout_(layout), config_(config), m_(layout.total_numel(), 0.0f), v_(layout.total_numel(), 0.0f) {}
 
 void AdamW::Step(std::span<float> params, std::span<const float> grads, double lr) {
   ++t_;
@@ -22,8 +19,8 @@ void AdamW::Step(std::span<float> params, std::span<const float> grads, double l
   // One kernel call per parameter, because the decay flag is per parameter.
   for (const ParamInfo& p : layout_.params()) {
     hyper.decay = p.weight_decay;
-    kernels::cpu::AdamWUpdate(params.data() + p.offset, grads.data() + p.offset,
-                              m_.data() + p.offset, v_.data() + p.offset, p.numel, hyper);
+    kernels::cpu::AdamWUpdate(params.data() + p.offset, grads.data() + p.offset, m_.data() + p.offset,
+                              v_.data() + p.offset, p.numel, hyper);
   }
 }
 
@@ -49,15 +46,14 @@ double LrSchedule::At(int64_t step) const {
   // (total_steps - 1); steps past the end stay at min_lr.
   const int64_t decay_steps = total_steps - 1 - warmup_steps;
   if (decay_steps <= 0) return step == warmup_steps ? peak_lr : min_lr;
-  const double progress =
-      std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
+  const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
   return min_lr + 0.5 * (peak_lr - min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
 }
 
 absl::Status AdamW::Restore(std::span<const float> m, std::span<const float> v, int64_t step_count) {
   if (m.size() != m_.size() || v.size() != v_.size() || step_count < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", m.size(), "/", v.size(),
-                                                   " elements does not fit a model of ", m_.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer state of ", m.size(), "/", v.size(), " elements does not fit a model of ", m_.size()));
   }
   std::copy(m.begin(), m.end(), m_.begin());
   std::copy(v.begin(), v.end(), v_.begin());

@@ -77,9 +77,9 @@ bool IsTransformerPreset(const std::string& preset) { return FindPreset(preset) 
 absl::StatusOr<TransformerConfig> ResolveTransformerConfig(const gradsync::v1::ModelSpec& model) {
   const Preset* p = FindPreset(model.preset());
   if (p == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.preset: \"", model.preset(),
-        "\" is not a transformer preset; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.preset: \"", model.preset(),
+                     "\" is not a transformer preset; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
   }
   const TransformerConfig& set = model.transformer();
   TransformerConfig c;
@@ -111,13 +111,11 @@ absl::Status ValidateTransformerConfig(const TransformerConfig& c) {
   if (absl::Status s = CheckRange("heads", c.heads(), 1, kMaxHeads); !s.ok()) return s;
   if (absl::Status s = CheckRange("kvHeads", c.kv_heads(), 1, c.heads()); !s.ok()) return s;
   if (c.heads() % c.kv_heads() != 0) {
-    return Bad("kvHeads", absl::StrCat("must divide heads (", c.heads(), ")"),
-               absl::StrCat(c.kv_heads()));
+    return Bad("kvHeads", absl::StrCat("must divide heads (", c.heads(), ")"), absl::StrCat(c.kv_heads()));
   }
   if (absl::Status s = CheckRange("width", c.width(), 1, kMaxWidth); !s.ok()) return s;
   if (c.width() % c.heads() != 0) {
-    return Bad("width", absl::StrCat("must be a multiple of heads (", c.heads(), ")"),
-               absl::StrCat(c.width()));
+    return Bad("width", absl::StrCat("must be a multiple of heads (", c.heads(), ")"), absl::StrCat(c.width()));
   }
   if (llama && (c.width() / c.heads()) % 2 != 0) {
     return Bad("width", "must give an even head dimension (width / heads) for rotary embeddings",
@@ -130,12 +128,10 @@ absl::Status ValidateTransformerConfig(const TransformerConfig& c) {
     return Bad("ropeTheta", "must be a finite number greater than 0", absl::StrCat(c.rope_theta()));
   }
   if (!llama && c.rope_theta() != 0.0) {
-    return Bad("ropeTheta", "is only used by the llama flavour; leave it unset for gpt2",
-               absl::StrCat(c.rope_theta()));
+    return Bad("ropeTheta", "is only used by the llama flavour; leave it unset for gpt2", absl::StrCat(c.rope_theta()));
   }
   if (!(std::isfinite(c.norm_eps()) && c.norm_eps() > 0.0 && c.norm_eps() <= 1.0)) {
-    return Bad("normEps", "must be a finite number greater than 0 and at most 1",
-               absl::StrCat(c.norm_eps()));
+    return Bad("normEps", "must be a finite number greater than 0 and at most 1", absl::StrCat(c.norm_eps()));
   }
   return absl::OkStatus();
 }
@@ -144,16 +140,14 @@ int64_t NumParams(const TransformerDims& d) {
   const bool gpt2 = d.gpt2();
   const int64_t C = d.width, M = d.mlp_width, V = d.vocab, T = d.seq_len, Q = d.qkv_width;
   int64_t block = Q * C + C * C + d.fc_width * C + M * C;  // matrices
-  block += gpt2 ? 2 * (2 * C) : 2 * C;                      // norms
-  if (gpt2) block += Q + C + M + C;                         // biases
+  block += gpt2 ? 2 * (2 * C) : 2 * C;                     // norms
+  if (gpt2) block += Q + C + M + C;                        // biases
   const int64_t embeddings = V * C + (gpt2 ? T * C : 0);
   const int64_t final_norm = gpt2 ? 2 * C : C;
   return embeddings + d.layers * block + final_norm;
 }
 
-int64_t NumParams(const TransformerConfig& c) {
-  return NumParams(TransformerDims::FromValidConfig(c));
-}
+int64_t NumParams(const TransformerConfig& c) { return NumParams(TransformerDims::FromValidConfig(c)); }
 
 double FlopsPerToken(const TransformerConfig& c) {
   const TransformerDims d = TransformerDims::FromValidConfig(c);
@@ -164,9 +158,8 @@ double FlopsPerToken(const TransformerConfig& c) {
 
 std::string DescribeTransformer(const TransformerDims& d) {
   std::string kv = d.kv_heads == d.heads ? "" : absl::StrCat(" KV", d.kv_heads);
-  return absl::StrCat(FlavourName(d.flavour), " L", d.layers, " H", d.heads, kv, " C", d.width,
-                      " M", d.mlp_width, " T", d.seq_len, " V", d.vocab, ", ",
-                      FormatParams(NumParams(d)));
+  return absl::StrCat(FlavourName(d.flavour), " L", d.layers, " H", d.heads, kv, " C", d.width, " M", d.mlp_width, " T",
+                      d.seq_len, " V", d.vocab, ", ", FormatParams(NumParams(d)));
 }
 
 std::string DescribeTransformer(const TransformerConfig& c) {

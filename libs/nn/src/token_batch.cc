@@ -5,8 +5,7 @@
 
 namespace gradsync::nn {
 
-absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets,
-                                        int64_t max_seq_len, int64_t vocab) {
+absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets, int64_t max_seq_len, int64_t vocab) {
   if (batch.size < 0) {
     return absl::InvalidArgumentError(absl::StrCat("batch size is negative: ", batch.size));
   }
@@ -19,9 +18,9 @@ absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets,
   }
   const int64_t t = n / batch.size;
   if (n % batch.size != 0 || t < 1 || t > max_seq_len) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch holds ", n, " tokens for ", batch.size,
-                     " sequences; expected size x T with 1 <= T <= seqLen (", max_seq_len, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("batch holds ", n, " tokens for ", batch.size,
+                                                   " sequences; expected size x T with 1 <= T <= seqLen (", max_seq_len,
+                                                   ")"));
   }
   for (int64_t i = 0; i < n; ++i) {
     if (batch.tokens[i] < 0 || batch.tokens[i] >= vocab) {
@@ -31,14 +30,12 @@ absl::StatusOr<int64_t> CheckTokenBatch(const Batch& batch, bool need_targets,
   }
   if (!need_targets) return t;
   if (static_cast<int64_t>(batch.targets.size()) != n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch holds ", batch.targets.size(), " targets, expected ", n));
+    return absl::InvalidArgumentError(absl::StrCat("batch holds ", batch.targets.size(), " targets, expected ", n));
   }
   for (int64_t i = 0; i < n; ++i) {
     const int32_t target = batch.targets[i];
     if (target != kernels::cpu::kIgnoreIndex && (target < 0 || target >= vocab)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch target ", i, " is ", target, ", outside [0, ", vocab, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("batch target ", i, " is ", target, ", outside [0, ", vocab, ")"));
     }
   }
   return t;

@@ -7,9 +7,9 @@
 #include "gradsync/kernels/cpu/encoder.h"
 #include "gradsync/kernels/cpu/matmul.h"
 #include "gradsync/kernels/cpu/rope.h"
-#include "gradsync/nn/token_batch.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/nn/token_batch.h"
 
 namespace gradsync::nn {
 namespace {
@@ -20,8 +20,7 @@ constexpr double kInitStd = 0.02;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
-    const gradsync::v1::ModelSpec& model) {
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const gradsync::v1::ModelSpec& model) {
   absl::StatusOr<gradsync::v1::TransformerConfig> config = ResolveTransformerConfig(model);
   if (!config.ok()) return config.status();
   absl::StatusOr<TransformerDims> dims = TransformerDims::FromConfig(*config);
@@ -35,30 +34,21 @@ Transformer::Transformer(const TransformerDims& dims)
   if (!dims_.gpt2()) {
     rope_cos_.resize(dims_.seq_len * dims_.head_dim / 2);
     rope_sin_.resize(rope_cos_.size());
-    k::RopeTables(rope_cos_.data(), rope_sin_.data(), dims_.seq_len, dims_.head_dim,
-                  dims_.rope_theta);
+    k::RopeTables(rope_cos_.data(), rope_sin_.data(), dims_.seq_len, dims_.head_dim, dims_.rope_theta);
   }
 }
 
-float* Transformer::P(int index) {
-  return index < 0 ? nullptr : params().data() + layout().param(index).offset;
-}
+float* Transformer::P(int index) { return index < 0 ? nullptr : params().data() + layout().param(index).offset; }
 
-float* Transformer::G(int index) {
-  return index < 0 ? nullptr : grads().data() + layout().param(index).offset;
-}
+float* Transformer::G(int index) { return index < 0 ? nullptr : grads().data() + layout().param(index).offset; }
 
 void Transformer::InitParams(uint64_t seed) {
   const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(dims_.layers));
   for (int i = 0; i < layout().size(); ++i) {
     std::span<float> p = layout().View(params(), i);
     switch (index_.init[i]) {
-      case ParamInit::kZero:
-        std::fill(p.begin(), p.end(), 0.0f);
-        break;
-      case ParamInit::kOne:
-        std::fill(p.begin(), p.end(), 1.0f);
-        break;
+      case ParamInit::kZero: std::fill(p.begin(), p.end(), 0.0f); break;
+      case ParamInit::kOne: std::fill(p.begin(), p.end(), 1.0f); break;
       case ParamInit::kNormal:
       case ParamInit::kResidual: {
         const double std = index_.init[i] == ParamInit::kNormal ? kInitStd : residual_std;
@@ -106,17 +96,15 @@ void Transformer::Resize(int64_t batch, int64_t seq_len, bool backward) {
 void Transformer::Forward(const int32_t* tokens) {
   Buffers& b = buf_;
   const int64_t n = b.n, C = dims_.width;
-  k::EncoderForward(b.encoded.data(), tokens, P(index_.wte), P(index_.wpe), b.batch, b.seq_len,
-                    C);
+  k::EncoderForward(b.encoded.data(), tokens, P(index_.wte), P(index_.wpe), b.batch, b.seq_len, C);
   const float* x = b.encoded.data();
   for (int l = 0; l < dims_.layers; ++l) {
     BlockForward(l, x);
     x = b.res_mlp.data() + l * n * C;
   }
-  NormForward(b.normf.data(), dims_.gpt2() ? b.normf_mean.data() : nullptr, b.normf_rstd.data(),
-              x, index_.normf_w, index_.normf_b);
-  k::MatmulForward<float>(b.logits.data(), b.normf.data(), P(index_.wte), nullptr, n, C,
-                          dims_.vocab);
+  NormForward(b.normf.data(), dims_.gpt2() ? b.normf_mean.data() : nullptr, b.normf_rstd.data(), x, index_.normf_w,
+              index_.normf_b);
+  k::MatmulForward<float>(b.logits.data(), b.normf.data(), P(index_.wte), nullptr, n, C, dims_.vocab);
 }
 
 void Transformer::ReportAll(const GradsReadyFn& on_ready) const {
@@ -137,11 +125,11 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
   Buffers& b = buf_;
   const int64_t n = b.n, C = dims_.width, L = dims_.layers;
   // The gradient replaces the logits in place.
-  const k::XentSum xent = k::SoftmaxCrossEntropy(b.logits.data(), b.logits.data(),
-                                                 batch.targets.data(), n, dims_.vocab, loss_scale);
+  const k::XentSum xent =
+      k::SoftmaxCrossEntropy(b.logits.data(), b.logits.data(), batch.targets.data(), n, dims_.vocab, loss_scale);
   std::fill(b.dnorm.begin(), b.dnorm.end(), 0.0f);
-  k::MatmulBackward<float>(b.dnorm.data(), G(index_.wte), nullptr, b.logits.data(), b.normf.data(),
-                           P(index_.wte), n, C, dims_.vocab);
+  k::MatmulBackward<float>(b.dnorm.data(), G(index_.wte), nullptr, b.logits.data(), b.normf.data(), P(index_.wte), n, C,
+                           dims_.vocab);
   std::fill(b.dres.begin(), b.dres.end(), 0.0f);
   const float* last = L == 0 ? b.encoded.data() : b.res_mlp.data() + (L - 1) * n * C;
   NormBackward(b.dres.data(), index_.normf_w, index_.normf_b, b.dnorm.data(), last,
@@ -151,8 +139,7 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
     BlockBackward(l, l == 0 ? b.encoded.data() : b.res_mlp.data() + (l - 1) * n * C);
     if (on_ready) on_ready(index_.blocks[l].first, index_.blocks[l].last);
   }
-  k::EncoderBackward(G(index_.wte), G(index_.wpe), b.dres.data(), batch.tokens.data(), b.batch,
-                     b.seq_len, C);
+  k::EncoderBackward(G(index_.wte), G(index_.wpe), b.dres.data(), batch.tokens.data(), b.batch, b.seq_len, C);
   if (on_ready) on_ready(0, index_.blocks_begin());
   return LossSum{xent.loss_sum, xent.count};
 }
@@ -163,8 +150,8 @@ absl::StatusOr<LossSum> Transformer::Evaluate(const Batch& batch) {
   if (batch.size == 0) return LossSum{};
   Resize(batch.size, *t, /*backward=*/false);
   Forward(batch.tokens.data());
-  const k::XentSum xent = k::SoftmaxCrossEntropy<float>(
-      nullptr, buf_.logits.data(), batch.targets.data(), buf_.n, dims_.vocab, 1.0f);
+  const k::XentSum xent =
+      k::SoftmaxCrossEntropy<float>(nullptr, buf_.logits.data(), batch.targets.data(), buf_.n, dims_.vocab, 1.0f);
   return LossSum{xent.loss_sum, xent.count};
 }
 

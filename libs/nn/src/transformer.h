@@ -46,8 +46,7 @@ class Transformer final : public Model {
   // to the first, then the embeddings (the tied token embedding gets gradient at both ends, so
   // it comes last); also for an empty batch. Not thread-safe: activations live in member
   // buffers, allocated on first use and grown when a batch needs more.
-  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale,
-                                          const GradsReadyFn& on_ready) override;
+  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) override;
   absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
   // Logits [size, T, V].
   absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
@@ -59,16 +58,16 @@ class Transformer final : public Model {
   // scratch. Sized for n = B x T tokens by Resize; capacity only grows.
   struct Buffers {
     int64_t batch = 0, seq_len = 0, n = 0;
-    std::vector<float> encoded, norm1, norm1_mean, norm1_rstd, qkv, att, atty, res_attn, norm2,
-        norm2_mean, norm2_rstd, fc, fc_act, res_mlp;
+    std::vector<float> encoded, norm1, norm1_mean, norm1_rstd, qkv, att, atty, res_attn, norm2, norm2_mean, norm2_rstd,
+        fc, fc_act, res_mlp;
     std::vector<float> normf, normf_mean, normf_rstd, logits, proj;
     std::vector<float> dres, dnorm, dqkv, datty, dfc, dfc_act, datt;
   };
 
   // Block l's slices of the per-layer buffers; null where the flavour keeps no such value.
   struct LayerView {
-    float *norm1, *norm1_mean, *norm1_rstd, *qkv, *att, *atty, *res_attn, *norm2, *norm2_mean,
-        *norm2_rstd, *fc, *fc_act, *res_mlp;
+    float *norm1, *norm1_mean, *norm1_rstd, *qkv, *att, *atty, *res_attn, *norm2, *norm2_mean, *norm2_rstd, *fc,
+        *fc_act, *res_mlp;
   };
 
   float* P(int index);
@@ -83,12 +82,12 @@ class Transformer final : public Model {
   // Takes the gradient of block l's output in buf_.dres and leaves that of its input there.
   void BlockBackward(int l, const float* x);
   void NormForward(float* out, float* mean, float* rstd, const float* inp, int w, int b);
-  void NormBackward(float* dinp, int w, int b, const float* dout, const float* inp,
-                    const float* mean, const float* rstd);
+  void NormBackward(float* dinp, int w, int b, const float* dout, const float* inp, const float* mean,
+                    const float* rstd);
   void ReportAll(const GradsReadyFn& on_ready) const;
 
   TransformerDims dims_;
-  TransformerParams index_;  // layout indices of every parameter, and how each starts
+  TransformerParams index_;                 // layout indices of every parameter, and how each starts
   std::vector<float> rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]
   Buffers buf_;
 };

@@ -21,9 +21,7 @@ void Zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); }
 Transformer::LayerView Transformer::Layer(int l) {
   Buffers& b = buf_;
   const int64_t n = b.n, nc = n * dims_.width;
-  auto at = [l](std::vector<float>& v, int64_t per_layer) {
-    return v.empty() ? nullptr : v.data() + l * per_layer;
-  };
+  auto at = [l](std::vector<float>& v, int64_t per_layer) { return v.empty() ? nullptr : v.data() + l * per_layer; };
   return {at(b.norm1, nc),
           at(b.norm1_mean, n),
           at(b.norm1_rstd, n),
@@ -39,8 +37,7 @@ Transformer::LayerView Transformer::Layer(int l) {
           at(b.res_mlp, nc)};
 }
 
-void Transformer::NormForward(float* out, float* mean, float* rstd, const float* inp, int w,
-                              int b) {
+void Transformer::NormForward(float* out, float* mean, float* rstd, const float* inp, int w, int b) {
   if (dims_.gpt2()) {
     k::LayerNormForward(out, mean, rstd, inp, P(w), P(b), buf_.n, dims_.width, dims_.norm_eps);
   } else {
@@ -48,8 +45,8 @@ void Transformer::NormForward(float* out, float* mean, float* rstd, const float*
   }
 }
 
-void Transformer::NormBackward(float* dinp, int w, int b, const float* dout, const float* inp,
-                               const float* mean, const float* rstd) {
+void Transformer::NormBackward(float* dinp, int w, int b, const float* dout, const float* inp, const float* mean,
+                               const float* rstd) {
   if (dims_.gpt2()) {
     k::LayerNormBackward(dinp, G(w), G(b), dout, inp, P(w), mean, rstd, buf_.n, dims_.width);
   } else {
@@ -67,8 +64,8 @@ void Transformer::BlockForward(int l, const float* x) {
   NormForward(a.norm1, a.norm1_mean, a.norm1_rstd, x, p.norm1_w, p.norm1_b);
   k::MatmulForward(a.qkv, a.norm1, P(p.qkv_w), P(p.qkv_b), n, C, dims_.qkv_width);
   if (!dims_.gpt2()) {
-    k::RopeForward(a.qkv, rope_cos_.data(), rope_sin_.data(), b.batch, b.seq_len,
-                   dims_.heads + dims_.kv_heads, dims_.head_dim, dims_.qkv_width);
+    k::RopeForward(a.qkv, rope_cos_.data(), rope_sin_.data(), b.batch, b.seq_len, dims_.heads + dims_.kv_heads,
+                   dims_.head_dim, dims_.qkv_width);
   }
   k::AttentionForward(a.atty, a.att, a.qkv, shape);
   k::MatmulForward(b.proj.data(), a.atty, P(p.attn_out_w), P(p.attn_out_b), n, C, C);
@@ -96,8 +93,7 @@ void Transformer::BlockBackward(int l, const float* x) {
   // res_mlp = res_attn + mlp_out: dres is the gradient of both terms, and stays in place as the
   // gradient of res_attn while the MLP branch adds to it.
   Zero(b.dfc_act);
-  k::MatmulBackward(b.dfc_act.data(), G(p.mlp_out_w), G(p.mlp_out_b), dres, a.fc_act,
-                    P(p.mlp_out_w), n, M, C);
+  k::MatmulBackward(b.dfc_act.data(), G(p.mlp_out_w), G(p.mlp_out_b), dres, a.fc_act, P(p.mlp_out_w), n, M, C);
   Zero(b.dfc);
   if (dims_.gpt2()) {
     k::GeluBackward(b.dfc.data(), a.fc, b.dfc_act.data(), n * M);
@@ -105,23 +101,20 @@ void Transformer::BlockBackward(int l, const float* x) {
     k::SwiGluBackward(b.dfc.data(), a.fc, b.dfc_act.data(), n, M);
   }
   Zero(b.dnorm);
-  k::MatmulBackward(b.dnorm.data(), G(p.fc_w), G(p.fc_b), b.dfc.data(), a.norm2, P(p.fc_w), n, C,
-                    dims_.fc_width);
+  k::MatmulBackward(b.dnorm.data(), G(p.fc_w), G(p.fc_b), b.dfc.data(), a.norm2, P(p.fc_w), n, C, dims_.fc_width);
   NormBackward(dres, p.norm2_w, p.norm2_b, b.dnorm.data(), a.res_attn, a.norm2_mean, a.norm2_rstd);
 
   // res_attn = x + attn_out, likewise.
   Zero(b.datty);
-  k::MatmulBackward(b.datty.data(), G(p.attn_out_w), G(p.attn_out_b), dres, a.atty, P(p.attn_out_w),
-                    n, C, C);
+  k::MatmulBackward(b.datty.data(), G(p.attn_out_w), G(p.attn_out_b), dres, a.atty, P(p.attn_out_w), n, C, C);
   Zero(b.dqkv);
   k::AttentionBackward(b.dqkv.data(), b.datt.data(), b.datty.data(), a.qkv, a.att, shape);
   if (!dims_.gpt2()) {
-    k::RopeBackward(b.dqkv.data(), rope_cos_.data(), rope_sin_.data(), b.batch, b.seq_len,
-                    dims_.heads + dims_.kv_heads, dims_.head_dim, dims_.qkv_width);
+    k::RopeBackward(b.dqkv.data(), rope_cos_.data(), rope_sin_.data(), b.batch, b.seq_len, dims_.heads + dims_.kv_heads,
+                    dims_.head_dim, dims_.qkv_width);
   }
   Zero(b.dnorm);
-  k::MatmulBackward(b.dnorm.data(), G(p.qkv_w), G(p.qkv_b), b.dqkv.data(), a.norm1, P(p.qkv_w), n,
-                    C, dims_.qkv_width);
+  k::MatmulBackward(b.dnorm.data(), G(p.qkv_w), G(p.qkv_b), b.dqkv.data(), a.norm1, P(p.qkv_w), n, C, dims_.qkv_width);
   NormBackward(dres, p.norm1_w, p.norm1_b, b.dnorm.data(), x, a.norm1_mean, a.norm1_rstd);
 }
 

@@ -9,8 +9,8 @@
 
 namespace gradsync::rpc {
 
-absl::Status CheckHealth(const std::string& address, const std::string& service,
-                         absl::Duration timeout, const ChannelOptions& channel) {
+absl::Status CheckHealth(const std::string& address, const std::string& service, absl::Duration timeout,
+                         const ChannelOptions& channel) {
   auto stub = grpc::health::v1::Health::NewStub(MakeChannel(address, channel));
   grpc::health::v1::HealthCheckRequest req;
   req.set_service(service);
@@ -21,8 +21,8 @@ absl::Status CheckHealth(const std::string& address, const std::string& service,
   grpc::Status s = stub->Check(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s);
   if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        address, " is ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
+    return absl::UnavailableError(
+        absl::StrCat(address, " is ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())));
   }
   return absl::OkStatus();
 }

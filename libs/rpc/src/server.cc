@@ -5,9 +5,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/secret_file.h"
-#include "grpcpp/support/client_interceptor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace gradsync::rpc {
 

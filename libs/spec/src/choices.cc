@@ -54,8 +54,7 @@ std::string NameIn(absl::Span<const Choice<E>> table, E value) {
 
 // Sets *value from `text`; an empty placement field leaves it as it is.
 template <typename E>
-absl::Status ParsePlaced(absl::Span<const Choice<E>> table, absl::string_view text, absl::string_view field,
-                         E* value) {
+absl::Status ParsePlaced(absl::Span<const Choice<E>> table, absl::string_view text, absl::string_view field, E* value) {
   if (text.empty()) return absl::OkStatus();
   absl::StatusOr<E> parsed = Parse(table, text, field);
   if (!parsed.ok()) return parsed.status();

@@ -17,8 +17,8 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
     size_t diagonal = row[0];
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      const bool same =
+          std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
       const size_t next = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
       diagonal = row[j];
       row[j] = next;
@@ -45,8 +45,7 @@ std::string SuggestField(const google::protobuf::Descriptor& descriptor, absl::s
   size_t best_distance = max_distance + 1;
   for (int i = 0; i < descriptor.field_count(); ++i) {
     const google::protobuf::FieldDescriptor* field = descriptor.field(i);
-    const size_t distance =
-        std::min(EditDistance(key, field->json_name()), EditDistance(key, field->name()));
+    const size_t distance = std::min(EditDistance(key, field->json_name()), EditDistance(key, field->name()));
     if (distance < best_distance) {
       best = field;
       best_distance = distance;

@@ -23,8 +23,8 @@ absl::Status InSource(absl::string_view source, const absl::Status& status) {
 // yaml-cpp's exceptions, as the only kind of error this module lets out: a Status.
 absl::Status FromYamlException(absl::string_view source, const YAML::Exception& e) {
   if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
-  return absl::InvalidArgumentError(absl::StrCat(source, ": line ", e.mark.line + 1, ", column ",
-                                                 e.mark.column + 1, ": ", e.msg));
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
 }
 
 absl::StatusOr<gradsync::v1::JobSpec> ParseTree(const std::string& text, absl::string_view source,
@@ -34,13 +34,12 @@ absl::StatusOr<gradsync::v1::JobSpec> ParseTree(const std::string& text, absl::s
     return absl::InvalidArgumentError(absl::StrCat(source, ": empty job spec"));
   }
   if (documents.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": expected one YAML document, got ", documents.size()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": expected one YAML document, got ", documents.size()));
   }
   YAML::Node root = documents[0];
   if (!root.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": the job spec must be a map of fields, got ", internal::DescribeNode(root)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the job spec must be a map of fields, got ", internal::DescribeNode(root)));
   }
   gradsync::v1::JobSpec spec;
   absl::Status status = internal::ApplyOverrides(overrides, *spec.GetDescriptor(), root);

@@ -13,8 +13,7 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 
 // The key under which `map` already holds the field `name` refers to, else `name` itself.
-std::string ExistingKey(const YAML::Node& map, const std::string& name,
-                        const FieldDescriptor* field) {
+std::string ExistingKey(const YAML::Node& map, const std::string& name, const FieldDescriptor* field) {
   if (field == nullptr) return name;
   for (const auto& entry : map) {
     if (entry.first.IsScalar() &&
@@ -47,8 +46,7 @@ absl::Status SetPath(YAML::Node map, const std::vector<std::string>& segments, s
   return SetPath(child, segments, index + 1, field ? field->message_type() : nullptr, value);
 }
 
-absl::Status ApplyOne(const std::string& override_text, const Descriptor& descriptor,
-                      YAML::Node root) {
+absl::Status ApplyOne(const std::string& override_text, const Descriptor& descriptor, YAML::Node root) {
   const size_t equals = override_text.find('=');
   if (equals == std::string::npos) {
     return absl::InvalidArgumentError("expected path=value");
@@ -72,13 +70,12 @@ absl::Status ApplyOne(const std::string& override_text, const Descriptor& descri
 
 }  // namespace
 
-absl::Status ApplyOverrides(const std::vector<std::string>& overrides,
-                            const google::protobuf::Descriptor& descriptor, YAML::Node root) {
+absl::Status ApplyOverrides(const std::vector<std::string>& overrides, const google::protobuf::Descriptor& descriptor,
+                            YAML::Node root) {
   for (const std::string& override_text : overrides) {
     absl::Status status = ApplyOne(override_text, descriptor, root);
     if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("override \"", override_text, "\": ", status.message()));
+      return absl::InvalidArgumentError(absl::StrCat("override \"", override_text, "\": ", status.message()));
     }
   }
   return absl::OkStatus();

@@ -17,7 +17,7 @@ namespace gradsync::spec::internal {
 // field. A path segment that names a field the tree already holds under its other spelling
 // (world_size for worldSize) replaces that entry rather than adding a second one.
 // Errors are INVALID_ARGUMENT "override \"<override>\": <problem>".
-absl::Status ApplyOverrides(const std::vector<std::string>& overrides,
-                            const google::protobuf::Descriptor& descriptor, YAML::Node root);
+absl::Status ApplyOverrides(const std::vector<std::string>& overrides, const google::protobuf::Descriptor& descriptor,
+                            YAML::Node root);
 
 }  // namespace gradsync::spec::internal

@@ -40,8 +40,7 @@ absl::StatusOr<int64_t> ParseInteger(absl::string_view text, int64_t min, int64_
   if (!IsDecimalInteger(text)) return absl::InvalidArgumentError("expected an integer");
   int64_t value = 0;
   if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected an integer between ", min, " and ", max));
+    return absl::InvalidArgumentError(absl::StrCat("expected an integer between ", min, " and ", max));
   }
   return value;
 }

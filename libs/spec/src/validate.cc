@@ -47,11 +47,9 @@ bool IsPrintable(const std::string& text) {
 
 void CheckName(const std::string& name, Checker* check) {
   check->Require(!name.empty(), "name", "must not be empty", "\"\"");
-  check->Require(name.size() <= kMaxNameLength, "name",
-                 absl::StrCat("must be at most ", kMaxNameLength, " characters"),
+  check->Require(name.size() <= kMaxNameLength, "name", absl::StrCat("must be at most ", kMaxNameLength, " characters"),
                  absl::StrCat(name.size(), " characters"));
-  check->Require(IsPrintable(name), "name", "must not contain control characters",
-                 internal::Quote(name));
+  check->Require(IsPrintable(name), "name", "must not contain control characters", internal::Quote(name));
 }
 
 // The parsed choice, or `fallback` after recording the parse error (later rules then do nothing).
@@ -71,21 +69,20 @@ std::string Json(const google::protobuf::Message& message) {
 // Returns model.device as parsed (kAuto when it is not a device: the error is recorded).
 Device CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
   const std::vector<std::string>& presets = nn::ModelPresetNames();
-  check->Require(std::find(presets.begin(), presets.end(), model.preset()) != presets.end(),
-                 "model.preset", absl::StrCat("must be one of ", absl::StrJoin(presets, ", ")),
-                 internal::Quote(model.preset()));
+  check->Require(std::find(presets.begin(), presets.end(), model.preset()) != presets.end(), "model.preset",
+                 absl::StrCat("must be one of ", absl::StrJoin(presets, ", ")), internal::Quote(model.preset()));
   const Device device = Checked(ParseDevice(model.device()), Device::kAuto, check);
   const Precision precision = Checked(ParsePrecision(model.precision()), Precision::kAuto, check);
   check->Require(!(device == Device::kCpu && precision == Precision::kBf16), "model.precision",
                  "bf16 runs on a GPU only; with model.device \"cpu\" use \"fp32\" or \"auto\"", "\"bf16\"");
   if (nn::IsTransformerPreset(model.preset())) {
-    check->Require(model.mlp().ByteSizeLong() == 0, "model.mlp",
-                   "must not be set with a transformer preset", Json(model.mlp()));
+    check->Require(model.mlp().ByteSizeLong() == 0, "model.mlp", "must not be set with a transformer preset",
+                   Json(model.mlp()));
     check->Merge(nn::ValidateTransformerConfig(model.transformer()));
     return device;
   }
-  check->Require(model.transformer().ByteSizeLong() == 0, "model.transformer",
-                 "must not be set with the mlp preset", Json(model.transformer()));
+  check->Require(model.transformer().ByteSizeLong() == 0, "model.transformer", "must not be set with the mlp preset",
+                 Json(model.transformer()));
   check->Require(device != Device::kCuda, "model.device",
                  "the mlp preset runs on the CPU only; use \"cpu\" or \"auto\"", "\"cuda\"");
   check->Require(precision != Precision::kBf16, "model.precision",
@@ -121,7 +118,9 @@ void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpe
                    data.has_synthetic() ? "data.synthetic" : "no source");
   } else {
     check->Require(data.has_synthetic(), "data", "the mlp preset trains on data.synthetic",
-                   data.has_text() ? "data.text" : data.has_shards() ? "data.shards" : "no source");
+                   data.has_text()     ? "data.text"
+                   : data.has_shards() ? "data.shards"
+                                       : "no source");
   }
   if (data.has_synthetic()) {
     const gradsync::v1::SyntheticData& synthetic = data.synthetic();
@@ -169,8 +168,7 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->AtLeast("training.logEvery", training.log_every(), 1);
 }
 
-void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsync::v1::DdpSpec& ddp,
-              Checker* check) {
+void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsync::v1::DdpSpec& ddp, Checker* check) {
   const Backend backend = Checked(ParseBackend(ddp.backend()), Backend::kAuto, check);
   // NCCL reduces GPU memory: it needs every rank's model on a GPU of its own.
   const bool cpu_only = device == Device::kCpu || !nn::IsTransformerPreset(model.preset());
@@ -186,8 +184,8 @@ void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsyn
 }
 
 void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {
-  check->Require(IsPrintable(checkpoint.dir()), "checkpoint.dir",
-                 "must not contain control characters", internal::Quote(checkpoint.dir()));
+  check->Require(IsPrintable(checkpoint.dir()), "checkpoint.dir", "must not contain control characters",
+                 internal::Quote(checkpoint.dir()));
 }
 
 }  // namespace

@@ -42,68 +42,58 @@ absl::string_view Expectation(const FieldDescriptor& field) {
     case FieldDescriptor::CPPTYPE_INT32:
     case FieldDescriptor::CPPTYPE_INT64:
     case FieldDescriptor::CPPTYPE_UINT32:
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return "expected an integer";
+    case FieldDescriptor::CPPTYPE_UINT64: return "expected an integer";
     case FieldDescriptor::CPPTYPE_DOUBLE:
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      return "expected a number";
-    case FieldDescriptor::CPPTYPE_BOOL:
-      return "expected true or false";
-    case FieldDescriptor::CPPTYPE_ENUM:
-      return "expected an enum value name";
-    case FieldDescriptor::CPPTYPE_STRING:
-      return "expected a string";
-    case FieldDescriptor::CPPTYPE_MESSAGE:
-      return "expected a map of fields";
+    case FieldDescriptor::CPPTYPE_FLOAT: return "expected a number";
+    case FieldDescriptor::CPPTYPE_BOOL: return "expected true or false";
+    case FieldDescriptor::CPPTYPE_ENUM: return "expected an enum value name";
+    case FieldDescriptor::CPPTYPE_STRING: return "expected a string";
+    case FieldDescriptor::CPPTYPE_MESSAGE: return "expected a map of fields";
   }
   return "expected a value";
 }
 
 template <typename T>
 absl::Status Store(const absl::StatusOr<T>& value, const std::string& path, const YAML::Node& node,
-                   void (Reflection::*set)(Message*, const FieldDescriptor*, T) const,
-                   Message* message, const FieldDescriptor* field) {
+                   void (Reflection::*set)(Message*, const FieldDescriptor*, T) const, Message* message,
+                   const FieldDescriptor* field) {
   if (!value.ok()) return Problem(path, value.status().message(), node);
   (message->GetReflection()->*set)(message, field, *value);
   return absl::OkStatus();
 }
 
 // Sets (or for a repeated field, appends) one scalar value.
-absl::Status StoreScalar(const YAML::Node& node, const std::string& path,
-                         const FieldDescriptor* field, Message* message) {
+absl::Status StoreScalar(const YAML::Node& node, const std::string& path, const FieldDescriptor* field,
+                         Message* message) {
   if (!node.IsScalar()) return Problem(path, Expectation(*field), node);
   const std::string& text = node.Scalar();
   const bool repeated = field->is_repeated();
   switch (field->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32: {
-      const absl::StatusOr<int32_t> value = Narrow<int32_t>(ParseInteger(
-          text, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
-      return Store(value, path, node, repeated ? &Reflection::AddInt32 : &Reflection::SetInt32,
-                   message, field);
+      const absl::StatusOr<int32_t> value =
+          Narrow<int32_t>(ParseInteger(text, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+      return Store(value, path, node, repeated ? &Reflection::AddInt32 : &Reflection::SetInt32, message, field);
     }
     case FieldDescriptor::CPPTYPE_INT64:
-      return Store(ParseInteger(text, std::numeric_limits<int64_t>::min(),
-                                std::numeric_limits<int64_t>::max()),
-                   path, node, repeated ? &Reflection::AddInt64 : &Reflection::SetInt64, message,
-                   field);
+      return Store(ParseInteger(text, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()), path,
+                   node, repeated ? &Reflection::AddInt64 : &Reflection::SetInt64, message, field);
     case FieldDescriptor::CPPTYPE_UINT32: {
       const absl::StatusOr<uint32_t> value =
           Narrow<uint32_t>(ParseUnsigned(text, std::numeric_limits<uint32_t>::max()));
-      return Store(value, path, node, repeated ? &Reflection::AddUInt32 : &Reflection::SetUInt32,
-                   message, field);
+      return Store(value, path, node, repeated ? &Reflection::AddUInt32 : &Reflection::SetUInt32, message, field);
     }
     case FieldDescriptor::CPPTYPE_UINT64:
       return Store(ParseUnsigned(text, std::numeric_limits<uint64_t>::max()), path, node,
                    repeated ? &Reflection::AddUInt64 : &Reflection::SetUInt64, message, field);
     case FieldDescriptor::CPPTYPE_DOUBLE:
-      return Store(ParseNumber(text), path, node,
-                   repeated ? &Reflection::AddDouble : &Reflection::SetDouble, message, field);
+      return Store(ParseNumber(text), path, node, repeated ? &Reflection::AddDouble : &Reflection::SetDouble, message,
+                   field);
     case FieldDescriptor::CPPTYPE_FLOAT:
       return Store(Narrow<float>(ParseNumber(text)), path, node,
                    repeated ? &Reflection::AddFloat : &Reflection::SetFloat, message, field);
     case FieldDescriptor::CPPTYPE_BOOL:
-      return Store(ParseBoolean(text), path, node,
-                   repeated ? &Reflection::AddBool : &Reflection::SetBool, message, field);
+      return Store(ParseBoolean(text), path, node, repeated ? &Reflection::AddBool : &Reflection::SetBool, message,
+                   field);
     case FieldDescriptor::CPPTYPE_ENUM: {
       const google::protobuf::EnumDescriptor* type = field->enum_type();
       const google::protobuf::EnumValueDescriptor* value = type->FindValueByName(text);
@@ -113,37 +103,34 @@ absl::Status StoreScalar(const YAML::Node& node, const std::string& path,
         return Problem(path, absl::StrCat("expected one of ", absl::StrJoin(names, ", ")), node);
       }
       const Reflection* reflection = message->GetReflection();
-      repeated ? reflection->AddEnum(message, field, value)
-               : reflection->SetEnum(message, field, value);
+      repeated ? reflection->AddEnum(message, field, value) : reflection->SetEnum(message, field, value);
       return absl::OkStatus();
     }
     case FieldDescriptor::CPPTYPE_STRING: {
       const Reflection* reflection = message->GetReflection();
-      repeated ? reflection->AddString(message, field, text)
-               : reflection->SetString(message, field, text);
+      repeated ? reflection->AddString(message, field, text) : reflection->SetString(message, field, text);
       return absl::OkStatus();
     }
-    case FieldDescriptor::CPPTYPE_MESSAGE:
-      break;
+    case FieldDescriptor::CPPTYPE_MESSAGE: break;
   }
   return Problem(path, "unsupported field type", node);
 }
 
 // Sets one element: a nested message from a map, or a scalar.
-absl::Status StoreValue(const YAML::Node& node, const std::string& path,
-                        const FieldDescriptor* field, Message* message) {
+absl::Status StoreValue(const YAML::Node& node, const std::string& path, const FieldDescriptor* field,
+                        Message* message) {
   if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
     return StoreScalar(node, path, field, message);
   }
   if (!node.IsMap()) return Problem(path, "expected a map of fields", node);
   const Reflection* reflection = message->GetReflection();
-  Message* child = field->is_repeated() ? reflection->AddMessage(message, field)
-                                        : reflection->MutableMessage(message, field);
+  Message* child =
+      field->is_repeated() ? reflection->AddMessage(message, field) : reflection->MutableMessage(message, field);
   return YamlToMessage(node, path, child);
 }
 
-absl::Status StoreField(const YAML::Node& node, const std::string& path,
-                        const FieldDescriptor* field, Message* message) {
+absl::Status StoreField(const YAML::Node& node, const std::string& path, const FieldDescriptor* field,
+                        Message* message) {
   if (field->is_map()) return Problem(path, "map fields are not supported", node);
   if (!field->is_repeated()) return StoreValue(node, path, field, message);
   if (!node.IsSequence()) return Problem(path, "expected a sequence", node);
@@ -158,15 +145,11 @@ absl::Status StoreField(const YAML::Node& node, const std::string& path,
 
 std::string DescribeNode(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Scalar:
-      return absl::StrCat("\"", absl::CHexEscape(node.Scalar()), "\"");
-    case YAML::NodeType::Sequence:
-      return "a sequence";
-    case YAML::NodeType::Map:
-      return "a map";
+    case YAML::NodeType::Scalar: return absl::StrCat("\"", absl::CHexEscape(node.Scalar()), "\"");
+    case YAML::NodeType::Sequence: return "a sequence";
+    case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      break;
+    case YAML::NodeType::Undefined: break;
   }
   return "null";
 }
@@ -191,12 +174,10 @@ absl::Status YamlToMessage(const YAML::Node& node, const std::string& path, Mess
       return AtPath(field_path, absl::StrCat("set twice, as ", it->second, " and as ", key));
     }
     if (const google::protobuf::OneofDescriptor* oneof = field->containing_oneof()) {
-      const FieldDescriptor* other =
-          message->GetReflection()->GetOneofFieldDescriptor(*message, oneof);
+      const FieldDescriptor* other = message->GetReflection()->GetOneofFieldDescriptor(*message, oneof);
       if (other != nullptr && other != field) {
-        return AtPath(path,
-                      absl::StrCat(other->json_name(), " and ", field->json_name(),
-                                   " are both set, but only one of ", oneof->name(), " may be"));
+        return AtPath(path, absl::StrCat(other->json_name(), " and ", field->json_name(),
+                                         " are both set, but only one of ", oneof->name(), " may be"));
       }
     }
     absl::Status status = StoreField(entry.second, field_path, field, message);

@@ -14,8 +14,7 @@ namespace gradsync::spec::internal {
 // value leaves its field unset. `path` is the dotted JSON-name path of `node` ("" at the top).
 // On failure returns INVALID_ARGUMENT "<path>: <problem>", e.g.
 // "training.worldSize: expected an integer, got \"two\""; `message` is then partly filled.
-absl::Status YamlToMessage(const YAML::Node& node, const std::string& path,
-                           google::protobuf::Message* message);
+absl::Status YamlToMessage(const YAML::Node& node, const std::string& path, google::protobuf::Message* message);
 
 // How a node reads in an error: the scalar quoted and escaped, or "a map", "a sequence", "null".
 std::string DescribeNode(const YAML::Node& node);

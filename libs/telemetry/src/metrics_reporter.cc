@@ -55,9 +55,7 @@ absl::Status MetricsReporter::Flush(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   if (stop_) return absl::FailedPreconditionError("metrics reporter is closed");
   const int64_t target = ++flush_requested_;
-  auto done = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return flush_done_ >= target || stop_;
-  };
+  auto done = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return flush_done_ >= target || stop_; };
   if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout) || flush_done_ < target) {
     return absl::DeadlineExceededError("metrics reports not confirmed by " + options_.address);
   }
@@ -151,9 +149,8 @@ void MetricsReporter::Run() {
     if (stopping) break;  // Close() cancelled the stream: not an outage
     if (status.ok()) continue;
     if (!in_outage) {
-      GS_LOG(WARNING) << "metrics service at " << options_.address << " unreachable ("
-                      << status.error_message() << "); queueing up to " << options_.queue_capacity
-                      << " step reports and retrying";
+      GS_LOG(WARNING) << "metrics service at " << options_.address << " unreachable (" << status.error_message()
+                      << "); queueing up to " << options_.queue_capacity << " step reports and retrying";
       in_outage = true;
     }
     absl::MutexLock lock(&mu_);

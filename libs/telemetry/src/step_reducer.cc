@@ -92,9 +92,9 @@ absl::StatusOr<AddResult> StepReducer::Add(const v1::StepReport& report) {
   if (report.generation() == job.generation) {
     auto it = job.pending.find(report.step());
     if (it != job.pending.end() && it->second.world_size != report.world_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "step report of job ", report.job_id(), " step ", report.step(), ": world_size ",
-          report.world_size(), " differs from ", it->second.world_size, " of the step's other reports"));
+      return absl::InvalidArgumentError(absl::StrCat("step report of job ", report.job_id(), " step ", report.step(),
+                                                     ": world_size ", report.world_size(), " differs from ",
+                                                     it->second.world_size, " of the step's other reports"));
     }
   }
 
@@ -107,8 +107,7 @@ absl::StatusOr<AddResult> StepReducer::Add(const v1::StepReport& report) {
     return result;
   }
   if (report.generation() > job.generation) {
-    job.counters.set_superseded_steps(job.counters.superseded_steps() +
-                                      static_cast<int64_t>(job.pending.size()));
+    job.counters.set_superseded_steps(job.counters.superseded_steps() + static_cast<int64_t>(job.pending.size()));
     job.pending.clear();
     job.published.clear();
     job.published_floor = -1;

@@ -66,8 +66,8 @@ struct Shared {
       if (state != ncclInProgress) return absl::UnavailableError(absl::StrCat(what, " failed: ", Describe(state)));
       if (absl::Now() - started > timeout) {
         Abort(absl::StrCat(what, " did not complete within ", absl::FormatDuration(timeout)));
-        return absl::DeadlineExceededError(absl::StrCat(what, " did not complete within ", absl::FormatDuration(timeout),
-                                                        "; the communicator was aborted"));
+        return absl::DeadlineExceededError(absl::StrCat(
+            what, " did not complete within ", absl::FormatDuration(timeout), "; the communicator was aborted"));
       }
       absl::SleepFor(nap);
       nap = std::min(nap * 2, absl::Milliseconds(1));
@@ -83,7 +83,11 @@ class NcclWork : public Work {
  public:
   NcclWork(std::shared_ptr<Shared> shared, std::string what, cudaEvent_t begin, cudaEvent_t done,
            std::function<void()> on_done)
-      : shared_(std::move(shared)), what_(std::move(what)), begin_(begin), done_(done), on_done_(std::move(on_done)),
+      : shared_(std::move(shared)),
+        what_(std::move(what)),
+        begin_(begin),
+        done_(done),
+        on_done_(std::move(on_done)),
         issued_(absl::Now()) {}
   ~NcclWork() override {
     cudaSetDevice(shared_->device);
@@ -201,26 +205,28 @@ class NcclCommunicator : public Communicator {
     const ncclRedOp_t redop = op == ReduceOp::kAverage ? ncclAvg : ncclSum;
     const int64_t n = static_cast<int64_t>(data.size());
     if (wire == WireType::kFloat32) {
-      return Issue("allreduce", {nullptr, [=, this](cudaStream_t s) {
-                                   return ncclAllReduce(data.data(), data.data(), n, ncclFloat, redop, shared_->comm, s);
-                                 }, nullptr});
+      return Issue("allreduce", {nullptr,
+                                 [=, this](cudaStream_t s) {
+                                   return ncclAllReduce(data.data(), data.data(), n, ncclFloat, redop, shared_->comm,
+                                                        s);
+                                 },
+                                 nullptr});
     }
     // bf16 on the wire: cast into a stream-ordered scratch buffer, reduce it, cast back.
     auto half = std::make_shared<__nv_bfloat16*>(nullptr);
-    return Issue("allreduce (bf16)",
-                 {[=](cudaStream_t s) {
-                    cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(half.get()),
-                                                    std::max<size_t>(2, n * sizeof(__nv_bfloat16)), s);
-                    return e != cudaSuccess ? e : CastToBf16(data.data(), *half, n, s);
-                  },
-                  [=, this](cudaStream_t s) {
-                    return ncclAllReduce(*half, *half, n, ncclBfloat16, redop, shared_->comm, s);
-                  },
-                  [=](cudaStream_t s) {
-                    const cudaError_t e = CastFromBf16(*half, data.data(), n, 1.0f, s);
-                    cudaFreeAsync(*half, s);
-                    return e;
-                  }});
+    return Issue(
+        "allreduce (bf16)",
+        {[=](cudaStream_t s) {
+           cudaError_t e =
+               cudaMallocAsync(reinterpret_cast<void**>(half.get()), std::max<size_t>(2, n * sizeof(__nv_bfloat16)), s);
+           return e != cudaSuccess ? e : CastToBf16(data.data(), *half, n, s);
+         },
+         [=, this](cudaStream_t s) { return ncclAllReduce(*half, *half, n, ncclBfloat16, redop, shared_->comm, s); },
+         [=](cudaStream_t s) {
+           const cudaError_t e = CastFromBf16(*half, data.data(), n, 1.0f, s);
+           cudaFreeAsync(*half, s);
+           return e;
+         }});
   }
 
   // Host doubles (the trainer's scalars): staged through pinned host and device copies.
@@ -231,31 +237,32 @@ class NcclCommunicator : public Communicator {
     if (pinned->ptr == nullptr) return CompletedWork(absl::ResourceExhaustedError("nccl: no pinned host memory"));
     std::copy(data.begin(), data.end(), pinned->ptr);
     auto dev = std::make_shared<double*>(nullptr);
-    return Issue(
-        "allreduce (host doubles)",
-        {[=](cudaStream_t s) {
-           cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(dev.get()), std::max<size_t>(bytes, 8), s);
-           return e != cudaSuccess ? e : cudaMemcpyAsync(*dev, pinned->ptr, bytes, cudaMemcpyHostToDevice, s);
-         },
-         [=, this](cudaStream_t s) {
-           return ncclAllReduce(*dev, *dev, data.size(), ncclDouble, redop, shared_->comm, s);
-         },
-         [=](cudaStream_t s) {
-           const cudaError_t e = cudaMemcpyAsync(pinned->ptr, *dev, bytes, cudaMemcpyDeviceToHost, s);
-           cudaFreeAsync(*dev, s);
-           return e;
-         }},
-        [pinned, data] { std::copy(pinned->ptr, pinned->ptr + data.size(), data.begin()); });
+    return Issue("allreduce (host doubles)",
+                 {[=](cudaStream_t s) {
+                    cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(dev.get()), std::max<size_t>(bytes, 8), s);
+                    return e != cudaSuccess ? e : cudaMemcpyAsync(*dev, pinned->ptr, bytes, cudaMemcpyHostToDevice, s);
+                  },
+                  [=, this](cudaStream_t s) {
+                    return ncclAllReduce(*dev, *dev, data.size(), ncclDouble, redop, shared_->comm, s);
+                  },
+                  [=](cudaStream_t s) {
+                    const cudaError_t e = cudaMemcpyAsync(pinned->ptr, *dev, bytes, cudaMemcpyDeviceToHost, s);
+                    cudaFreeAsync(*dev, s);
+                    return e;
+                  }},
+                 [pinned, data] { std::copy(pinned->ptr, pinned->ptr + data.size(), data.begin()); });
   }
 
   std::shared_ptr<Work> Broadcast(std::span<float> data, int root) override {
     if (root < 0 || root >= size_) {
       return CompletedWork(absl::InvalidArgumentError(absl::StrCat("broadcast root ", root, " of ", size_)));
     }
-    return Issue("broadcast", {nullptr, [=, this](cudaStream_t s) {
+    return Issue("broadcast", {nullptr,
+                               [=, this](cudaStream_t s) {
                                  return ncclBroadcast(data.data(), data.data(), data.size(), ncclFloat, root,
                                                       shared_->comm, s);
-                               }, nullptr});
+                               },
+                               nullptr});
   }
 
   std::shared_ptr<Work> AllGather(std::span<const float> in, std::span<float> out) override {
@@ -263,22 +270,26 @@ class NcclCommunicator : public Communicator {
       return CompletedWork(absl::InvalidArgumentError(
           absl::StrCat("allgather: output holds ", out.size(), " elements, expected ", size_, " x ", in.size())));
     }
-    return Issue("allgather", {nullptr, [=, this](cudaStream_t s) {
+    return Issue("allgather", {nullptr,
+                               [=, this](cudaStream_t s) {
                                  return ncclAllGather(in.data(), out.data(), in.size(), ncclFloat, shared_->comm, s);
-                               }, nullptr});
+                               },
+                               nullptr});
   }
 
   std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) override {
     const auto [begin, end] = BlockRange(static_cast<int64_t>(in.size()), size_, rank_);
     if (static_cast<int64_t>(out.size()) != end - begin) {
-      return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
-          "reducescatter: output holds ", out.size(), " elements, this rank's block has ", end - begin)));
+      return CompletedWork(absl::InvalidArgumentError(
+          absl::StrCat("reducescatter: output holds ", out.size(), " elements, this rank's block has ", end - begin)));
     }
     if (in.size() % static_cast<size_t>(size_) == 0) {
-      return Issue("reducescatter", {nullptr, [=, this](cudaStream_t s) {
+      return Issue("reducescatter", {nullptr,
+                                     [=, this](cudaStream_t s) {
                                        return ncclReduceScatter(in.data(), out.data(), out.size(), ncclFloat, ncclSum,
                                                                 shared_->comm, s);
-                                     }, nullptr});
+                                     },
+                                     nullptr});
     }
     // Uneven blocks: NCCL's reduce-scatter needs equal ones, so all-reduce a copy and keep ours.
     const size_t bytes = in.size() * sizeof(float);
@@ -286,7 +297,8 @@ class NcclCommunicator : public Communicator {
     auto copy = std::make_shared<float*>(nullptr);
     return Issue("reducescatter (uneven)",
                  {[=](cudaStream_t s) {
-                    cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(copy.get()), std::max<size_t>(bytes, 4), s);
+                    cudaError_t e =
+                        cudaMallocAsync(reinterpret_cast<void**>(copy.get()), std::max<size_t>(bytes, 4), s);
                     return e != cudaSuccess ? e : cudaMemcpyAsync(*copy, in.data(), bytes, cudaMemcpyDeviceToDevice, s);
                   },
                   [=, this](cudaStream_t s) {
@@ -301,9 +313,11 @@ class NcclCommunicator : public Communicator {
   }
 
   std::shared_ptr<Work> Barrier() override {
-    return Issue("barrier", {nullptr, [this](cudaStream_t s) {
+    return Issue("barrier", {nullptr,
+                             [this](cudaStream_t s) {
                                return ncclAllReduce(barrier_, barrier_, 1, ncclFloat, ncclSum, shared_->comm, s);
-                             }, nullptr});
+                             },
+                             nullptr});
   }
 
   void Abort() override { shared_->Abort("aborted by the coordinator"); }
@@ -398,7 +412,8 @@ class NcclCommunicator : public Communicator {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KvClient* kv, int rank, int size, const NcclOptions& options) {
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KvClient* kv, int rank, int size,
+                                                          const NcclOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(absl::StrCat("nccl: rank ", rank, " of ", size));
   }
@@ -414,12 +429,14 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KvClient* kv, int rank
     auto value = kv->Get(kUniqueIdKey, options.timeout);
     if (!value.ok()) return value.status();
     if (value->size() != sizeof(id)) {
-      return absl::DataLossError(absl::StrCat("nccl: the unique id has ", value->size(), " bytes, expected ", sizeof(id)));
+      return absl::DataLossError(
+          absl::StrCat("nccl: the unique id has ", value->size(), " bytes, expected ", sizeof(id)));
     }
     std::memcpy(&id, value->data(), sizeof(id));
   }
 
-  if (absl::Status s = CudaStatus(cudaSetDevice(options.device), absl::StrCat("nccl: cuda:", options.device)); !s.ok()) {
+  if (absl::Status s = CudaStatus(cudaSetDevice(options.device), absl::StrCat("nccl: cuda:", options.device));
+      !s.ok()) {
     return s;
   }
   auto shared = std::make_shared<Shared>();

@@ -55,10 +55,12 @@ class Recorded {
   }
   static absl::StatusOr<std::shared_ptr<Recorded>> On(cudaStream_t stream) {
     std::shared_ptr<Recorded> r(new Recorded);
-    if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&r->event_, cudaEventDisableTiming), "staging: event"); !s.ok()) {
+    if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&r->event_, cudaEventDisableTiming), "staging: event");
+        !s.ok()) {
       return s;
     }
-    if (absl::Status s = CudaStatus(cudaEventRecord(r->event_, stream), "staging: record the compute stream"); !s.ok()) {
+    if (absl::Status s = CudaStatus(cudaEventRecord(r->event_, stream), "staging: record the compute stream");
+        !s.ok()) {
       return s;
     }
     return r;
@@ -92,16 +94,16 @@ class StagedCommunicator : public Communicator {
   std::string backend() const override { return absl::StrCat(host_->backend(), " (staged through host memory)"); }
 
   std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op, WireType wire) override {
-    return Run(data, data, [=, this](std::span<float> in, std::span<float>) {
-      return host_->AllReduce(in, op, wire)->Wait();
-    });
+    return Run(data, data,
+               [=, this](std::span<float> in, std::span<float>) { return host_->AllReduce(in, op, wire)->Wait(); });
   }
   // Host memory already: no staging, but queued like the rest, so issue order is kept.
   std::shared_ptr<Work> AllReduce(std::span<double> data, ReduceOp op) override {
     return Enqueue([=, this] { return host_->AllReduce(data, op)->Wait(); });
   }
   std::shared_ptr<Work> Broadcast(std::span<float> data, int root) override {
-    return Run(data, data, [=, this](std::span<float> in, std::span<float>) { return host_->Broadcast(in, root)->Wait(); });
+    return Run(data, data,
+               [=, this](std::span<float> in, std::span<float>) { return host_->Broadcast(in, root)->Wait(); });
   }
   std::shared_ptr<Work> AllGather(std::span<const float> in, std::span<float> out) override {
     return Run(in, out, [this](std::span<float> i, std::span<float> o) { return host_->AllGather(i, o)->Wait(); });
@@ -135,19 +137,21 @@ class StagedCommunicator : public Communicator {
       if (absl::Status s = CudaStatus(cudaSetDevice(device_), "staging: set device"); !s.ok()) return s;
       float* host_in = in_.Reserve(in.size());
       float* host_out = in.data() == out.data() ? host_in : out_.Reserve(out.size());
-      if (host_in == nullptr || host_out == nullptr) return absl::ResourceExhaustedError("staging: no pinned host memory");
+      if (host_in == nullptr || host_out == nullptr)
+        return absl::ResourceExhaustedError("staging: no pinned host memory");
       // Ordered after the compute work queued before this collective was issued, so it reads
       // finished gradients while later kernels keep running.
-      absl::Status s = CudaStatus(cudaStreamWaitEvent(staging_, (*ready)->get(), 0), "staging: wait for the compute stream");
+      absl::Status s =
+          CudaStatus(cudaStreamWaitEvent(staging_, (*ready)->get(), 0), "staging: wait for the compute stream");
       if (s.ok()) {
         s = CudaStatus(cudaMemcpyAsync(host_in, in.data(), in.size_bytes(), cudaMemcpyDeviceToHost, staging_),
-                 "staging: device to host");
+                       "staging: device to host");
       }
       if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: device to host");
       if (s.ok()) s = collective(std::span<float>(host_in, in.size()), std::span<float>(host_out, out.size()));
       if (s.ok()) {
         s = CudaStatus(cudaMemcpyAsync(out.data(), host_out, out.size_bytes(), cudaMemcpyHostToDevice, staging_),
-                 "staging: host to device");
+                       "staging: host to device");
       }
       // Wait() returns after this: compute work queued after it sees the result.
       if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: host to device");

@@ -21,12 +21,9 @@ absl::Status CudaModel::Synchronize() const {
 
 const char* AttentionKernelsName(AttentionKernels kernels) {
   switch (kernels) {
-    case AttentionKernels::kProducts:
-      return "products";
-    case AttentionKernels::kFlash:
-      return "flash";
-    case AttentionKernels::kFused:
-      return "fused";
+    case AttentionKernels::kProducts: return "products";
+    case AttentionKernels::kFlash: return "flash";
+    case AttentionKernels::kFused: return "fused";
   }
   return "?";
 }
@@ -43,9 +40,9 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::J
                                                            const CudaModelOptions& options) {
   const std::string& preset = spec.model().preset();
   if (!IsTransformerPreset(preset)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.preset: the CUDA model runs the transformer presets (",
-        absl::StrJoin(ModelPresetNames(), ", "), " without mlp), got \"", preset, "\""));
+    return absl::InvalidArgumentError(absl::StrCat("model.preset: the CUDA model runs the transformer presets (",
+                                                   absl::StrJoin(ModelPresetNames(), ", "), " without mlp), got \"",
+                                                   preset, "\""));
   }
   absl::StatusOr<gradsync::v1::TransformerConfig> config = ResolveTransformerConfig(spec.model());
   if (!config.ok()) return config.status();
@@ -53,10 +50,10 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::J
   if (!dims.ok()) return dims.status();
   const int64_t head_dim = dims->head_dim;
   if (head_dim != 32 && head_dim != 64 && head_dim != 128) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.transformer.heads: the CUDA attention kernels need a head dim (width / heads) of "
-        "32, 64 or 128, got ",
-        dims->width, " / ", dims->heads, " = ", head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.transformer.heads: the CUDA attention kernels need a head dim (width / heads) of "
+                     "32, 64 or 128, got ",
+                     dims->width, " / ", dims->heads, " = ", head_dim));
   }
   // The CPU model of the same spec: the source of the layout and of the initial values.
   absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);

@@ -16,8 +16,8 @@ namespace k = gradsync::kernels::cuda;
 
 absl::StatusOr<float*> DeviceFloats(int64_t count, const char* what) {
   void* ptr = nullptr;
-  const absl::Status status = k::CudaStatus(cudaMalloc(&ptr, count * sizeof(float)),
-                                            absl::StrCat("cudaMalloc of ", what));
+  const absl::Status status =
+      k::CudaStatus(cudaMalloc(&ptr, count * sizeof(float)), absl::StrCat("cudaMalloc of ", what));
   if (!status.ok()) return status;
   return static_cast<float*>(ptr);
 }
@@ -28,8 +28,7 @@ constexpr int64_t kNormSqSlot = 0, kScaleSlot = 1, kNormSlot = 2, kPartialsSlot 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaGradClip>> CudaGradClip::Create(cudaStream_t stream) {
-  absl::StatusOr<float*> floats =
-      DeviceFloats(kPartialsSlot + k::kGlobalNormPartials, "the gradient norm's scratch");
+  absl::StatusOr<float*> floats = DeviceFloats(kPartialsSlot + k::kGlobalNormPartials, "the gradient norm's scratch");
   if (!floats.ok()) return floats.status();
   return std::unique_ptr<CudaGradClip>(new CudaGradClip(stream, *floats));
 }
@@ -45,41 +44,35 @@ CudaGradClip::CudaGradClip(cudaStream_t stream, float* device_floats)
 CudaGradClip::~CudaGradClip() { cudaFree(device_floats_); }
 
 absl::Status CudaGradClip::Compute(std::span<const float> grads, double max_norm) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::GlobalNormSquared<float>(
-      norm_sq_, grads.data(), static_cast<int64_t>(grads.size()), /*accumulate=*/false, partials_,
-      stream_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::GlobalNormSquared<float>(norm_sq_, grads.data(), static_cast<int64_t>(grads.size()),
+                                                            /*accumulate=*/false, partials_, stream_));
   return k::ClipScale(scale_, norm_, norm_sq_, max_norm, stream_);
 }
 
 absl::StatusOr<double> CudaGradClip::ReadNorm() {
   float norm = 0.0f;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::CudaStatus(
-      cudaMemcpyAsync(&norm, norm_, sizeof(float), cudaMemcpyDeviceToHost, stream_),
-      "cudaMemcpyAsync of the gradient norm"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize after the norm"));
+      k::CudaStatus(cudaMemcpyAsync(&norm, norm_, sizeof(float), cudaMemcpyDeviceToHost, stream_),
+                    "cudaMemcpyAsync of the gradient norm"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize after the norm"));
   return static_cast<double>(norm);
 }
 
 absl::Status CudaGradClip::Apply(std::span<float> grads) {
-  return k::ScaleGradients<float>(grads.data(), static_cast<int64_t>(grads.size()), scale_,
-                                  stream_);
+  return k::ScaleGradients<float>(grads.data(), static_cast<int64_t>(grads.size()), scale_, stream_);
 }
 
-absl::StatusOr<std::unique_ptr<CudaAdamW>> CudaAdamW::Create(const ParamLayout& layout,
-                                                             AdamWConfig config,
+absl::StatusOr<std::unique_ptr<CudaAdamW>> CudaAdamW::Create(const ParamLayout& layout, AdamWConfig config,
                                                              cudaStream_t stream) {
   const int64_t n = layout.total_numel();
   absl::StatusOr<float*> moments = DeviceFloats(2 * n, "the AdamW moments");
   if (!moments.ok()) return moments.status();
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::CudaStatus(cudaMemsetAsync(*moments, 0, 2 * n * sizeof(float), stream),
-                    "cudaMemsetAsync of the AdamW moments"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::CudaStatus(cudaMemsetAsync(*moments, 0, 2 * n * sizeof(float), stream),
+                                              "cudaMemsetAsync of the AdamW moments"));
   return std::unique_ptr<CudaAdamW>(new CudaAdamW(layout, config, stream, *moments));
 }
 
-CudaAdamW::CudaAdamW(const ParamLayout& layout, AdamWConfig config, cudaStream_t stream,
-                     float* moments)
+CudaAdamW::CudaAdamW(const ParamLayout& layout, AdamWConfig config, cudaStream_t stream, float* moments)
     : layout_(layout),
       config_(config),
       stream_(stream),
@@ -92,38 +85,33 @@ CudaAdamW::~CudaAdamW() { cudaFree(m_); }
 absl::Status CudaAdamW::Step(std::span<float> params, std::span<const float> grads, double lr,
                              const float* grad_scale) {
   if (static_cast<int64_t>(params.size()) != n_ || static_cast<int64_t>(grads.size()) != n_) {
-    return absl::InvalidArgumentError(absl::StrCat("AdamW step on ", params.size(), " params and ",
-                                                   grads.size(), " grads for a layout of ", n_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("AdamW step on ", params.size(), " params and ", grads.size(), " grads for a layout of ", n_));
   }
   kernels::AdamWHyper hyper = config_.Hyper(lr, t_ + 1);
   // One launch per parameter, because the decay flag is per parameter (as on the CPU).
   for (const ParamInfo& p : layout_.params()) {
     hyper.decay = p.weight_decay;
-    GRADSYNC_CUDA_RETURN_IF_ERROR(k::AdamWUpdate<float>(
-        params.data() + p.offset, /*model=*/nullptr, grads.data() + p.offset, m_ + p.offset,
-        v_ + p.offset, p.numel, hyper, grad_scale, stream_));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(k::AdamWUpdate<float>(params.data() + p.offset, /*model=*/nullptr,
+                                                        grads.data() + p.offset, m_ + p.offset, v_ + p.offset, p.numel,
+                                                        hyper, grad_scale, stream_));
   }
   ++t_;
   return absl::OkStatus();
 }
 
-absl::Status CudaAdamW::Restore(std::span<const float> m, std::span<const float> v,
-                                int64_t step_count) {
-  if (static_cast<int64_t>(m.size()) != n_ || static_cast<int64_t>(v.size()) != n_ ||
-      step_count < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", m.size(), "/", v.size(),
-                                                   " elements does not fit a model of ", n_));
+absl::Status CudaAdamW::Restore(std::span<const float> m, std::span<const float> v, int64_t step_count) {
+  if (static_cast<int64_t>(m.size()) != n_ || static_cast<int64_t>(v.size()) != n_ || step_count < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer state of ", m.size(), "/", v.size(), " elements does not fit a model of ", n_));
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::CudaStatus(cudaMemcpyAsync(m_, m.data(), n_ * sizeof(float), cudaMemcpyHostToDevice,
-                                    stream_),
+      k::CudaStatus(cudaMemcpyAsync(m_, m.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
                     "cudaMemcpyAsync of the first moment"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::CudaStatus(cudaMemcpyAsync(v_, v.data(), n_ * sizeof(float), cudaMemcpyHostToDevice,
-                                    stream_),
+      k::CudaStatus(cudaMemcpyAsync(v_, v.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
                     "cudaMemcpyAsync of the second moment"));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      k::CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize after Restore"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize after Restore"));
   t_ = step_count;
   return absl::OkStatus();
 }

@@ -9,7 +9,6 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "gradsync/nn/token_batch.h"
 #include "gradsync/kernels/cuda/cuda_check.h"
 #include "gradsync/kernels/cuda/encoder.cuh"
 #include "gradsync/kernels/cuda/layernorm.cuh"
@@ -17,6 +16,7 @@
 #include "gradsync/kernels/cuda/rope.cuh"
 #include "gradsync/kernels/cuda/softmax_xent.cuh"
 #include "gradsync/nn/presets.h"
+#include "gradsync/nn/token_batch.h"
 #include "precision_cast.cuh"
 
 namespace gradsync::nn::cuda {
@@ -38,9 +38,10 @@ absl::Status Grow(B& buffer, int64_t count) {
 }  // namespace
 
 template <typename T>
-absl::StatusOr<std::unique_ptr<CudaTransformer<T>>> CudaTransformer<T>::Create(
-    const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const Model& reference,
-    const CudaModelOptions& options) {
+absl::StatusOr<std::unique_ptr<CudaTransformer<T>>> CudaTransformer<T>::Create(const gradsync::v1::JobSpec& spec,
+                                                                               const TransformerDims& dims,
+                                                                               const Model& reference,
+                                                                               const CudaModelOptions& options) {
   std::unique_ptr<CudaTransformer> model(new CudaTransformer(spec, dims, options));
   GRADSYNC_CUDA_RETURN_IF_ERROR(model->Init(reference));
   return model;
@@ -84,26 +85,25 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(weights_bf16_, total));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(grads_bf16_, total));
-    GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-        cudaMemsetAsync(grads_bf16_.data(), 0, total * sizeof(__nv_bfloat16), stream()),
-        "cudaMemsetAsync of the bf16 gradient scratch"));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(grads_bf16_.data(), 0, total * sizeof(__nv_bfloat16), stream()),
+                   "cudaMemsetAsync of the bf16 gradient scratch"));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cudaMemsetAsync(grads_.data(), 0, total * sizeof(float), stream()), "cudaMemsetAsync of grads"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemsetAsync(grads_.data(), 0, total * sizeof(float), stream()), "cudaMemsetAsync of grads"));
   if (!dims_.gpt2()) {
     const int64_t table = dims_.seq_len * dims_.head_dim / 2;
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_cos_, table));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_sin_, table));
-    GRADSYNC_CUDA_RETURN_IF_ERROR(k::RopeTables(rope_cos_.data(), rope_sin_.data(), dims_.seq_len,
-                                                dims_.head_dim, dims_.rope_theta, stream()));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(
+        k::RopeTables(rope_cos_.data(), rope_sin_.data(), dims_.seq_len, dims_.head_dim, dims_.rope_theta, stream()));
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(lm_head_, logits_stride_ * dims_.width));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cudaMemsetAsync(lm_head_.data(), 0, lm_head_.size() * sizeof(T), stream()), "cudaMemsetAsync of the LM head"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(lm_head_.data(), 0, lm_head_.size() * sizeof(T), stream()),
+                                           "cudaMemsetAsync of the LM head"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(loss_, 1));
   void* pinned = nullptr;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMallocHost(&pinned, sizeof(DeviceLoss)), "cudaMallocHost of the loss"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMallocHost(&pinned, sizeof(DeviceLoss)), "cudaMallocHost of the loss"));
   host_loss_ = static_cast<DeviceLoss*>(pinned);
   return CopyParamsFromHost(reference.params());
 }
@@ -111,8 +111,7 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
 template <typename T>
 absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(params_.data(), host.data(), host.size() * sizeof(float),
-                      cudaMemcpyHostToDevice, stream()),
+      cudaMemcpyAsync(params_.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream()),
       "cudaMemcpyAsync of the initial parameters"));
   return Synchronize();
 }
@@ -175,8 +174,7 @@ absl::Status CudaTransformer<T>::Flush(int first, int last) {
     if (first >= last) return absl::OkStatus();
     const int64_t begin = layout().param(first).offset;
     const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
-    return FlushBf16Grads(grads_.data() + begin, grads_bf16_.data() + begin, end - begin,
-                          stream());
+    return FlushBf16Grads(grads_.data() + begin, grads_bf16_.data() + begin, end - begin, stream());
   }
 }
 
@@ -214,9 +212,8 @@ absl::Status CudaTransformer<T>::Reserve(int64_t n) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.lse, L * H * n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.delta, H * n));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.row_loss, n));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      Grow(a.norm_scratch, std::max<int64_t>({1, k::LayerNormBackwardScratchFloats(n, C),
-                                              k::RmsNormBackwardScratchFloats(n, C)})));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.norm_scratch, std::max<int64_t>({1, k::LayerNormBackwardScratchFloats(n, C),
+                                                                        k::RmsNormBackwardScratchFloats(n, C)})));
   absl::StatusOr<size_t> encoder_bytes = k::EncoderBackwardScratchBytes(n, dims_.vocab);
   if (!encoder_bytes.ok()) return encoder_bytes.status();
   GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(a.encoder_scratch, static_cast<int64_t>(*encoder_bytes)));
@@ -275,21 +272,18 @@ absl::StatusOr<int64_t> CudaTransformer<T>::Prepare(const Batch& batch, bool nee
   n_ = batch_ * seq_len_;
   GRADSYNC_CUDA_RETURN_IF_ERROR(Reserve(n_));
   // Pageable sources: the copies stage them before returning, so the batch may go at once.
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpyAsync(acts_.tokens.data(), batch.tokens.data(), n_ * sizeof(int32_t),
-                                 cudaMemcpyHostToDevice, stream()),
-                 "cudaMemcpyAsync of the tokens"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpyAsync(acts_.tokens.data(), batch.tokens.data(), n_ * sizeof(int32_t), cudaMemcpyHostToDevice, stream()),
+      "cudaMemcpyAsync of the tokens"));
   if (need_targets) {
-    GRADSYNC_CUDA_RETURN_IF_ERROR(
-        CudaStatus(cudaMemcpyAsync(acts_.targets.data(), batch.targets.data(),
-                                   n_ * sizeof(int32_t), cudaMemcpyHostToDevice, stream()),
-                   "cudaMemcpyAsync of the targets"));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(acts_.targets.data(), batch.targets.data(),
+                                                             n_ * sizeof(int32_t), cudaMemcpyHostToDevice, stream()),
+                                             "cudaMemcpyAsync of the targets"));
   }
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     // params() is the truth; whoever wrote it last (optimizer, checkpoint, broadcast), the pass
     // runs on its rounding. One pass over the weights: well under 1% of a step's time.
-    GRADSYNC_CUDA_RETURN_IF_ERROR(
-        CastToBf16(weights_bf16_.data(), params_.data(), layout().total_numel(), stream()));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(CastToBf16(weights_bf16_.data(), params_.data(), layout().total_numel(), stream()));
   }
   return t;
 }
@@ -305,8 +299,8 @@ absl::Status CudaTransformer<T>::Forward() {
   Activations& a = acts_;
   const TransformerParams& p = index_;
   const int64_t n = n_, C = dims_.width, V = dims_.vocab;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderForward(a.encoded.data(), a.tokens.data(), W(p.wte),
-                                                  W(p.wpe), batch_, seq_len_, C, V, stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      k::EncoderForward(a.encoded.data(), a.tokens.data(), W(p.wte), W(p.wpe), batch_, seq_len_, C, V, stream()));
   const T* x = a.encoded.data();
   for (int l = 0; l < dims_.layers; ++l) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(BlockForward(l, x));
@@ -314,23 +308,22 @@ absl::Status CudaTransformer<T>::Forward() {
   }
   GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), dims_.gpt2() ? a.normf_mean.data() : nullptr,
                                             a.normf_rstd.data(), x, p.normf_w, p.normf_b));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(lm_head_.data(), W(p.wte), V * C * sizeof(T), cudaMemcpyDeviceToDevice, stream()),
-      "cudaMemcpyAsync of wte into the LM head"));
-  return k::MatmulForward<T>(*matmul_, a.logits.data(), a.normf.data(), lm_head_.data(), nullptr, n, C,
-                             logits_stride_, stream());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(lm_head_.data(), W(p.wte), V * C * sizeof(T), cudaMemcpyDeviceToDevice, stream()),
+                 "cudaMemcpyAsync of wte into the LM head"));
+  return k::MatmulForward<T>(*matmul_, a.logits.data(), a.normf.data(), lm_head_.data(), nullptr, n, C, logits_stride_,
+                             stream());
 }
 
 template <typename T>
 absl::StatusOr<LossSum> CudaTransformer<T>::ReadLoss() {
   char* base = reinterpret_cast<char*>(loss_.data());
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::XentLossSum(
-      reinterpret_cast<double*>(base + offsetof(DeviceLoss, sum)),
-      reinterpret_cast<int64_t*>(base + offsetof(DeviceLoss, count)), acts_.row_loss.data(),
-      acts_.targets.data(), n_, k::kXentIgnoreIndex, stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::XentLossSum(reinterpret_cast<double*>(base + offsetof(DeviceLoss, sum)),
+                                               reinterpret_cast<int64_t*>(base + offsetof(DeviceLoss, count)),
+                                               acts_.row_loss.data(), acts_.targets.data(), n_, k::kXentIgnoreIndex,
+                                               stream()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpyAsync(host_loss_, loss_.data(), sizeof(DeviceLoss),
-                                 cudaMemcpyDeviceToHost, stream()),
+      CudaStatus(cudaMemcpyAsync(host_loss_, loss_.data(), sizeof(DeviceLoss), cudaMemcpyDeviceToHost, stream()),
                  "cudaMemcpyAsync of the loss"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
   return LossSum{host_loss_->sum, host_loss_->count};
@@ -352,32 +345,29 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
   const TransformerParams& p = index_;
   const int64_t n = n_, C = dims_.width, V = dims_.vocab, L = dims_.layers;
   // The gradient of loss_scale x (loss sum) replaces the logits in place.
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
-      a.logits.data(), a.row_loss.data(), a.logits.data(), a.targets.data(), n, V, loss_scale,
-      k::kXentIgnoreIndex, stream(), logits_stride_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(a.logits.data(), a.row_loss.data(), a.logits.data(),
+                                                          a.targets.data(), n, V, loss_scale, k::kXentIgnoreIndex,
+                                                          stream(), logits_stride_));
   // dnorm over the padded vocabulary (the padding's gradient is 0), dwte over its V real rows.
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), nullptr, nullptr, a.logits.data(),
-                                                     a.normf.data(), lm_head_.data(), n, C, logits_stride_,
-                                                     stream(), 0, k::GradMode::kOverwrite));
+                                                     a.normf.data(), lm_head_.data(), n, C, logits_stride_, stream(), 0,
+                                                     k::GradMode::kOverwrite));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, nullptr, G(p.wte), nullptr, a.logits.data(),
-                                                     a.normf.data(), W(p.wte), n, C, V, stream(),
-                                                     logits_stride_));
+                                                     a.normf.data(), W(p.wte), n, C, V, stream(), logits_stride_));
   // The tied embedding's output half, moved to fp32 now so that its bf16 value rounds once.
   GRADSYNC_CUDA_RETURN_IF_ERROR(Flush(p.wte, p.wte + 1));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Zero(a.dres, n * C));
   const T* last = L == 0 ? a.encoded.data() : a.res_mlp.data() + (L - 1) * n * C;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(a.dres.data(), p.normf_w, p.normf_b, a.dnorm.data(),
-                                             last, dims_.gpt2() ? a.normf_mean.data() : nullptr,
-                                             a.normf_rstd.data()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(NormBackward(a.dres.data(), p.normf_w, p.normf_b, a.dnorm.data(), last,
+                                             dims_.gpt2() ? a.normf_mean.data() : nullptr, a.normf_rstd.data()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.normf_w, layout().size(), on_ready));
   for (int l = static_cast<int>(L) - 1; l >= 0; --l) {
-    GRADSYNC_CUDA_RETURN_IF_ERROR(
-        BlockBackward(l, l == 0 ? a.encoded.data() : a.res_mlp.data() + (l - 1) * n * C));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(BlockBackward(l, l == 0 ? a.encoded.data() : a.res_mlp.data() + (l - 1) * n * C));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.blocks[l].first, p.blocks[l].last, on_ready));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderBackward<T>(
-      G(p.wte), G(p.wpe), a.dres.data(), a.tokens.data(), batch_, seq_len_, C, V,
-      a.encoder_scratch.data(), a.encoder_scratch.size(), stream()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderBackward<T>(G(p.wte), G(p.wpe), a.dres.data(), a.tokens.data(), batch_,
+                                                      seq_len_, C, V, a.encoder_scratch.data(),
+                                                      a.encoder_scratch.size(), stream()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Report(0, p.blocks_begin(), on_ready));
   return ReadLoss();
 }
@@ -388,9 +378,9 @@ absl::StatusOr<LossSum> CudaTransformer<T>::Evaluate(const Batch& batch) {
   if (!t.ok()) return t.status();
   if (*t == 0) return LossSum{};
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(
-      nullptr, acts_.row_loss.data(), acts_.logits.data(), acts_.targets.data(), n_, dims_.vocab,
-      1.0f, k::kXentIgnoreIndex, stream(), logits_stride_));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(nullptr, acts_.row_loss.data(), acts_.logits.data(),
+                                                          acts_.targets.data(), n_, dims_.vocab, 1.0f,
+                                                          k::kXentIgnoreIndex, stream(), logits_stride_));
   return ReadLoss();
 }
 
@@ -401,11 +391,10 @@ absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batc
   if (*t == 0) return std::vector<float>{};
   GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
   std::vector<T> logits(n_ * dims_.vocab);
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpy2DAsync(logits.data(), dims_.vocab * sizeof(T), acts_.logits.data(),
-                                   logits_stride_ * sizeof(T), dims_.vocab * sizeof(T), n_,
-                                   cudaMemcpyDeviceToHost, stream()),
-                 "cudaMemcpy2DAsync of the logits"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpy2DAsync(logits.data(), dims_.vocab * sizeof(T), acts_.logits.data(), logits_stride_ * sizeof(T),
+                        dims_.vocab * sizeof(T), n_, cudaMemcpyDeviceToHost, stream()),
+      "cudaMemcpy2DAsync of the logits"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
   if constexpr (std::is_same_v<T, float>) {
     return logits;
@@ -418,8 +407,7 @@ absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batc
 
 template <typename T>
 std::string CudaTransformer<T>::Describe() const {
-  return absl::StrCat(DescribeTransformer(dims_), ", cuda ",
-                      std::is_same_v<T, float> ? "fp32" : "bf16");
+  return absl::StrCat(DescribeTransformer(dims_), ", cuda ", std::is_same_v<T, float> ? "fp32" : "bf16");
 }
 
 template <typename T>

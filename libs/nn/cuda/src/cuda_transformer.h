@@ -48,9 +48,9 @@ class CudaTransformer final : public CudaModel {
   // `reference` is the CPU model of the same spec, already initialised: its values become the
   // initial parameters (INTERNAL if its layout is not this model's). `dims` are the spec's, with
   // a head dim the attention kernels support.
-  static absl::StatusOr<std::unique_ptr<CudaTransformer>> Create(
-      const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const Model& reference,
-      const CudaModelOptions& options);
+  static absl::StatusOr<std::unique_ptr<CudaTransformer>> Create(const gradsync::v1::JobSpec& spec,
+                                                                 const TransformerDims& dims, const Model& reference,
+                                                                 const CudaModelOptions& options);
 
   ~CudaTransformer() override;
 
@@ -59,8 +59,7 @@ class CudaTransformer final : public CudaModel {
   // a status.
   void InitParams(uint64_t seed) override;
   void ZeroGrads() override;
-  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale,
-                                          const GradsReadyFn& on_ready) override;
+  absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) override;
   absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
   // Logits [size, T, V] (converted to float in bf16 mode).
   absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
@@ -76,7 +75,7 @@ class CudaTransformer final : public CudaModel {
     int64_t capacity = 0;
     Dev encoded, norm1, qkv, atty, res_attn, norm2, fc, fc_act, res_mlp, normf, logits, proj;
     DevF norm1_mean, norm1_rstd, lse, norm2_mean, norm2_rstd, normf_mean, normf_rstd;  // fp32
-    Dev dres, dnorm, datty, dqkv, dfc, dfc_act;  // backward scratch, one layer
+    Dev dres, dnorm, datty, dqkv, dfc, dfc_act;                                        // backward scratch, one layer
     DevF delta, norm_scratch, row_loss;
     kernels::cuda::DeviceBuffer<unsigned char> encoder_scratch;
     // The attention kernels ChooseAttention picked; for kProducts, every layer's probabilities
@@ -99,8 +98,7 @@ class CudaTransformer final : public CudaModel {
     int64_t count;
   };
 
-  CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims,
-                  const CudaModelOptions& options);
+  CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const CudaModelOptions& options);
   absl::Status Init(const Model& reference);
   absl::Status CopyParamsFromHost(std::span<const float> host);
 
@@ -128,8 +126,7 @@ class CudaTransformer final : public CudaModel {
   // Takes the gradient of block l's output in acts_.dres and leaves that of its input there.
   absl::Status BlockBackward(int l, const T* x);
   absl::Status NormForward(T* out, float* mean, float* rstd, const T* inp, int w, int b);
-  absl::Status NormBackward(T* dinp, int w, int b, const T* dout, const T* inp, const float* mean,
-                            const float* rstd);
+  absl::Status NormBackward(T* dinp, int w, int b, const T* dout, const T* inp, const float* mean, const float* rstd);
   absl::Status Zero(Dev& buffer, int64_t count);
   // Queues the loss sum's copy to host and waits for the stream.
   absl::StatusOr<LossSum> ReadLoss();

@@ -16,16 +16,14 @@ constexpr int64_t kMaxBlocks = 4096;
 
 __global__ void CastToBf16Kernel(__nv_bfloat16* out, const float* in, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     out[i] = __float2bfloat16_rn(in[i]);
   }
 }
 
 __global__ void FlushBf16GradsKernel(float* dst, __nv_bfloat16* src, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     dst[i] += __bfloat162float(src[i]);
     src[i] = __float2bfloat16_rn(0.0f);
   }

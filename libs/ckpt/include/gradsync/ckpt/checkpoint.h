@@ -34,13 +34,13 @@ namespace gradsync::ckpt {
 struct RankState {
   v1::ModelSpec model;
   nn::ParamLayout layout;
-  std::vector<float> params;   // layout.total_numel() values
-  std::vector<float> adam_m;   // empty (no optimizer state) or layout.total_numel() values
-  std::vector<float> adam_v;   // same size as adam_m
-  int64_t adam_step = 0;       // the optimizer's step count (bias correction)
-  int64_t step = 0;            // optimizer steps completed
-  int32_t epoch = 0;           // where the data plan resumes
-  int64_t cursor = 0;          // global sample cursor within `epoch`
+  std::vector<float> params;  // layout.total_numel() values
+  std::vector<float> adam_m;  // empty (no optimizer state) or layout.total_numel() values
+  std::vector<float> adam_v;  // same size as adam_m
+  int64_t adam_step = 0;      // the optimizer's step count (bias correction)
+  int64_t step = 0;           // optimizer steps completed
+  int32_t epoch = 0;          // where the data plan resumes
+  int64_t cursor = 0;         // global sample cursor within `epoch`
   int32_t rank = 0;
   int32_t world_size = 1;
   uint64_t seed = 0;

@@ -71,8 +71,7 @@ class Communicator {
   virtual std::string backend() const = 0;
 
   // In place; every rank ends with identical bytes.
-  virtual std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op,
-                                          WireType wire = WireType::kFloat32) = 0;
+  virtual std::shared_ptr<Work> AllReduce(std::span<float> data, ReduceOp op, WireType wire = WireType::kFloat32) = 0;
   virtual std::shared_ptr<Work> AllReduce(std::span<double> data, ReduceOp op) = 0;
   // Copies `root`'s data to every rank.
   virtual std::shared_ptr<Work> Broadcast(std::span<float> data, int root) = 0;
@@ -111,7 +110,6 @@ struct GlooOptions {
 
 // Forms a Gloo full-mesh context of `size` ranks through `kv` (rank 0..size-1 must all call it).
 // UNAVAILABLE (with Gloo's message) if a peer cannot be reached or rendezvous times out.
-absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(KvClient* kv, int rank, int size,
-                                                          const GlooOptions& options);
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(KvClient* kv, int rank, int size, const GlooOptions& options);
 
 }  // namespace gradsync::comm

@@ -23,8 +23,7 @@ class KvGlooStore : public gloo::rendezvous::Store {
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override;
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override;
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
  private:
   KvClient* kv_;

@@ -27,8 +27,7 @@ class KvClient {
 };
 
 // A KvClient over the coordinator's gRPC API. Thread-safe.
-std::unique_ptr<KvClient> NewCoordinatorKvClient(
-    std::shared_ptr<gradsync::v1::CoordinatorService::StubInterface> stub, std::string job_id,
-    int generation);
+std::unique_ptr<KvClient> NewCoordinatorKvClient(std::shared_ptr<gradsync::v1::CoordinatorService::StubInterface> stub,
+                                                 std::string job_id, int generation);
 
 }  // namespace gradsync::comm

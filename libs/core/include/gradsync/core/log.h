@@ -38,7 +38,7 @@ class LogMessage {
 #define GS_LOG_LEVEL_WARNING ::gradsync::LogLevel::kWarning
 #define GS_LOG_LEVEL_ERROR ::gradsync::LogLevel::kError
 
-#define GS_LOG(level)                                          \
-  if (GS_LOG_LEVEL_##level < ::gradsync::MinLogLevel()) {      \
-  } else                                                       \
+#define GS_LOG(level)                                     \
+  if (GS_LOG_LEVEL_##level < ::gradsync::MinLogLevel()) { \
+  } else                                                  \
     ::gradsync::LogMessage(GS_LOG_LEVEL_##level, __FILE__, __LINE__).stream()

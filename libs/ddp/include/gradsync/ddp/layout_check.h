@@ -15,8 +15,8 @@ namespace gradsync::ddp {
 // with its own and publishes a verdict every rank returns. FAILED_PRECONDITION "model layout of
 // rank R differs from rank 0 at parameter N: rank 0 has X, rank R has Y" on every rank when any
 // differs.
-absl::Status CheckLayoutAcrossRanks(comm::KvClient* kv, int rank, int world_size,
-                                    const std::string& description, absl::Duration timeout);
+absl::Status CheckLayoutAcrossRanks(comm::KvClient* kv, int rank, int world_size, const std::string& description,
+                                    absl::Duration timeout);
 
 // The first line where two descriptions differ (-1 when equal), with both lines.
 int FirstDifference(const std::string& a, const std::string& b, std::string* line_a, std::string* line_b);

@@ -49,8 +49,8 @@ struct Bucket {
 struct StepTimeline {
   struct BucketTimes {
     int64_t bytes = 0;
-    double ready = 0;     // last parameter marked final
-    double started = 0;   // the communication thread began the all-reduce
+    double ready = 0;    // last parameter marked final
+    double started = 0;  // the communication thread began the all-reduce
     double done = 0;
   };
   // Logical order of what happened, for checks that must not depend on timing.
@@ -62,21 +62,19 @@ struct StepTimeline {
 
   std::vector<BucketTimes> buckets;
   std::vector<Event> events;
-  double backward_end = 0;      // FinishStep was called
-  double compute_seconds = 0;   // BeginStep to FinishStep
+  double backward_end = 0;           // FinishStep was called
+  double compute_seconds = 0;        // BeginStep to FinishStep
   double communication_seconds = 0;  // sum over buckets of done - started
-  double exposed_seconds = 0;   // how long FinishStep waited
-  bool communicated = false;    // false for accumulation-only micro-steps
+  double exposed_seconds = 0;        // how long FinishStep waited
+  bool communicated = false;         // false for accumulation-only micro-steps
 };
 
 class Reducer {
  public:
   // `grads` is the model's gradient buffer laid out by `layout`; both must outlive the reducer.
   // INVALID_ARGUMENT if the sizes disagree or an ignore pattern matches nothing.
-  static absl::StatusOr<std::unique_ptr<Reducer>> Create(const nn::ParamLayout& layout,
-                                                         std::span<float> grads,
-                                                         comm::Communicator* comm,
-                                                         ReducerOptions options);
+  static absl::StatusOr<std::unique_ptr<Reducer>> Create(const nn::ParamLayout& layout, std::span<float> grads,
+                                                         comm::Communicator* comm, ReducerOptions options);
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   bool ignored(int param) const { return bucket_of_[param] < 0; }
@@ -99,8 +97,7 @@ class Reducer {
   const StepTimeline& timeline() const { return timeline_; }
 
  private:
-  Reducer(const nn::ParamLayout& layout, std::span<float> grads, comm::Communicator* comm,
-          ReducerOptions options);
+  Reducer(const nn::ParamLayout& layout, std::span<float> grads, comm::Communicator* comm, ReducerOptions options);
   void Launch(int bucket);
   double Since() const;
 

@@ -33,9 +33,7 @@ struct ShardConfig {
   int grad_accum_steps = 1;
   LastBatch last_batch = LastBatch::kPartial;
 
-  int64_t global_batch() const {
-    return static_cast<int64_t>(world_size) * micro_batch * grad_accum_steps;
-  }
+  int64_t global_batch() const { return static_cast<int64_t>(world_size) * micro_batch * grad_accum_steps; }
   // Optimizer steps in one epoch under the last-batch policy.
   int64_t steps_per_epoch() const;
 };
@@ -58,8 +56,7 @@ struct StepShard {
 };
 
 // The shard of `rank` for the step that starts at position `cursor` of `permutation`.
-StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation,
-                       int64_t cursor, int rank);
+StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation, int64_t cursor, int rank);
 
 // Where a step counter lands: epoch and the cursor within it.
 struct Position {

@@ -10,11 +10,11 @@
 namespace gradsync::nn {
 
 struct ParamInfo {
-  std::string name;              // e.g. "layers.0.weight"
-  std::vector<int64_t> shape;    // row-major
-  int64_t offset = 0;            // in elements, from the start of the buffer
+  std::string name;            // e.g. "layers.0.weight"
+  std::vector<int64_t> shape;  // row-major
+  int64_t offset = 0;          // in elements, from the start of the buffer
   int64_t numel = 0;
-  bool weight_decay = true;      // false for biases and norm gains
+  bool weight_decay = true;  // false for biases and norm gains
 };
 
 class ParamLayout {

@@ -35,8 +35,7 @@ bool IsTransformerPreset(const std::string& preset);
 // unless set, and the preset's value or 10000 for llama. Every field of the result is set.
 // INVALID_ARGUMENT "model.preset: ..." if model.preset is not a transformer preset. Does not
 // validate: see ValidateTransformerConfig.
-absl::StatusOr<gradsync::v1::TransformerConfig> ResolveTransformerConfig(
-    const gradsync::v1::ModelSpec& model);
+absl::StatusOr<gradsync::v1::TransformerConfig> ResolveTransformerConfig(const gradsync::v1::ModelSpec& model);
 
 // Checks a resolved configuration. INVALID_ARGUMENT for the first bad field, named by its JSON
 // path, e.g. "model.transformer.kvHeads: must divide heads (8), got 3". TransformerDims::FromConfig

@@ -13,7 +13,7 @@ namespace gradsync::rpc {
 // UNAVAILABLE naming the status otherwise, or the transport error; DEADLINE_EXCEEDED after
 // `timeout`.
 // `channel` carries TLS roots for a TLS server. Waits through a server still starting.
-absl::Status CheckHealth(const std::string& address, const std::string& service,
-                         absl::Duration timeout, const ChannelOptions& channel = {});
+absl::Status CheckHealth(const std::string& address, const std::string& service, absl::Duration timeout,
+                         const ChannelOptions& channel = {});
 
 }  // namespace gradsync::rpc

@@ -37,8 +37,7 @@ enum class Transport { kAuto, kTcp };
 absl::StatusOr<Device> ParseDevice(absl::string_view text, absl::string_view field = "model.device");
 absl::StatusOr<Precision> ParsePrecision(absl::string_view text, absl::string_view field = "model.precision");
 absl::StatusOr<LastBatch> ParseLastBatch(absl::string_view text, absl::string_view field = "data.lastBatch");
-absl::StatusOr<LrSchedule> ParseLrSchedule(absl::string_view text,
-                                           absl::string_view field = "training.lrSchedule");
+absl::StatusOr<LrSchedule> ParseLrSchedule(absl::string_view text, absl::string_view field = "training.lrSchedule");
 absl::StatusOr<Backend> ParseBackend(absl::string_view text, absl::string_view field = "ddp.backend");
 absl::StatusOr<GradCompression> ParseGradCompression(absl::string_view text,
                                                      absl::string_view field = "ddp.gradCompression");

@@ -23,8 +23,8 @@ absl::StatusOr<gradsync::v1::JobSpec> ParseJobSpec(std::string_view text, std::s
                                                    const std::vector<std::string>& overrides = {});
 
 // Reads and parses a file; NOT_FOUND if it cannot be read.
-absl::StatusOr<gradsync::v1::JobSpec> LoadJobSpecFile(
-    const std::string& path, const std::vector<std::string>& overrides = {});
+absl::StatusOr<gradsync::v1::JobSpec> LoadJobSpecFile(const std::string& path,
+                                                      const std::vector<std::string>& overrides = {});
 
 // Sets every unset field to its default (see the README in this folder for the table).
 void FillDefaults(gradsync::v1::JobSpec* spec);

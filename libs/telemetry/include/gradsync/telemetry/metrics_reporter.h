@@ -40,14 +40,14 @@ struct MetricsReporterOptions {
 };
 
 struct MetricsReporterStats {
-  int64_t reported = 0;        // Report() calls while enabled
-  int64_t dropped = 0;         // pushed out of a full queue
-  int64_t sent = 0;            // written into a stream
-  int64_t stream_failures = 0; // streams that failed to open or broke
+  int64_t reported = 0;         // Report() calls while enabled
+  int64_t dropped = 0;          // pushed out of a full queue
+  int64_t sent = 0;             // written into a stream
+  int64_t stream_failures = 0;  // streams that failed to open or broke
   // Written into a stream that then broke before the service confirmed it: some of these may
   // have arrived, some may be lost.
   int64_t unconfirmed = 0;
-  bool connected = false;      // a stream is open and its last write succeeded
+  bool connected = false;  // a stream is open and its last write succeeded
 };
 
 // Report(), Flush(), stats() and Close() may be called from any thread.

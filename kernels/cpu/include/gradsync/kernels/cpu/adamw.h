@@ -20,7 +20,6 @@
 namespace gradsync::kernels::cpu {
 
 // Updates params, m and v in place from grads.
-void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n,
-                 const AdamWHyper& hyper);
+void AdamWUpdate(float* params, const float* grads, float* m, float* v, int64_t n, const AdamWHyper& hyper);
 
 }  // namespace gradsync::kernels::cpu

@@ -35,7 +35,6 @@ void AttentionForward(T* out, T* att, const T* qkv, const AttentionShape& shape)
 
 // Accumulates into dqkv. `att` is the forward pass's; `scratch` is overwritten.
 template <typename T>
-void AttentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att,
-                       const AttentionShape& shape);
+void AttentionBackward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, const AttentionShape& shape);
 
 }  // namespace gradsync::kernels::cpu

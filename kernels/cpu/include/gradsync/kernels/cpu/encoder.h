@@ -16,12 +16,12 @@ namespace gradsync::kernels::cpu {
 
 // Overwrites out. wpe may be null (no position embedding: llama flavour).
 template <typename T>
-void EncoderForward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t batch,
-                    int64_t seq_len, int64_t channels);
+void EncoderForward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t batch, int64_t seq_len,
+                    int64_t channels);
 
 // Accumulates into dwte and, when not null, dwpe.
 template <typename T>
-void EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t batch,
-                     int64_t seq_len, int64_t channels);
+void EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t batch, int64_t seq_len,
+                     int64_t channels);
 
 }  // namespace gradsync::kernels::cpu

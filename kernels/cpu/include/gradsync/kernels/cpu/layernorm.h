@@ -23,12 +23,12 @@ namespace gradsync::kernels::cpu {
 
 // Overwrites out [n, c], mean [n] and rstd [n].
 template <typename T>
-void LayerNormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
-                      int64_t n, int64_t c, double eps);
+void LayerNormForward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t n, int64_t c,
+                      double eps);
 
 // Accumulates into dinp [n, c], dweight [c] and dbias [c].
 template <typename T>
-void LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                       const T* mean, const T* rstd, int64_t n, int64_t c);
+void LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
+                       const T* rstd, int64_t n, int64_t c);
 
 }  // namespace gradsync::kernels::cpu

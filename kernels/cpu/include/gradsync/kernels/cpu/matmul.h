@@ -17,13 +17,13 @@ namespace gradsync::kernels::cpu {
 
 // out = inp x w^T + bias (overwrites out). bias may be null (no bias).
 template <typename T>
-void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n,
-                   int64_t in_features, int64_t out_features);
+void MatmulForward(T* out, const T* inp, const T* weight, const T* bias, int64_t n, int64_t in_features,
+                   int64_t out_features);
 
 // Accumulates (+=) the gradients of MatmulForward given dout. Any of dinp, dweight and dbias may
 // be null to skip that gradient (e.g. dinp of the first layer).
 template <typename T>
-void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                    int64_t n, int64_t in_features, int64_t out_features);
+void MatmulBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t n,
+                    int64_t in_features, int64_t out_features);
 
 }  // namespace gradsync::kernels::cpu

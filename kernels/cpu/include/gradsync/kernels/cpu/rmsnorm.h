@@ -19,12 +19,11 @@ namespace gradsync::kernels::cpu {
 
 // Overwrites out [n, c] and rstd [n].
 template <typename T>
-void RmsNormForward(T* out, T* rstd, const T* inp, const T* weight, int64_t n, int64_t c,
-                    double eps);
+void RmsNormForward(T* out, T* rstd, const T* inp, const T* weight, int64_t n, int64_t c, double eps);
 
 // Accumulates into dinp [n, c] and dweight [c].
 template <typename T>
-void RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
-                     const T* rstd, int64_t n, int64_t c);
+void RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t n,
+                     int64_t c);
 
 }  // namespace gradsync::kernels::cpu

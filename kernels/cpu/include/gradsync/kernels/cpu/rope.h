@@ -26,11 +26,11 @@ template <typename T>
 void RopeTables(T* cos, T* sin, int64_t seq_len, int64_t head_dim, double theta);
 
 template <typename T>
-void RopeForward(T* x, const T* cos, const T* sin, int64_t batch, int64_t seq_len, int64_t heads,
-                 int64_t head_dim, int64_t row_stride);
+void RopeForward(T* x, const T* cos, const T* sin, int64_t batch, int64_t seq_len, int64_t heads, int64_t head_dim,
+                 int64_t row_stride);
 
 template <typename T>
-void RopeBackward(T* dx, const T* cos, const T* sin, int64_t batch, int64_t seq_len, int64_t heads,
-                  int64_t head_dim, int64_t row_stride);
+void RopeBackward(T* dx, const T* cos, const T* sin, int64_t batch, int64_t seq_len, int64_t heads, int64_t head_dim,
+                  int64_t row_stride);
 
 }  // namespace gradsync::kernels::cpu

@@ -25,7 +25,7 @@ struct XentSum {
 // Returns the loss sum and count. If dlogits is not null it is overwritten with the scaled
 // gradient of the loss sum; it may alias logits (the gradient then replaces the logits).
 template <typename T>
-XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n,
-                            int64_t v, T scale, int32_t ignore_index = kIgnoreIndex);
+XentSum SoftmaxCrossEntropy(T* dlogits, const T* logits, const int32_t* targets, int64_t n, int64_t v, T scale,
+                            int32_t ignore_index = kIgnoreIndex);
 
 }  // namespace gradsync::kernels::cpu

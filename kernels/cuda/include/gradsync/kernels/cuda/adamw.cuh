@@ -29,8 +29,7 @@ namespace gradsync::kernels::cuda {
 // null. grad_scale is a device pointer to one float, or null for 1. TG (the gradient type) is
 // float or __nv_bfloat16. INVALID_ARGUMENT for n < 0, step < 1 or a null required buffer.
 template <typename TG>
-absl::Status AdamWUpdate(float* params, __nv_bfloat16* model, const TG* grads, float* m,
-                         float* v, int64_t n, const AdamWHyper& hyper, const float* grad_scale,
-                         cudaStream_t stream);
+absl::Status AdamWUpdate(float* params, __nv_bfloat16* model, const TG* grads, float* m, float* v, int64_t n,
+                         const AdamWHyper& hyper, const float* grad_scale, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

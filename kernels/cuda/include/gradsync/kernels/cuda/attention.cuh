@@ -46,13 +46,12 @@ namespace gradsync::kernels::cuda {
 // INVALID_ARGUMENT unless batch, seq_len >= 0, heads, kv_heads >= 1 (at most 65535),
 // kv_heads divides heads, head_dim is 32, 64 or 128, and the buffers are not null.
 template <typename T>
-absl::Status AttentionForward(T* out, float* lse, const T* qkv, const AttentionShape& shape,
-                              cudaStream_t stream);
+absl::Status AttentionForward(T* out, float* lse, const T* qkv, const AttentionShape& shape, cudaStream_t stream);
 
 // Accumulates into dqkv [B, T, (H + 2 KVH) D]. `out` and `lse` are the forward pass's; delta
 // [B, H, T] is scratch, overwritten. Errors as AttentionForward.
 template <typename T>
-absl::Status AttentionBackward(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                               const float* lse, const AttentionShape& shape, cudaStream_t stream);
+absl::Status AttentionBackward(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out, const float* lse,
+                               const AttentionShape& shape, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

@@ -48,8 +48,7 @@ absl::Status AttentionGemmForward(MatmulContext& ctx, __nv_bfloat16* out, __nv_b
 
 // Accumulates into dqkv [B, T, (H + 2 KVH) D]; probs are the forward pass's. Errors as above.
 absl::Status AttentionGemmBackward(MatmulContext& ctx, __nv_bfloat16* dqkv, const __nv_bfloat16* dout,
-                                   const __nv_bfloat16* qkv, const __nv_bfloat16* probs,
-                                   const AttentionShape& shape, void* scratch, size_t scratch_bytes,
-                                   cudaStream_t stream);
+                                   const __nv_bfloat16* qkv, const __nv_bfloat16* probs, const AttentionShape& shape,
+                                   void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

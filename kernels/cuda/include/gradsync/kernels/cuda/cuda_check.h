@@ -29,8 +29,8 @@ absl::Status LaunchStatus(absl::string_view kernel);
 
 // Returns from the enclosing function when the expression (an absl::Status) is not OK. Variadic
 // so that template arguments with commas need no extra parentheses.
-#define GRADSYNC_CUDA_RETURN_IF_ERROR(...)                 \
-  do {                                                     \
-    ::absl::Status gradsync_status_ = (__VA_ARGS__);       \
-    if (!gradsync_status_.ok()) return gradsync_status_;   \
+#define GRADSYNC_CUDA_RETURN_IF_ERROR(...)               \
+  do {                                                   \
+    ::absl::Status gradsync_status_ = (__VA_ARGS__);     \
+    if (!gradsync_status_.ok()) return gradsync_status_; \
   } while (false)

@@ -43,8 +43,8 @@ class DeviceBuffer {
     DeviceBuffer buffer;
     if (count == 0) return buffer;
     void* ptr = nullptr;
-    absl::Status status = CudaStatus(cudaMalloc(&ptr, count * sizeof(T)),
-                                     absl::StrCat("cudaMalloc of ", count * sizeof(T), " bytes"));
+    absl::Status status =
+        CudaStatus(cudaMalloc(&ptr, count * sizeof(T)), absl::StrCat("cudaMalloc of ", count * sizeof(T), " bytes"));
     if (!status.ok()) return status;
     buffer.data_ = static_cast<T*>(ptr);
     buffer.size_ = count;
@@ -76,9 +76,8 @@ class DeviceBuffer {
   absl::StatusOr<std::vector<T>> ToHost() const {
     std::vector<T> host(size_);
     if (size_ == 0) return host;
-    absl::Status status =
-        CudaStatus(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
-                   "cudaMemcpy device to host");
+    absl::Status status = CudaStatus(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
+                                     "cudaMemcpy device to host");
     if (!status.ok()) return status;
     return host;
   }

@@ -29,9 +29,8 @@ namespace gradsync::kernels::cuda {
 // (callers validate tokens once per batch; this only makes a slip visible). T is float or
 // __nv_bfloat16. INVALID_ARGUMENT for negative sizes, vocab < 1 or a null buffer.
 template <typename T>
-absl::Status EncoderForward(T* out, const int32_t* tokens, const T* wte, const T* wpe,
-                            int64_t batch, int64_t seq_len, int64_t channels, int64_t vocab,
-                            cudaStream_t stream);
+absl::Status EncoderForward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t batch, int64_t seq_len,
+                            int64_t channels, int64_t vocab, cudaStream_t stream);
 
 // Bytes of scratch EncoderBackward needs for batch * seq_len rows and this vocabulary.
 // INVALID_ARGUMENT for negative sizes, vocab < 1 or more than 2^31 - 1 rows.
@@ -41,8 +40,7 @@ absl::StatusOr<size_t> EncoderBackwardScratchBytes(int64_t rows, int64_t vocab);
 // `scratch` holds at least EncoderBackwardScratchBytes(batch * seq_len, vocab) bytes (256-byte
 // aligned, as cudaMalloc returns). INVALID_ARGUMENT as above, or for too little scratch.
 template <typename T>
-absl::Status EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens,
-                             int64_t batch, int64_t seq_len, int64_t channels, int64_t vocab,
-                             void* scratch, size_t scratch_bytes, cudaStream_t stream);
+absl::Status EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t batch, int64_t seq_len,
+                             int64_t channels, int64_t vocab, void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

@@ -29,14 +29,13 @@ inline constexpr int64_t kGlobalNormPartials = 1024;
 // a fixed order). scratch holds kGlobalNormPartials floats. T is float or __nv_bfloat16.
 // INVALID_ARGUMENT for n < 0 or a null buffer.
 template <typename T>
-absl::Status GlobalNormSquared(float* norm_sq, const T* grads, int64_t n, bool accumulate,
-                               float* scratch, cudaStream_t stream);
+absl::Status GlobalNormSquared(float* norm_sq, const T* grads, int64_t n, bool accumulate, float* scratch,
+                               cudaStream_t stream);
 
 // scale[0] = the clip factor above from norm_sq[0] (computed in double), and norm[0] = sqrt(norm_sq)
 // when norm is not null. max_norm <= 0 disables clipping (scale 1). INVALID_ARGUMENT for a null
 // norm_sq or scale.
-absl::Status ClipScale(float* scale, float* norm, const float* norm_sq, double max_norm,
-                       cudaStream_t stream);
+absl::Status ClipScale(float* scale, float* norm, const float* norm_sq, double max_norm, cudaStream_t stream);
 
 // grads[i] *= scale[0] (a device pointer). INVALID_ARGUMENT for n < 0 or a null buffer.
 template <typename T>

@@ -30,8 +30,8 @@ namespace gradsync::kernels::cuda {
 // Overwrites out [n, c] and, when not null, mean [n] and rstd [n]. T is float or __nv_bfloat16.
 // INVALID_ARGUMENT for n < 0, c < 1 or a null inp/out/weight/bias.
 template <typename T>
-absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
-                              const T* bias, int64_t n, int64_t c, float eps, cudaStream_t stream);
+absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, int64_t n,
+                              int64_t c, float eps, cudaStream_t stream);
 
 // The scratch (floats) with which LayerNormBackward reduces dweight and dbias fastest; less (even
 // none) is allowed and gives fewer partial sums. Results depend on the amount given, so pass the
@@ -41,9 +41,8 @@ int64_t LayerNormBackwardScratchFloats(int64_t n, int64_t c);
 // Accumulates into dinp [n, c], dweight [c] and dbias [c]; a null one is skipped.
 // INVALID_ARGUMENT for n < 0, c < 1 or a null input the requested gradients need.
 template <typename T>
-absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                               const T* weight, const float* mean, const float* rstd, int64_t n,
-                               int64_t c, float* scratch, int64_t scratch_floats,
-                               cudaStream_t stream);
+absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                               const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
+                               int64_t scratch_floats, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

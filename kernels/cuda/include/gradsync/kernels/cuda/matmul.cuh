@@ -94,9 +94,8 @@ class MatmulContext {
 // if the current device is not the context's; NOT_FOUND when cuBLASLt offers no algorithm for
 // the shapes and alignments; INTERNAL when a CUDA or cuBLASLt call fails.
 template <typename T>
-absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* weight,
-                           const T* bias, int64_t n, int64_t in_features, int64_t out_features,
-                           cudaStream_t stream, int64_t out_stride = 0);
+absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* weight, const T* bias, int64_t n,
+                           int64_t in_features, int64_t out_features, cudaStream_t stream, int64_t out_stride = 0);
 
 // Accumulates (+=) the gradients of MatmulForward given dout; a null dinp, dweight or dbias skips
 // that gradient. With dinp_mode kOverwrite, dinp is written (beta = 0) instead: the caller need
@@ -105,9 +104,8 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
 // then adds in order: one product over all rows would leave most of the GPU idle. dout's rows
 // lie dout_stride elements apart (0: out_features). Errors as MatmulForward.
 template <typename T>
-absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout,
-                            const T* inp, const T* weight, int64_t n, int64_t in_features,
-                            int64_t out_features, cudaStream_t stream, int64_t dout_stride = 0,
-                            GradMode dinp_mode = GradMode::kAccumulate);
+absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                            const T* weight, int64_t n, int64_t in_features, int64_t out_features, cudaStream_t stream,
+                            int64_t dout_stride = 0, GradMode dinp_mode = GradMode::kAccumulate);
 
 }  // namespace gradsync::kernels::cuda

@@ -25,16 +25,15 @@ namespace gradsync::kernels::cuda {
 // Overwrites out [n, c] and, when not null, rstd [n]. INVALID_ARGUMENT for n < 0, c < 1 or a null
 // inp/out/weight.
 template <typename T>
-absl::Status RmsNormForward(T* out, float* rstd, const T* inp, const T* weight, int64_t n,
-                            int64_t c, float eps, cudaStream_t stream);
+absl::Status RmsNormForward(T* out, float* rstd, const T* inp, const T* weight, int64_t n, int64_t c, float eps,
+                            cudaStream_t stream);
 
 // As LayerNormBackwardScratchFloats, for RmsNormBackward.
 int64_t RmsNormBackwardScratchFloats(int64_t n, int64_t c);
 
 // Accumulates into dinp [n, c] and dweight [c]; a null one is skipped.
 template <typename T>
-absl::Status RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
-                             const float* rstd, int64_t n, int64_t c, float* scratch,
-                             int64_t scratch_floats, cudaStream_t stream);
+absl::Status RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const float* rstd,
+                             int64_t n, int64_t c, float* scratch, int64_t scratch_floats, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

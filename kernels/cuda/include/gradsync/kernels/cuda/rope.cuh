@@ -27,18 +27,16 @@ namespace gradsync::kernels::cuda {
 
 // Fills cos and sin [seq_len, head_dim / 2] on the device (angles and trigonometry in double, as
 // the CPU tables). INVALID_ARGUMENT for seq_len < 0, an odd or non-positive head_dim, theta <= 0.
-absl::Status RopeTables(float* cos, float* sin, int64_t seq_len, int64_t head_dim, double theta,
-                        cudaStream_t stream);
+absl::Status RopeTables(float* cos, float* sin, int64_t seq_len, int64_t head_dim, double theta, cudaStream_t stream);
 
 // T is float or __nv_bfloat16. INVALID_ARGUMENT for negative sizes, an odd head_dim, a row_stride
 // shorter than heads * head_dim, or a null buffer. The tables hold at least seq_len rows.
 template <typename T>
-absl::Status RopeForward(T* x, const float* cos, const float* sin, int64_t batch, int64_t seq_len,
-                         int64_t heads, int64_t head_dim, int64_t row_stride, cudaStream_t stream);
+absl::Status RopeForward(T* x, const float* cos, const float* sin, int64_t batch, int64_t seq_len, int64_t heads,
+                         int64_t head_dim, int64_t row_stride, cudaStream_t stream);
 
 template <typename T>
-absl::Status RopeBackward(T* dx, const float* cos, const float* sin, int64_t batch,
-                          int64_t seq_len, int64_t heads, int64_t head_dim, int64_t row_stride,
-                          cudaStream_t stream);
+absl::Status RopeBackward(T* dx, const float* cos, const float* sin, int64_t batch, int64_t seq_len, int64_t heads,
+                          int64_t head_dim, int64_t row_stride, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

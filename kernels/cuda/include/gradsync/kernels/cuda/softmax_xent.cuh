@@ -37,15 +37,13 @@ inline constexpr int32_t kXentIgnoreIndex = -1;
 // T is float or __nv_bfloat16. INVALID_ARGUMENT for n < 0, v < 1, 0 < stride < v or a null
 // logits/targets.
 template <typename T>
-absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits,
-                                 const int32_t* targets, int64_t n, int64_t v, float scale,
-                                 int32_t ignore_index, cudaStream_t stream, int64_t stride = 0);
+absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits, const int32_t* targets, int64_t n,
+                                 int64_t v, float scale, int32_t ignore_index, cudaStream_t stream, int64_t stride = 0);
 
 // loss_sum[0] = sum of row_loss over the rows whose target is not ignore_index (fp64, fixed order)
 // and count[0] = the number of those rows, both written on the device (one block, no host
 // synchronisation). INVALID_ARGUMENT for n < 0 or a null buffer.
-absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss,
-                         const int32_t* targets, int64_t n, int32_t ignore_index,
-                         cudaStream_t stream);
+absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss, const int32_t* targets, int64_t n,
+                         int32_t ignore_index, cudaStream_t stream);
 
 }  // namespace gradsync::kernels::cuda

@@ -29,7 +29,7 @@ absl::Status SwiGluForward(T* out, const T* inp, int64_t n, int64_t m, cudaStrea
 
 // Accumulates into dinp [n, 2m] (writes it with GradMode::kOverwrite). Takes the forward input.
 template <typename T>
-absl::Status SwiGluBackward(T* dinp, const T* inp, const T* dout, int64_t n, int64_t m,
-                            cudaStream_t stream, GradMode mode = GradMode::kAccumulate);
+absl::Status SwiGluBackward(T* dinp, const T* inp, const T* dout, int64_t n, int64_t m, cudaStream_t stream,
+                            GradMode mode = GradMode::kAccumulate);
 
 }  // namespace gradsync::kernels::cuda

@@ -66,15 +66,14 @@ class CudaAdamW {
  public:
   // The moments start at zero. INTERNAL or RESOURCE_EXHAUSTED if they cannot be allocated.
   // `layout` must outlive the optimizer.
-  static absl::StatusOr<std::unique_ptr<CudaAdamW>> Create(const ParamLayout& layout,
-                                                           AdamWConfig config, cudaStream_t stream);
+  static absl::StatusOr<std::unique_ptr<CudaAdamW>> Create(const ParamLayout& layout, AdamWConfig config,
+                                                           cudaStream_t stream);
   ~CudaAdamW();
 
   // Queues one update of params from grads * grad_scale[0] (a device float, e.g.
   // CudaGradClip::scale(); null means 1) at learning rate lr, one kernel per parameter. The
   // step counter advances on the host. INVALID_ARGUMENT when the spans do not fit the layout.
-  absl::Status Step(std::span<float> params, std::span<const float> grads, double lr,
-                    const float* grad_scale);
+  absl::Status Step(std::span<float> params, std::span<const float> grads, double lr, const float* grad_scale);
 
   int64_t step_count() const { return t_; }
   // Device spans of the moments, for checkpoints.
