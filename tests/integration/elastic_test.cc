@@ -141,7 +141,9 @@ TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
     for (const auto& [rank, steps] : ranks) {
       for (const StepSamples& s : steps) {
         if (s.step > end) continue;  // trained after the checkpoint the next generation resumed from: undone
-        if (rank == 0) EXPECT_TRUE(step_owner.emplace(s.step, gen).second) << "step " << s.step << " counted twice";
+        if (rank == 0) {
+          EXPECT_TRUE(step_owner.emplace(s.step, gen).second) << "step " << s.step << " counted twice";
+        }
         for (int64_t i : s.samples) seen[s.epoch].insert(i);
       }
     }
