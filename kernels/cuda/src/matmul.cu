@@ -108,8 +108,20 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
   if (in_features == 0) return bias_rows();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-  Gemm gemm{"MatmulForward", out_features, n,   in_features, weight, true, in_features, inp,
-            false,           in_features,  out, out_stride,  0.0f,   bias};
+  Gemm gemm{.what = "MatmulForward",
+            .m = out_features,
+            .n = n,
+            .k = in_features,
+            .a = weight,
+            .trans_a = true,
+            .lda = in_features,
+            .b = inp,
+            .trans_b = false,
+            .ldb = in_features,
+            .d = out,
+            .ldd = out_stride,
+            .beta = 0.0f,
+            .bias = bias};
   if (bias != nullptr && internal::Aligned16(bias)) {
     const absl::Status fused = RunGemm(ctx, kDataType<T>, gemm, stream);
     if (!absl::IsNotFound(fused)) return fused;
@@ -149,59 +161,59 @@ absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, c
   if (in_features == 0) return absl::OkStatus();
   if (dinp != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-    const Gemm gemm{"MatmulBackward (dinp)",
-                    in_features,
-                    n,
-                    out_features,
-                    weight,
-                    false,
-                    in_features,
-                    dout,
-                    false,
-                    dout_stride,
-                    dinp,
-                    in_features,
-                    dinp_mode == GradMode::kOverwrite ? 0.0f : 1.0f,
-                    nullptr};
+    const Gemm gemm{.what = "MatmulBackward (dinp)",
+                    .m = in_features,
+                    .n = n,
+                    .k = out_features,
+                    .a = weight,
+                    .trans_a = false,
+                    .lda = in_features,
+                    .b = dout,
+                    .trans_b = false,
+                    .ldb = dout_stride,
+                    .d = dinp,
+                    .ldd = in_features,
+                    .beta = dinp_mode == GradMode::kOverwrite ? 0.0f : 1.0f,
+                    .bias = nullptr};
     GRADSYNC_CUDA_RETURN_IF_ERROR(RunGemm(ctx, kDataType<T>, gemm, stream));
   }
   if (dweight != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
     const int splits = DweightSplits(in_features, out_features, n);
     if (splits == 1) {
-      const Gemm gemm{"MatmulBackward (dweight)",
-                      in_features,
-                      out_features,
-                      n,
-                      inp,
-                      false,
-                      in_features,
-                      dout,
-                      true,
-                      dout_stride,
-                      dweight,
-                      in_features,
-                      1.0f,
-                      nullptr};
+      const Gemm gemm{.what = "MatmulBackward (dweight)",
+                      .m = in_features,
+                      .n = out_features,
+                      .k = n,
+                      .a = inp,
+                      .trans_a = false,
+                      .lda = in_features,
+                      .b = dout,
+                      .trans_b = true,
+                      .ldb = dout_stride,
+                      .d = dweight,
+                      .ldd = in_features,
+                      .beta = 1.0f,
+                      .bias = nullptr};
       GRADSYNC_CUDA_RETURN_IF_ERROR(RunGemm(ctx, kDataType<T>, gemm, stream));
     } else {
       const int64_t chunk = n / splits, count = in_features * out_features;
       absl::StatusOr<void*> partial = ctx.Scratch(static_cast<size_t>(splits * count) * sizeof(float));
       if (!partial.ok()) return partial.status();
-      Gemm gemm{"MatmulBackward (dweight, split)",
-                in_features,
-                out_features,
-                chunk,
-                inp,
-                false,
-                in_features,
-                dout,
-                true,
-                dout_stride,
-                *partial,
-                in_features,
-                0.0f,
-                nullptr};
+      Gemm gemm{.what = "MatmulBackward (dweight, split)",
+                .m = in_features,
+                .n = out_features,
+                .k = chunk,
+                .a = inp,
+                .trans_a = false,
+                .lda = in_features,
+                .b = dout,
+                .trans_b = true,
+                .ldb = dout_stride,
+                .d = *partial,
+                .ldd = in_features,
+                .beta = 0.0f,
+                .bias = nullptr};
       gemm.batch = splits;
       gemm.stride_a = chunk * in_features;
       gemm.stride_b = chunk * dout_stride;
