@@ -57,14 +57,12 @@ ABSL_FLAG(int64_t, scale_up_delay_s, 30,
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": \"host:port\"} here once serving (for callers that asked for port 0)");
 
-namespace {}  // namespace
+namespace {
 
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("gradsync coordinator: gradsync-coordinator [--listen host:port]");
-  absl::ParseCommandLine(argc, argv);
-  gradsync::SetLogComponent("coordinator");
-  gradsync::InstallShutdownHandlers();
+using gradsync::coordinator::Coordinator;
+using gradsync::coordinator::TokenAuth;
 
+gradsync::coordinator::CoordinatorOptions OptionsFromFlags() {
   gradsync::coordinator::CoordinatorOptions options;
   options.artifact_dir = absl::GetFlag(FLAGS_artifact_dir);
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
@@ -72,106 +70,117 @@ int main(int argc, char** argv) {
   options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
   options.scale_up_delay = absl::Seconds(absl::GetFlag(FLAGS_scale_up_delay_s));
   options.stall_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
-  std::unique_ptr<gradsync::coordinator::JobStore> store;
+  return options;
+}
+
+// SQLite under --state_dir, or memory when it is empty.
+absl::StatusOr<std::unique_ptr<gradsync::coordinator::JobStore>> OpenStore() {
   const std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) {
     GS_LOG(WARNING) << "no --state_dir: jobs are kept in memory and lost when the coordinator stops";
-    store = std::make_unique<gradsync::coordinator::InMemoryJobStore>();
-  } else {
-    std::error_code ec;
-    std::filesystem::create_directories(state_dir, ec);
-    auto sqlite = gradsync::coordinator::SqliteJobStore::Open(state_dir + "/coordinator.db");
-    if (!sqlite.ok()) {
-      GS_LOG(ERROR) << sqlite.status();
-      return 1;
-    }
-    GS_LOG(INFO) << "jobs are kept in " << state_dir << "/coordinator.db";
-    store = *std::move(sqlite);
+    return std::make_unique<gradsync::coordinator::InMemoryJobStore>();
   }
-  gradsync::coordinator::Coordinator coordinator(options, std::move(store));
-  gradsync::coordinator::TokenAuth auth;
-  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file); !path.empty()) {
-    auto loaded = gradsync::coordinator::TokenAuth::FromFile(path);
-    if (!loaded.ok()) {
-      GS_LOG(ERROR) << loaded.status();
-      return 1;
-    }
-    auth = *std::move(loaded);
-    GS_LOG(INFO) << "job APIs require a bearer token (from " << path << ")";
-  }
-  gradsync::coordinator::TokenAuth cluster_auth;
-  if (const std::string path = absl::GetFlag(FLAGS_cluster_token_file); !path.empty()) {
-    auto loaded = gradsync::coordinator::TokenAuth::FromFile(path, "the cluster token");
-    if (!loaded.ok()) {
-      GS_LOG(ERROR) << loaded.status();
-      return 1;
-    }
-    cluster_auth = *std::move(loaded);
-    GS_LOG(INFO) << "workers must present the cluster token (from " << path << ")";
-  }
-  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert_file), tls_key = absl::GetFlag(FLAGS_tls_key_file);
-  auto tls = gradsync::rpc::ServerTls::FromFiles(tls_cert, tls_key);
-  if (!tls.ok()) {
-    GS_LOG(ERROR) << tls.status();
-    return 1;
-  }
-  gradsync::coordinator::JobServiceImpl jobs(&coordinator, auth);
-  gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator, cluster_auth);
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  auto sqlite = gradsync::coordinator::SqliteJobStore::Open(state_dir + "/coordinator.db");
+  if (!sqlite.ok()) return sqlite.status();
+  GS_LOG(INFO) << "jobs are kept in " << state_dir << "/coordinator.db";
+  return std::unique_ptr<gradsync::coordinator::JobStore>(*std::move(sqlite));
+}
 
-  auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers}, *tls);
-  if (!server.ok()) {
-    GS_LOG(ERROR) << server.status();
-    return 1;
-  }
-  coordinator.Start();
-  // The server holds the collectable weakly: this owns it for the process's life.
-  auto coordinator_metrics = std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator);
+// The token in `path` (none when empty); `what` names it in errors, `who` in the log line.
+absl::StatusOr<TokenAuth> LoadToken(const std::string& path, const std::string& what, const std::string& who) {
+  if (path.empty()) return TokenAuth();
+  auto loaded = TokenAuth::FromFile(path, what);
+  if (!loaded.ok()) return loaded.status();
+  GS_LOG(INFO) << who << " (from " << path << ")";
+  return loaded;
+}
+
+// The HTTP servers beside gRPC; each is null when its flag is empty.
+struct HttpServers {
   std::unique_ptr<gradsync::http::Server> metrics;
+  std::unique_ptr<gradsync::coordinator::RestGateway> rest;
+};
+
+absl::StatusOr<HttpServers> StartHttp(Coordinator* coordinator, const TokenAuth& auth,
+                                      std::shared_ptr<prometheus::Collectable> metrics) {
+  HttpServers servers;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    auto started = gradsync::http::StartMetricsServer(listen, {coordinator_metrics});
-    if (!started.ok()) {
-      GS_LOG(ERROR) << started.status();
-      return 1;
-    }
-    metrics = *std::move(started);
-    GS_LOG(INFO) << "serving /metrics on port " << metrics->port();
+    auto started = gradsync::http::StartMetricsServer(listen, {metrics});
+    if (!started.ok()) return started.status();
+    servers.metrics = *std::move(started);
+    GS_LOG(INFO) << "serving /metrics on port " << servers.metrics->port();
   }
+  if (const std::string listen = absl::GetFlag(FLAGS_rest_listen); !listen.empty()) {
+    gradsync::coordinator::RestOptions rest;
+    rest.listen = listen;
+    rest.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
+    rest.auth = auth;
+    rest.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+    rest.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+    auto gateway = gradsync::coordinator::RestGateway::Start(coordinator, rest);
+    if (!gateway.ok()) return gateway.status();
+    servers.rest = *std::move(gateway);
+    GS_LOG(INFO) << "serving REST on port " << servers.rest->port();
+  }
+  return servers;
+}
+
+absl::Status WriteEndpoints(int grpc_port, const HttpServers& http) {
+  const std::string path = absl::GetFlag(FLAGS_endpoints_file);
+  if (path.empty()) return absl::OkStatus();
+  std::map<std::string, std::string> fields = {{"grpc", gradsync::LoopbackAddress(grpc_port)}};
+  if (http.metrics) fields["metrics"] = gradsync::LoopbackAddress(http.metrics->port());
+  if (http.rest) fields["rest"] = gradsync::LoopbackAddress(http.rest->port());
+  return gradsync::WriteEndpointsFile(path, fields);
+}
+
+// Serves until SIGTERM/SIGINT, then checkpoints running jobs (preemption) and drains.
+absl::Status Run() {
+  auto store = OpenStore();
+  if (!store.ok()) return store.status();
+  Coordinator coordinator(OptionsFromFlags(), *std::move(store));
+  auto auth = LoadToken(absl::GetFlag(FLAGS_auth_token_file), "the token", "job APIs require a bearer token");
+  if (!auth.ok()) return auth.status();
+  auto cluster_auth =
+      LoadToken(absl::GetFlag(FLAGS_cluster_token_file), "the cluster token", "workers must present the cluster token");
+  if (!cluster_auth.ok()) return cluster_auth.status();
+  auto tls = gradsync::rpc::ServerTls::FromFiles(absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file));
+  if (!tls.ok()) return tls.status();
+  gradsync::coordinator::JobServiceImpl jobs(&coordinator, *auth);
+  gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator, *cluster_auth);
+  auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers}, *tls);
+  if (!server.ok()) return server.status();
+  coordinator.Start();
+  // The metrics server holds the collectable weakly: this owns it until the servers are gone.
+  auto coordinator_metrics = std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator);
+  auto http = StartHttp(&coordinator, *auth, coordinator_metrics);
+  if (!http.ok()) return http.status();
   GS_LOG(INFO) << "serving gRPC" << (tls->enabled() ? " over TLS" : "") << " on port " << (*server)->port()
                << " (JobService, CoordinatorService, health, reflection)";
-  std::unique_ptr<gradsync::coordinator::RestGateway> rest;
-  if (const std::string listen = absl::GetFlag(FLAGS_rest_listen); !listen.empty()) {
-    gradsync::coordinator::RestOptions rest_options;
-    rest_options.listen = listen;
-    rest_options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
-    rest_options.auth = auth;
-    rest_options.tls_cert_file = tls_cert;
-    rest_options.tls_key_file = tls_key;
-    auto gateway = gradsync::coordinator::RestGateway::Start(&coordinator, rest_options);
-    if (!gateway.ok()) {
-      GS_LOG(ERROR) << gateway.status();
-      return 1;
-    }
-    rest = *std::move(gateway);
-    GS_LOG(INFO) << "serving REST on port " << rest->port();
-  }
-  const std::string endpoints = absl::GetFlag(FLAGS_endpoints_file);
-  if (!endpoints.empty()) {
-    std::map<std::string, std::string> fields = {{"grpc", gradsync::LoopbackAddress((*server)->port())}};
-    if (metrics) fields["metrics"] = gradsync::LoopbackAddress(metrics->port());
-    if (rest) fields["rest"] = gradsync::LoopbackAddress(rest->port());
-    if (absl::Status s = gradsync::WriteEndpointsFile(endpoints, fields); !s.ok()) {
-      GS_LOG(ERROR) << s;
-      return 1;
-    }
-  }
+  if (absl::Status s = WriteEndpoints((*server)->port(), *http); !s.ok()) return s;
 
   gradsync::WaitForShutdown();
-  // Preemption: running jobs checkpoint before the coordinator goes, so they resume from here.
   const int saved = coordinator.CheckpointAllRunning(absl::Seconds(absl::GetFlag(FLAGS_preempt_checkpoint_timeout_s)));
   GS_LOG(INFO) << "shutting down (" << saved << " running jobs checkpointed)";
   coordinator.Shutdown();
-  rest.reset();
+  http->rest.reset();
   (*server)->Shutdown(absl::Seconds(2));
-  metrics.reset();
+  http->metrics.reset();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("gradsync coordinator: gradsync-coordinator [--listen host:port]");
+  absl::ParseCommandLine(argc, argv);
+  gradsync::SetLogComponent("coordinator");
+  gradsync::InstallShutdownHandlers();
+  if (absl::Status s = Run(); !s.ok()) {
+    GS_LOG(ERROR) << s;
+    return 1;
+  }
   return 0;
 }
