@@ -81,6 +81,20 @@ TEST(HttpServer, ABodyOverTheLimitIsRefusedInTheServicesFormat) {
   EXPECT_EQ(HttpRequest("POST", server->port(), "/p", {}, std::string(100, 'x')).status, 200);
 }
 
+TEST(HttpServer, AFormEncodedBodyOverItsOwnLimitIsToldToUseJson) {
+  ServerOptions o = Loopback();
+  o.max_body_bytes = 1 << 20;
+  auto server = StartOrDie(o);
+  ASSERT_NE(server, nullptr);
+  const std::string body(9000, 'x');
+  auto form = HttpRequest("POST", server->port(), "/p", {{"Content-Type", "application/x-www-form-urlencoded"}}, body);
+  EXPECT_EQ(form.status, 413);
+  EXPECT_TRUE(absl::StrContains(form.body, "Content-Type: application/json")) << form.body;
+  auto json = HttpRequest("POST", server->port(), "/p", {{"Content-Type", "application/json"}}, body);
+  EXPECT_EQ(json.status, 200);
+  EXPECT_EQ(json.body.size(), std::string("POST /p q= h= ").size() + body.size());
+}
+
 TEST(HttpServer, BadAddressesAndBusyPortsNameTheProblem) {
   ServerOptions o = Loopback();
   o.listen = "nowhere";

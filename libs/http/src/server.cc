@@ -42,7 +42,14 @@ Reply PlainError(int status, std::string message) {
 std::string RefusalMessage(const httplib::Request& req, int status, size_t max_body_bytes) {
   switch (status) {
     case 404: return absl::StrCat("no route ", req.path);
-    case 413: return absl::StrCat("request body exceeds the limit of ", max_body_bytes, " bytes");
+    case 413:
+      // httplib reads form-encoded bodies (curl -d's default type) into parameters, up to 8 KiB.
+      if (req.get_header_value("Content-Type") == "application/x-www-form-urlencoded" &&
+          req.get_header_value<uint64_t>("Content-Length") <= max_body_bytes) {
+        return "a form-encoded request body is limited to 8192 bytes; send it as "
+               "Content-Type: application/json";
+      }
+      return absl::StrCat("request body exceeds the limit of ", max_body_bytes, " bytes");
     case 400: return "malformed HTTP request";
     default: return absl::StrCat("HTTP status ", status);
   }
