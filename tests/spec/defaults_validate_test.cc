@@ -1,4 +1,5 @@
 // FillDefaults, ValidateJobSpec, Normalize and the JSON round trip.
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -81,6 +82,38 @@ TEST(FillDefaultsTest, KeepsValuesThatAreSet) {
   EXPECT_DOUBLE_EQ(spec->training().beta1(), 0.8);
   EXPECT_EQ(spec->data().synthetic().num_classes(), 3);
   EXPECT_EQ(spec->data().synthetic().input_dim(), 32);
+}
+
+// Checkpoint cadence, retention, restarts and bucket sizes: NaN, infinities, huge and negative
+// values are refused by name rather than reaching a timer or a loop bound.
+TEST(ValidateJobSpecTest, CadenceRetentionRestartsAndBucketSizesAreBounded) {
+  using S = v1::JobSpec;
+  const double kNan = std::numeric_limits<double>::quiet_NaN();
+  const double kInf = std::numeric_limits<double>::infinity();
+  for (double bad : {kNan, kInf, 1e308, -1.0}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(ValidationError([bad](S* s) { s->mutable_checkpoint()->set_every_seconds(bad); }),
+                HasSubstr("checkpoint.everySeconds: must be a finite number at least 0 and at most 604800"));
+    EXPECT_THAT(ValidationError([bad](S* s) { s->mutable_ddp()->set_first_bucket_mb(bad); }),
+                HasSubstr("ddp.firstBucketMb: must be a finite number at least 0 and at most 4096"));
+  }
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_timeout_seconds(1e308); }),
+              HasSubstr("ddp.timeoutSeconds: must be a finite number greater than 0 and at most 604800"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_checkpoint()->set_every_steps(-1); }),
+              HasSubstr("checkpoint.everySteps: must be at least 0, got -1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_checkpoint()->set_keep(-1); }),
+              HasSubstr("checkpoint.keep: must be between 1 and 10000, got -1"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_checkpoint()->set_keep(0); }), HasSubstr("checkpoint.keep"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_training()->set_max_restarts(-1); }),
+              HasSubstr("training.maxRestarts: must be between 0 and 1000, got -1"));
+
+  v1::JobSpec edge;
+  FillDefaults(&edge);
+  edge.mutable_checkpoint()->set_keep(1);
+  edge.mutable_checkpoint()->set_every_seconds(0);
+  edge.mutable_training()->set_max_restarts(0);
+  edge.mutable_ddp()->set_first_bucket_mb(0);
+  EXPECT_TRUE(ValidateJobSpec(edge).ok()) << ValidateJobSpec(edge);
 }
 
 TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {

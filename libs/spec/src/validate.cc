@@ -28,6 +28,10 @@ constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;
 constexpr int64_t kMaxGradAccumSteps = int64_t{1} << 16;
 constexpr double kMaxLr = 10;
 constexpr double kMaxBucketCapMb = 4096;
+constexpr int64_t kMaxRestarts = 1000;
+constexpr int64_t kMaxKeep = 10000;
+// A week: longer than any collective or checkpoint interval worth waiting for.
+constexpr double kMaxSeconds = 7 * 24 * 3600;
 // Text is tokenised bytewise (gradsync/data/token_shard.h), so its models have 256 tokens.
 constexpr int kByteVocab = 256;
 
@@ -166,6 +170,7 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Merge(ParseLrSchedule(training.lr_schedule()).status());
   check->Number("training.minLrRatio", training.min_lr_ratio(), kZeroInclusive, &kOneInclusive);
   check->AtLeast("training.logEvery", training.log_every(), 1);
+  if (training.has_max_restarts()) check->Between("training.maxRestarts", training.max_restarts(), 0, kMaxRestarts);
 }
 
 void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsync::v1::DdpSpec& ddp, Checker* check) {
@@ -178,7 +183,9 @@ void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsyn
                  "\"nccl\"");
   const Bound max_bucket{kMaxBucketCapMb, true};
   check->Number("ddp.bucketCapMb", ddp.bucket_cap_mb(), kZeroExclusive, &max_bucket);
-  check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive);
+  check->Number("ddp.firstBucketMb", ddp.first_bucket_mb(), kZeroInclusive, &max_bucket);
+  const Bound max_seconds{kMaxSeconds, true};
+  check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive, &max_seconds);
   check->Merge(ParseGradCompression(ddp.grad_compression()).status());
   check->Merge(ParseTransport(ddp.transport()).status());
 }
@@ -186,6 +193,10 @@ void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsyn
 void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {
   check->Require(IsPrintable(checkpoint.dir()), "checkpoint.dir", "must not contain control characters",
                  internal::Quote(checkpoint.dir()));
+  check->AtLeast("checkpoint.everySteps", checkpoint.every_steps(), 0);
+  const Bound max_seconds{kMaxSeconds, true};
+  check->Number("checkpoint.everySeconds", checkpoint.every_seconds(), kZeroInclusive, &max_seconds);
+  if (checkpoint.has_keep()) check->Between("checkpoint.keep", checkpoint.keep(), 1, kMaxKeep);
 }
 
 }  // namespace
