@@ -101,6 +101,9 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
 
   JobRuntime* rt = FindJobLocked(request.job_id());
   Generation* gen = rt == nullptr ? nullptr : rt->RunningGeneration(request.generation());
+  if (gen != nullptr) {
+    if (absl::Status s = gen->CheckReporter(request.worker_id(), request.rank()); !s.ok()) return s;
+  }
   if (gen != nullptr && !request.error().empty()) {
     RestartOrFailLocked(
         rt, "RankFailed",

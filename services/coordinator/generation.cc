@@ -21,6 +21,19 @@ Generation::Generation(std::string job_id, int number, std::vector<std::string> 
 
 std::string Generation::kv_namespace() const { return KvNamespaceOf(job_id_, number_); }
 
+absl::Status Generation::CheckReporter(const std::string& worker_id, int rank) const {
+  if (rank < 0 || rank >= world_size()) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("job %s generation %d has ranks 0 to %d; worker %s reported rank %d", job_id_, number_,
+                        world_size() - 1, worker_id, rank));
+  }
+  if (ranks_[rank] != worker_id) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("worker %s does not run rank %d of job %s generation %d", worker_id, rank, job_id_, number_));
+  }
+  return absl::OkStatus();
+}
+
 std::optional<v1::CheckpointManifest> Generation::AddCheckpointPart(const v1::ReportCheckpointRequest& part,
                                                                     absl::Time now) {
   auto& parts = checkpoint_parts_[part.step()];

@@ -32,6 +32,10 @@ class Generation {
   // Where its ranks rendezvous in the KvStore; dropped when the generation ends.
   std::string kv_namespace() const;
 
+  // OK when `worker_id` runs `rank` of this generation; PERMISSION_DENIED naming the worker and
+  // the rank otherwise (a rank outside the world size included). Reports pass this first.
+  absl::Status CheckReporter(const std::string& worker_id, int rank) const;
+
   // Records rank `part.rank()`'s part of the checkpoint at `part.step()`. The part that completes
   // the set returns the manifest to commit, committed at `now`; parts of that step and of earlier
   // ones are then forgotten. nullopt while parts are missing.
