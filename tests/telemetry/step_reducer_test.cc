@@ -9,6 +9,7 @@ namespace gradsync::telemetry {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
@@ -268,6 +269,30 @@ TEST_F(StepReducerTest, RejectsMalformedReports) {
   Add(Report(0, 0, 2));
   EXPECT_EQ(reducer_->Add(Report(0, 1, 3)).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Series().reports(), 1);
+}
+
+// A report claiming 2^31-1 ranks once made the timeout count out that many missing ranks.
+TEST_F(StepReducerTest, AHugeWorldSizeAndTooManyJobsAreRefused) {
+  auto huge = reducer_->Add(Report(0, 0, 2147483647));
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("world_size 2147483647 exceeds the limit of 4096"));
+  EXPECT_EQ(Add(Report(0, 0, 4096)).size(), 0u) << "the limit itself is accepted";
+
+  StepReducerOptions few;
+  few.max_jobs = 2;
+  Reset(few);
+  for (const char* job : {"a", "b"}) {
+    v1::StepReport r = Report(0, 0);
+    r.set_job_id(job);
+    EXPECT_TRUE(reducer_->Add(r).ok());
+  }
+  v1::StepReport third = Report(0, 0);
+  third.set_job_id("c");
+  EXPECT_EQ(reducer_->Add(third).status().code(), absl::StatusCode::kResourceExhausted);
+  third.set_job_id("a");
+  third.set_rank(1);
+  EXPECT_TRUE(reducer_->Add(third).ok()) << "a job already tracked still reports";
+  EXPECT_EQ(reducer_->Jobs().size(), 2u);
 }
 
 TEST_F(StepReducerTest, WorldOfOneRankPublishesAtOnce) { EXPECT_EQ(Add(Report(0, 0, 1)).size(), 1u); }

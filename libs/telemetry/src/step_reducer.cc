@@ -22,10 +22,14 @@ bool SeriesOrder(const v1::ReducedStep& a, const v1::ReducedStep& b) {
   return std::pair(a.generation(), a.step()) < std::pair(b.generation(), b.step());
 }
 
-absl::Status Validate(const v1::StepReport& r) {
+absl::Status Validate(const v1::StepReport& r, int32_t max_world_size) {
   if (r.job_id().empty()) return absl::InvalidArgumentError("step report: job_id is required");
   if (r.world_size() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("step report: world_size ", r.world_size(), " < 1"));
+  }
+  if (r.world_size() > max_world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step report: world_size ", r.world_size(), " exceeds the limit of ", max_world_size));
   }
   if (r.rank() < 0 || r.rank() >= r.world_size()) {
     return absl::InvalidArgumentError(
@@ -78,9 +82,13 @@ StepReducer::StepReducer(StepReducerOptions options) : options_(std::move(option
 StepReducer::~StepReducer() = default;
 
 absl::StatusOr<AddResult> StepReducer::Add(const v1::StepReport& report) {
-  if (absl::Status s = Validate(report); !s.ok()) return s;
+  if (absl::Status s = Validate(report, options_.max_world_size); !s.ok()) return s;
   const absl::Time now = options_.clock();
   absl::MutexLock lock(&mu_);
+  if (jobs_.size() >= options_.max_jobs && !jobs_.contains(report.job_id())) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("step report of job ", report.job_id(), ": already tracking ", jobs_.size(), " jobs, the limit"));
+  }
   std::unique_ptr<JobState>& slot = jobs_[report.job_id()];
   if (slot == nullptr) {
     slot = std::make_unique<JobState>();

@@ -32,6 +32,12 @@ struct StepReducerOptions {
   // Pending steps kept per job; beyond this the oldest is published partial at once, so a job
   // whose ranks never agree cannot grow memory without bound.
   size_t max_pending_steps = 1024;
+  // Largest world size a report may claim (the spec's limit): a step's missing ranks are counted
+  // out one by one, so an unbounded claim would be an unbounded allocation.
+  int32_t max_world_size = 4096;
+  // Jobs tracked at once; a report that would start one more is refused until Tick() forgets
+  // an idle one.
+  size_t max_jobs = 1024;
   // A job with no report for this long is forgotten by Tick().
   absl::Duration job_idle_ttl = absl::Hours(1);
   std::function<absl::Time()> clock = [] { return absl::Now(); };
@@ -68,8 +74,9 @@ class StepReducer {
   StepReducer& operator=(const StepReducer&) = delete;
 
   // Takes one rank's report. INVALID_ARGUMENT (and nothing changes) when job_id is empty,
-  // world_size < 1, rank is outside [0, world_size), step < 0, or world_size differs from that
-  // of the step's earlier reports. A report of a newer generation drops the job's pending steps
+  // world_size is outside [1, max_world_size], rank is outside [0, world_size), step < 0, or
+  // world_size differs from that of the step's earlier reports; RESOURCE_EXHAUSTED when it would
+  // start a job beyond max_jobs. A report of a newer generation drops the job's pending steps
   // of older generations (counted as superseded).
   absl::StatusOr<AddResult> Add(const v1::StepReport& report);
 
