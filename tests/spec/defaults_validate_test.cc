@@ -116,6 +116,32 @@ TEST(ValidateJobSpecTest, CadenceRetentionRestartsAndBucketSizesAreBounded) {
   EXPECT_TRUE(ValidateJobSpec(edge).ok()) << ValidateJobSpec(edge);
 }
 
+// A job name that is not UTF-8 once made every later GetJob and ListJobs over gRPC fail.
+TEST(ValidateJobSpecTest, EveryStringMustBeValidUtf8AndTheFieldIsNamed) {
+  using S = v1::JobSpec;
+  for (const char* bad : {"\xff", "ok\xc0\xaf", "\xed\xa0\x80", "cut\xe2\x82", "\xf4\x90\x80\x80", "\x80"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(ValidationError([bad](S* s) { s->set_name(bad); }),
+                HasSubstr("name: must be valid UTF-8, got bytes that are not"));
+  }
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_checkpoint()->set_dir("/tmp/\xfe"); }),
+              HasSubstr("checkpoint.dir: must be valid UTF-8"));
+  v1::JobSpec text;
+  text.mutable_model()->set_preset("gpt-tiny");
+  text.mutable_data()->mutable_text()->add_paths("a.txt");
+  text.mutable_data()->mutable_text()->add_paths("b\xff.txt");
+  FillDefaults(&text);
+  const absl::Status s = ValidateJobSpec(text);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("data.text.paths[1]: must be valid UTF-8")) << s;
+
+  for (const char* good : {"caf\xc3\xa9", "\xe2\x82\xac 1", "\xf0\x9f\x9a\x80 launch", "\xf4\x8f\xbf\xbf"}) {
+    v1::JobSpec spec;
+    FillDefaults(&spec);
+    spec.set_name(good);
+    EXPECT_TRUE(ValidateJobSpec(spec).ok()) << good << ": " << ValidateJobSpec(spec);
+  }
+}
+
 TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
   using S = v1::JobSpec;
   EXPECT_EQ(ValidationError([](S* s) { s->mutable_training()->set_micro_batch(-1); }),

@@ -12,6 +12,7 @@
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_spec.h"
+#include "utf8.h"
 
 namespace gradsync::spec {
 namespace {
@@ -203,6 +204,9 @@ void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* ch
 
 absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
   Checker check;
+  // Before anything quotes a string back: invalid UTF-8 cannot be printed in JSON or sent over gRPC.
+  const std::string not_utf8 = internal::FirstInvalidUtf8Field(spec);
+  check.Require(not_utf8.empty(), not_utf8, "must be valid UTF-8", "bytes that are not");
   CheckName(spec.name(), &check);
   const Device device = CheckModel(spec.model(), &check);
   CheckData(spec.model(), spec.data(), &check);
