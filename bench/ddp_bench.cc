@@ -100,8 +100,8 @@ absl::StatusOr<Figures> Measure(worker::TrainLoop& loop, worker::GradSync sync, 
 void Print(const worker::TrainLoop& loop, worker::Replica& replica, const worker::TrainConfig& config,
            const Figures& with, const Figures& without) {
   std::printf("# gradsync-bench ddp: %s, %d ranks x micro-batch %d x %d micro-steps, %zu buckets, on %s\n",
-              replica.model().Describe().c_str(), config.world_size, config.micro_batch, config.grad_accum_steps,
-              loop.reducer().buckets().size(), replica.Describe().c_str());
+              replica.model().Describe().c_str(), config.world_size, config.sampler.micro_batch,
+              config.sampler.grad_accum_steps, loop.reducer().buckets().size(), replica.Describe().c_str());
   for (const auto& [name, f] :
        {std::pair{"step with communication   ", with}, {"step without communication", without}}) {
     std::printf("%s  %8.2f ms  (%.0f samples/s, %.0f tokens/s)\n", name, f.step_seconds * 1e3,

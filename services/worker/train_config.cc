@@ -30,13 +30,14 @@ void SetTraining(const v1::TrainingSpec& t, TrainConfig* c) {
   c->max_steps = t.max_steps();
   c->epochs = t.epochs();
   c->seed = t.seed();
-  c->micro_batch = t.micro_batch();
-  c->grad_accum_steps = t.grad_accum_steps();
+  c->sampler.world_size = c->world_size;
+  c->sampler.micro_batch = t.micro_batch();
+  c->sampler.grad_accum_steps = t.grad_accum_steps();
   c->adamw = {t.beta1(), t.beta2(), t.eps(), t.weight_decay()};
   c->grad_clip = t.grad_clip();
-  c->peak_lr = t.lr();
-  c->warmup_steps = t.warmup_steps();
-  c->min_lr_ratio = t.min_lr_ratio();
+  c->lr.peak_lr = t.lr();
+  c->lr.warmup_steps = t.warmup_steps();
+  c->lr.min_lr_ratio = t.min_lr_ratio();
   c->log_every = t.log_every();
 }
 
@@ -63,8 +64,8 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.placement = choices->placement;
   c.spec = spec;
   SetTraining(spec.training(), &c);
-  c.last_batch = choices->last_batch;
-  c.lr_schedule = choices->lr_schedule;
+  c.sampler.last_batch = choices->last_batch;
+  c.lr.cosine = choices->lr_schedule == spec::LrSchedule::kCosine;
   const v1::ModelSpec& model = spec.model();
   if (model.has_transformer() && model.transformer().seq_len() > 0) c.tokens_per_sample = model.transformer().seq_len();
   c.checkpoint_root = a.checkpoint_root();
@@ -78,22 +79,14 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
 }
 
 ddp::ShardConfig TrainConfig::Shard(int64_t num_samples) const {
-  ddp::ShardConfig s;
+  ddp::ShardConfig s = sampler;
   s.num_samples = num_samples;
-  s.world_size = world_size;
-  s.micro_batch = micro_batch;
-  s.grad_accum_steps = grad_accum_steps;
-  s.last_batch = last_batch;
   return s;
 }
 
 nn::LrSchedule TrainConfig::Schedule(int64_t total_steps) const {
-  nn::LrSchedule s;
-  s.peak_lr = peak_lr;
-  s.warmup_steps = warmup_steps;
+  nn::LrSchedule s = lr;
   s.total_steps = total_steps;
-  s.cosine = lr_schedule == spec::LrSchedule::kCosine;
-  s.min_lr_ratio = min_lr_ratio;
   return s;
 }
 

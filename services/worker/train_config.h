@@ -38,22 +38,16 @@ struct TrainConfig {
   int epochs = 0;
   // Parameter initialisation and every epoch's sample order.
   uint64_t seed = 0;
-  // The sampler's options besides the data size and world size (gradsync/ddp/sampler.h).
-  int micro_batch = 1;
-  int grad_accum_steps = 1;
-  spec::LastBatch last_batch = spec::LastBatch::kPartial;
+  // The sampler's options; Shard() fills in the data size.
+  ddp::ShardConfig sampler;
   // Tokens one sample trains on: a language model's sequence length; a classifier sample is one.
   int64_t tokens_per_sample = 1;
 
   // The optimizer: AdamW, the global gradient norm clipped to grad_clip (0: no clipping), and the
-  // learning rate: linear warmup to peak_lr, then cosine decay to min_lr_ratio x peak_lr at the
-  // last step, or peak_lr throughout.
+  // learning-rate schedule; Schedule() fills in the run's length.
   nn::AdamWConfig adamw;
   double grad_clip = 0;
-  double peak_lr = 1e-3;
-  int64_t warmup_steps = 0;
-  spec::LrSchedule lr_schedule = spec::LrSchedule::kCosine;
-  double min_lr_ratio = 0.1;
+  nn::LrSchedule lr;
 
   // Rank 0 logs and reports progress every this many steps.
   int log_every = 10;

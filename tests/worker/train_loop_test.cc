@@ -52,7 +52,7 @@ TEST(TrainConfig, ReadsEveryChoiceOfTheSpecAndThePlacement) {
   EXPECT_EQ(c->rank, 1);
   EXPECT_EQ(c->placement.device, spec::Device::kCpu);
   EXPECT_EQ(c->placement.backend, spec::Backend::kGloo);
-  EXPECT_EQ(c->last_batch, spec::LastBatch::kPad);
+  EXPECT_EQ(c->sampler.last_batch, spec::LastBatch::kPad);
   EXPECT_EQ(c->Shard(200).global_batch(), 16);
   EXPECT_EQ(c->Shard(200).last_batch, ddp::LastBatch::kPad);
   EXPECT_FALSE(c->Schedule(13).cosine);
