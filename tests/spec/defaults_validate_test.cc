@@ -450,7 +450,7 @@ TEST(NormalizeTest, FillsThenValidates) {
 TEST(ToJsonTest, RoundTripsThroughParse) {
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(
       "name: round\ntraining: {maxSteps: 20, seed: 18446744073709551615, lr: 2.5e-4}\n"
-      "ddp: {backend: gloo}\ncheckpoint: {dir: /tmp/ckpt}",
+      "ddp: {backend: gloo}\ncheckpoint: {dir: ckpt}",
       "a.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<v1::JobSpec> normal = Normalize(*spec);

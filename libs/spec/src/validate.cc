@@ -11,6 +11,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/choices.h"
+#include "gradsync/spec/job_paths.h"
 #include "gradsync/spec/job_spec.h"
 #include "utf8.h"
 
@@ -193,6 +194,11 @@ void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsyn
 
 void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {
   check->Require(IsPrintable(checkpoint.dir()), "checkpoint.dir", "must not contain control characters",
+                 internal::Quote(checkpoint.dir()));
+  // A path here could name another job's directory or any file the coordinator can write.
+  check->Require(IsCheckpointSubdir(checkpoint.dir()), "checkpoint.dir",
+                 "must be the name of a subdirectory of the job's own directory (at most 64 letters, digits, "
+                 "'.', '_' or '-', not starting with '.'), not a path",
                  internal::Quote(checkpoint.dir()));
   check->AtLeast("checkpoint.everySteps", checkpoint.every_steps(), 0);
   const Bound max_seconds{kMaxSeconds, true};

@@ -1,0 +1,40 @@
+// The path-valued fields of a job spec and where they may point. data.text.paths and
+// data.shards.paths (files or globs) must lie in the operator's data roots: the coordinator
+// resolves them when the job is submitted, and a worker checks the files again right before it
+// reads them. checkpoint.dir is no path at all: at most the name of a subdirectory of the job's own
+// directory under the artifact root (ValidateJobSpec enforces the name).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gradsync/spec/confined_path.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::spec {
+
+// One data path of a spec with its field, e.g. {"data.text.paths[1]", "corpus/*.txt"}.
+struct DataPath {
+  std::string field;
+  std::string path;
+};
+
+// The data paths of `spec` (none for synthetic data), in order.
+std::vector<DataPath> DataPaths(const v1::JobSpec& spec);
+
+// Replaces every data path of `spec` with its resolved form (ConfinedRoots::Resolve; relative
+// paths start at the first data root), and checks every file a path matches now
+// (ConfinedRoots::CheckMatches). INVALID_ARGUMENT naming the field, the path and the roots; the
+// spec is unchanged on error.
+absl::Status ConfineDataPaths(const ConfinedRoots& data_roots, v1::JobSpec* spec);
+
+// The reader's check, right before it opens the files: every file each data path of `spec` matches
+// resolves inside `data_roots`. INVALID_ARGUMENT naming the field, the path and the roots.
+absl::Status CheckDataFiles(const v1::JobSpec& spec, const ConfinedRoots& data_roots);
+
+// Whether `dir` may be a checkpoint.dir: empty, or one directory name of at most 64 letters,
+// digits, '.', '_' and '-' that does not start with '.'.
+bool IsCheckpointSubdir(const std::string& dir);
+
+}  // namespace gradsync::spec
