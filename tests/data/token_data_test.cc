@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -54,13 +55,13 @@ TEST_F(TokenDataTest, BadShardsAreRefusedNamingFileAndProblem) {
   WriteBytes("header.bin", "tiny");
   ASSERT_TRUE(WriteShard(Path("vocab.bin"), std::vector<uint16_t>{1, 2, 300, 4}).ok());
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"magic.bin", "not a token shard (magic 123"},
-      {"version.bin", "unsupported shard version 7"},
-      {"short.bin", "truncated: header says 50 tokens, file holds 5"},
-      {"long.bin", "6 bytes after the 2 tokens"},
+      {"magic.bin", "not a token shard (its header lacks the magic number 20240520)"},
+      {"version.bin", "unsupported shard version (version 1 is supported)"},
+      {"short.bin", "truncated: the file holds fewer tokens than its header announces"},
+      {"long.bin", "bytes follow the tokens the header announces"},
       {"empty.bin", "holds no tokens"},
-      {"header.bin", "truncated header"},
-      {"vocab.bin", "token 300 at position 2 is outside the vocabulary of 256"}};
+      {"header.bin", "shorter than a shard's header of 1024 bytes"},
+      {"vocab.bin", "holds a token outside the vocabulary of 256"}};
   for (const auto& [file, problem] : cases) {
     auto r = ReadShard(Path(file), 256);
     ASSERT_FALSE(r.ok()) << file;
@@ -125,13 +126,64 @@ TEST_F(TokenDataTest, DataTooSmallOrMissingFailsAtLoad) {
   WriteBytes("tiny.txt", "ab");
   WriteBytes("empty.txt", "");
   auto tiny = TokenDataset::Load({Path("tiny.txt")}, false, 8, 256);
-  EXPECT_NE(tiny.status().message().find("cannot fill one sample of 9 tokens"), std::string::npos) << tiny.status();
+  EXPECT_NE(tiny.status().message().find("too short to fill one sample of 9 tokens"), std::string::npos)
+      << tiny.status();
   auto empty = TokenDataset::Load({Path("empty.txt")}, false, 8, 256);
   EXPECT_NE(empty.status().message().find("empty file"), std::string::npos) << empty.status();
   auto none = TokenDataset::Load({Path("nothing_*.bin")}, true, 8, 256);
   EXPECT_NE(none.status().message().find("matches no file"), std::string::npos) << none.status();
   auto vocab = TokenDataset::Load({Path("tiny.txt")}, false, 1, 512);
   EXPECT_NE(vocab.status().message().find("bytewise"), std::string::npos) << vocab.status();
+}
+
+// A shard's errors reach the job's author: they say what is wrong, never what the file holds.
+// Here the header's fields, the file's size and an out-of-vocabulary token are all distinctive
+// numbers, and none of them appears in any message.
+TEST_F(TokenDataTest, ShardErrorsNeverQuoteTheFilesContentsOrSize) {
+  const std::string body(2 * 4321, '\x7f');  // 4321 tokens of 0x7f7f = 32639
+  WriteBytes("magic.bin", Header(1094861636, 1, 4321) + body);  // magic "DCBA"
+  WriteBytes("version.bin", Header(kShardMagic, 777001, 4321) + body);
+  WriteBytes("short.bin", Header(kShardMagic, 1, 98765) + body);
+  WriteBytes("long.bin", Header(kShardMagic, 1, 1234) + body);
+  WriteBytes("header.bin", std::string(777, 'Q'));
+  WriteBytes("vocab.bin", Header(kShardMagic, 1, 4321) + body);
+  const std::vector<std::string> secrets = {"1094861636", "DCBA",  "777001", "98765", "4321", "1234",
+                                            "777",        "QQQQ",  "32639",  "8642",  "9666", "6174"};
+  for (const char* file : {"magic.bin", "version.bin", "short.bin", "long.bin", "header.bin", "vocab.bin"}) {
+    const absl::Status s = ReadShard(Path(file), 256).status();
+    ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << file << ": " << s;
+    const std::string message(s.message().substr(Path(file).size()));
+    for (const std::string& secret : secrets) {
+      EXPECT_EQ(message.find(secret), std::string::npos) << file << " quotes " << secret << ": " << s;
+    }
+  }
+}
+
+// A path in a spec may name anything the worker can open. Each of these once killed the worker (an
+// uncaught std::ios_base::failure from reading a directory) or read without end (/dev/zero, a
+// fifo with no writer, a huge file); each is now refused, naming the path, before a byte is read.
+TEST_F(TokenDataTest, OnlyRegularFilesUpToTheCapAreRead) {
+  std::filesystem::create_directories(Path("subdir"));
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
+  // Sparse: one byte over the cap costs no disk and is refused by its size, unread.
+  std::ofstream(Path("huge.txt")).put('x');
+  std::filesystem::resize_file(Path("huge.txt"), static_cast<uintmax_t>(kMaxDataFileBytes) + 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {Path("subdir"), "is a directory"},
+      {Path("."), "is a directory"},  // what a glob such as "dir/.*" matches first
+      {"/dev/zero", "is not a regular file"},
+      {Path("fifo"), "is not a regular file"},
+      {Path("huge.txt"), "is larger than a data file may be (1024 MiB)"}};
+  for (const auto& [path, problem] : cases) {
+    for (bool shards : {false, true}) {
+      auto ds = TokenDataset::Load({path}, shards, 4, 256);
+      ASSERT_FALSE(ds.ok()) << path;
+      EXPECT_EQ(ds.status().code(), absl::StatusCode::kInvalidArgument) << ds.status();
+      EXPECT_NE(ds.status().message().find(path + ": " + problem), std::string::npos) << ds.status();
+    }
+  }
+  auto dots = TokenDataset::Load({Path(".*")}, false, 4, 256);
+  EXPECT_NE(dots.status().message().find("is a directory"), std::string::npos) << dots.status();
 }
 
 // A gpt-tiny spec shrunk to a context of `seq_len` tokens, with no data source yet.

@@ -19,16 +19,22 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
   if (!paths.ok()) return paths.status();
   auto ds = std::unique_ptr<TokenDataset>(new TokenDataset());
   ds->seq_len_ = seq_len;
+  int64_t total = 0;
   for (const std::string& path : *paths) {
     auto tokens = shards ? ReadShard(path, vocab_size) : ReadTextTokens(path);
     if (!tokens.ok()) return tokens.status();
+    total += static_cast<int64_t>(tokens->size());
+    if (total > kMaxDatasetTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": the files up to this one hold more than the ", kMaxDatasetTokens,
+                       " tokens a dataset may hold"));
+    }
     const int64_t windows = (static_cast<int64_t>(tokens->size()) - 1) / seq_len;
     if (windows <= 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ": ", tokens->size(), " tokens cannot fill one sample of ", seq_len + 1, " tokens"));
+          absl::StrCat(path, ": too short to fill one sample of ", seq_len + 1, " tokens"));
     }
-    const int file = static_cast<int>(ds->files_.size());
-    for (int64_t w = 0; w < windows; ++w) ds->windows_.push_back({file, w * seq_len});
+    ds->windows_end_.push_back(ds->size() + windows);
     ds->files_.push_back(*std::move(tokens));
   }
   return ds;
@@ -53,8 +59,9 @@ void TokenDataset::Fill(std::span<const int64_t> indices, nn::Batch* out) const 
                   kernels::cpu::kIgnoreIndex);
       continue;
     }
-    const Window& w = windows_[indices[b]];
-    const uint16_t* src = files_[w.file].data() + w.start;
+    const auto file = std::upper_bound(windows_end_.begin(), windows_end_.end(), indices[b]) - windows_end_.begin();
+    const int64_t window = indices[b] - (file == 0 ? 0 : windows_end_[file - 1]);
+    const uint16_t* src = files_[file].data() + window * seq_len_;
     for (int t = 0; t < seq_len_; ++t) {
       out->tokens[b * seq_len_ + t] = src[t];
       out->targets[b * seq_len_ + t] = src[t + 1];

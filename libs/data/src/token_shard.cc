@@ -6,57 +6,48 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "data_file.h"
 
 namespace gradsync::data {
-namespace {
 
-absl::StatusOr<std::string> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
-
+// Shard errors say what is wrong and never quote what the file holds (its header fields, its size,
+// a token): a spec may name any file the worker can read, and the error goes back to its author.
 absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int vocab_size) {
-  auto bytes = ReadAll(path);
+  auto bytes = ReadDataFile(path, kMaxDataFileBytes);
   if (!bytes.ok()) return bytes.status();
   constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
   if (bytes->size() < kHeaderBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": truncated header (", bytes->size(), " bytes, need ", kHeaderBytes, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": shorter than a shard's header of ", kHeaderBytes, " bytes"));
   }
   int32_t header[3];
   std::memcpy(header, bytes->data(), sizeof(header));
   if (header[0] != kShardMagic) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a token shard (magic ", header[0], ", expected ", kShardMagic, ")"));
+        absl::StrCat(path, ": not a token shard (its header lacks the magic number ", kShardMagic, ")"));
   }
   if (header[1] != kShardVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported shard version ", header[1]));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": unsupported shard version (version ", kShardVersion, " is supported)"));
   }
   const int64_t count = header[2];
   const int64_t body = static_cast<int64_t>(bytes->size() - kHeaderBytes);
   if (count <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": shard holds no tokens"));
   if (body < count * 2) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": truncated: header says ", count, " tokens, file holds ", body / 2));
+        absl::StrCat(path, ": truncated: the file holds fewer tokens than its header announces"));
   }
   if (body > count * 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", body - count * 2, " bytes after the ", count, " tokens the header announces"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": bytes follow the tokens the header announces"));
   }
   std::vector<uint16_t> tokens(count);
   std::memcpy(tokens.data(), bytes->data() + kHeaderBytes, count * sizeof(uint16_t));
   for (int64_t i = 0; i < count; ++i) {
     if (tokens[i] >= vocab_size) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ": token ", tokens[i], " at position ", i, " is outside the vocabulary of ", vocab_size));
+          absl::StrCat(path, ": holds a token outside the vocabulary of ", vocab_size));
     }
   }
   return tokens;
@@ -117,7 +108,7 @@ absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const
 }
 
 absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path) {
-  auto bytes = ReadAll(path);
+  auto bytes = ReadDataFile(path, kMaxDataFileBytes);
   if (!bytes.ok()) return bytes.status();
   if (bytes->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
   std::vector<uint16_t> tokens(bytes->size());

@@ -18,9 +18,14 @@ inline constexpr int32_t kShardVersion = 1;
 inline constexpr int kShardHeaderInts = 256;
 inline constexpr int kByteVocab = 256;
 
-// Reads a whole shard. Every error is INVALID_ARGUMENT (NOT_FOUND when unreadable) and names the
-// file and the problem: wrong magic, unsupported version, truncated (fewer tokens than the header
-// says), trailing bytes, no tokens, or a token >= `vocab_size` (with its position).
+// The most bytes one token file (a shard or a text file) may hold: 1 GiB, five times one of
+// llm.c's FineWeb shards (100M tokens). A larger file is refused before it is read.
+inline constexpr int64_t kMaxDataFileBytes = int64_t{1} << 30;
+
+// Reads a whole shard, a regular file of at most kMaxDataFileBytes. Every error is
+// INVALID_ARGUMENT (NOT_FOUND when it cannot be opened) and names the file and the problem, never
+// what the file holds: not a regular file, too large, wrong magic, unsupported version, truncated
+// (fewer tokens than the header says), trailing bytes, no tokens, or a token >= `vocab_size`.
 absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int vocab_size);
 
 // Writes a shard atomically (temporary file, fsync, rename). INVALID_ARGUMENT for more tokens
@@ -40,7 +45,8 @@ struct ShardFile {
 absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const std::string& prefix,
                                                    std::span<const uint16_t> tokens, int64_t shard_tokens);
 
-// The bytes of a text file as tokens. INVALID_ARGUMENT naming the file if it is empty.
+// The bytes of a text file as tokens. INVALID_ARGUMENT naming the file if it is not a regular
+// file, is larger than kMaxDataFileBytes or is empty; NOT_FOUND when it cannot be opened.
 absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path);
 
 // Expands each path (a file, or a glob such as "data/train_*.bin") in order; INVALID_ARGUMENT
