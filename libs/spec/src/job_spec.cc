@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "overrides.h"
+#include "spec_text.h"
 #include "yaml-cpp/yaml.h"
 #include "yaml_to_proto.h"
 
@@ -27,9 +28,12 @@ absl::Status FromYamlException(absl::string_view source, const YAML::Exception& 
       absl::StrCat(source, ": line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
 }
 
-absl::StatusOr<gradsync::v1::JobSpec> ParseTree(const std::string& text, absl::string_view source,
+absl::StatusOr<gradsync::v1::JobSpec> ParseTree(absl::string_view raw, absl::string_view source,
                                                 const std::vector<std::string>& overrides) {
-  const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  // Size, bytes and nesting are bounded before yaml-cpp, whose parser recurses per level.
+  const absl::StatusOr<std::string> text = internal::CheckSpecText(raw);
+  if (!text.ok()) return InSource(source, text.status());
+  const std::vector<YAML::Node> documents = YAML::LoadAll(*text);
   if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": empty job spec"));
   }
@@ -56,7 +60,7 @@ absl::StatusOr<gradsync::v1::JobSpec> ParseJobSpec(std::string_view text, std::s
   // The installed Abseil's string_view is its own type, not std::string_view.
   const absl::string_view name(source.data(), source.size());
   try {
-    return ParseTree(std::string(text), name, overrides);
+    return ParseTree(absl::string_view(text.data(), text.size()), name, overrides);
   } catch (const YAML::Exception& e) {
     return FromYamlException(name, e);
   }
@@ -68,10 +72,13 @@ absl::StatusOr<gradsync::v1::JobSpec> LoadJobSpecFile(const std::string& path,
   if (file == nullptr) {
     return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   }
+  // One byte past the limit is enough for ParseJobSpec to refuse it: a huge file is never read whole.
   std::string text;
   char buffer[8192];
   size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
+  while (text.size() <= internal::kMaxSpecBytes && (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    text.append(buffer, n);
+  }
   // fread reports errors (such as the path being a directory) only through ferror and errno.
   const int read_error = std::ferror(file) ? errno : 0;
   std::fclose(file);

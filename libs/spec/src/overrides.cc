@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "field_names.h"
+#include "spec_text.h"
 
 namespace gradsync::spec::internal {
 namespace {
@@ -59,9 +60,11 @@ absl::Status ApplyOne(const std::string& override_text, const Descriptor& descri
       return absl::InvalidArgumentError(absl::StrCat("empty field name in path ", path));
     }
   }
+  const absl::StatusOr<std::string> text = CheckSpecText(absl::string_view(override_text).substr(equals + 1));
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("value: ", text.status().message()));
   YAML::Node value;
   try {
-    value = YAML::Load(override_text.substr(equals + 1));
+    value = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("value: ", e.msg));
   }

@@ -32,7 +32,16 @@ std::string Join(const std::string& prefix, const FieldDescriptor* field) {
   return prefix.empty() ? field->json_name() : absl::StrCat(prefix, ".", field->json_name());
 }
 
-std::string FirstInvalid(const Message& message, const std::string& prefix) {
+std::optional<BadString> CheckString(const std::string& value, const std::string& path) {
+  if (!IsValidUtf8(value)) return BadString{path, "must be valid UTF-8", "bytes that are not"};
+  if (value.size() > kMaxStringBytes) {
+    return BadString{path, absl::StrCat("must be at most ", kMaxStringBytes, " bytes"),
+                     absl::StrCat(value.size(), " bytes")};
+  }
+  return std::nullopt;
+}
+
+std::optional<BadString> FirstBad(const Message& message, const std::string& prefix) {
   const auto* reflection = message.GetReflection();
   std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
@@ -45,35 +54,37 @@ std::string FirstInvalid(const Message& message, const std::string& prefix) {
       if (field->type() == FieldDescriptor::TYPE_STRING) {
         const std::string value =
             repeated ? reflection->GetRepeatedString(message, field, i) : reflection->GetString(message, field);
-        if (!IsValidUtf8(value)) return at;
+        if (std::optional<BadString> bad = CheckString(value, at)) return bad;
       } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
         const Message& child =
             repeated ? reflection->GetRepeatedMessage(message, field, i) : reflection->GetMessage(message, field);
-        if (std::string bad = FirstInvalid(child, at); !bad.empty()) return bad;
+        if (std::optional<BadString> bad = FirstBad(child, at)) return bad;
       }
     }
   }
-  return "";
+  return std::nullopt;
 }
 
 }  // namespace
 
-bool IsValidUtf8(absl::string_view text) {
+size_t ValidUtf8Prefix(absl::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const std::optional<Lead> lead = LeadOf(static_cast<unsigned char>(text[i]));
-    if (!lead.has_value() || i + lead->continuation >= text.size() + (lead->continuation == 0)) return false;
+    if (!lead.has_value() || i + lead->continuation >= text.size() + (lead->continuation == 0)) return i;
     uint32_t value = lead->bits;
     for (int k = 1; k <= lead->continuation; ++k) {
       const auto byte = static_cast<unsigned char>(text[i + k]);
-      if ((byte & 0xC0) != 0x80) return false;
+      if ((byte & 0xC0) != 0x80) return i;
       value = (value << 6) | (byte & 0x3Fu);
     }
-    if (value < lead->min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return false;
+    if (value < lead->min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return i;
     i += lead->continuation + 1;
   }
-  return true;
+  return text.size();
 }
 
-std::string FirstInvalidUtf8Field(const google::protobuf::Message& message) { return FirstInvalid(message, ""); }
+bool IsValidUtf8(absl::string_view text) { return ValidUtf8Prefix(text) == text.size(); }
+
+std::optional<BadString> FirstBadString(const google::protobuf::Message& message) { return FirstBad(message, ""); }
 
 }  // namespace gradsync::spec::internal

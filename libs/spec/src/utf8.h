@@ -1,7 +1,10 @@
-// UTF-8 checks for the strings of a spec: a name or path that is not valid UTF-8 cannot be
-// printed in JSON, nor sent back over gRPC, so it is refused where the spec enters.
+// UTF-8 and length checks for the strings of a spec: a name or path that is not valid UTF-8 cannot
+// be printed in JSON, nor sent back over gRPC, so it is refused where the spec enters; so is one
+// longer than any name or path needs to be.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -9,11 +12,23 @@
 
 namespace gradsync::spec::internal {
 
+// The most bytes one string of a spec may hold: PATH_MAX, the longest path a worker can open.
+inline constexpr size_t kMaxStringBytes = 4096;
+
 // True when `text` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF).
 bool IsValidUtf8(absl::string_view text);
 
-// The JSON path of the first string field of `message` (nested messages and repeated fields
-// included, e.g. "data.text.paths[1]") that is not valid UTF-8; "" when all are.
-std::string FirstInvalidUtf8Field(const google::protobuf::Message& message);
+// How many bytes `text` starts with that are well-formed UTF-8 (text.size() when all are).
+size_t ValidUtf8Prefix(absl::string_view text);
+
+struct BadString {
+  std::string path;     // the JSON path, e.g. "data.text.paths[1]"
+  std::string problem;  // "must be valid UTF-8"
+  std::string got;      // what it holds, described without quoting it
+};
+
+// The first string field of `message` (nested messages and repeated fields included) that is not
+// valid UTF-8 or is longer than kMaxStringBytes; nullopt when none is.
+std::optional<BadString> FirstBadString(const google::protobuf::Message& message);
 
 }  // namespace gradsync::spec::internal

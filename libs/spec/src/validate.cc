@@ -211,8 +211,9 @@ void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* ch
 absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
   Checker check;
   // Before anything quotes a string back: invalid UTF-8 cannot be printed in JSON or sent over gRPC.
-  const std::string not_utf8 = internal::FirstInvalidUtf8Field(spec);
-  check.Require(not_utf8.empty(), not_utf8, "must be valid UTF-8", "bytes that are not");
+  if (const std::optional<internal::BadString> bad = internal::FirstBadString(spec)) {
+    check.Require(false, bad->path, bad->problem, bad->got);
+  }
   CheckName(spec.name(), &check);
   const Device device = CheckModel(spec.model(), &check);
   CheckData(spec.model(), spec.data(), &check);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "field_names.h"
 #include "scalars.h"
+#include "utf8.h"
 
 namespace gradsync::spec::internal {
 namespace {
@@ -107,6 +108,10 @@ absl::Status StoreScalar(const YAML::Node& node, const std::string& path, const 
       return absl::OkStatus();
     }
     case FieldDescriptor::CPPTYPE_STRING: {
+      // Refused here, before the copy, and by name without echoing the text.
+      if (text.size() > kMaxStringBytes) {
+        return AtPath(path, absl::StrCat("must be at most ", kMaxStringBytes, " bytes, got ", text.size(), " bytes"));
+      }
       const Reflection* reflection = message->GetReflection();
       repeated ? reflection->AddString(message, field, text) : reflection->SetString(message, field, text);
       return absl::OkStatus();
