@@ -31,6 +31,19 @@ std::string NsOf(const v1::KvNamespace& ns) { return KvNamespaceOf(ns.job_id(), 
 
 absl::Duration KvTimeout(int64_t ms) { return absl::Milliseconds(std::clamp<int64_t>(ms, 0, kMaxKvWaitMs)); }
 
+// The worker session a call carries; empty when none.
+absl::string_view SessionOf(const grpc::ServerContext* ctx) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(rpc::kWorkerSessionMetadata);
+  return it == md.end() ? absl::string_view() : absl::string_view(it->second.data(), it->second.size());
+}
+
+// A worker call must carry the session of the worker it names. Unknown workers get NOT_FOUND, so
+// that a worker the coordinator forgot (restart, lost lease) registers again.
+grpc::Status AuthorizeWorker(Coordinator* c, grpc::ServerContext* ctx, const std::string& worker_id) {
+  return ToGrpc(c->CheckWorkerSession(SessionOf(ctx), worker_id));
+}
+
 grpc::Status Authorize(const TokenAuth& auth, grpc::ServerContext* ctx) {
   if (!auth.enabled()) return grpc::Status::OK;
   const auto& md = ctx->client_metadata();
@@ -96,6 +109,9 @@ grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext* ctx, co
 grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                                v1::HeartbeatResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  if (absl::Status s = c_->CheckWorkerSession(SessionOf(ctx), req->worker_id()); !s.ok() && !absl::IsNotFound(s)) {
+    return ToGrpc(s);
+  }
   *out = c_->Heartbeat(*req);
   return grpc::Status::OK;
 }
@@ -103,6 +119,7 @@ grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v
 grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx, const v1::WatchAssignmentsRequest* req,
                                                       grpc::ServerWriter<v1::Assignment>* writer) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeWorker(c_, ctx, req->worker_id()); !s.ok()) return s;
   while (!ctx->IsCancelled()) {
     auto next = c_->NextAssignment(req->worker_id(), kWaitSlice);
     if (!next.ok()) return ToGrpc(next.status());
@@ -116,6 +133,10 @@ grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx, 
 grpc::Status CoordinatorServiceImpl::KvSet(grpc::ServerContext* ctx, const v1::KvSetRequest* req, v1::KvSetResponse*) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   c_->kv().Set(NsOf(req->ns()), req->key(), req->value());
   return grpc::Status::OK;
 }
@@ -124,6 +145,10 @@ grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext* ctx, const v1::K
                                            v1::KvGetResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   auto value = c_->kv().Get(NsOf(req->ns()), req->key(), KvTimeout(req->timeout_ms()));
   if (!value.ok()) return ToGrpc(value.status());
   out->set_value(*std::move(value));
@@ -134,6 +159,10 @@ grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext* ctx, const v1::
                                             v1::KvWaitResponse*) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   std::vector<std::string> keys(req->keys().begin(), req->keys().end());
   return ToGrpc(c_->kv().Wait(NsOf(req->ns()), keys, KvTimeout(req->timeout_ms())));
 }
@@ -142,6 +171,10 @@ grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext* ctx, const v1::K
                                            v1::KvAddResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   auto value = c_->kv().Add(NsOf(req->ns()), req->key(), req->delta());
   if (!value.ok()) return ToGrpc(value.status());
   out->set_value(*value);
@@ -151,18 +184,21 @@ grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext* ctx, const v1::K
 grpc::Status CoordinatorServiceImpl::GetEpochPlan(grpc::ServerContext* ctx, const v1::EpochPlanRequest* req,
                                                   v1::EpochPlan* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  if (absl::Status s = c_->CheckJobMember(SessionOf(ctx), req->job_id()); !s.ok()) return ToGrpc(s);
   return Unwrap(c_->GetEpochPlan(req->job_id(), req->epoch()), out);
 }
 
 grpc::Status CoordinatorServiceImpl::ReportResult(grpc::ServerContext* ctx, const v1::ReportResultRequest* req,
                                                   v1::ReportResultResponse*) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeWorker(c_, ctx, req->worker_id()); !s.ok()) return s;
   return ToGrpc(c_->ReportResult(*req));
 }
 
 grpc::Status CoordinatorServiceImpl::ReportCheckpoint(grpc::ServerContext* ctx, const v1::ReportCheckpointRequest* req,
                                                       v1::ReportCheckpointResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeWorker(c_, ctx, req->worker_id()); !s.ok()) return s;
   return Unwrap(c_->ReportCheckpoint(*req), out);
 }
 

@@ -3,6 +3,7 @@
 
 #include "auth.h"
 #include "coordinator.h"
+#include "gradsync/rpc/server.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 #include "gradsync/v1/job.grpc.pb.h"
 
@@ -27,7 +28,10 @@ class JobServiceImpl final : public v1::JobService::Service {
 };
 
 // The worker-facing service. With a cluster token, every call must carry it as a bearer token, so
-// only the cluster's workers join jobs, read the rendezvous store and report results.
+// only the cluster's workers join jobs, read the rendezvous store and report results. Every call
+// after RegisterWorker must also carry the caller's worker session: heartbeats, assignment
+// streams and reports name a worker and must be that worker's; the rendezvous store of a job's
+// generation and its epoch plans are open only to the workers running its ranks.
 class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
  public:
   CoordinatorServiceImpl(Coordinator* coordinator, TokenAuth cluster_auth)

@@ -3,10 +3,22 @@
 #include <algorithm>
 #include <utility>
 
+#include "auth.h"
+#include "gradsync/core/random_token.h"
+
 namespace gradsync::coordinator {
 
 WorkerLease::WorkerLease(std::string id, v1::RegisterWorkerRequest info, absl::Time now)
-    : id_(std::move(id)), info_(std::move(info)), last_seen_(now) {}
+    : id_(std::move(id)), session_(id_ + "." + NewRandomToken()), info_(std::move(info)), last_seen_(now) {}
+
+bool WorkerLease::SessionMatches(absl::string_view presented) const {
+  return ConstantTimeEquals(std::string(presented), session_);
+}
+
+absl::string_view WorkerLease::WorkerIdOfSession(absl::string_view session) {
+  const size_t dot = session.rfind('.');
+  return dot == absl::string_view::npos ? absl::string_view() : session.substr(0, dot);
+}
 
 void WorkerLease::Assign(v1::Assignment a) {
   assigned_ = true;

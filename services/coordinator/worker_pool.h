@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "placement.h"
@@ -19,9 +20,16 @@ namespace gradsync::coordinator {
 
 class WorkerLease {
  public:
+  // Issues the lease a fresh session credential.
   WorkerLease(std::string id, v1::RegisterWorkerRequest info, absl::Time now);
 
   const std::string& id() const { return id_; }
+  // The credential the worker presents on every call after registering: "<id>.<random hex>".
+  const std::string& session() const { return session_; }
+  // Whether `presented` is this lease's session, compared in constant time.
+  bool SessionMatches(absl::string_view presented) const;
+  // The worker id a session names (the part before its last '.'); empty when it names none.
+  static absl::string_view WorkerIdOfSession(absl::string_view session);
   const v1::RegisterWorkerRequest& info() const { return info_; }
   RankHost host() const { return {id_, info_.hostname(), info_.device()}; }
 
@@ -57,6 +65,7 @@ class WorkerLease {
 
  private:
   std::string id_;
+  std::string session_;
   v1::RegisterWorkerRequest info_;
   absl::Time last_seen_;
   bool assigned_ = false;

@@ -85,31 +85,40 @@ absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const std::string& ad
 
 namespace {
 
-// Adds the bearer token to every call's metadata. Metadata rather than call credentials, which
-// gRPC refuses to send over plaintext channels.
-class BearerInterceptor : public grpc::experimental::Interceptor {
+// Adds the bearer token and the late header to every call's metadata. Metadata rather than call
+// credentials, which gRPC refuses to send over plaintext channels.
+class MetadataInterceptor : public grpc::experimental::Interceptor {
  public:
-  explicit BearerInterceptor(const std::string* header) : header_(header) {}
+  MetadataInterceptor(const std::string* authorization, const LateHeader* late)
+      : authorization_(authorization), late_(late) {}
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      methods->GetSendInitialMetadata()->emplace("authorization", *header_);
+      auto* md = methods->GetSendInitialMetadata();
+      if (!authorization_->empty()) md->emplace("authorization", *authorization_);
+      if (late_ != nullptr) {
+        std::string value = late_->value();
+        if (!value.empty()) md->emplace(late_->key(), std::move(value));
+      }
     }
     methods->Proceed();
   }
 
  private:
-  const std::string* header_;
+  const std::string* authorization_;
+  const LateHeader* late_;
 };
 
-class BearerInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+class MetadataInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  explicit BearerInterceptorFactory(const std::string& token) : header_("Bearer " + token) {}
+  MetadataInterceptorFactory(const std::string& token, std::shared_ptr<const LateHeader> late)
+      : authorization_(token.empty() ? "" : "Bearer " + token), late_(std::move(late)) {}
   grpc::experimental::Interceptor* CreateClientInterceptor(grpc::experimental::ClientRpcInfo*) override {
-    return new BearerInterceptor(&header_);
+    return new MetadataInterceptor(&authorization_, late_.get());
   }
 
  private:
-  const std::string header_;
+  const std::string authorization_;
+  const std::shared_ptr<const LateHeader> late_;
 };
 
 }  // namespace
@@ -129,10 +138,12 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Cha
     ssl.pem_root_certs = options.tls_ca_pem;
     creds = grpc::SslCredentials(ssl);
   }
-  if (options.bearer_token.empty()) return grpc::CreateCustomChannel(address, creds, args);
-  // The channel owns the factory; each call's interceptor reads the header from it.
+  if (options.bearer_token.empty() && options.late_header == nullptr) {
+    return grpc::CreateCustomChannel(address, creds, args);
+  }
+  // The channel owns the factory; each call's interceptor reads the headers from it.
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<BearerInterceptorFactory>(options.bearer_token));
+  interceptors.push_back(std::make_unique<MetadataInterceptorFactory>(options.bearer_token, options.late_header));
   return grpc::experimental::CreateCustomChannelWithInterceptors(address, creds, args, std::move(interceptors));
 }
 

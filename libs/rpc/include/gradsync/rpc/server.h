@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "gradsync/rpc/late_header.h"
 #include "grpcpp/grpcpp.h"
 
 namespace gradsync::rpc {
@@ -47,11 +48,17 @@ absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const std::string& ad
                                                            const std::vector<grpc::Service*>& services,
                                                            const ServerTls& tls = {});
 
+// The metadata key of the session a coordinator issues to each worker at registration; the
+// worker sends it with every later call.
+inline constexpr char kWorkerSessionMetadata[] = "gradsync-worker-session";
+
 struct ChannelOptions {
   // PEM root certificates to verify the server with; non-empty makes the channel TLS.
   std::string tls_ca_pem;
   // Sent as "authorization: Bearer <token>" with every call when non-empty.
   std::string bearer_token;
+  // Sent with every call while its value is non-empty (a worker's session).
+  std::shared_ptr<const LateHeader> late_header;
   // Reads the CA file (if any) and the token file (if any); errors name the file, and a CA file
   // with no PEM certificate is INVALID_ARGUMENT.
   static absl::StatusOr<ChannelOptions> FromFiles(const std::string& ca_file, const std::string& token_file);
