@@ -1,5 +1,6 @@
 // gradsync-metrics: reduces workers' step reports across ranks and publishes them to Prometheus
 // (/metrics) and as JSON series.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -27,6 +28,9 @@ ABSL_FLAG(double, straggler_factor, 1.5,
           "a rank whose step time exceeds the step's median by this factor is flagged as a straggler");
 ABSL_FLAG(int64_t, series_capacity, 2000, "reduced steps kept per job for the JSON series");
 ABSL_FLAG(int64_t, job_idle_ttl_s, 3600, "a job without reports for this long is forgotten");
+ABSL_FLAG(int64_t, max_label_sets, 16384,
+          "Prometheus label sets kept at once (one per job, one per rank of a job); a report needing one more is "
+          "refused until an idle job is forgotten");
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": ..., \"http\": ..., \"api\": ...} (127.0.0.1:port each) here once "
           "serving (for callers that asked for port 0)");
@@ -48,6 +52,7 @@ int main(int argc, char** argv) {
   options.reducer.straggler_factor = absl::GetFlag(FLAGS_straggler_factor);
   options.reducer.series_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_series_capacity));
   options.reducer.job_idle_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_idle_ttl_s));
+  options.max_label_sets = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_label_sets)));
 
   auto server = gradsync::metrics::MetricsServer::Start(options);
   if (!server.ok()) {

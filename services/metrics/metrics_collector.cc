@@ -8,6 +8,8 @@ MetricsCollector::MetricsCollector(telemetry::StepReducerOptions options, Traini
     : reducer_(std::move(options)), metrics_(metrics) {}
 
 absl::Status MetricsCollector::Ingest(const v1::StepReport& report) {
+  // Before the reducer takes it: a report refused here changes nothing, as an invalid one.
+  if (absl::Status room = metrics_->CheckRoomFor(report.job_id(), report.rank()); !room.ok()) return room;
   absl::StatusOr<telemetry::AddResult> result = reducer_.Add(report);
   if (!result.ok()) {
     metrics_->RecordInvalidReport();

@@ -21,7 +21,9 @@ class MetricsCollector {
   MetricsCollector(telemetry::StepReducerOptions options, TrainingMetrics* metrics);
 
   // Takes one rank's report. INVALID_ARGUMENT for a malformed one (counted, nothing else
-  // changes). Duplicate and late reports are OK: counted and dropped.
+  // changes); RESOURCE_EXHAUSTED, likewise, for one whose job or rank would need a series label
+  // set beyond TrainingMetrics' limit, or a job beyond the reducer's. Duplicate and late reports
+  // are OK: counted and dropped.
   absl::Status Ingest(const v1::StepReport& report);
 
   // Publishes timed-out steps and forgets idle jobs; the server calls it every second.

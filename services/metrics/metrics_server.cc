@@ -9,7 +9,7 @@
 namespace gradsync::metrics {
 
 MetricsServer::MetricsServer(const MetricsServerOptions& options)
-    : collector_(options.reducer, &metrics_), service_(&collector_) {}
+    : metrics_(options.max_label_sets), collector_(options.reducer, &metrics_), service_(&collector_) {}
 
 MetricsServer::~MetricsServer() { Shutdown(absl::ZeroDuration()); }
 

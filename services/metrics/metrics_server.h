@@ -26,6 +26,8 @@ struct MetricsServerOptions {
   std::string http_listen = "0.0.0.0:9464";  // Prometheus /metrics
   std::string api_listen = "0.0.0.0:9466";   // JSON API
   telemetry::StepReducerOptions reducer;
+  // Prometheus label sets kept at once (one per job, one per rank of a job); see TrainingMetrics.
+  size_t max_label_sets = TrainingMetrics::kDefaultMaxLabelSets;
   // How often timed-out steps are published and idle jobs forgotten.
   absl::Duration tick_interval = absl::Seconds(1);
 };

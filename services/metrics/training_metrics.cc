@@ -61,8 +61,9 @@ struct TrainingMetrics::JobHandles {
   std::pair<int32_t, int64_t> newest{-1, -1};
 };
 
-TrainingMetrics::TrainingMetrics()
-    : registry_(std::make_shared<prometheus::Registry>()),
+TrainingMetrics::TrainingMetrics(size_t max_label_sets)
+    : max_label_sets_(max_label_sets),
+      registry_(std::make_shared<prometheus::Registry>()),
       loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_loss",
                   "Loss of the newest step, mean over ranks.")),
       step_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_step", "Newest step reduced across ranks.")),
@@ -102,71 +103,96 @@ TrainingMetrics::TrainingMetrics()
                         "Steps in which the rank was slower than the median rank by the straggler factor.")),
       invalid_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_invalid_reports_total",
                              "Step reports rejected as malformed.")
+                           .Add({})),
+      refused_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_refused_reports_total",
+                             "Step reports refused because every series label set was in use (--max_label_sets).")
                            .Add({})) {}
 
 TrainingMetrics::~TrainingMetrics() = default;
 
-TrainingMetrics::JobHandles& TrainingMetrics::Job(const std::string& job_id) {
-  std::unique_ptr<JobHandles>& slot = jobs_[job_id];
-  if (slot != nullptr) return *slot;
-  const prometheus::Labels l = {{"training_job", job_id}};
-  slot = std::make_unique<JobHandles>(JobHandles{&loss_.Add(l),
-                                                 &step_.Add(l),
-                                                 &generation_.Add(l),
-                                                 &samples_.Add(l),
-                                                 &tokens_.Add(l),
-                                                 &tokens_per_second_.Add(l),
-                                                 &step_duration_.Add(l, kStepBuckets),
-                                                 &grad_norm_.Add(l),
-                                                 &learning_rate_.Add(l),
-                                                 &partial_steps_.Add(l),
-                                                 &reports_.Add(l),
-                                                 &late_reports_.Add(l),
-                                                 &duplicate_reports_.Add(l),
-                                                 {},
-                                                 {-1, -1}});
-  return *slot;
+absl::Status TrainingMetrics::CheckRoomFor(const std::string& job_id, int32_t rank) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  const size_t needed = it == jobs_.end() ? 2 : (it->second->ranks.contains(rank) ? 0 : 1);
+  if (label_sets_ + needed <= max_label_sets_) return absl::OkStatus();
+  refused_reports_.Increment();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "every one of the ", max_label_sets_,
+      " series label sets (one per job and one per rank of a job; --max_label_sets) is in use: a report needing a "
+      "new one is refused until an idle job is forgotten"));
 }
 
-TrainingMetrics::RankHandles& TrainingMetrics::Rank(JobHandles& job, const std::string& job_id, int32_t rank) {
+TrainingMetrics::JobHandles* TrainingMetrics::Job(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) return it->second.get();
+  if (label_sets_ >= max_label_sets_) return nullptr;
+  ++label_sets_;
+  const prometheus::Labels l = {{"training_job", job_id}};
+  auto job = std::make_unique<JobHandles>(JobHandles{&loss_.Add(l),
+                                                     &step_.Add(l),
+                                                     &generation_.Add(l),
+                                                     &samples_.Add(l),
+                                                     &tokens_.Add(l),
+                                                     &tokens_per_second_.Add(l),
+                                                     &step_duration_.Add(l, kStepBuckets),
+                                                     &grad_norm_.Add(l),
+                                                     &learning_rate_.Add(l),
+                                                     &partial_steps_.Add(l),
+                                                     &reports_.Add(l),
+                                                     &late_reports_.Add(l),
+                                                     &duplicate_reports_.Add(l),
+                                                     {},
+                                                     {-1, -1}});
+  return jobs_.emplace(job_id, std::move(job)).first->second.get();
+}
+
+TrainingMetrics::RankHandles* TrainingMetrics::Rank(JobHandles& job, const std::string& job_id, int32_t rank) {
   auto it = job.ranks.find(rank);
-  if (it != job.ranks.end()) return it->second;
+  if (it != job.ranks.end()) return &it->second;
+  if (label_sets_ >= max_label_sets_) return nullptr;
+  ++label_sets_;
   const prometheus::Labels l = {{"training_job", job_id}, {"rank", absl::StrCat(rank)}};
-  return job.ranks
-      .emplace(rank, RankHandles{&rank_loss_.Add(l), &rank_step_duration_.Add(l, kStepBuckets),
-                                 &allreduce_duration_.Add(l, kCommunicationBuckets),
-                                 &exposed_communication_.Add(l, kCommunicationBuckets), &allreduce_bytes_.Add(l),
-                                 &stragglers_.Add(l)})
-      .first->second;
+  return &job.ranks
+              .emplace(rank, RankHandles{&rank_loss_.Add(l), &rank_step_duration_.Add(l, kStepBuckets),
+                                         &allreduce_duration_.Add(l, kCommunicationBuckets),
+                                         &exposed_communication_.Add(l, kCommunicationBuckets),
+                                         &allreduce_bytes_.Add(l), &stragglers_.Add(l)})
+              .first->second;
 }
 
 void TrainingMetrics::RecordReport(const v1::StepReport& report, telemetry::ReportOutcome outcome) {
   absl::MutexLock lock(&mu_);
-  JobHandles& job = Job(report.job_id());
-  job.reports->Increment();
+  JobHandles* job = Job(report.job_id());
+  if (job == nullptr) return;  // only when reports raced for the last label set
+  job->reports->Increment();
   switch (outcome) {
-    case telemetry::ReportOutcome::kDuplicate: job.duplicate_reports->Increment(); return;
-    case telemetry::ReportOutcome::kLate: job.late_reports->Increment(); return;
+    case telemetry::ReportOutcome::kDuplicate: job->duplicate_reports->Increment(); return;
+    case telemetry::ReportOutcome::kLate: job->late_reports->Increment(); return;
     case telemetry::ReportOutcome::kAccepted: break;
   }
-  RankHandles& rank = Rank(job, report.job_id(), report.rank());
-  rank.loss->Set(report.loss());
-  rank.step_duration->Observe(report.step_seconds());
-  rank.allreduce_duration->Observe(report.communication_seconds());
-  rank.exposed_communication->Observe(report.exposed_communication_seconds());
-  rank.allreduce_bytes->Increment(static_cast<double>(BucketBytes(report)));
+  RankHandles* rank = Rank(*job, report.job_id(), report.rank());
+  if (rank == nullptr) return;
+  rank->loss->Set(report.loss());
+  rank->step_duration->Observe(report.step_seconds());
+  rank->allreduce_duration->Observe(report.communication_seconds());
+  rank->exposed_communication->Observe(report.exposed_communication_seconds());
+  rank->allreduce_bytes->Increment(static_cast<double>(BucketBytes(report)));
 }
 
 void TrainingMetrics::RecordInvalidReport() { invalid_reports_.Increment(); }
 
 void TrainingMetrics::RecordStep(const v1::ReducedStep& step) {
   absl::MutexLock lock(&mu_);
-  JobHandles& job = Job(step.job_id());
+  JobHandles* found = Job(step.job_id());
+  if (found == nullptr) return;
+  JobHandles& job = *found;
   job.samples->Increment(static_cast<double>(step.samples()));
   job.tokens->Increment(static_cast<double>(step.tokens()));
   job.step_duration->Observe(step.step_seconds());
   if (step.partial()) job.partial_steps->Increment();
-  for (int32_t r : step.straggler_ranks()) Rank(job, step.job_id(), r).stragglers->Increment();
+  for (int32_t r : step.straggler_ranks()) {
+    if (RankHandles* rank = Rank(job, step.job_id(), r); rank != nullptr) rank->stragglers->Increment();
+  }
   const std::pair<int32_t, int64_t> key{step.generation(), step.step()};
   if (key < job.newest) return;
   job.newest = key;
@@ -204,6 +230,7 @@ void TrainingMetrics::ForgetJob(const std::string& job_id) {
   reports_.Remove(job.reports);
   late_reports_.Remove(job.late_reports);
   duplicate_reports_.Remove(job.duplicate_reports);
+  label_sets_ -= 1 + job.ranks.size();
   jobs_.erase(it);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "gradsync/telemetry/step_reducer.h"
 #include "gradsync/v1/metrics.pb.h"
@@ -20,9 +21,17 @@
 namespace gradsync::metrics {
 
 // Thread-safe: every method may be called from any thread.
+//
+// The series are bounded: a label set is one job ({training_job}, in every job-level family) or
+// one rank of a job ({training_job, rank}, in every rank-level family), and at most
+// `max_label_sets` exist at once. Ranks per job are bounded by the reducer's world size limit and
+// jobs by its job limit; this bounds their product, which would otherwise be millions of series.
 class TrainingMetrics {
  public:
-  TrainingMetrics();
+  // Room for 4 jobs of 4096 ranks: a scrape of about 100 MB at most.
+  static constexpr size_t kDefaultMaxLabelSets = 16384;
+
+  explicit TrainingMetrics(size_t max_label_sets = kDefaultMaxLabelSets);
   ~TrainingMetrics();
 
   TrainingMetrics(const TrainingMetrics&) = delete;
@@ -31,8 +40,11 @@ class TrainingMetrics {
   // What an exposer serves. Shared so that the exposer may outlive a scrape in flight.
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
+  // OK when the series of (job, rank) exist or there is room for them; otherwise counts the
+  // refusal and says RESOURCE_EXHAUSTED naming the limit. Asked before a report is taken.
+  absl::Status CheckRoomFor(const std::string& job_id, int32_t rank);
   // One rank's report, with what the reducer made of it: every report is counted; accepted ones
-  // update that rank's series.
+  // update that rank's series. A job or rank with no room for its series is not recorded.
   void RecordReport(const v1::StepReport& report, telemetry::ReportOutcome outcome);
   void RecordInvalidReport();
   // A step reduced across ranks: updates the job's series.
@@ -44,8 +56,11 @@ class TrainingMetrics {
   struct RankHandles;
   struct JobHandles;
 
-  JobHandles& Job(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  RankHandles& Rank(JobHandles& job, const std::string& job_id, int32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The series of a job or of one of its ranks, made when missing; null when there is no room.
+  JobHandles* Job(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RankHandles* Rank(JobHandles& job, const std::string& job_id, int32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const size_t max_label_sets_;
 
   std::shared_ptr<prometheus::Registry> registry_;
   // Job level: {training_job}.
@@ -71,9 +86,11 @@ class TrainingMetrics {
   prometheus::Family<prometheus::Counter>& stragglers_;
   // No labels.
   prometheus::Counter& invalid_reports_;
+  prometheus::Counter& refused_reports_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobHandles>> jobs_ ABSL_GUARDED_BY(mu_);
+  size_t label_sets_ ABSL_GUARDED_BY(mu_) = 0;  // jobs_ and their ranks
 };
 
 }  // namespace gradsync::metrics

@@ -1,11 +1,9 @@
 // libs/http's Server over real sockets: routing through one handler, the errors the server
-// raises itself, TLS with real certificates, and a slow client that must not hold the others up.
+// raises itself, TLS with real certificates, pipelined requests, and a slow client that must not
+// hold the others up (more of those in slow_client_test.cc).
 #include "gradsync/http/server.h"
 
 #include <httplib.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,11 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "http_client.h"
+#include "raw_client.h"
 
 namespace gradsync::http {
 namespace {
 
 using gradsync::testing::HttpRequest;
+using testing::RawClient;
 
 Reply Echo(const Request& r) {
   return Reply{200,
@@ -116,38 +116,30 @@ TEST(HttpServer, BadAddressesAndBusyPortsNameTheProblem) {
   EXPECT_TRUE(absl::StrContains(half.status().message(), "both a certificate file and a key file")) << half.status();
 }
 
-// A connection that sent half a request head and then went quiet.
-class SlowClient {
- public:
-  explicit SlowClient(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                 ::send(fd_, "GET /x HTTP/1.1\r\nHo", 19, 0) == 19;
-  }
-  ~SlowClient() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  // True while the server has neither answered nor closed this connection.
-  bool StillWaiting() const {
-    pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 0;
-  }
-
- private:
-  int fd_;
-  bool connected_ = false;
-};
-
 TEST(HttpServer, ASlowClientDoesNotHoldUpTheNextRequest) {
   auto server = StartOrDie(Loopback());
   ASSERT_NE(server, nullptr);
-  SlowClient slow(server->port());
-  ASSERT_TRUE(slow.connected());
+  RawClient slow(server->port());
+  ASSERT_TRUE(slow.connected() && slow.Send("GET /x HTTP/1.1\r\nHo"));
   // A server serving one connection at a time answers this only after giving up on `slow`.
   EXPECT_EQ(HttpRequest("GET", server->port(), "/fast").status, 200);
   EXPECT_TRUE(slow.StillWaiting());
+}
+
+TEST(HttpServer, PipelinedRequestsOnOneConnectionAreAnsweredInOrder) {
+  auto server = StartOrDie(Loopback());
+  ASSERT_NE(server, nullptr);
+  RawClient client(server->port());
+  ASSERT_TRUE(client.connected());
+  // Both heads arrive in one segment: the second is already buffered when the first is served.
+  ASSERT_TRUE(client.Send("POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"
+                          "GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+  const RawClient::Received r = client.ReadUntilClosed(absl::Seconds(15));
+  EXPECT_TRUE(r.closed);
+  const size_t a = r.bytes.find("POST /a q= h= xyz"), b = r.bytes.find("GET /b q= h= ");
+  ASSERT_NE(a, std::string::npos) << r.bytes;
+  ASSERT_NE(b, std::string::npos) << r.bytes;
+  EXPECT_LT(a, b);
 }
 
 // A self-signed certificate for localhost and 127.0.0.1 made with the openssl CLI, in a fresh directory.
@@ -187,6 +179,20 @@ TEST_F(HttpsTest, ServesTlsOnlyOnTheOneListener) {
   auto plain = HttpRequest("GET", server->port(), "/plain");
   EXPECT_NE(plain.status, 200);
   EXPECT_FALSE(absl::StrContains(plain.body, "/plain")) << plain.body;
+}
+
+TEST_F(HttpsTest, AHandshakeThatNeverEndsIsCutOffAtTheHeadDeadline) {
+  ServerOptions o = Loopback();
+  o.tls_cert_file = Path("cert.pem");
+  o.tls_key_file = Path("key.pem");
+  o.header_timeout = absl::Seconds(1);
+  auto server = StartOrDie(o);
+  ASSERT_NE(server, nullptr);
+  RawClient stalled(server->port());
+  ASSERT_TRUE(stalled.connected() && stalled.Send("\x16\x03\x01"));  // the first bytes of a ClientHello
+  const RawClient::Received r = stalled.ReadUntilClosed(absl::Seconds(15));
+  EXPECT_TRUE(r.closed) << "the half-begun handshake still holds its connection";
+  EXPECT_EQ(r.bytes, "");
 }
 
 TEST_F(HttpsTest, AnUnusableCertificateOrKeyIsNamed) {

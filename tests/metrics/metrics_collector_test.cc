@@ -1,6 +1,7 @@
 // MetricsCollector and TrainingMetrics without servers: what reaches the Prometheus registry.
 #include "metrics_collector.h"
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 #include "prometheus_text.h"
@@ -79,6 +80,35 @@ TEST_F(MetricsCollectorTest, JobGaugesFollowTheNewestStepNotALatePartialOne) {
   EXPECT_EQ(SampleValue(text, R"(gradsync_train_step{training_job="a"})"), 1);
   EXPECT_EQ(SampleValue(text, R"(gradsync_train_loss{training_job="a"})"), 0.5);
   EXPECT_EQ(SampleValue(text, R"(gradsync_metrics_partial_steps_total{training_job="a"})"), 1);
+}
+
+// 2 x 4096 ranks would already be 8194 label sets; a small cap shows the same refusal.
+TEST(MetricsCollectorLimits, ReportsNeedingALabelSetBeyondTheCapAreRefusedUntilAJobIsForgotten) {
+  absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  telemetry::StepReducerOptions options;
+  options.job_idle_ttl = absl::Minutes(5);
+  options.clock = [&now] { return now; };
+  TrainingMetrics metrics(/*max_label_sets=*/3);
+  MetricsCollector collector(options, &metrics);
+  ASSERT_TRUE(collector.Ingest(Report("a", 0, 0, 1.0)).ok());  // job a and its rank 0
+  ASSERT_TRUE(collector.Ingest(Report("a", 1, 0, 1.0)).ok());  // rank 1: all 3 in use
+  const absl::Status refused = collector.Ingest(Report("b", 0, 0, 1.0));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "every one of the 3 series label sets")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "--max_label_sets")) << refused;
+  EXPECT_TRUE(collector.Ingest(Report("a", 0, 1, 1.0)).ok()) << "series that exist still update";
+
+  std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+  EXPECT_EQ(text.find(R"(training_job="b")"), std::string::npos) << text;
+  EXPECT_EQ(SampleValue(text, "gradsync_metrics_refused_reports_total"), 1);
+  EXPECT_EQ(collector.Jobs().job_ids_size(), 1) << "a refused report reaches no reducer";
+
+  now += absl::Minutes(6);
+  collector.Tick();  // job a is forgotten, and its label sets with it
+  EXPECT_TRUE(collector.Ingest(Report("b", 0, 0, 1.0)).ok());
+  EXPECT_TRUE(collector.Ingest(Report("b", 1, 0, 1.0)).ok());
+  text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+  EXPECT_EQ(SampleValue(text, R"(gradsync_train_loss{training_job="b"})"), 1.0);
 }
 
 }  // namespace

@@ -3,13 +3,16 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "acceptor.h"
+#include "connection_limits.h"
+#include "httplib_bridge.h"
 #include "tls_context.h"
 
 namespace gradsync::http {
@@ -17,6 +20,8 @@ namespace {
 
 // Every route takes every path: the service's Handler does the routing.
 constexpr char kAnyPath[] = ".*";
+// Requests one kept-alive connection carries before the server closes it.
+constexpr int kMaxRequestsPerConnection = 100;
 
 Request FromHttplib(const httplib::Request& in) {
   Request out;
@@ -55,6 +60,35 @@ std::string RefusalMessage(const httplib::Request& req, int status, size_t max_b
   }
 }
 
+const char* ReasonPhrase(int status) {
+  switch (status) {
+    case 408: return "Request Timeout";
+    case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+// A whole HTTP/1.1 reply that ends its connection, for the refusals sent outside httplib.
+std::string RawReply(const Reply& r) {
+  std::string out = absl::StrCat("HTTP/1.1 ", r.status, " ", ReasonPhrase(r.status), "\r\nContent-Type: ",
+                                 r.content_type, "\r\nContent-Length: ", r.body.size(), "\r\nConnection: close\r\n");
+  for (const auto& [name, value] : r.headers) absl::StrAppend(&out, name, ": ", value, "\r\n");
+  absl::StrAppend(&out, "\r\n", r.body);
+  return out;
+}
+
+// Whether the request line at the start of `head` is a GET or HEAD of one of `paths`.
+bool IsPriority(absl::string_view head, const std::vector<std::string>& paths) {
+  const size_t method_end = head.find(' ');
+  if (method_end == absl::string_view::npos) return false;
+  const absl::string_view method = head.substr(0, method_end);
+  if (method != "GET" && method != "HEAD") return false;
+  const absl::string_view rest = head.substr(method_end + 1);
+  const absl::string_view path = rest.substr(0, rest.find_first_of(" ?\r\n"));
+  return std::find(paths.begin(), paths.end(), path) != paths.end();
+}
+
 }  // namespace
 
 std::string Request::Query(absl::string_view name) const {
@@ -85,23 +119,27 @@ absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(absl::string_view
 
 class Server::Impl {
  public:
-  explicit Impl(std::unique_ptr<httplib::Server> server) : server_(std::move(server)) {}
+  explicit Impl(ServerOptions options)
+      : options_(std::move(options)),
+        limits_(std::max(1, options_.max_connections), std::max(1, options_.max_connections_per_client)) {}
   ~Impl() {
-    // stop() only takes effect once the loop runs; Start waits for that before returning.
-    server_->stop();
-    if (thread_.joinable()) thread_.join();
+    // Connections still sending heads close with the acceptor; queued and running requests finish.
+    if (acceptor_ != nullptr) acceptor_->Stop();
+    if (pool_ != nullptr) pool_->shutdown();
+    if (priority_pool_ != nullptr) priority_pool_->shutdown();
   }
 
-  httplib::Server& server() { return *server_; }
+  absl::Status UseTls() {
+    absl::StatusOr<TlsContext> tls = MakeTlsContext(options_.name, options_.tls_cert_file, options_.tls_key_file);
+    if (!tls.ok()) return tls.status();
+    tls_ = *std::move(tls);
+    return absl::OkStatus();
+  }
 
-  void Configure(const ServerOptions& options, Handler handler) {
-    const int threads = std::max(1, options.threads);
-    server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    const auto timeout = absl::ToChronoMicroseconds(options.io_timeout);
-    server_->set_read_timeout(timeout).set_write_timeout(timeout);
-    server_->set_payload_max_length(options.max_body_bytes);
+  void Configure(Handler handler) {
+    server_.set_payload_max_length(options_.max_body_bytes);
     // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
-    server_->set_socket_options([](int fd) {
+    server_.set_socket_options([](int fd) {
       const int one = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     });
@@ -109,38 +147,74 @@ class Server::Impl {
       ToHttplib(handler(FromHttplib(req)), res);
     };
     // httplib answers HEAD through the GET route and sends only the head.
-    server_->Get(kAnyPath, serve).Post(kAnyPath, serve).Put(kAnyPath, serve);
-    server_->Patch(kAnyPath, serve).Delete(kAnyPath, serve).Options(kAnyPath, serve);
-    auto error_reply = options.error_reply ? options.error_reply : PlainError;
-    server_->set_error_handler(httplib::Server::HandlerWithResponse(
-        [error_reply, max = options.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+    server_.Get(kAnyPath, serve).Post(kAnyPath, serve).Put(kAnyPath, serve);
+    server_.Patch(kAnyPath, serve).Delete(kAnyPath, serve).Options(kAnyPath, serve);
+    error_reply_ = options_.error_reply ? options_.error_reply : PlainError;
+    server_.set_error_handler(httplib::Server::HandlerWithResponse(
+        [error_reply = error_reply_, max = options_.max_body_bytes](const httplib::Request& req,
+                                                                     httplib::Response& res) {
           if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // the handler's own reply
           ToHttplib(error_reply(res.status, RefusalMessage(req, res.status, max)), res);
           return httplib::Server::HandlerResponse::Handled;
         }));
-    server_->set_exception_handler([error_reply](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    server_.set_exception_handler([error_reply = error_reply_](const httplib::Request&, httplib::Response& res,
+                                                               std::exception_ptr) {
       ToHttplib(error_reply(500, "internal error"), res);
     });
   }
 
-  // Binds and serves on a thread of its own; returns the port.
-  absl::StatusOr<int> Listen(const std::string& host, int port, const ServerOptions& options) {
+  // Binds, then accepts and serves on threads of its own; returns the port.
+  absl::StatusOr<int> Listen(const std::string& host, int port) {
     errno = 0;
     const std::string bind_host = host.empty() ? "0.0.0.0" : host;
     const int bound =
-        port == 0 ? server_->bind_to_any_port(bind_host) : (server_->bind_to_port(bind_host, port) ? port : -1);
+        port == 0 ? server_.bind_to_any_port(bind_host) : (server_.bind_to_port(bind_host, port) ? port : -1);
     if (bound <= 0) {
-      return absl::UnavailableError(absl::StrCat("cannot serve ", options.name, " on ", options.listen, ": ",
+      return absl::UnavailableError(absl::StrCat("cannot serve ", options_.name, " on ", options_.listen, ": ",
                                                  errno != 0 ? std::strerror(errno) : "bind failed"));
     }
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
-    while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    pool_ = std::make_unique<httplib::ThreadPool>(static_cast<size_t>(std::max(1, options_.threads)));
+    priority_pool_ = std::make_unique<httplib::ThreadPool>(static_cast<size_t>(std::max(1, options_.priority_threads)));
+    AcceptorOptions a;
+    a.header_timeout = options_.header_timeout;
+    a.max_head_bytes = std::max<size_t>(options_.max_head_bytes, 1024);
+    a.tls = tls_.get();
+    a.limits = &limits_;
+    a.refusal = [error_reply = error_reply_](int status, const std::string& message) {
+      return RawReply(error_reply(status, message));
+    };
+    a.dispatch = [this](std::unique_ptr<Connection> c) { Dispatch(std::move(c)); };
+    absl::StatusOr<std::unique_ptr<Acceptor>> acceptor = Acceptor::Start(server_.TakeListeningSocket(), std::move(a));
+    if (!acceptor.ok()) return acceptor.status();
+    acceptor_ = *std::move(acceptor);
     return bound;
   }
 
  private:
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  // On the acceptor's thread: queues a connection whose head has arrived.
+  void Dispatch(std::unique_ptr<Connection> c) {
+    httplib::ThreadPool& pool = IsPriority(c->buffered(), options_.priority_paths) ? *priority_pool_ : *pool_;
+    // httplib's queue takes copyable functions only.
+    auto held = std::make_shared<std::unique_ptr<Connection>>(std::move(c));
+    pool.enqueue([this, held] { Serve(std::move(*held)); });
+  }
+
+  // On a pool thread: one request, then the connection goes back to wait for its next head.
+  void Serve(std::unique_ptr<Connection> c) {
+    RequestStream stream(*c, options_.io_timeout);
+    c->CountServed();
+    if (!server_.ServeOne(stream, c->served() >= kMaxRequestsPerConnection)) return;
+    acceptor_->Return(std::move(c));
+  }
+
+  const ServerOptions options_;
+  std::function<Reply(int, std::string)> error_reply_;
+  RequestServer server_;
+  TlsContext tls_;
+  ConnectionLimits limits_;
+  std::unique_ptr<httplib::ThreadPool> pool_;
+  std::unique_ptr<httplib::ThreadPool> priority_pool_;
+  std::unique_ptr<Acceptor> acceptor_;
 };
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler handler) {
@@ -151,19 +225,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Han
     return absl::InvalidArgumentError(
         absl::StrCat(options.name, " TLS needs both a certificate file and a key file, or neither"));
   }
-  std::unique_ptr<httplib::Server> server;
-  if (tls) {
-    absl::StatusOr<std::unique_ptr<httplib::Server>> https =
-        MakeTlsServer(options.name, options.tls_cert_file, options.tls_key_file);
-    if (!https.ok()) return https.status();
-    server = *std::move(https);
-  } else {
-    server = std::make_unique<httplib::Server>();
-  }
   std::unique_ptr<Server> s(new Server());
-  s->impl_ = std::make_unique<Impl>(std::move(server));
-  s->impl_->Configure(options, std::move(handler));
-  absl::StatusOr<int> port = s->impl_->Listen(address->first, address->second, options);
+  s->impl_ = std::make_unique<Impl>(std::move(options));
+  if (tls) {
+    if (absl::Status status = s->impl_->UseTls(); !status.ok()) return status;
+  }
+  s->impl_->Configure(std::move(handler));
+  absl::StatusOr<int> port = s->impl_->Listen(address->first, address->second);
   if (!port.ok()) return port.status();
   s->port_ = *port;
   s->tls_ = tls;

@@ -4,7 +4,10 @@
 // and the errors it raises itself (no route, a body over the limit, a malformed request).
 //
 // Handlers run on the server's own threads (normal 8 MiB stacks), several at once: a handler must
-// be thread-safe, and a slow client only ever holds one thread.
+// be thread-safe. A connection holds no thread until its whole request head has arrived, every
+// time bound is a total (never reset by a byte trickling in), connections are capped in all and
+// per client address, and GET/HEAD of `priority_paths` (/healthz) have a thread of their own, so
+// slow or greedy clients cannot stop a liveness probe from being answered.
 #pragma once
 
 #include <functional>
@@ -54,9 +57,26 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   // Requests served at once.
   int threads = 4;
-  // Bound on reading a request and writing a reply.
+  // A connection must deliver its whole request head (request line and headers, and the TLS
+  // handshake before them) within this long of being accepted, or of its previous reply when
+  // kept alive; else it is closed (with 408 when part of a head came). A total, so a client
+  // sending one byte every few seconds gains nothing. Until then it holds no thread.
+  absl::Duration header_timeout = absl::Seconds(10);
+  // The total time for reading a request's body, and again for writing its reply.
   absl::Duration io_timeout = absl::Seconds(30);
-  // Renders an error the server raises itself (404 no route, 413, 400) in the service's format.
+  // A request head (request line and headers) larger than this is refused with 431.
+  size_t max_head_bytes = 64 << 10;
+  // Connections open at once, in all and from one client IP address (idle kept-alive ones
+  // included). Over either limit a new connection is closed as soon as it is accepted, after a
+  // 503 naming the limit on plain HTTP; it never reaches a thread.
+  int max_connections = 256;
+  int max_connections_per_client = 32;
+  // GET and HEAD requests for exactly these paths are served by `priority_threads` threads of
+  // their own, so a liveness probe or a scrape is answered while every other thread is busy.
+  std::vector<std::string> priority_paths = {"/healthz"};
+  int priority_threads = 1;
+  // Renders an error the server raises itself (404 no route, 413, 400, and the refusals 408,
+  // 431 and 503) in the service's format.
   // Plain text when unset.
   std::function<Reply(int status, std::string message)> error_reply;
 };
@@ -67,7 +87,8 @@ class Server {
   // pair, or a certificate or key that cannot be used (naming the file); UNAVAILABLE naming the
   // address when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options, Handler handler);
-  // Stops accepting, lets the requests in flight finish and joins every thread.
+  // Stops accepting, closes the connections still sending their heads or idle, lets the
+  // requests in flight finish and joins every thread.
   ~Server();
 
   int port() const { return port_; }

@@ -1,0 +1,82 @@
+// The thread that accepts a Server's connections and reads their request heads. A worker thread
+// is given a connection only once its whole head (request line and headers, and the TLS
+// handshake before them) has arrived, so clients that send slowly, or nothing, hold no worker:
+// they wait here, in one poll() over every such connection, until their head deadline.
+//
+// Lifecycle of a connection: accepted (or refused at once when over a ConnectionLimits limit),
+// head read here within `header_timeout` (else closed, with a 408 when part of a head came; a
+// head over `max_head_bytes` gets 431), handed to `dispatch`, served by a worker, and, when kept alive, handed back by Return()
+// to wait here for its next head under a fresh deadline.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "connection.h"
+#include "connection_limits.h"
+
+namespace gradsync::http {
+
+struct AcceptorOptions {
+  absl::Duration header_timeout = absl::Seconds(10);
+  size_t max_head_bytes = 64 << 10;
+  SSL_CTX* tls = nullptr;              // TLS when set; not owned, outlives the Acceptor
+  ConnectionLimits* limits = nullptr;  // not owned, outlives the Acceptor
+  // The bytes of a complete HTTP reply refusing a connection (status, why), sent before it is
+  // closed.
+  std::function<std::string(int status, const std::string& message)> refusal;
+  // Takes a connection whose next request head is buffered. Runs on the acceptor's thread: it
+  // must only queue the connection, never serve it.
+  std::function<void(std::unique_ptr<Connection>)> dispatch;
+};
+
+class Acceptor {
+ public:
+  // Takes ownership of the bound, listening socket `listen_fd` and starts the thread. INTERNAL
+  // when the thread's wake-up descriptor cannot be made.
+  static absl::StatusOr<std::unique_ptr<Acceptor>> Start(int listen_fd, AcceptorOptions options);
+  // Stop().
+  ~Acceptor();
+
+  // A kept-alive connection whose reply is sent: waits here for its next head. Thread-safe;
+  // after Stop() the connection is closed instead.
+  void Return(std::unique_ptr<Connection> connection);
+  // Stops accepting, closes the listening socket and every connection still waiting for its
+  // head, and joins the thread. Idempotent.
+  void Stop();
+
+ private:
+  struct Waiting {
+    std::unique_ptr<Connection> connection;
+    absl::Time deadline;
+  };
+
+  Acceptor(int listen_fd, int wake_fd, AcceptorOptions options);
+  void Run();
+  // Moves returned connections into `waiting`; false once stopping.
+  bool TakeReturned(std::vector<Waiting>& waiting);
+  void AcceptAll(std::vector<Waiting>& waiting);
+  // Reads what has arrived; false when the connection is no longer waiting (dispatched or closed).
+  bool Advance(Waiting& w);
+  // Closes a connection waiting for its head, telling it why when it has sent part of one.
+  void Refuse(Waiting& w, int status, const std::string& message);
+
+  const int listen_fd_;
+  const int wake_fd_;
+  const AcceptorOptions options_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<Connection>> returned_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace gradsync::http
