@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "assignment_stream.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
@@ -26,7 +27,8 @@ void Agent::SetRpcDeadline(grpc::ClientContext* ctx) {
 
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
-      stub_(v1::CoordinatorService::NewStub(rpc::MakeChannel(options_.coordinator, options_.coordinator_channel))),
+      channel_(rpc::MakeChannel(options_.coordinator, options_.coordinator_channel)),
+      stub_(v1::CoordinatorService::NewStub(channel_)),
       metrics_({.address = options_.metrics}) {}
 
 Agent::~Agent() {
@@ -94,10 +96,13 @@ absl::Status Agent::ServeAssignments() {
     req.set_worker_id(worker_id_);
     stream_ctx_ = &ctx;
   }
-  auto reader = stub_->WatchAssignments(&ctx, req);
-  v1::Assignment assignment;
-  while (reader->Read(&assignment)) {
-    RunAssignment(assignment);
+  // Read as bytes: an assignment that does not parse fails its rank, not the stream.
+  auto reader = WatchAssignmentBytes(channel_.get(), &ctx, req);
+  grpc::ByteBuffer bytes;
+  while (reader->Read(&bytes)) {
+    v1::Assignment assignment;
+    const absl::Status parsed = ParseAssignment(bytes, &assignment);
+    RunAssignment(assignment, parsed);
     if (ShutdownRequested()) break;
   }
   {

@@ -61,8 +61,10 @@ class Agent {
   absl::Status ServeAssignments();
 
   // One generation (agent_generation.cc): the heartbeat's state reset, the assignment's
-  // TrainConfig, the replica and the training loop, and the result reported.
-  void RunAssignment(const v1::Assignment& assignment);
+  // TrainConfig, the replica and the training loop, and the result reported. `parsed` is whether
+  // the assignment parsed (ParseAssignment); if not, the rank fails with it at once. An exception
+  // from the generation fails the rank as well (job_guard.h): the worker outlives every job.
+  void RunAssignment(const v1::Assignment& assignment, const absl::Status& parsed);
   void BeginGeneration(const v1::Assignment& assignment);
   absl::StatusOr<TrainOutcome> RunGeneration(const v1::Assignment& assignment);
   TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
@@ -82,6 +84,8 @@ class Agent {
   static void SetRpcDeadline(grpc::ClientContext* ctx);
 
   const AgentOptions options_;
+  // The channel of every call to the coordinator; the assignment stream reads it directly.
+  std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
   // Never blocks training: reports queue and go out on its own thread.
   telemetry::MetricsReporter metrics_;

@@ -1,21 +1,25 @@
 // The agent's part in one generation: the assignment read into a TrainConfig, the replica built
 // (rendezvous with the other ranks), the training loop run with hooks that reach the coordinator,
-// the metrics service and the sample log, and the result reported.
+// the metrics service and the sample log, and the result reported. Whatever the job does, an
+// error or an exception, ends here as that rank's failure (job_guard.h).
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent.h"
 #include "gradsync/comm/kv_client.h"
 #include "gradsync/core/log.h"
 #include "gradsync/rpc/status.h"
+#include "job_guard.h"
 #include "replica.h"
 #include "train_config.h"
 #include "worker_metrics.h"
 
 namespace gradsync::worker {
 
-void Agent::RunAssignment(const v1::Assignment& a) {
+void Agent::RunAssignment(const v1::Assignment& a, const absl::Status& parsed) {
   BeginGeneration(a);
-  const absl::StatusOr<TrainOutcome> outcome = RunGeneration(a);
+  const absl::StatusOr<TrainOutcome> outcome =
+      parsed.ok() ? RunGuarded<TrainOutcome>([&] { return RunGeneration(a); }) : absl::StatusOr<TrainOutcome>(parsed);
   EndGeneration(a, outcome);
 }
 
@@ -59,10 +63,12 @@ absl::StatusOr<TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
     absl::MutexLock lock(&mu_);
     comm_ = &(*replica)->comm();
   }
-  absl::StatusOr<TrainOutcome> outcome = Train(*config, **replica, HooksFor(a, kv.get(), samples.get()));
-  absl::MutexLock lock(&mu_);
-  comm_ = nullptr;
-  return outcome;
+  // Forgotten before the replica goes, however the generation ends: the heartbeat reads it.
+  absl::Cleanup forget_comm = [this] {
+    absl::MutexLock lock(&mu_);
+    comm_ = nullptr;
+  };
+  return Train(*config, **replica, HooksFor(a, kv.get(), samples.get()));
 }
 
 TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLog* samples) {
@@ -130,8 +136,14 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOut
     *report.mutable_result() = outcome->result;
     GS_LOG(INFO) << "finished: " << outcome->result.global_step() << " steps, digest " << outcome->param_digest;
   } else {
+    bool during_setup;
+    {
+      absl::MutexLock lock(&mu_);
+      during_setup = marker_.step == 0;
+    }
     report.set_error(outcome.status().ToString());
-    GS_LOG(ERROR) << "generation failed: " << outcome.status();
+    report.set_during_setup(during_setup);
+    GS_LOG(ERROR) << "generation failed" << (during_setup ? " during setup: " : ": ") << outcome.status();
   }
   ReportResult(report);
   if (absl::Status s = metrics_.Flush(absl::Seconds(2)); !s.ok() && metrics_.enabled()) {
