@@ -160,6 +160,7 @@ absl::StatusOr<v1::Job> Coordinator::NewJob(v1::JobSpec spec) {
 absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   auto normalized = spec::Normalize(std::move(spec));
   if (!normalized.ok()) return normalized.status();
+  if (absl::Status s = CheckModelBudget(*normalized, options_.max_model_bytes); !s.ok()) return s;
   absl::MutexLock creating(&create_mu_);
   absl::StatusOr<v1::Job> job = NewJob(*std::move(normalized));
   if (!job.ok()) return job.status();

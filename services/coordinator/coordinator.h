@@ -28,6 +28,7 @@
 #include "job_store.h"
 #include "job_writer.h"
 #include "kv_store.h"
+#include "model_budget.h"
 #include "worker_pool.h"
 
 namespace gradsync::coordinator {
@@ -47,6 +48,9 @@ struct CoordinatorOptions {
   // A generation whose ranks finish no collective and no step for this long (or for three step
   // times, if longer) is stalled: an event names the rank behind and where the others wait.
   absl::Duration stall_timeout = absl::Seconds(5);
+  // What a worker gives one job's model (parameters, gradients, AdamW's moments: model_budget.h);
+  // a larger model is refused at submission.
+  int64_t max_model_bytes = kDefaultMaxModelBytes;
   // Injected so lease expiry can be tested without sleeping.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -63,7 +67,8 @@ class Coordinator {
 
   // --- Jobs. Names are "jobs/{id}" or the bare id; NOT_FOUND for an unknown job. ---
 
-  // Fills defaults, validates (INVALID_ARGUMENT naming the field), queues and tries to schedule.
+  // Fills defaults, validates (INVALID_ARGUMENT naming the field, also for a model over
+  // max_model_bytes), queues and tries to schedule.
   absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& name);
   // INVALID_ARGUMENT for a negative page size or an unknown page token.
@@ -85,7 +90,8 @@ class Coordinator {
   absl::StatusOr<v1::EpochPlan> GetEpochPlan(const std::string& job_id, int epoch);
   // A rank's outcome. When every rank of the generation has succeeded, their parameter digests
   // are compared and the job ends SUCCEEDED or FAILED ("replica divergence"). A rank's error
-  // restarts the job from its last committed checkpoint while the restart budget lasts.
+  // restarts the job from its last committed checkpoint while the restart budget lasts; once ranks
+  // failed during setup (request.during_setup) on two different workers, it fails the job.
   absl::Status ReportResult(const v1::ReportResultRequest& request);
 
   // A rank wrote its part of the checkpoint at a step. The report that completes the set commits

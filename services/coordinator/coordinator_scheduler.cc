@@ -56,6 +56,8 @@ void Coordinator::ScheduleLocked() {
       continue;
     }
     const auto take = static_cast<std::ptrdiff_t>(std::min<size_t>(idle.size(), MaxWorkers(rt.spec())));
+    // Workers the job already failed to set up on come last: a retry runs elsewhere when it can.
+    std::stable_partition(idle.begin(), idle.end(), [&rt](const WorkerLease* w) { return !rt.FailedSetupOn(w->id()); });
     std::vector<WorkerLease*> gang(idle.begin(), idle.begin() + take);
     std::vector<RankHost> hosts;
     for (const WorkerLease* w : gang) hosts.push_back(w->host());

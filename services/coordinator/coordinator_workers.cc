@@ -17,6 +17,28 @@ bool RestartMayHelp(const std::string& error) {
          !absl::StartsWith(error, "NOT_FOUND");
 }
 
+// Ranks of one job that fail during setup on this many different workers fail the job: its model,
+// data or spec is what breaks, and another restart would only break the next worker too.
+constexpr int kSetupFailureWorkers = 2;
+
+struct RankFailure {
+  std::string reason;
+  bool retryable = true;
+};
+
+// What a rank's reported error means for its job, which `rt` records.
+RankFailure RankFailureOf(const v1::ReportResultRequest& r, JobRuntime* rt) {
+  RankFailure f{absl::StrFormat("rank %d on worker %s failed%s: %s", r.rank(), r.worker_id(),
+                                r.during_setup() ? " during setup" : "", r.error()),
+                RestartMayHelp(r.error())};
+  if (!r.during_setup() || !f.retryable) return f;
+  if (const int workers = rt->AddSetupFailure(r.worker_id()); workers >= kSetupFailureWorkers) {
+    absl::StrAppendFormat(&f.reason, " (ranks of this job failed during setup on %d workers: not retried)", workers);
+    f.retryable = false;
+  }
+  return f;
+}
+
 }  // namespace
 
 v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerRequest& request) {
@@ -105,10 +127,8 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
     if (absl::Status s = gen->CheckReporter(request.worker_id(), request.rank()); !s.ok()) return s;
   }
   if (gen != nullptr && !request.error().empty()) {
-    RestartOrFailLocked(
-        rt, "RankFailed",
-        absl::StrFormat("rank %d on worker %s failed: %s", request.rank(), request.worker_id(), request.error()),
-        RestartMayHelp(request.error()));
+    const RankFailure failure = RankFailureOf(request, rt);
+    RestartOrFailLocked(rt, "RankFailed", failure.reason, failure.retryable);
   } else if (gen != nullptr && gen->AddResult(request)) {
     CompleteLocked(rt);
   }

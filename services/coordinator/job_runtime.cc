@@ -79,6 +79,11 @@ void JobRuntime::Requeue(const std::string& reason) {
   job_.set_state_reason(reason);
 }
 
+int JobRuntime::AddSetupFailure(const std::string& worker_id) {
+  setup_failed_on_.insert(worker_id);
+  return static_cast<int>(setup_failed_on_.size());
+}
+
 Generation* JobRuntime::RunningGeneration(int number) {
   const bool running = generation_ != nullptr && generation_->number() == number && job_.state() == v1::RUNNING;
   return running ? generation_.get() : nullptr;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,13 @@ class JobRuntime {
   void Restart(const std::string& reason);
   // Waits for its next generation (RESTARTING) without counting a restart: a rescale.
   void Requeue(const std::string& reason);
+  // Records that a rank of the job failed during setup on worker `worker_id` (before its first
+  // training step) and returns on how many distinct workers that has happened. Twice on different
+  // workers, the job itself is what fails: the coordinator fails it instead of trying the fleet.
+  int AddSetupFailure(const std::string& worker_id);
+  // Whether a rank of the job failed during setup on `worker_id`: the scheduler tries the others
+  // first.
+  bool FailedSetupOn(const std::string& worker_id) const { return setup_failed_on_.count(worker_id) > 0; }
   void SetProgress(const v1::JobProgress& progress) { *job_.mutable_progress() = progress; }
   void SetResult(const v1::JobResult& result) { *job_.mutable_result() = result; }
 
@@ -109,6 +117,8 @@ class JobRuntime {
   int64_t checkpoint_bytes_total_ = 0;
   // Elastic jobs: when enough workers for minWorkers became idle (the last call's start).
   std::optional<absl::Time> quorum_since_;
+  // Workers on which a rank of the job failed during setup (since this coordinator started).
+  std::set<std::string> setup_failed_on_;
 };
 
 }  // namespace gradsync::coordinator

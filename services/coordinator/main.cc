@@ -54,6 +54,9 @@ ABSL_FLAG(int64_t, rendezvous_last_call_ms, 2000,
           "elastic jobs: once minWorkers are idle, how long to wait for more before starting with fewer");
 ABSL_FLAG(int64_t, scale_up_delay_s, 30,
           "elastic jobs: a generation below maxWorkers grows into idle workers after running this long");
+ABSL_FLAG(int64_t, max_model_bytes, gradsync::coordinator::kDefaultMaxModelBytes,
+          "the most memory a worker gives one job's model: parameters, gradients and AdamW's two moments, 16 "
+          "bytes a parameter (16 GiB by default); a larger model is refused at submission");
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": \"host:port\"} here once serving (for callers that asked for port 0)");
 
@@ -70,6 +73,7 @@ gradsync::coordinator::CoordinatorOptions OptionsFromFlags() {
   options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
   options.scale_up_delay = absl::Seconds(absl::GetFlag(FLAGS_scale_up_delay_s));
   options.stall_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
+  options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
   return options;
 }
 
