@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,24 +50,34 @@ std::string JobIdFromName(const std::string& name) { return absl::StartsWith(nam
 // cannot follow mu_ through c_, hence no analysis of their bodies.
 Coordinator::StateLock::StateLock(Coordinator* c) ABSL_NO_THREAD_SAFETY_ANALYSIS : c_(c) { c_->mu_.Lock(); }
 
-Coordinator::StateLock::~StateLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+absl::Status Coordinator::StateLock::Commit() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  committed_ = true;
   std::vector<JobSnapshot> changes = c_->TakeChangesLocked();
   c_->mu_.Unlock();
-  c_->writer_.Write(std::move(changes));
+  return c_->writer_.Write(std::move(changes));
+}
+
+Coordinator::StateLock::~StateLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (!committed_) Commit().IgnoreError();
 }
 
 Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store)
     : options_(std::move(options)), writer_(std::move(store)) {
-  std::vector<v1::Job> stored = writer_.LoadAll();
+  absl::StatusOr<std::vector<v1::Job>> stored = writer_.LoadAll();
+  if (!stored.ok()) {
+    // The store checked every row when it opened, so this is a disk failing under it. Running
+    // without the jobs would schedule over them: stop instead.
+    GS_LOG(ERROR) << "cannot load the stored jobs: " << stored.status();
+    std::abort();
+  }
   StateLock lock(this);
-  RecoverLocked(std::move(stored));
+  RecoverLocked(*std::move(stored));
 }
 
 void Coordinator::RecoverLocked(std::vector<v1::Job> stored) {
   for (v1::Job& job : stored) {
     const std::string id = job.id();
     JobRuntime& rt = jobs_.try_emplace(id, std::move(job)).first->second;
-    job_order_.push_back(id);
     if (rt.ended()) continue;
     if (rt.state() == v1::RUNNING || rt.state() == v1::RESTARTING) {
       // Its workers will register again; they cannot resume a generation the coordinator no
@@ -97,6 +108,7 @@ void Coordinator::Start() {
         if (mu_.AwaitWithTimeout(absl::Condition(&stop), tick)) return;
       }
       CheckLeases();
+      RetryStoreWrites();
     }
   });
 }
@@ -107,8 +119,17 @@ void Coordinator::Shutdown() {
     shutdown_ = true;
   }
   kv_.Shutdown();
+  writer_.stored().Shutdown();
   if (lease_thread_.joinable()) lease_thread_.join();
 }
+
+absl::Status Coordinator::StoreHealth() { return writer_.stored().health(); }
+
+void Coordinator::OnStoreHealthChange(std::function<void(const absl::Status&)> listener) {
+  writer_.stored().OnHealthChange(std::move(listener));
+}
+
+void Coordinator::RetryStoreWrites() { writer_.Retry(); }
 
 std::string Coordinator::NewIdLocked(const std::string& prefix) {
   const uint64_t r = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) + ++id_counter_);
@@ -118,6 +139,20 @@ std::string Coordinator::NewIdLocked(const std::string& prefix) {
 JobRuntime* Coordinator::FindJobLocked(const std::string& name) {
   auto it = jobs_.find(JobIdFromName(name));
   return it == jobs_.end() ? nullptr : &it->second;
+}
+
+v1::Job Coordinator::StoredJob(const std::string& id) {
+  std::optional<std::pair<v1::Job, int64_t>> stored = writer_.stored().Get(id);
+  return stored.has_value() ? std::move(stored->first) : v1::Job();
+}
+
+absl::Status Coordinator::PreconditionLocked(const JobRuntime& rt, const std::string& message) {
+  // A state that differs from the stored one while writes succeed is being written right now.
+  const std::optional<std::pair<v1::Job, int64_t>> stored = writer_.stored().Get(rt.id());
+  if (stored.has_value() && stored->first.state() != rt.state()) {
+    if (absl::Status health = writer_.stored().health(); !health.ok()) return health;
+  }
+  return absl::FailedPreconditionError(message);
 }
 
 void Coordinator::TouchLocked(JobRuntime* rt) {
@@ -166,41 +201,30 @@ absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   if (!job.ok()) return job.status();
   // The job exists once it is stored; until then no other call can see it.
   if (absl::Status s = writer_.Insert(*job); !s.ok()) return s;
-  StateLock lock(this);
   const std::string id = job->id();
+  StateLock lock(this);
   JobRuntime& rt = jobs_.try_emplace(id, *std::move(job)).first->second;
-  job_order_.push_back(id);
   AddEventLocked(&rt, "Created", absl::StrCat("world size ", rt.spec().training().world_size()));
   queue_.push_back(id);
   TouchLocked(&rt);
   ScheduleLocked();
-  return rt.job();
+  // The job exists: if what scheduling changed cannot be stored, the caller still gets the job as
+  // stored (and the change is written again later), not an error that invites a second submit.
+  lock.Commit().IgnoreError();
+  return StoredJob(id);
 }
 
 absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  JobRuntime* rt = FindJobLocked(name);
-  if (rt == nullptr) return JobNotFound(name);
-  return rt->job();
+  std::optional<std::pair<v1::Job, int64_t>> stored = writer_.stored().Get(JobIdFromName(name));
+  if (!stored.has_value()) return JobNotFound(name);
+  return std::move(stored->first);
 }
 
 absl::StatusOr<v1::ListJobsResponse> Coordinator::ListJobs(int page_size, const std::string& page_token) {
   if (page_size < 0) return absl::InvalidArgumentError(absl::StrCat("pageSize: must not be negative, got ", page_size));
   if (page_size == 0) page_size = kDefaultPageSize;
   page_size = std::min(page_size, kMaxPageSize);
-  absl::MutexLock lock(&mu_);
-  auto it = job_order_.begin();
-  if (!page_token.empty()) {
-    it = std::find(job_order_.begin(), job_order_.end(), page_token);
-    if (it == job_order_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("pageToken: unknown token \"", page_token, "\""));
-    }
-    ++it;
-  }
-  v1::ListJobsResponse resp;
-  for (; it != job_order_.end() && resp.jobs_size() < page_size; ++it) *resp.add_jobs() = jobs_.at(*it).job();
-  if (it != job_order_.end()) resp.set_next_page_token(resp.jobs().rbegin()->id());
-  return resp;
+  return writer_.stored().List(page_size, page_token);
 }
 
 absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& name) {
@@ -208,23 +232,20 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& name) {
   JobRuntime* rt = FindJobLocked(name);
   if (rt == nullptr) return JobNotFound(name);
   if (rt->ended()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", rt->id(), " already ended: ", v1::JobState_Name(rt->state())));
+    return PreconditionLocked(*rt, absl::StrCat("job ", rt->id(), " already ended: ", v1::JobState_Name(rt->state())));
   }
   FinishLocked(rt, v1::CANCELLED, "Cancelled", "cancelled by request");
   ScheduleLocked();
-  return rt->job();
+  const std::string id = rt->id();
+  if (absl::Status s = lock.Commit(); !s.ok()) return s;
+  return StoredJob(id);
 }
 
 absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJobChange(const std::string& name, int64_t seen,
                                                                        absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  JobRuntime* rt = FindJobLocked(name);
-  if (rt == nullptr) return JobNotFound(name);
-  auto changed = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return shutdown_ || rt->version() > seen; };
-  mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
-  if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
-  return std::make_pair(rt->job(), rt->version());
+  auto change = writer_.stored().WaitChange(JobIdFromName(name), seen, timeout);
+  if (absl::IsNotFound(change.status())) return JobNotFound(name);
+  return change;
 }
 
 void Coordinator::FinishLocked(JobRuntime* rt, v1::JobState state, const std::string& type,

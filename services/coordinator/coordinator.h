@@ -2,7 +2,8 @@
 // that its collaborators own: each job's JobRuntime and the Generation it runs (ranks, checkpoint
 // parts, results, stall watch), the WorkerPool's leases, the rendezvous KvStore, and the JobWriter
 // in front of the JobStore. One lock, mu_, guards the in-memory state; jobs changed under it are
-// written to the store after it is released. The gRPC handlers only translate to and from these
+// written to the store after it is released. The job API reads jobs as stored (StoredJobs), so it
+// never shows a state that is not written. The gRPC handlers only translate to and from these
 // calls. Thread-safe.
 #pragma once
 
@@ -65,10 +66,14 @@ class Coordinator {
   // Stops the thread and releases every blocked call with CANCELLED. Idempotent.
   void Shutdown();
 
-  // --- Jobs. Names are "jobs/{id}" or the bare id; NOT_FOUND for an unknown job. ---
+  // --- Jobs. Names are "jobs/{id}" or the bare id; NOT_FOUND for an unknown job. Jobs are
+  // returned as stored. A call whose change cannot be stored fails with the store's error
+  // (UNAVAILABLE for a full disk, naming the database); the change stays in memory and is written
+  // again by a later call or RetryStoreWrites. ---
 
   // Fills defaults, validates (INVALID_ARGUMENT naming the field, also for a model over
-  // max_model_bytes), queues and tries to schedule.
+  // max_model_bytes), stores, queues and tries to schedule. The job exists once its row is
+  // inserted: only a failed insert fails the call.
   absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& name);
   // INVALID_ARGUMENT for a negative page size or an unknown page token.
@@ -88,7 +93,7 @@ class Coordinator {
   // NOT_FOUND if the worker is unknown or was declared lost.
   absl::StatusOr<std::optional<v1::Assignment>> NextAssignment(const std::string& worker_id, absl::Duration timeout);
   absl::StatusOr<v1::EpochPlan> GetEpochPlan(const std::string& job_id, int epoch);
-  // A rank's outcome. When every rank of the generation has succeeded, their parameter digests
+  // A rank's outcome; the store's error if the change it made cannot be stored. When every rank of the generation has succeeded, their parameter digests
   // are compared and the job ends SUCCEEDED or FAILED ("replica divergence"). A rank's error
   // restarts the job from its last committed checkpoint while the restart budget lasts; once ranks
   // failed during setup (request.during_setup) on two different workers, it fails the job.
@@ -96,7 +101,8 @@ class Coordinator {
 
   // A rank wrote its part of the checkpoint at a step. The report that completes the set commits
   // the checkpoint: MANIFEST.json is written last, the job records it, and retention runs.
-  // FAILED_PRECONDITION for a report of a generation that is no longer running.
+  // FAILED_PRECONDITION for a report of a generation that is no longer running; the store's error
+  // if the commit cannot be stored (then old checkpoints are kept).
   absl::StatusOr<v1::ReportCheckpointResponse> ReportCheckpoint(const v1::ReportCheckpointRequest& request);
 
   // Asks a running job's ranks to checkpoint at their next step boundary.
@@ -111,6 +117,18 @@ class Coordinator {
   void CheckLeases();
 
   KvStore& kv() { return kv_; }
+
+  // --- The store's health. ---
+
+  // OK while job writes succeed; the error of the failed write otherwise (the coordinator is then
+  // NOT_SERVING over grpc.health.v1 and /healthz).
+  absl::Status StoreHealth();
+  // Calls `listener` with the store's health now and at every change. It runs under a lock of
+  // the coordinator's and must not call back into it. nullptr stops the calls.
+  void OnStoreHealthChange(std::function<void(const absl::Status&)> listener);
+  // While the store is unhealthy: writes again what failed to be written, or probes the store
+  // with a write. Called by the lease thread; public so tests drive it.
+  void RetryStoreWrites();
 
   // Figures for the coordinator's /metrics, read at scrape time.
   struct Snapshot {
@@ -141,6 +159,11 @@ class Coordinator {
   // id stays free while create_mu_ is held.
   absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(create_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job as stored; a call returns it once its StateLock committed.
+  v1::Job StoredJob(const std::string& id);
+  // FAILED_PRECONDITION with `message` about the job's state, unless that state is not stored
+  // because writes fail: then the store's error, so no answer reports a state a restart would lose.
+  absl::Status PreconditionLocked(const JobRuntime& rt, const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that the job changed: watchers wake, and the job is written to the store when the
   // call's StateLock is released.
   void TouchLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -191,8 +214,6 @@ class Coordinator {
   absl::Mutex create_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::map<std::string, JobRuntime> jobs_ ABSL_GUARDED_BY(mu_);
-  // Job ids in creation order, for ListJobs.
-  std::vector<std::string> job_order_ ABSL_GUARDED_BY(mu_);
   // Pending and restarting jobs, oldest first.
   std::vector<std::string> queue_ ABSL_GUARDED_BY(mu_);
   // Jobs touched by the call that holds mu_, to write when it releases it.
@@ -210,12 +231,17 @@ class Coordinator {
 class ABSL_SCOPED_LOCKABLE Coordinator::StateLock {
  public:
   explicit StateLock(Coordinator* c) ABSL_EXCLUSIVE_LOCK_FUNCTION(c->mu_);
+  // Releases the lock and writes the jobs the call changed. OK once they are stored; the store's
+  // error otherwise, which a call that reports an outcome returns.
+  absl::Status Commit() ABSL_UNLOCK_FUNCTION();
+  // Commits unless Commit ran; a failure then shows in the store's health only.
   ~StateLock() ABSL_UNLOCK_FUNCTION();
   StateLock(const StateLock&) = delete;
   StateLock& operator=(const StateLock&) = delete;
 
  private:
   Coordinator* c_;
+  bool committed_ = false;
 };
 
 // "jobs/{id}" -> "{id}"; a bare id is returned unchanged.

@@ -57,6 +57,9 @@ absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const
     keep = rt->keep();
     root = std::filesystem::path(m->dir()).parent_path().string();
     CommitCheckpointLocked(rt, *m);
+    // Until the job that lists the new checkpoint is stored, the old ones are what a restart
+    // resumes from: they stay.
+    if (absl::Status s = lock.Commit(); !s.ok()) return s;
     resp.set_committed(true);
   }
   // Deleting old checkpoints can take a while: outside the lock.
@@ -83,13 +86,16 @@ absl::StatusOr<v1::Job> Coordinator::RequestCheckpoint(const std::string& name) 
   JobRuntime* rt = FindJobLocked(name);
   if (rt == nullptr) return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
   if (rt->state() != v1::RUNNING) {
-    return absl::FailedPreconditionError(
+    return PreconditionLocked(
+        *rt,
         absl::StrCat("job ", rt->id(), " is ", v1::JobState_Name(rt->state()), "; only a running job can checkpoint"));
   }
   rt->RequestCheckpoint();
   AddEventLocked(rt, "CheckpointRequested", "at the next step boundary");
   TouchLocked(rt);
-  return rt->job();
+  const std::string id = rt->id();
+  if (absl::Status s = lock.Commit(); !s.ok()) return s;
+  return StoredJob(id);
 }
 
 int Coordinator::CheckpointAllRunning(absl::Duration timeout) {

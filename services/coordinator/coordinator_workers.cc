@@ -133,7 +133,7 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
     CompleteLocked(rt);
   }
   ScheduleLocked();
-  return absl::OkStatus();
+  return lock.Commit();
 }
 
 void Coordinator::CompleteLocked(JobRuntime* rt) {

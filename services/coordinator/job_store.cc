@@ -26,7 +26,7 @@ std::optional<v1::Job> InMemoryJobStore::Get(const std::string& id) const {
   return it->second;
 }
 
-std::vector<v1::Job> InMemoryJobStore::List(const std::string& after_id, int limit) const {
+absl::StatusOr<std::vector<v1::Job>> InMemoryJobStore::List(const std::string& after_id, int limit) const {
   auto it = order_.begin();
   if (!after_id.empty()) {
     it = std::find(order_.begin(), order_.end(), after_id);

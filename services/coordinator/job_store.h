@@ -3,6 +3,7 @@
 // store below, for a coordinator without a state directory (jobs lost when it stops) and tests.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,6 +15,8 @@
 namespace gradsync::coordinator {
 
 // Not thread-safe: the coordinator's JobWriter (job_writer.h) serialises access under its lock.
+// A write that fails leaves the store as it was. Errors name the database: UNAVAILABLE when the
+// disk cannot take the write now (full, an I/O error, locked), DATA_LOSS when the file is corrupt.
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -22,9 +25,15 @@ class JobStore {
   virtual absl::Status Insert(const gradsync::v1::Job& job) = 0;
   // NOT_FOUND if the job does not exist.
   virtual absl::Status Update(const gradsync::v1::Job& job) = 0;
+  // nullopt when the job is not stored (or its row cannot be read, which is logged).
   virtual std::optional<gradsync::v1::Job> Get(const std::string& id) const = 0;
-  // Jobs in creation order, starting after `after_id` (empty: from the first).
-  virtual std::vector<gradsync::v1::Job> List(const std::string& after_id, int limit) const = 0;
+  // Jobs in creation order, starting after `after_id` (empty: from the first); the store's error
+  // when it cannot be read.
+  virtual absl::StatusOr<std::vector<gradsync::v1::Job>> List(const std::string& after_id, int limit) const = 0;
+  // Whether a write of `bytes` would be stored now: a write that leaves no trace. For the
+  // JobWriter's health probe, while nothing else is left to write. A store that cannot fail
+  // keeps this default.
+  virtual absl::Status Probe(size_t bytes) { return absl::OkStatus(); }
 };
 
 class InMemoryJobStore : public JobStore {
@@ -32,7 +41,7 @@ class InMemoryJobStore : public JobStore {
   absl::Status Insert(const gradsync::v1::Job& job) override;
   absl::Status Update(const gradsync::v1::Job& job) override;
   std::optional<gradsync::v1::Job> Get(const std::string& id) const override;
-  std::vector<gradsync::v1::Job> List(const std::string& after_id, int limit) const override;
+  absl::StatusOr<std::vector<gradsync::v1::Job>> List(const std::string& after_id, int limit) const override;
 
  private:
   std::map<std::string, gradsync::v1::Job> jobs_;

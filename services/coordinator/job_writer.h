@@ -8,8 +8,14 @@
 // serialised here, and a snapshot older than one already written is skipped. Two calls that race
 // to write after unlocking therefore leave the newer state in the store, whichever writes first;
 // and each change is covered by the snapshot its own call took, or by a newer one.
+//
+// Durable or loud: a snapshot whose write fails is kept (the newest per job) and written again by
+// the next Write or Retry; meanwhile the store is unhealthy, and StoredJobs goes on showing the
+// job as it was last written. What the API shows is therefore always what a restarted coordinator
+// would load.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gradsync/v1/job.pb.h"
 #include "job_store.h"
+#include "stored_jobs.h"
 
 namespace gradsync::coordinator {
 
@@ -33,22 +40,47 @@ struct JobSnapshot {
 // Thread-safe. Callers must not hold the coordinator's lock.
 class JobWriter {
  public:
+  // A job loaded or inserted is at this version (JobRuntime's first).
+  static constexpr int64_t kFirstVersion = 1;
+
   explicit JobWriter(std::unique_ptr<JobStore> store) : store_(std::move(store)) {}
 
-  // Every stored job, in creation order (for recovery).
-  std::vector<v1::Job> LoadAll();
+  // Every stored job, in creation order (for recovery), now also in stored(). The store's error
+  // when it cannot be read.
+  absl::StatusOr<std::vector<v1::Job>> LoadAll();
   // Stores a new job; it must precede any Write of the job. The store's error (ALREADY_EXISTS,
-  // INTERNAL) on failure.
+  // UNAVAILABLE, ...) on failure, which also makes the store unhealthy until a write succeeds.
   absl::Status Insert(const v1::Job& job);
-  // Writes each snapshot unless the store already holds that job at the same or a newer version.
-  // Store errors are logged: the job stays correct in memory and its next change writes it again.
-  void Write(std::vector<JobSnapshot> snapshots);
+  // Writes each snapshot unless the store already holds that job at the same or a newer version,
+  // together with the snapshots whose writes failed before. OK once every job given is stored at
+  // its snapshot's version or newer; otherwise the store's error, and the snapshot is kept to be
+  // written again.
+  absl::Status Write(std::vector<JobSnapshot> snapshots);
+  // For a periodic probe: while the store is unhealthy, writes the kept snapshots again, or when
+  // none is left, probes the store with a write as large as the one that failed. A success makes
+  // the store healthy again.
+  void Retry();
+
+  // The jobs as stored, and the store's health.
+  StoredJobs& stored() { return stored_; }
 
  private:
+  // Writes every kept snapshot and sets the health from the outcome.
+  void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the store's health, logging when it changes.
+  void SetHealthLocked(absl::Status health) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   std::unique_ptr<JobStore> store_ ABSL_GUARDED_BY(mu_);
-  // The version of each job the store holds, for jobs written since this coordinator started.
+  // The version of each job the store holds, for jobs loaded or written since this coordinator started.
   std::map<std::string, int64_t> written_ ABSL_GUARDED_BY(mu_);
+  // The newest snapshot of each job that is not written yet, and the error of its last write.
+  std::map<std::string, JobSnapshot> unwritten_ ABSL_GUARDED_BY(mu_);
+  absl::Status write_error_ ABSL_GUARDED_BY(mu_);
+  // The size of the insert that failed last, for the probe.
+  size_t failed_insert_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Its own lock, taken under mu_ and never the other way round.
+  StoredJobs stored_;
 };
 
 }  // namespace gradsync::coordinator

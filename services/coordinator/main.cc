@@ -156,6 +156,11 @@ absl::Status Run() {
   gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator, *cluster_auth);
   auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers}, *tls);
   if (!server.ok()) return server.status();
+  // grpc.health.v1 follows the store: NOT_SERVING while job writes fail.
+  grpc::HealthCheckServiceInterface* health = (*server)->server()->GetHealthCheckService();
+  coordinator.OnStoreHealthChange([health](const absl::Status& store) {
+    if (health != nullptr) health->SetServingStatus(store.ok());
+  });
   coordinator.Start();
   // The metrics server holds the collectable weakly: this owns it until the servers are gone.
   auto coordinator_metrics = std::make_shared<gradsync::coordinator::CoordinatorMetrics>(&coordinator);
@@ -171,6 +176,7 @@ absl::Status Run() {
   coordinator.Shutdown();
   http->rest.reset();
   (*server)->Shutdown(absl::Seconds(2));
+  coordinator.OnStoreHealthChange(nullptr);
   http->metrics.reset();
   return absl::OkStatus();
 }

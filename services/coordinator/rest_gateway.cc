@@ -50,6 +50,13 @@ http::Reply NoRoute(const std::string& path) {
   return ErrorReply(absl::NotFoundError(absl::StrCat("no route ", path)));
 }
 
+// SERVING while job writes succeed, 503 NOT_SERVING otherwise. Health needs no token, so it does
+// not name the database: the log and the failing calls do.
+http::Reply Health(const absl::Status& store) {
+  if (store.ok()) return {200, "{\"status\": \"SERVING\"}"};
+  return {503, "{\"status\": \"NOT_SERVING\", \"message\": \"job writes fail; the coordinator's log names the error\"}"};
+}
+
 }  // namespace
 
 int HttpStatusOf(absl::StatusCode code) {
@@ -84,7 +91,7 @@ http::Reply ErrorReply(const absl::Status& s) {
 }
 
 http::Reply RestApi::Handle(const http::Request& request) const {
-  if (request.path == "/healthz") return {200, "{\"status\": \"SERVING\"}"};
+  if (request.path == "/healthz") return Health(c_->StoreHealth());
   if (!absl::StartsWith(request.path, kJobsPrefix)) return NoRoute(request.path);
   if (absl::Status s = auth_.Check(request.Header("Authorization")); !s.ok()) return ErrorReply(s);
   const std::string rest = request.path.substr(sizeof(kJobsPrefix) - 1);

@@ -8,7 +8,8 @@
 //   GET  /v1/jobs/{id}/events                           -> {"events": [...]}
 //   GET  /v1/jobs/{id}/checkpoints                      -> {"checkpoints": [...]} (committed)
 //   POST /v1/jobs/{id}/checkpoints                      -> Job (checkpoint at the next step)
-//   GET  /healthz                                       -> {"status": "SERVING"} (no token)
+//   GET  /healthz                                       -> {"status": "SERVING"} (no token), or 503
+//                                                          {"status": "NOT_SERVING"} while job writes fail
 //
 // Errors are {"code": "INVALID_ARGUMENT", "message": "training.worldSize: ...", "details": []}
 // with the matching HTTP status (400, 401, 404, 409, 413, 500, 503).

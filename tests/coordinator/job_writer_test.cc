@@ -1,5 +1,6 @@
 // Jobs reach the store outside the coordinator's lock: an older snapshot never overwrites a newer
-// one, and a heartbeat whose write is stuck in the database holds no other call up.
+// one, a heartbeat whose write is stuck in the database holds no other call up, and the API shows
+// the change only once it is stored.
 #include "job_writer.h"
 
 #include <atomic>
@@ -29,7 +30,7 @@ class BlockingJobStore : public JobStore {
     return jobs_.Update(job);
   }
   std::optional<v1::Job> Get(const std::string& id) const override { return jobs_.Get(id); }
-  std::vector<v1::Job> List(const std::string& after_id, int limit) const override {
+  absl::StatusOr<std::vector<v1::Job>> List(const std::string& after_id, int limit) const override {
     return jobs_.List(after_id, limit);
   }
 
@@ -58,7 +59,7 @@ TEST(JobWriterTest, AnOlderSnapshotNeverOverwritesANewerOne) {
   EXPECT_EQ(stored->Get("a")->state(), v1::SUCCEEDED);
   writer.Write({{Job("a", v1::CANCELLED), 4}});
   EXPECT_EQ(stored->Get("a")->state(), v1::CANCELLED);
-  ASSERT_EQ(writer.LoadAll().size(), 1u);
+  ASSERT_EQ(writer.LoadAll()->size(), 1u);
 }
 
 TEST(JobWriterTest, AHeartbeatWritingProgressHoldsNoOtherCallUp) {
@@ -102,8 +103,9 @@ TEST(JobWriterTest, AHeartbeatWritingProgressHoldsNoOtherCallUp) {
   writer.join();
   ASSERT_TRUE(in_time) << "a call waited for another call's database write";
   EXPECT_EQ(action, v1::HeartbeatResponse::CONTINUE);
-  EXPECT_EQ(seen.progress().step(), 7) << "the job changed in memory before its write finished";
-  EXPECT_EQ(store->Get(id)->progress().step(), 7) << "and the write landed";
+  EXPECT_NE(seen.progress().step(), 7) << "the API showed a change before it was stored";
+  EXPECT_EQ(store->Get(id)->progress().step(), 7) << "the write landed";
+  EXPECT_EQ(c.GetJob(id)->progress().step(), 7) << "and then the API shows it";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "sqlite_job_store.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -21,6 +22,33 @@ class SqliteJobStoreTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Db() const { return (dir_ / "coordinator.db").string(); }
+
+  // Runs `sql` on the database behind the store's back, as a damaged disk or another program might.
+  void Tamper(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+
+  // Rows of the quarantine table: "<id>: <reason>".
+  std::vector<std::string> Quarantined() {
+    sqlite3* db = nullptr;
+    std::vector<std::string> rows;
+    EXPECT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT id, reason FROM quarantine ORDER BY seq;", -1, &stmt, nullptr), SQLITE_OK);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      rows.push_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))) + ": " +
+                     reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return rows;
+  }
 
   static v1::Job Job(const std::string& id, v1::JobState state = v1::PENDING) {
     v1::Job j;
@@ -53,12 +81,14 @@ TEST_F(SqliteJobStoreTest, KeepsJobsAcrossReopenInCreationOrder) {
   EXPECT_DOUBLE_EQ(a->result().final_loss(), 0.25);
   EXPECT_FALSE((*store)->Get("nope").has_value());
   auto all = (*store)->List("", 10);
-  ASSERT_EQ(all.size(), 3u);
-  EXPECT_EQ(all[0].id(), "c");
-  EXPECT_EQ(all[2].id(), "b");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].id(), "c");
+  EXPECT_EQ((*all)[2].id(), "b");
   auto after = (*store)->List("c", 1);
-  ASSERT_EQ(after.size(), 1u);
-  EXPECT_EQ(after[0].id(), "a");
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].id(), "a");
 }
 
 TEST_F(SqliteJobStoreTest, RefusesAFileThatIsNotADatabase) {
@@ -66,6 +96,72 @@ TEST_F(SqliteJobStoreTest, RefusesAFileThatIsNotADatabase) {
   auto store = SqliteJobStore::Open(Db());
   EXPECT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find(Db()), std::string::npos) << store.status();
+}
+
+// SQLite takes an empty file for a new database: the jobs would silently be gone.
+TEST_F(SqliteJobStoreTest, RefusesAnEmptyFileNamingIt) {
+  std::ofstream{Db()};
+  ASSERT_EQ(std::filesystem::file_size(Db()), 0u);
+  auto store = SqliteJobStore::Open(Db());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find(Db()), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("empty"), std::string::npos) << store.status();
+  EXPECT_EQ(std::filesystem::file_size(Db()), 0u) << "the file was left as it was";
+}
+
+TEST_F(SqliteJobStoreTest, AnAbsentFileIsAFreshDatabase) {
+  {
+    auto store = SqliteJobStore::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->List("", 10)->empty());
+  }
+  EXPECT_GT(std::filesystem::file_size(Db()), 0u);
+  EXPECT_FALSE(std::filesystem::exists(Db() + ".new")) << "built under a temporary name, then renamed";
+  EXPECT_TRUE(SqliteJobStore::Open(Db()).ok()) << "and it opens again";
+}
+
+TEST_F(SqliteJobStoreTest, RefusesASqliteDatabaseOfAnotherProgram) {
+  Tamper("CREATE TABLE photos (path TEXT);");
+  auto store = SqliteJobStore::Open(Db());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find(Db()), std::string::npos) << store.status();
+}
+
+TEST_F(SqliteJobStoreTest, RefusesANewerSchemaVersionNamingBothVersions) {
+  { ASSERT_TRUE(SqliteJobStore::Open(Db()).ok()); }
+  Tamper("UPDATE meta SET value = '7' WHERE key = 'schema_version';");
+  auto store = SqliteJobStore::Open(Db());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
+  EXPECT_NE(store.status().message().find(Db()), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("schema version 7"), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("(1)"), std::string::npos) << store.status();
+}
+
+// A row that is not the job it names never becomes a job (a ghost with an empty id, before); it is
+// moved aside, with the reason, and the other jobs load.
+TEST_F(SqliteJobStoreTest, QuarantinesRowsThatAreNotTheirJob) {
+  {
+    auto store = SqliteJobStore::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (const char* id : {"good", "garbled", "swapped"}) ASSERT_TRUE((*store)->Insert(Job(id)).ok());
+  }
+  Tamper("UPDATE jobs SET job = x'ffffffff0102' WHERE id = 'garbled';");
+  Tamper("UPDATE jobs SET job = (SELECT job FROM jobs WHERE id = 'good') WHERE id = 'swapped';");
+
+  Coordinator c({}, *SqliteJobStore::Open(Db()));
+  auto listed = c.ListJobs(0, "");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->jobs_size(), 1);
+  EXPECT_EQ(listed->jobs(0).id(), "good");
+  const std::vector<std::string> quarantined = Quarantined();
+  ASSERT_EQ(quarantined.size(), 2u);
+  EXPECT_NE(quarantined[0].find("garbled: job row 2 (id \"garbled\") holds no job that parses"), std::string::npos)
+      << quarantined[0];
+  EXPECT_NE(quarantined[1].find("swapped: job row 3 (id \"swapped\") holds job \"good\""), std::string::npos)
+      << quarantined[1];
 }
 
 TEST_F(SqliteJobStoreTest, ACoordinatorRestartKeepsEveryJobAndRestartsRunningOnes) {
