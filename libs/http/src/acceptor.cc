@@ -42,7 +42,7 @@ void RefuseAtAccept(int fd, const std::string& reply) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Acceptor>> Acceptor::Start(int listen_fd, AcceptorOptions options) {
+absl::StatusOr<std::unique_ptr<Acceptor>> Acceptor::Create(int listen_fd, AcceptorOptions options) {
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) {
     ::close(listen_fd);
@@ -52,10 +52,10 @@ absl::StatusOr<std::unique_ptr<Acceptor>> Acceptor::Start(int listen_fd, Accepto
   // once when over a limit, so a larger backlog only absorbs bursts.
   ::listen(listen_fd, SOMAXCONN);
   ::fcntl(listen_fd, F_SETFL, ::fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
-  std::unique_ptr<Acceptor> a(new Acceptor(listen_fd, wake_fd, std::move(options)));
-  a->thread_ = std::thread([raw = a.get()] { raw->Run(); });
-  return a;
+  return std::unique_ptr<Acceptor>(new Acceptor(listen_fd, wake_fd, std::move(options)));
 }
+
+void Acceptor::Start() { thread_ = std::thread([this] { Run(); }); }
 
 Acceptor::Acceptor(int listen_fd, int wake_fd, AcceptorOptions options)
     : listen_fd_(listen_fd), wake_fd_(wake_fd), options_(std::move(options)) {}
@@ -73,6 +73,7 @@ void Acceptor::Stop() {
   const uint64_t one = 1;
   (void)::write(wake_fd_, &one, sizeof(one));
   if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) ::close(std::exchange(listen_fd_, -1));
 }
 
 void Acceptor::Return(std::unique_ptr<Connection> connection) {
@@ -126,7 +127,6 @@ void Acceptor::Run() {
     if (fds[1].revents != 0) AcceptAll(waiting);
   }
   waiting.clear();
-  ::close(listen_fd_);
 }
 
 void Acceptor::AcceptAll(std::vector<Waiting>& waiting) {

@@ -41,17 +41,21 @@ struct AcceptorOptions {
 
 class Acceptor {
  public:
-  // Takes ownership of the bound, listening socket `listen_fd` and starts the thread. INTERNAL
-  // when the thread's wake-up descriptor cannot be made.
-  static absl::StatusOr<std::unique_ptr<Acceptor>> Start(int listen_fd, AcceptorOptions options);
+  // Takes ownership of the bound, listening socket `listen_fd`. INTERNAL when the thread's
+  // wake-up descriptor cannot be made.
+  static absl::StatusOr<std::unique_ptr<Acceptor>> Create(int listen_fd, AcceptorOptions options);
   // Stop().
   ~Acceptor();
+
+  // Starts accepting on a thread of its own. Apart from Create, so that whatever `dispatch`
+  // leads to (a worker calling Return()) can already reach this Acceptor.
+  void Start();
 
   // A kept-alive connection whose reply is sent: waits here for its next head. Thread-safe;
   // after Stop() the connection is closed instead.
   void Return(std::unique_ptr<Connection> connection);
   // Stops accepting, closes the listening socket and every connection still waiting for its
-  // head, and joins the thread. Idempotent.
+  // head, and joins the thread. Idempotent; not concurrently with itself.
   void Stop();
 
  private:
@@ -70,7 +74,7 @@ class Acceptor {
   // Closes a connection waiting for its head, telling it why when it has sent part of one.
   void Refuse(Waiting& w, int status, const std::string& message);
 
-  const int listen_fd_;
+  int listen_fd_;  // -1 once closed
   const int wake_fd_;
   const AcceptorOptions options_;
   absl::Mutex mu_;

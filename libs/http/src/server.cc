@@ -184,9 +184,10 @@ class Server::Impl {
       return RawReply(error_reply(status, message));
     };
     a.dispatch = [this](std::unique_ptr<Connection> c) { Dispatch(std::move(c)); };
-    absl::StatusOr<std::unique_ptr<Acceptor>> acceptor = Acceptor::Start(server_.TakeListeningSocket(), std::move(a));
+    absl::StatusOr<std::unique_ptr<Acceptor>> acceptor = Acceptor::Create(server_.TakeListeningSocket(), std::move(a));
     if (!acceptor.ok()) return acceptor.status();
     acceptor_ = *std::move(acceptor);
+    acceptor_->Start();  // only now: Serve() reaches the acceptor through acceptor_
     return bound;
   }
 
