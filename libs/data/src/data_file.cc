@@ -28,7 +28,8 @@ absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t m
         absl::StrCat(path, ": is not a regular file (a device, fifo or socket cannot be a data file)"));
   }
   if (st.st_size > max_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is larger than a data file may be (", Limit(max_bytes), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is larger than a data file may be (", Limit(max_bytes), ")"));
   }
   return static_cast<int64_t>(st.st_size);
 }
