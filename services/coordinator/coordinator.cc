@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <system_error>
 #include <cstdlib>
 
 #include "absl/strings/match.h"
@@ -12,6 +14,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/rng.h"
+#include "gradsync/spec/job_paths.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::coordinator {
@@ -40,6 +43,22 @@ std::string Slug(const std::string& name) {
 
 absl::Status JobNotFound(const std::string& name) {
   return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
+}
+
+// Resolves the spec's data paths inside the operator's data roots (none to check for synthetic
+// data).
+absl::Status ConfineDataPaths(const std::vector<std::string>& data_roots, v1::JobSpec* spec) {
+  if (spec::DataPaths(*spec).empty()) return absl::OkStatus();
+  absl::StatusOr<spec::ConfinedRoots> roots = spec::ConfinedRoots::Open(data_roots, "data root");
+  if (!roots.ok()) return roots.status();
+  return spec::ConfineDataPaths(*roots, spec);
+}
+
+// Whether a directory of that name is already in the artifact root (left by an earlier
+// coordinator): a new job must not share it.
+bool ArtifactDirExists(const std::string& artifact_root, const std::string& id) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(artifact_root) / id, ec);
 }
 
 }  // namespace
@@ -181,7 +200,7 @@ absl::StatusOr<v1::Job> Coordinator::NewJob(v1::JobSpec spec) {
   std::string id;
   do {
     id = NewIdLocked(Slug(spec.name()));
-  } while (jobs_.count(id) > 0);
+  } while (jobs_.count(id) > 0 || ArtifactDirExists(options_.artifact_root, id));
   v1::Job job;
   job.set_id(id);
   job.set_name(absl::StrCat("jobs/", id));
@@ -196,6 +215,7 @@ absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   auto normalized = spec::Normalize(std::move(spec));
   if (!normalized.ok()) return normalized.status();
   if (absl::Status s = CheckModelBudget(*normalized, options_.max_model_bytes); !s.ok()) return s;
+  if (absl::Status s = ConfineDataPaths(options_.data_roots, &*normalized); !s.ok()) return s;
   absl::MutexLock creating(&create_mu_);
   absl::StatusOr<v1::Job> job = NewJob(*std::move(normalized));
   if (!job.ok()) return job.status();

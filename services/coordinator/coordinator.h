@@ -38,8 +38,13 @@ struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // A worker silent for this long is lost; its generation is aborted.
   absl::Duration lease_timeout = absl::Seconds(6);
-  // Final weights go to <artifact_dir>/<job id>/ unless the spec names a checkpoint dir.
-  std::string artifact_dir = "/tmp/gradsync/artifacts";
+  // Each job's weights and checkpoints go to its own directory <artifact_root>/<job id>
+  // (JobRuntime::Dir); the coordinator writes manifests and deletes old checkpoints only there.
+  std::string artifact_root = "/tmp/gradsync/artifacts";
+  // Where job data may be read: every data path of a spec must resolve inside one of these, and
+  // relative paths start at the first (gradsync/spec/job_paths.h). Workers get them with each
+  // assignment and check the files again before reading them.
+  std::vector<std::string> data_roots = {"/tmp/gradsync/data"};
   // Elastic jobs (minWorkers < maxWorkers): once minWorkers are idle, how long to wait for more
   // before starting with fewer than maxWorkers (torchrun's "last call").
   absl::Duration rendezvous_last_call = absl::Seconds(2);
@@ -74,6 +79,8 @@ class Coordinator {
   // Fills defaults, validates (INVALID_ARGUMENT naming the field, also for a model over
   // max_model_bytes), stores, queues and tries to schedule. The job exists once its row is
   // inserted: only a failed insert fails the call.
+  // Data paths are first resolved inside the data roots (INVALID_ARGUMENT naming the field, the
+  // path and the roots), and the job keeps the resolved paths.
   absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& name);
   // INVALID_ARGUMENT for a negative page size or an unknown page token.

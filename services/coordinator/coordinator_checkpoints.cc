@@ -41,7 +41,7 @@ absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const
     if (absl::Status s = gen->CheckReporter(req.worker_id(), req.rank()); !s.ok()) return s;
     // The coordinator writes the manifest and applies retention: only ever in the job's own root.
     const std::string expected = ckpt::CheckpointDir(
-        (std::filesystem::path(rt->Dir(options_.artifact_dir)) / "checkpoints").string(), req.step());
+        (std::filesystem::path(rt->Dir(options_.artifact_root)) / "checkpoints").string(), req.step());
     if (req.step() < 0 || req.dir() != expected) {
       return absl::PermissionDeniedError(absl::StrCat("checkpoint dir \"", req.dir(), "\" of step ", req.step(),
                                                       " is not job ", req.job_id(), "'s (", expected, ")"));

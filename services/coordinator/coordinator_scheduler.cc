@@ -15,7 +15,8 @@ namespace gradsync::coordinator {
 namespace {
 
 v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, const std::string& dir,
-                             const std::optional<v1::CheckpointManifest>& resume, const v1::Placement& where) {
+                             const std::optional<v1::CheckpointManifest>& resume, const v1::Placement& where,
+                             const std::vector<std::string>& data_roots) {
   v1::Assignment a;
   a.set_job_id(job.id());
   a.set_generation(job.generation());
@@ -26,6 +27,7 @@ v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, cons
   a.set_checkpoint_root((std::filesystem::path(dir) / "checkpoints").string());
   if (resume.has_value()) *a.mutable_resume_from() = *resume;
   *a.mutable_placement() = where;
+  a.mutable_data_roots()->Assign(data_roots.begin(), data_roots.end());
   return a;
 }
 
@@ -111,12 +113,13 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
   std::vector<std::string> ranks;
   for (const WorkerLease* w : gang) ranks.push_back(w->id());
   rt->StartGeneration(std::move(ranks), options_.clock());
-  const std::string dir = rt->Dir(options_.artifact_dir);
+  const std::string dir = rt->Dir(options_.artifact_root);
   // After StartGeneration: a corrupt checkpoint is set aside under the new generation's number.
-  const std::optional<v1::CheckpointManifest> resume = rt->ResumePoint(options_.clock());
+  const std::optional<v1::CheckpointManifest> resume =
+      rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), options_.clock());
   std::vector<std::string> where;
   for (size_t r = 0; r < gang.size(); ++r) {
-    gang[r]->Assign(AssignmentFor(rt->job(), r, gang.size(), dir, resume, placements[r]));
+    gang[r]->Assign(AssignmentFor(rt->job(), r, gang.size(), dir, resume, placements[r], options_.data_roots));
     where.push_back(DescribeRank(r, *gang[r], placements[r]));
   }
   AddEventLocked(

@@ -10,6 +10,8 @@
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/core/log.h"
+#include "gradsync/spec/confined_path.h"
+#include "gradsync/spec/job_paths.h"
 
 namespace gradsync::coordinator {
 
@@ -124,9 +126,10 @@ bool JobRuntime::ReadyToStart(const PoolView& pool, absl::Time now, absl::Durati
   return false;
 }
 
-std::string JobRuntime::Dir(const std::string& artifact_dir) const {
-  const std::string& dir = job_.spec().checkpoint().dir();
-  return dir.empty() ? (std::filesystem::path(artifact_dir) / job_.id()).string() : dir;
+std::string JobRuntime::Dir(const std::string& artifact_root) const {
+  const std::filesystem::path own = std::filesystem::path(artifact_root) / job_.id();
+  const std::string& sub = job_.spec().checkpoint().dir();
+  return (sub.empty() || !spec::IsCheckpointSubdir(sub) ? own : own / sub).string();
 }
 
 int JobRuntime::keep() const {
@@ -142,10 +145,19 @@ void JobRuntime::CommitCheckpoint(const v1::CheckpointManifest& m) {
   checkpoint_bytes_total_ += m.total_bytes();
 }
 
-std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(absl::Time now) {
+std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(const std::string& checkpoint_root, absl::Time now) {
   auto* list = job_.mutable_checkpoints();
   while (!list->empty()) {
     const v1::CheckpointManifest& newest = *list->rbegin();
+    if (!spec::PathIsWithin(newest.dir(), checkpoint_root)) {
+      // Recorded before jobs kept to their own directory: neither read nor renamed.
+      AddEvent("CheckpointSkipped",
+               absl::StrCat("checkpoint at step ", newest.step(), " in ", newest.dir(), " lies outside the job's ",
+                            checkpoint_root),
+               now);
+      list->RemoveLast();
+      continue;
+    }
     absl::Status ok = ckpt::VerifyCheckpoint(newest.dir());
     if (ok.ok()) return newest;
     const int64_t bad = newest.step();

@@ -91,8 +91,10 @@ class JobRuntime {
 
   // --- Checkpoints. ---
 
-  // Where the job's weights and checkpoints go: checkpoint.dir, else <artifact_dir>/<job id>.
-  std::string Dir(const std::string& artifact_dir) const;
+  // The job's own directory, where its weights and checkpoints go and nothing of another job's:
+  // <artifact_root>/<job id>, or its subdirectory checkpoint.dir. A checkpoint.dir that is no
+  // subdirectory name (a job stored before the rule) is ignored.
+  std::string Dir(const std::string& artifact_root) const;
   // Asks the ranks to checkpoint at their next step boundary; the next commit clears it.
   void RequestCheckpoint() { checkpoint_requested_ = true; }
   bool checkpoint_requested() const { return checkpoint_requested_; }
@@ -105,8 +107,9 @@ class JobRuntime {
   int64_t checkpoint_bytes_total() const { return checkpoint_bytes_total_; }
   // The newest committed checkpoint whose files verify. A corrupt one is set aside (renamed, so
   // retention and `checkpoint list` skip it) and dropped from the job with a CheckpointCorrupt
-  // event at `now`. Reads the checkpoint files.
-  std::optional<v1::CheckpointManifest> ResumePoint(absl::Time now);
+  // event at `now`; one outside `checkpoint_root` (the job's own, Dir()/checkpoints) is dropped
+  // untouched. Reads the checkpoint files.
+  std::optional<v1::CheckpointManifest> ResumePoint(const std::string& checkpoint_root, absl::Time now);
 
  private:
   v1::Job job_;

@@ -3,11 +3,14 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "coordinator.h"
 #include "coordinator_metrics.h"
 #include "gradsync/core/endpoints_file.h"
@@ -18,12 +21,20 @@
 #include "gradsync/rpc/server.h"
 #include "grpc_services.h"
 #include "rest_gateway.h"
+#include "gradsync/spec/confined_path.h"
 #include "sqlite_job_store.h"
 
 ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_LISTEN", "0.0.0.0:7070"),
           "gRPC listen address host:port; port 0 picks a free port (env GRADSYNC_COORDINATOR_LISTEN)");
-ABSL_FLAG(std::string, artifact_dir, gradsync::EnvOr("GRADSYNC_ARTIFACT_DIR", "/tmp/gradsync/artifacts"),
-          "where final weights are written unless a job names its own directory (env GRADSYNC_ARTIFACT_DIR)");
+ABSL_FLAG(std::string, artifact_root, gradsync::EnvOr("GRADSYNC_ARTIFACT_ROOT", ""),
+          "each job's weights and checkpoints go to <artifact_root>/<job id> and nowhere else; empty: "
+          "--artifact_dir, else <state_dir>/artifacts, else /tmp/gradsync/artifacts (env GRADSYNC_ARTIFACT_ROOT)");
+ABSL_FLAG(std::string, artifact_dir, gradsync::EnvOr("GRADSYNC_ARTIFACT_DIR", ""),
+          "the former name of --artifact_root, read when that is empty (env GRADSYNC_ARTIFACT_DIR)");
+ABSL_FLAG(std::vector<std::string>, data_root,
+          std::vector<std::string>(absl::StrSplit(gradsync::EnvOr("GRADSYNC_DATA_ROOT", ""), ',', absl::SkipEmpty())),
+          "comma-separated directories job data may be read from; relative data paths start at the first; empty: "
+          "<state_dir>/data, or /tmp/gradsync/data without --state_dir (env GRADSYNC_DATA_ROOT)");
 ABSL_FLAG(std::string, state_dir, gradsync::EnvOr("GRADSYNC_STATE_DIR", ""),
           "directory of the coordinator's database (jobs survive restarts); empty keeps jobs in memory "
           "only (env GRADSYNC_STATE_DIR)");
@@ -65,9 +76,42 @@ namespace {
 using gradsync::coordinator::Coordinator;
 using gradsync::coordinator::TokenAuth;
 
-gradsync::coordinator::CoordinatorOptions OptionsFromFlags() {
+// Where the roots lie when neither they nor --state_dir are set.
+constexpr char kDefaultRootsDir[] = "/tmp/gradsync";
+
+// --artifact_root and --data_root, or their defaults, absolute and resolved; the artifact root is
+// created.
+absl::Status SetPathRoots(gradsync::coordinator::CoordinatorOptions* options) {
+  const std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  const std::filesystem::path base(state_dir.empty() ? kDefaultRootsDir : state_dir);
+  std::string artifact_root = absl::GetFlag(FLAGS_artifact_root);
+  if (artifact_root.empty()) artifact_root = absl::GetFlag(FLAGS_artifact_dir);
+  if (artifact_root.empty()) artifact_root = (base / "artifacts").string();
+  std::vector<std::string> data_roots = absl::GetFlag(FLAGS_data_root);
+  if (data_roots.empty()) data_roots = {(base / "data").string()};
+  std::error_code ec;
+  std::filesystem::create_directories(artifact_root, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("--artifact_root ", artifact_root, ": ", ec.message()));
+  auto artifacts = gradsync::spec::ConfinedRoots::Open({artifact_root}, "artifact root");
+  if (!artifacts.ok()) return artifacts.status();
+  auto data = gradsync::spec::ConfinedRoots::Open(data_roots, "data root");
+  if (!data.ok()) return data.status();
+  options->artifact_root = artifacts->dirs().front();
+  options->data_roots = data->dirs();
+  GS_LOG(INFO) << "job data is read from " << data->Describe() << "; each job writes to " << options->artifact_root
+               << "/<job id>";
+  for (const std::string& dir : data->dirs()) {
+    if (!std::filesystem::is_directory(dir, ec)) {
+      GS_LOG(WARNING) << "data root " << dir << " is no directory here: data paths are checked by name, and the "
+                      << "workers check the files they read";
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<gradsync::coordinator::CoordinatorOptions> OptionsFromFlags() {
   gradsync::coordinator::CoordinatorOptions options;
-  options.artifact_dir = absl::GetFlag(FLAGS_artifact_dir);
+  if (absl::Status s = SetPathRoots(&options); !s.ok()) return s;
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
   options.lease_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_lease_timeout_ms));
   options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
@@ -144,7 +188,9 @@ absl::Status WriteEndpoints(int grpc_port, const HttpServers& http) {
 absl::Status Run() {
   auto store = OpenStore();
   if (!store.ok()) return store.status();
-  Coordinator coordinator(OptionsFromFlags(), *std::move(store));
+  auto options = OptionsFromFlags();
+  if (!options.ok()) return options.status();
+  Coordinator coordinator(*std::move(options), *std::move(store));
   auto auth = LoadToken(absl::GetFlag(FLAGS_auth_token_file), "the token", "job APIs require a bearer token");
   if (!auth.ok()) return auth.status();
   auto cluster_auth =

@@ -63,6 +63,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.world_size = a.world_size();
   c.placement = choices->placement;
   c.spec = spec;
+  c.data_roots.assign(a.data_roots().begin(), a.data_roots().end());
   SetTraining(spec.training(), &c);
   c.sampler.last_batch = choices->last_batch;
   c.lr.cosine = choices->lr_schedule == spec::LrSchedule::kCosine;

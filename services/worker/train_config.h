@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -31,6 +32,9 @@ struct TrainConfig {
   // TrainConfigFromAssignment, by the libraries that build from them (nn::CreateModel,
   // nn::cuda::CreateCudaModel, data::CreateDataset, the checkpoint and weights headers).
   v1::JobSpec spec;
+  // The coordinator's data roots: every file the data paths match must resolve inside one of them
+  // when it is read. Empty (an older coordinator): not checked.
+  std::vector<std::string> data_roots;
 
   // How long training runs: max_steps optimizer steps (0: no limit), epochs passes over the data
   // (0: no limit); whichever ends first.

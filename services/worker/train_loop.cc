@@ -12,6 +12,7 @@
 #include "gradsync/core/digest.h"
 #include "gradsync/core/log.h"
 #include "gradsync/ddp/layout_check.h"
+#include "gradsync/spec/job_paths.h"
 
 namespace gradsync::worker {
 namespace {
@@ -27,6 +28,15 @@ absl::Status BroadcastParams(const ddp::Reducer& reducer, std::span<float> param
     if (absl::Status s = w->Wait(); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+// The data files resolve inside the coordinator's data roots, checked right before they are read:
+// a glob may match, or a path may have become, a symlink that leads out.
+absl::Status CheckDataConfined(const TrainConfig& config) {
+  if (config.data_roots.empty()) return absl::OkStatus();
+  absl::StatusOr<spec::ConfinedRoots> roots = spec::ConfinedRoots::Open(config.data_roots, "data root");
+  if (!roots.ok()) return roots.status();
+  return spec::CheckDataFiles(config.spec, *roots);
 }
 
 }  // namespace
@@ -45,6 +55,7 @@ absl::StatusOr<std::unique_ptr<TrainLoop>> TrainLoop::Start(const TrainConfig& c
 // The data, the reducer, and the layout check: every rank fails at once on a mismatch.
 absl::Status TrainLoop::Prepare() {
   nn::Model& model = replica_.model();
+  if (absl::Status s = CheckDataConfined(config_); !s.ok()) return s;
   auto dataset = data::CreateDataset(config_.spec);
   if (!dataset.ok()) return dataset.status();
   dataset_ = *std::move(dataset);

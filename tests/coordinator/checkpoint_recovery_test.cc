@@ -20,7 +20,7 @@ class CheckpointRecoveryTest : public ::testing::Test {
     dir_ = fs::path(::testing::TempDir()) / ("ckpt-recovery-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     CoordinatorOptions options;
-    options.artifact_dir = dir_.string();
+    options.artifact_root = dir_.string();
     c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
     worker_ = RegisterTestWorker(*c_, "h0");
   }

@@ -13,7 +13,7 @@ class CoordinatorTest : public ::testing::Test {
   CoordinatorTest() {
     CoordinatorOptions options;
     options.lease_timeout = absl::Seconds(6);
-    options.artifact_dir = "/tmp/gradsync-test-artifacts";
+    options.artifact_root = "/tmp/gradsync-test-artifacts";
     options.clock = [this] { return now_; };
     c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
   }

@@ -20,7 +20,7 @@ class ElasticTest : public ::testing::Test {
     dir_ = fs::path(::testing::TempDir()) / ("elastic-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     CoordinatorOptions options;
-    options.artifact_dir = dir_.string();
+    options.artifact_root = dir_.string();
     options.lease_timeout = absl::Seconds(6);
     options.rendezvous_last_call = absl::Seconds(2);
     options.scale_up_delay = absl::Seconds(30);

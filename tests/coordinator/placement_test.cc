@@ -128,7 +128,7 @@ class PlacementSchedulingTest : public ::testing::Test {
  protected:
   PlacementSchedulingTest() {
     CoordinatorOptions options;
-    options.artifact_dir = "/tmp/gradsync-test-artifacts";
+    options.artifact_root = "/tmp/gradsync-test-artifacts";
     options.clock = [] { return absl::FromUnixSeconds(1'700'000'000); };
     c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
   }
@@ -146,7 +146,7 @@ class PlacementSchedulingTest : public ::testing::Test {
     spec.set_name("gpu");
     spec.mutable_model()->set_preset("gpt-tiny");
     spec.mutable_model()->set_device(device);
-    spec.mutable_data()->mutable_text()->add_paths("/dev/null");
+    spec.mutable_data()->mutable_text()->add_paths("corpus.txt");
     spec.mutable_training()->set_world_size(world_size);
     spec.mutable_training()->set_max_steps(10);
     spec.mutable_ddp()->set_backend(backend);

@@ -22,7 +22,7 @@ class ReportOwnershipTest : public ::testing::Test {
     dir_ = fs::path(::testing::TempDir()) / ("report-ownership-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     CoordinatorOptions options;
-    options.artifact_dir = (dir_ / "artifacts").string();
+    options.artifact_root = (dir_ / "artifacts").string();
     c_ = std::make_unique<Coordinator>(options, std::make_unique<InMemoryJobStore>());
     worker_ = RegisterTestWorker(*c_, "h0");
     v1::JobSpec spec;

@@ -1,8 +1,12 @@
 // TrainConfigFromAssignment reads every choice of the spec and the placement once; TrainLoop, on
 // two CPU ranks, steps to the end with the replicas identical, as Train does, and drifts apart
-// only in no_sync mode.
+// only in no_sync mode; it reads no data file outside the coordinator's data roots.
 #include "train_loop.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,6 +135,41 @@ TEST(TrainLoop, StepsToTheEndWithTheRanksIdenticalAsTrainDoes) {
 TEST(TrainLoop, LocalOnlyStepsLeaveTheRanksApart) {
   const std::vector<RankRun> apart = RunBothRanks("local-only", true, GradSync::kLocalOnly);
   EXPECT_NE(apart[0].digest, apart[1].digest) << "each rank stepped on its own gradients";
+}
+
+// The coordinator resolved the data path inside its data root; by the time the worker reads it, it
+// is a symlink to a file outside. The worker refuses it by name, without its contents; only a
+// coordinator that sends no roots (one that predates them) leaves the check out.
+TEST(TrainLoop, ReadsNoDataFileThatResolvesOutsideTheDataRoots) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::path(::testing::TempDir()) / absl::StrCat("train-loop-roots-", ::getpid());
+  fs::remove_all(base);
+  fs::create_directories(base / "data");
+  fs::create_directories(base / "etc");
+  const std::string secret = "root:$6$not-for-your-eyes\n";
+  std::ofstream shadow(base / "etc" / "shadow");
+  for (int i = 0; i < 100; ++i) shadow << secret;
+  shadow.close();
+  const std::string corpus = (base / "data" / "corpus.txt").string();
+  fs::create_symlink(base / "etc" / "shadow", corpus);
+  v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32");
+  a.mutable_spec()->mutable_data()->mutable_text()->set_paths(0, corpus);
+  testing::CoordinatorServer server;
+  auto kv = server.Kv("data-roots");
+  const TrainConfig unchecked = ConfigOf(a);
+  auto replica = CreateReplica(unchecked, CpuWorker(kv.get()));
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  EXPECT_TRUE(TrainLoop::Start(unchecked, **replica, TrainHooks()).ok());
+
+  a.add_data_roots((base / "data").string());
+  const TrainConfig checked = ConfigOf(a);
+  auto refused = TrainLoop::Start(checked, **replica, TrainHooks());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("data.text.paths[0]: \"" + corpus + "\" matches \"" + corpus +
+                                   "\", which resolves outside the data root " + (base / "data").string()));
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::Not(::testing::HasSubstr("not-for-your-eyes")));
+  fs::remove_all(base);
 }
 
 }  // namespace
