@@ -96,6 +96,7 @@ int Up(const Args& args) {
   options.metrics_port = *metrics_port;
   options.device = args.Get("device", "auto");
   options.bind_cpus = !args.Has("no-cpu-binding");
+  for (const std::string& root : args.GetAll("data-root")) options.data_roots.push_back(fs::absolute(root).string());
 
   const pid_t child = ::fork();
   if (child < 0) {
@@ -146,7 +147,7 @@ int Down(const Args& args) {
 int LocalCommand(const std::vector<std::string>& argv) {
   const char* usage =
       "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P] [--rest-port P]\n"
-      "                         [--metrics-port P] [--device D] [--no-cpu-binding]\n"
+      "                         [--metrics-port P] [--device D] [--no-cpu-binding] [--data-root DIR ...]\n"
       "       gradsync local down --state-dir DIR\n";
   auto args = ParseArgs("local", argv,
                         {{"workers"},
@@ -155,7 +156,8 @@ int LocalCommand(const std::vector<std::string>& argv) {
                          {"rest-port"},
                          {"metrics-port"},
                          {"device"},
-                         {"no-cpu-binding", false}});
+                         {"no-cpu-binding", false},
+                         {"data-root"}});
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fprintf(stderr, "%s", usage);

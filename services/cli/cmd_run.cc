@@ -85,6 +85,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     return 1;
   }
   std::fprintf(progress, "job %s submitted to %s\n", created->id().c_str(), client.address().c_str());
+  options.data_roots = RunDataRoots(*spec);
 
   // Supervises the cluster while the job runs: a child that dies is started again (a worker
   // rejoins as a spare and the job recovers); one that keeps dying ends the run.

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/cpu_set.h"
@@ -14,6 +15,17 @@
 namespace gradsync::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The data roots the coordinator gets: the options', or the current directory.
+std::vector<std::string> DataRootsOf(const LocalClusterOptions& options) {
+  if (!options.data_roots.empty()) return options.data_roots;
+  std::error_code ec;
+  return {fs::current_path(ec).string()};
+}
+
+}  // namespace
 
 LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
 
@@ -65,8 +77,8 @@ absl::Status LocalCluster::Start() {
       "coordinator",
       {bin + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
        "--metrics_listen=127.0.0.1:0", absl::StrCat("--rest_listen=127.0.0.1:", options_.rest_port),
-       "--endpoints_file=" + (state / "coordinator.json").string(), "--artifact_dir=" + (state / "artifacts").string(),
-       "--state_dir=" + (state / "coordinator").string()});
+       "--endpoints_file=" + (state / "coordinator.json").string(), "--artifact_root=" + (state / "artifacts").string(),
+       "--data_root=" + absl::StrJoin(DataRootsOf(options_), ","), "--state_dir=" + (state / "coordinator").string()});
   if (!s.ok()) return s;
   auto coordinator = AwaitEndpoints((state / "coordinator.json").string(), "coordinator");
   if (!coordinator.ok()) return coordinator.status();

@@ -1,7 +1,11 @@
 #include "spec_input.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gradsync/spec/job_paths.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::cli {
@@ -18,6 +22,23 @@ absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, con
   auto spec = spec::LoadJobSpecFile(path, all);
   if (!spec.ok()) return spec.status();
   return spec::Normalize(*std::move(spec));
+}
+
+std::vector<std::string> RunDataRoots(const v1::JobSpec& spec) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  std::vector<std::string> roots = {cwd.string()};
+  for (const spec::DataPath& p : spec::DataPaths(spec)) {
+    fs::path dir;
+    const fs::path full = cwd / p.path;
+    for (const fs::path& part : full) {
+      if (part.string().find_first_of("*?[\\") != std::string::npos) break;
+      dir /= part;
+    }
+    roots.push_back((dir == full ? dir.parent_path() : dir).string());
+  }
+  return roots;
 }
 
 }  // namespace gradsync::cli

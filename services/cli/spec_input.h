@@ -14,4 +14,9 @@ namespace gradsync::cli {
 absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers);
 
+// The data roots of a cluster that runs only `spec` (`gradsync run`): the current directory, where
+// relative data paths start, then the directory each data path names (up to its first glob
+// component). Whoever runs it owns the spec and the cluster alike.
+std::vector<std::string> RunDataRoots(const v1::JobSpec& spec);
+
 }  // namespace gradsync::cli

@@ -130,7 +130,7 @@ void Children::Stop(pid_t pid) {
 std::vector<std::string> CoordinatorArgs(const std::string& address, const std::string& dir,
                                          const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"gradsync-coordinator", "--listen=" + address, "--metrics_listen=127.0.0.1:0",
-                                   "--rest_listen=127.0.0.1:0", "--artifact_dir=" + dir + "/artifacts"};
+                                   "--rest_listen=127.0.0.1:0", "--artifact_root=" + dir + "/artifacts"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

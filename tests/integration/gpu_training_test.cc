@@ -65,7 +65,9 @@ TEST(GpuTraining, OneWorkerOnItsGpuTrainsOverNcclAndRecoversBitwiseFromAKill) {
   EXPECT_NE(logs.find("cuda:0 bf16"), std::string::npos);
 
   const std::string dir = MakeTempDir();
-  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--device", "cuda", "--state-dir", dir});
+  // The demo's text lies outside the working directory, the cluster's default data root.
+  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--device", "cuda", "--state-dir", dir,
+                                "--data-root", "/usr/share/common-licenses"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   const std::string address = ParseFlatJson(up.out)["coordinator"];
   CommandResult submitted =

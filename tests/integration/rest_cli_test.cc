@@ -39,7 +39,7 @@ class RestCli : public ::testing::Test {
     WriteFile(dir_ + "/token", token_ + "\n");
     children_.Start(
         {"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-         "--state_dir=" + dir_ + "/state", "--artifact_dir=" + dir_ + "/artifacts",
+         "--state_dir=" + dir_ + "/state", "--artifact_root=" + dir_ + "/artifacts",
          "--auth_token_file=" + dir_ + "/token", "--endpoints_file=" + dir_ + "/coordinator.json"},
         dir_ + "/coordinator.log");
     auto endpoints = WaitForEndpoints(dir_ + "/coordinator.json");

@@ -100,7 +100,7 @@ class Security : public ::testing::Test {
                                            rest ? "--rest_listen=127.0.0.1:0" : "--rest_listen=",
                                            "--metrics_listen=127.0.0.1:0",
                                            "--state_dir=" + dir_ + "/state",
-                                           "--artifact_dir=" + dir_ + "/artifacts",
+                                           "--artifact_root=" + dir_ + "/artifacts",
                                            "--auth_token_file=" + dir_ + "/user.token",
                                            "--cluster_token_file=" + dir_ + "/cluster.token",
                                            "--tls_cert_file=" + dir_ + "/server.pem",
