@@ -124,6 +124,22 @@ def check_coordinator(f, docs, values, what):
              f"{what}: checkpoint claim created or not against checkpoints.existingClaim")
     if created:
         f.expect(created[0]["spec"]["accessModes"] == ["ReadWriteMany"], f"{what}: checkpoints not RWX")
+    check_paths(f, coord, sts, values, what)
+
+
+def check_paths(f, coord, sts, values, what):
+    """The coordinator confines jobs to the roots of the values; the data claim, when named, is
+    mounted read-only at the data root on the coordinator and on every worker."""
+    paths = values["paths"]
+    root = paths["artifactRoot"] or values["checkpoints"]["mountPath"]
+    args = container(coord)["args"]
+    f.expect(f"--artifact_root={root}" in args, f"{what}: coordinator --artifact_root is not {root}")
+    f.expect(f"--data_root={paths['dataRoot']}" in args, f"{what}: coordinator --data_root")
+    for workload in (coord, sts):
+        mounts = [m for m in container(workload)["volumeMounts"] if m["mountPath"] == paths["dataRoot"]]
+        claim = checkpoint_claim(workload, paths["dataRoot"]) if mounts else None
+        f.expect(claim == (paths["dataClaim"] or None), f"{what}: data claim {claim}, want {paths['dataClaim']}")
+        f.expect(all(m.get("readOnly") for m in mounts), f"{what}: the data is mounted writable")
 
 
 def check_monitoring(f, docs, values, with_api, what):
@@ -230,6 +246,8 @@ def main():
                   "auth.clusterTokenSecret is required", "no cluster token secret")
     check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\ntls: {enabled: true}\n",
                   "tls.existingSecret is required when tls.enabled", "TLS without a secret")
+    check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\npaths: {artifactRoot: /srv/jobs}\n",
+                  "paths.artifactRoot /srv/jobs must lie under checkpoints.mountPath", "artifacts off the volume")
     f.finish("chart")
 
 

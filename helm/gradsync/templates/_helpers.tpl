@@ -148,6 +148,16 @@ how to make them.
     claimName: {{ .Values.checkpoints.existingClaim | default (include "gradsync.componentName" (dict "ctx" . "component" "checkpoints")) }}
 {{- end -}}
 
+{{/* The coordinator's --artifact_root: paths.artifactRoot, on the checkpoints volume. */}}
+{{- define "gradsync.artifactRoot" -}}
+{{- $mount := .Values.checkpoints.mountPath | trimSuffix "/" }}
+{{- $root := .Values.paths.artifactRoot | default $mount | trimSuffix "/" }}
+{{- if not (or (eq $root $mount) (hasPrefix (printf "%s/" $mount) $root)) }}
+{{- fail (printf "paths.artifactRoot %s must lie under checkpoints.mountPath %s" $root $mount) }}
+{{- end }}
+{{- $root -}}
+{{- end -}}
+
 {{- define "gradsync.coordinatorAddress" -}}
 {{- printf "%s:%d" (include "gradsync.componentName" (dict "ctx" . "component" "coordinator")) (int .Values.coordinator.ports.grpc) -}}
 {{- end -}}
