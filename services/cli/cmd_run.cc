@@ -65,6 +65,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (options.state_dir.empty()) options.state_dir = MakeRunDir();
   options.device = args->Get("device", "auto");
   options.bind_cpus = !args->Has("no-cpu-binding");
+  options.data_roots = RunDataRoots(*spec);
   if (options.state_dir.empty()) {
     std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
     return 1;
@@ -85,7 +86,6 @@ int RunCommand(const std::vector<std::string>& argv) {
     return 1;
   }
   std::fprintf(progress, "job %s submitted to %s\n", created->id().c_str(), client.address().c_str());
-  options.data_roots = RunDataRoots(*spec);
 
   // Supervises the cluster while the job runs: a child that dies is started again (a worker
   // rejoins as a spare and the job recovers); one that keeps dying ends the run.

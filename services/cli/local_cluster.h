@@ -18,11 +18,11 @@ namespace gradsync::cli {
 struct LocalClusterOptions {
   int workers = 1;
   std::string state_dir;
-  int coordinator_port = 0;  // 0: a free port
   // The coordinator's data roots (--data_root): job data must lie in them, and relative data paths
   // start at the first. Empty: the current directory. Weights and checkpoints go to
   // <state_dir>/artifacts/<job id>.
   std::vector<std::string> data_roots;
+  int coordinator_port = 0;  // 0: a free port
   int rest_port = 0;
   int metrics_port = 0;  // the metrics service's /metrics
   bool with_metrics = true;

@@ -19,9 +19,9 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/http/metrics.h"
 #include "gradsync/rpc/server.h"
+#include "gradsync/spec/confined_path.h"
 #include "grpc_services.h"
 #include "rest_gateway.h"
-#include "gradsync/spec/confined_path.h"
 #include "sqlite_job_store.h"
 
 ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_LISTEN", "0.0.0.0:7070"),
