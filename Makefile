@@ -1,11 +1,12 @@
 # gradsync: the two commands of the quick start, and the pieces they are made of.
 #   make demo   install what is missing, build, train the demo job on a local 2-worker cluster
 #   make test   install what is missing, build, run every test
+#   make fuzz   build the fuzz targets with clang and run each for a while (fuzz/README.md)
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo format clean
+.PHONY: all deps configure build test demo fuzz format clean
 
 all: build
 
@@ -33,6 +34,11 @@ demo: build
 	@weights=$$(ls $(BUILD_DIR)/demo/artifacts/*/weights.bin) && \
 	  echo && echo "text sampled from $$weights:" && echo && \
 	  $(BUILD_DIR)/bin/gradsync generate --weights $$weights --prompt "This License" --tokens 300 --seed 1
+
+# Builds the fuzz targets with clang in build-fuzz/ and runs each for FUZZ_SECONDS (fuzz/README.md).
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # Formats every C++ and CUDA source with .clang-format (Debian's clang-format package).
 format:

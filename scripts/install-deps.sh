@@ -10,6 +10,7 @@ packages=(
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
   openssl  # the integration tests make their TLS certificates with the openssl CLI
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: clang++ with libFuzzer and the sanitizers' runtimes
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   yamllint python3-yaml python3-jsonschema
 )
