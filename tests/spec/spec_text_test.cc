@@ -149,6 +149,17 @@ TEST(SpecTextTest, AnchorsAliasesTagsAndDirectivesAreRefused) {
   EXPECT_EQ(spec->name(), "a&b*c!d%e");
 }
 
+TEST(SpecTextTest, ACommaOutsideAFlowCollectionIsRefusedBeforeYamlCppLoopsOnIt) {
+  // yaml-cpp 0.7 allocates without end on each of these (the process runs out of memory).
+  EXPECT_THAT(ParseError(","), HasSubstr("job.json: line 1, column 1: ',' outside a flow list or map"));
+  EXPECT_THAT(ParseError("{\"name\": \"x\"},"), HasSubstr("line 1, column 14: ',' outside a flow list or map"));
+  EXPECT_THAT(ParseError(",[[[]]]"), HasSubstr("',' outside a flow list or map"));
+  // Inside flow collections commas are what they always were.
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec("{name: a, model: {preset: mlp, mlp: {hiddenDims: [1, 2]}}}", "j");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model().mlp().hidden_dims_size(), 2);
+}
+
 TEST(SpecTextTest, EachStringIsBoundedAndNamedByItsPath) {
   const std::string long_path(5000, 'p');
   EXPECT_THAT(ParseError("data: {text: {paths: [ok, " + long_path + "]}}\n"),

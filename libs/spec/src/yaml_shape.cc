@@ -290,7 +290,10 @@ class ShapeScanner {
     Eat(1);
     return true;
   }
+  // yaml-cpp 0.7 takes a `,` outside any flow collection as a flow entry and then allocates
+  // without end (a one-byte document "," exhausts memory); YAML has no such token.
   bool FlowEntry() {
+    if (InBlock()) return Refuse("',' outside a flow list or map ([...] or {...})");
     EndFlowEntry();
     simple_key_allowed_ = true;
     can_be_json_flow_ = false;
