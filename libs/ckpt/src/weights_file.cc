@@ -32,7 +32,7 @@ class Reader {
     return absl::OkStatus();
   }
   absl::Status Bytes(size_t n, std::string* out, const char* what) {
-    if (pos_ + n > data_.size()) return Truncated(what);
+    if (n > data_.size() - pos_) return Truncated(what);
     out->assign(data_.data() + pos_, n);
     pos_ += n;
     return absl::OkStatus();
@@ -41,6 +41,7 @@ class Reader {
     return absl::DataLossError(absl::StrCat(path_, ": truncated while reading ", what, " at byte ", pos_));
   }
   size_t pos() const { return pos_; }
+  size_t remaining() const { return data_.size() - pos_; }
 
  private:
   const std::string& data_;
@@ -117,9 +118,18 @@ absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
     if (auto s = r.Get(&len, "name length"); !s.ok()) return s;
     if (auto s = r.Bytes(len, &name, "name"); !s.ok()) return s;
     if (auto s = r.Get(&rank, "rank"); !s.ok()) return s;
+    // Sizes are checked against the bytes left before anything is allocated or multiplied: every
+    // parameter's values are in the file, so all of them together fit in it.
+    if (rank > r.remaining() / sizeof(int64_t)) return r.Truncated("shape");
     std::vector<int64_t> shape(rank);
+    const int64_t room = static_cast<int64_t>(data.size() / sizeof(float)) - out.layout.total_numel();
+    int64_t numel = 1;
     for (auto& d : shape) {
       if (auto s = r.Get(&d, "shape"); !s.ok()) return s;
+      if (d < 0 || (d > 0 && numel > room / d)) {
+        return absl::DataLossError(absl::StrCat(path, ": parameter ", i, " has an impossible shape"));
+      }
+      numel *= d;
     }
     out.layout.Add(std::move(name), std::move(shape), true);
   }
@@ -127,10 +137,11 @@ absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
     return absl::DataLossError(
         absl::StrCat(path, ": shapes add up to ", out.layout.total_numel(), " elements, header says ", total));
   }
+  if (total > r.remaining() / sizeof(float)) return r.Truncated("values");
   std::string raw;
   if (auto s = r.Bytes(total * sizeof(float), &raw, "values"); !s.ok()) return s;
   out.values.resize(total);
-  std::memcpy(out.values.data(), raw.data(), raw.size());
+  if (total > 0) std::memcpy(out.values.data(), raw.data(), raw.size());  // data() may be null when empty
   return out;
 }
 
