@@ -3,9 +3,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/spec/job_spec.h"
@@ -46,6 +48,15 @@ http::Reply MethodNotAllowed(const http::Request& request) {
   return r;
 }
 
+// An error may quote request bytes (a path, a job id, a query value) that are not UTF-8, which a
+// JSON body cannot carry: such a message is sent escaped, whole.
+std::string JsonSafe(absl::string_view message) {
+  if (google::protobuf::internal::IsStructurallyValidUTF8(message.data(), static_cast<int>(message.size()))) {
+    return std::string(message);
+  }
+  return absl::CHexEscape(message);
+}
+
 http::Reply NoRoute(const std::string& path) {
   return ErrorReply(absl::NotFoundError(absl::StrCat("no route ", path)));
 }
@@ -82,7 +93,7 @@ http::Reply ErrorReply(const absl::Status& s) {
   google::protobuf::Struct error;
   auto& f = *error.mutable_fields();
   f["code"].set_string_value(absl::StatusCodeToString(s.code()));
-  f["message"].set_string_value(std::string(s.message()));
+  f["message"].set_string_value(JsonSafe(s.message()));
   f["details"].mutable_list_value();
   http::Reply r{HttpStatusOf(s.code()), ""};
   (void)google::protobuf::util::MessageToJsonString(error, &r.body);
