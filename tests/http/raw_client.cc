@@ -101,10 +101,4 @@ Trickler::~Trickler() {
   thread_.join();
 }
 
-int Trickler::closed() const {
-  int n = 0;
-  for (const std::atomic<bool>& c : closed_) n += c.load() ? 1 : 0;
-  return n;
-}
-
 }  // namespace gradsync::http::testing

@@ -56,13 +56,11 @@ class Trickler {
   Trickler(int port, int clients, absl::string_view head);
   ~Trickler();
 
-  // How many connections the server has closed so far.
-  int closed() const;
   RawClient& client(int i) { return *clients_[i]; }
 
  private:
   std::vector<std::unique_ptr<RawClient>> clients_;
-  std::vector<std::atomic<bool>> closed_;
+  std::vector<std::atomic<bool>> closed_;  // the server closed it: sending stops
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
