@@ -1,11 +1,12 @@
-#include "auth.h"
+#include "gradsync/core/token_auth.h"
+
+#include <algorithm>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "gradsync/core/secret_file.h"
 
-namespace gradsync::coordinator {
+namespace gradsync {
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -24,6 +25,11 @@ absl::StatusOr<TokenAuth> TokenAuth::FromFile(const std::string& path, const std
   return TokenAuth(*std::move(token));
 }
 
+absl::StatusOr<TokenAuth> TokenAuth::FromOptionalFile(const std::string& path, const std::string& what) {
+  if (path.empty()) return TokenAuth();
+  return FromFile(path, what);
+}
+
 absl::Status TokenAuth::Check(const std::string& authorization) const {
   if (!enabled()) return absl::OkStatus();
   if (authorization.empty()) return absl::UnauthenticatedError("missing bearer token (Authorization: Bearer ...)");
@@ -36,4 +42,4 @@ absl::Status TokenAuth::Check(const std::string& authorization) const {
   return absl::OkStatus();
 }
 
-}  // namespace gradsync::coordinator
+}  // namespace gradsync
