@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "gradsync/http/bearer.h"
 #include "prometheus/text_serializer.h"
 
 namespace gradsync::http {
@@ -33,7 +34,7 @@ Handler MetricsHandler(std::vector<std::weak_ptr<prometheus::Collectable>> colle
 }
 
 absl::StatusOr<std::unique_ptr<Server>> StartMetricsServer(
-    const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables) {
+    const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables, TokenAuth auth) {
   ServerOptions options;
   options.listen = listen;
   options.name = "/metrics";
@@ -41,7 +42,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartMetricsServer(
   options.max_body_bytes = 4096;  // a scrape has no body
   options.io_timeout = absl::Seconds(10);
   options.priority_paths = {"/metrics"};  // a scrape is answered while other requests hold the threads
-  return Server::Start(std::move(options), MetricsHandler(std::move(collectables)));
+  return Server::Start(std::move(options), RequireBearer(std::move(auth), MetricsHandler(std::move(collectables))));
 }
 
 }  // namespace gradsync::http

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/core/token_auth.h"
 #include "gradsync/http/server.h"
 #include "prometheus/collectable.h"
 
@@ -16,8 +17,10 @@ namespace gradsync::http {
 // weakly: one that is gone is skipped, so the owner decides their lifetime.
 Handler MetricsHandler(std::vector<std::weak_ptr<prometheus::Collectable>> collectables);
 
-// A server of its own for /metrics on `listen`; errors as Server::Start.
+// A server of its own for /metrics on `listen`; with `auth` enabled a scrape must present that
+// bearer token (Prometheus: authorization.credentials_file). Errors as Server::Start.
 absl::StatusOr<std::unique_ptr<Server>> StartMetricsServer(
-    const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables);
+    const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
+    TokenAuth auth = TokenAuth());
 
 }  // namespace gradsync::http
