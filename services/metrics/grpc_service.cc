@@ -6,6 +6,14 @@ namespace gradsync::metrics {
 
 grpc::Status MetricsServiceImpl::ReportSteps(grpc::ServerContext* context, grpc::ServerReader<v1::StepReport>* reader,
                                              v1::ReportStepsResponse* response) {
+  const auto& metadata = context->client_metadata();
+  const auto authorization = metadata.find("authorization");
+  if (absl::Status s = auth_.Check(authorization == metadata.end()
+                                       ? ""
+                                       : std::string(authorization->second.data(), authorization->second.size()));
+      !s.ok()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(s.message()));
+  }
   v1::StepReport report;
   bool warned = false;
   while (reader->Read(&report)) {

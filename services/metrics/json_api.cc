@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/http/bearer.h"
 
 namespace gradsync::metrics {
 namespace {
@@ -60,20 +61,24 @@ HttpReply HandleApi(const MetricsCollector& collector, const http::Request& requ
   return HandleApiGet(collector, request.path, request.Query("limit"));
 }
 
-absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& address, const MetricsCollector* collector) {
+absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& address, const MetricsCollector* collector,
+                                                        TokenAuth auth) {
   http::ServerOptions options;
   options.listen = address;
   options.name = "JSON API";
   options.threads = 2;
   options.max_body_bytes = 4096;  // GET only
   options.error_reply = [](int status, std::string message) {
-    HttpReply r =
-        Error(absl::Status(status == 404 ? absl::StatusCode::kNotFound : absl::StatusCode::kInvalidArgument, message));
+    const absl::StatusCode code = status == 404   ? absl::StatusCode::kNotFound
+                                  : status == 401 ? absl::StatusCode::kUnauthenticated
+                                                  : absl::StatusCode::kInvalidArgument;
+    HttpReply r = Error(absl::Status(code, message));
     r.status = status;
     return r;
   };
-  auto server =
-      http::Server::Start(std::move(options), [collector](const http::Request& r) { return HandleApi(*collector, r); });
+  auto routes = [collector](const http::Request& r) { return HandleApi(*collector, r); };
+  auto guarded = http::RequireBearer(std::move(auth), routes, options.error_reply);
+  auto server = http::Server::Start(std::move(options), std::move(guarded));
   if (!server.ok()) return server.status();
   std::unique_ptr<JsonApi> api(new JsonApi());
   api->server_ = *std::move(server);

@@ -5,7 +5,8 @@
 //                                        kept when N is absent or 0)
 //
 // Bodies are the protobuf JSON mapping (lowerCamelCase names, int64 as strings, zero values
-// printed). Errors are {"code": <google.rpc.Code>, "message": "..."} with HTTP 400, 404 or 405.
+// printed). Errors are {"code": <google.rpc.Code>, "message": "..."} with HTTP 400, 401 (a missing
+// or wrong bearer token), 404 or 405.
 #pragma once
 
 #include <memory>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "metrics_collector.h"
 
+#include "gradsync/core/token_auth.h"
 #include "gradsync/http/server.h"
 
 namespace gradsync::metrics {
@@ -30,9 +32,11 @@ HttpReply HandleApi(const MetricsCollector& collector, const http::Request& requ
 
 class JsonApi {
  public:
-  // Serves the API on `address` ("ip:port"; port 0 picks a free one) until destroyed.
-  // `collector` must outlive it. UNAVAILABLE when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<JsonApi>> Start(const std::string& address, const MetricsCollector* collector);
+  // Serves the API on `address` ("ip:port"; port 0 picks a free one) until destroyed; with `auth`
+  // enabled a request without its bearer token gets 401. `collector` must outlive it. UNAVAILABLE
+  // when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<JsonApi>> Start(const std::string& address, const MetricsCollector* collector,
+                                                        TokenAuth auth = TokenAuth());
 
   int port() const { return server_->port(); }
 

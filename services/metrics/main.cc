@@ -10,8 +10,10 @@
 #include "absl/flags/usage.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
+#include "gradsync/core/listen_guard.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/core/token_auth.h"
 #include "metrics_server.h"
 
 ABSL_FLAG(std::string, listen, gradsync::EnvOr("GRADSYNC_METRICS_LISTEN", "0.0.0.0:7071"),
@@ -22,6 +24,15 @@ ABSL_FLAG(std::string, http_listen, gradsync::EnvOr("GRADSYNC_METRICS_HTTP_LISTE
 ABSL_FLAG(std::string, api_listen, gradsync::EnvOr("GRADSYNC_METRICS_API_LISTEN", "0.0.0.0:9466"),
           "JSON API (/v1/jobs/{job}/series) listen address ip:port; port 0 picks a free port "
           "(env GRADSYNC_METRICS_API_LISTEN)");
+ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOKEN_FILE", ""),
+          "file holding the cluster token the workers' step reports (--listen) must carry; required when --listen "
+          "is beyond loopback (env GRADSYNC_CLUSTER_TOKEN_FILE)");
+ABSL_FLAG(std::string, metrics_token_file, gradsync::EnvOr("GRADSYNC_METRICS_TOKEN_FILE", ""),
+          "file holding the bearer token readers of /metrics (--http_listen) and of the JSON API (--api_listen) "
+          "present; required when either is beyond loopback (env GRADSYNC_METRICS_TOKEN_FILE)");
+ABSL_FLAG(bool, insecure, false,
+          "serve beyond loopback without the tokens above: anyone who can reach the ports can then send reports and "
+          "read every job's figures (a warning is logged on every start)");
 ABSL_FLAG(int64_t, step_timeout_ms, 30000,
           "a step still missing ranks this long after its first report is published as partial");
 ABSL_FLAG(double, straggler_factor, 1.5,
@@ -35,7 +46,38 @@ ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": ..., \"http\": ..., \"api\": ...} (127.0.0.1:port each) here once "
           "serving (for callers that asked for port 0)");
 
-namespace {}  // namespace
+namespace {
+
+// The options the flags describe: the tokens read, and every listener beyond loopback guarded by
+// them unless --insecure.
+absl::StatusOr<gradsync::metrics::MetricsServerOptions> OptionsFromFlags() {
+  gradsync::metrics::MetricsServerOptions options;
+  options.grpc_listen = absl::GetFlag(FLAGS_listen);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.api_listen = absl::GetFlag(FLAGS_api_listen);
+  const std::string cluster_token = absl::GetFlag(FLAGS_cluster_token_file);
+  const std::string metrics_token = absl::GetFlag(FLAGS_metrics_token_file);
+  absl::Status guarded = gradsync::CheckListenersGuarded(
+      {{"--listen", options.grpc_listen, {{"--cluster_token_file", !cluster_token.empty()}}},
+       {"--http_listen", options.http_listen, {{"--metrics_token_file", !metrics_token.empty()}}},
+       {"--api_listen", options.api_listen, {{"--metrics_token_file", !metrics_token.empty()}}}},
+      absl::GetFlag(FLAGS_insecure));
+  if (!guarded.ok()) return guarded;
+  auto report_auth = gradsync::TokenAuth::FromOptionalFile(cluster_token, "the cluster token");
+  if (!report_auth.ok()) return report_auth.status();
+  auto read_auth = gradsync::TokenAuth::FromOptionalFile(metrics_token, "the metrics token");
+  if (!read_auth.ok()) return read_auth.status();
+  options.report_auth = *std::move(report_auth);
+  options.read_auth = *std::move(read_auth);
+  options.reducer.step_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_step_timeout_ms));
+  options.reducer.straggler_factor = absl::GetFlag(FLAGS_straggler_factor);
+  options.reducer.series_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_series_capacity));
+  options.reducer.job_idle_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_idle_ttl_s));
+  options.max_label_sets = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_label_sets)));
+  return options;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -44,17 +86,12 @@ int main(int argc, char** argv) {
   gradsync::SetLogComponent("metrics");
   gradsync::InstallShutdownHandlers();
 
-  gradsync::metrics::MetricsServerOptions options;
-  options.grpc_listen = absl::GetFlag(FLAGS_listen);
-  options.http_listen = absl::GetFlag(FLAGS_http_listen);
-  options.api_listen = absl::GetFlag(FLAGS_api_listen);
-  options.reducer.step_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_step_timeout_ms));
-  options.reducer.straggler_factor = absl::GetFlag(FLAGS_straggler_factor);
-  options.reducer.series_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_series_capacity));
-  options.reducer.job_idle_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_idle_ttl_s));
-  options.max_label_sets = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_label_sets)));
-
-  auto server = gradsync::metrics::MetricsServer::Start(options);
+  auto options = OptionsFromFlags();
+  if (!options.ok()) {
+    GS_LOG(ERROR) << options.status();
+    return 1;
+  }
+  auto server = gradsync::metrics::MetricsServer::Start(*std::move(options));
   if (!server.ok()) {
     GS_LOG(ERROR) << server.status();
     return 1;

@@ -9,17 +9,18 @@
 namespace gradsync::metrics {
 
 MetricsServer::MetricsServer(const MetricsServerOptions& options)
-    : metrics_(options.max_label_sets), collector_(options.reducer, &metrics_), service_(&collector_) {}
+    : metrics_(options.max_label_sets),
+      collector_(options.reducer, &metrics_), service_(&collector_, options.report_auth) {}
 
 MetricsServer::~MetricsServer() { Shutdown(absl::ZeroDuration()); }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options) {
   std::unique_ptr<MetricsServer> s(new MetricsServer(options));
-  auto exposition = http::StartMetricsServer(options.http_listen, {s->metrics_.registry()});
+  auto exposition = http::StartMetricsServer(options.http_listen, {s->metrics_.registry()}, options.read_auth);
   if (!exposition.ok()) return exposition.status();
   s->exposition_ = *std::move(exposition);
 
-  absl::StatusOr<std::unique_ptr<JsonApi>> api = JsonApi::Start(options.api_listen, &s->collector_);
+  absl::StatusOr<std::unique_ptr<JsonApi>> api = JsonApi::Start(options.api_listen, &s->collector_, options.read_auth);
   if (!api.ok()) return api.status();
   s->api_ = *std::move(api);
 

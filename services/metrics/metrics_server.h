@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "gradsync/core/token_auth.h"
 #include "gradsync/http/server.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/step_reducer.h"
@@ -25,6 +26,11 @@ struct MetricsServerOptions {
   std::string grpc_listen = "0.0.0.0:7071";
   std::string http_listen = "0.0.0.0:9464";  // Prometheus /metrics
   std::string api_listen = "0.0.0.0:9466";   // JSON API
+  // The bearer token a ReportSteps stream must carry (the cluster token workers hold); none: any.
+  TokenAuth report_auth;
+  // The bearer token readers of /metrics and of the JSON API present (the metrics token); none:
+  // any.
+  TokenAuth read_auth;
   telemetry::StepReducerOptions reducer;
   // Prometheus label sets kept at once (one per job, one per rank of a job); see TrainingMetrics.
   size_t max_label_sets = TrainingMetrics::kDefaultMaxLabelSets;

@@ -163,6 +163,31 @@ TEST_F(MetricsServiceTest, JsonApiAnswersErrorsAsJson) {
   EXPECT_EQ(other->status, 404);
 }
 
+// With the cluster token set, a stream without it (or with another) is refused before any report
+// is read: no one but the workers can fake a job's figures.
+TEST(MetricsServiceAuthTest, AReportWithoutTheClusterTokenChangesNothing) {
+  MetricsServerOptions options;
+  options.report_auth = TokenAuth("cluster-secret");
+  std::unique_ptr<MetricsServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  for (const std::string token : {"", "not-the-cluster-secret"}) {
+    telemetry::MetricsReporter forger({.address = Address(server->grpc_port()),
+                                       .bearer_token = token,
+                                       .initial_backoff = absl::Milliseconds(50),
+                                       .max_backoff = absl::Milliseconds(200),
+                                       .close_drain = absl::ZeroDuration()});
+    forger.Report(Report("forged", 0, 0));
+    // Without the token check the report is confirmed, so ingested, before Flush returns.
+    (void)forger.Flush(absl::Seconds(1));
+  }
+  EXPECT_FALSE(server->collector().Series("forged", 0).ok());
+
+  telemetry::MetricsReporter worker({.address = Address(server->grpc_port()), .bearer_token = "cluster-secret"});
+  worker.Report(Report("honest", 0, 0));
+  ASSERT_TRUE(worker.Flush(absl::Seconds(10)).ok());
+  EXPECT_TRUE(server->collector().Series("honest", 0).ok());
+}
+
 TEST(MetricsServiceTimeoutTest, SilentRankMakesAPartialStepAfterTheTimeout) {
   MetricsServerOptions options;
   options.reducer.step_timeout = absl::Milliseconds(200);

@@ -86,7 +86,9 @@ MetricsReporterStats MetricsReporter::stats() const {
 bool MetricsReporter::HasWork() const { return stop_ || !queue_.empty() || flush_requested_ > flush_done_; }
 
 void MetricsReporter::Run() {
-  auto stub = v1::MetricsService::NewStub(rpc::MakeChannel(options_.address));
+  rpc::ChannelOptions channel;
+  channel.bearer_token = options_.bearer_token;
+  auto stub = v1::MetricsService::NewStub(rpc::MakeChannel(options_.address, channel));
   std::unique_ptr<Connection> conn;
   std::optional<v1::StepReport> in_flight;  // taken from the queue, not yet written
   absl::Duration backoff = options_.initial_backoff;

@@ -30,6 +30,9 @@ struct MetricsReporterOptions {
   // host:port of gradsync-metrics' gRPC listener. Empty disables reporting: no thread starts and
   // Report() discards.
   std::string address;
+  // Sent as "authorization: Bearer <token>" on every stream when not empty: the cluster token, which
+  // a metrics service listening beyond loopback asks for.
+  std::string bearer_token;
   // Reports held while the service is slow or down; beyond this the oldest is dropped.
   size_t queue_capacity = 4096;
   // Waits between attempts to reopen the stream: doubling from initial to max.
