@@ -15,8 +15,10 @@
 #include "coordinator_metrics.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
+#include "gradsync/core/listen_guard.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/core/token_auth.h"
 #include "gradsync/http/metrics.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/spec/confined_path.h"
@@ -44,11 +46,18 @@ ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_COORDINATOR_MET
 ABSL_FLAG(std::string, rest_listen, gradsync::EnvOr("GRADSYNC_REST_LISTEN", "0.0.0.0:8080"),
           "REST API address host:port; port 0 picks a free port; empty disables (env GRADSYNC_REST_LISTEN)");
 ABSL_FLAG(std::string, auth_token_file, gradsync::EnvOr("GRADSYNC_AUTH_TOKEN_FILE", ""),
-          "file holding the bearer token the job APIs (REST and gRPC) require; empty: no token "
-          "(env GRADSYNC_AUTH_TOKEN_FILE)");
+          "file holding the bearer token the job APIs (REST and gRPC) require; empty: no token, allowed only while "
+          "--listen and --rest_listen are on loopback (env GRADSYNC_AUTH_TOKEN_FILE)");
 ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOKEN_FILE", ""),
-          "file holding the token workers must present to join (CoordinatorService); empty: none "
-          "(env GRADSYNC_CLUSTER_TOKEN_FILE)");
+          "file holding the token workers must present to join (CoordinatorService); empty: none, allowed only "
+          "while --listen is on loopback (env GRADSYNC_CLUSTER_TOKEN_FILE)");
+ABSL_FLAG(std::string, metrics_token_file, gradsync::EnvOr("GRADSYNC_METRICS_TOKEN_FILE", ""),
+          "file holding the bearer token scrapes of /metrics (--metrics_listen) must present; empty: none, allowed "
+          "only while --metrics_listen is on loopback (env GRADSYNC_METRICS_TOKEN_FILE)");
+ABSL_FLAG(bool, insecure, false,
+          "serve beyond loopback without the tokens: without them every listener off loopback is refused, since "
+          "anyone who can reach it could run jobs, pose as a worker or read the metrics (a warning is logged on "
+          "every start)");
 ABSL_FLAG(std::string, tls_cert_file, gradsync::EnvOr("GRADSYNC_TLS_CERT_FILE", ""),
           "PEM certificate chain: gRPC and REST serve TLS with it and --tls_key_file (env GRADSYNC_TLS_CERT_FILE)");
 ABSL_FLAG(std::string, tls_key_file, gradsync::EnvOr("GRADSYNC_TLS_KEY_FILE", ""),
@@ -145,6 +154,18 @@ absl::StatusOr<TokenAuth> LoadToken(const std::string& path, const std::string& 
   return loaded;
 }
 
+// Every listener beyond loopback needs the tokens of what it serves, unless --insecure.
+absl::Status CheckListeners() {
+  const bool auth = !absl::GetFlag(FLAGS_auth_token_file).empty();
+  const bool cluster = !absl::GetFlag(FLAGS_cluster_token_file).empty();
+  const bool metrics = !absl::GetFlag(FLAGS_metrics_token_file).empty();
+  return gradsync::CheckListenersGuarded(
+      {{"--listen", absl::GetFlag(FLAGS_listen), {{"--cluster_token_file", cluster}, {"--auth_token_file", auth}}},
+       {"--rest_listen", absl::GetFlag(FLAGS_rest_listen), {{"--auth_token_file", auth}}},
+       {"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen), {{"--metrics_token_file", metrics}}}},
+      absl::GetFlag(FLAGS_insecure));
+}
+
 // The HTTP servers beside gRPC; each is null when its flag is empty.
 struct HttpServers {
   std::unique_ptr<gradsync::http::Server> metrics;
@@ -155,7 +176,9 @@ absl::StatusOr<HttpServers> StartHttp(Coordinator* coordinator, const TokenAuth&
                                       std::shared_ptr<prometheus::Collectable> metrics) {
   HttpServers servers;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    auto started = gradsync::http::StartMetricsServer(listen, {metrics});
+    auto scrape = gradsync::TokenAuth::FromOptionalFile(absl::GetFlag(FLAGS_metrics_token_file), "the metrics token");
+    if (!scrape.ok()) return scrape.status();
+    auto started = gradsync::http::StartMetricsServer(listen, {metrics}, *std::move(scrape));
     if (!started.ok()) return started.status();
     servers.metrics = *std::move(started);
     GS_LOG(INFO) << "serving /metrics on port " << servers.metrics->port();
@@ -186,6 +209,7 @@ absl::Status WriteEndpoints(int grpc_port, const HttpServers& http) {
 
 // Serves until SIGTERM/SIGINT, then checkpoints running jobs (preemption) and drains.
 absl::Status Run() {
+  if (absl::Status s = CheckListeners(); !s.ok()) return s;
   auto store = OpenStore();
   if (!store.ok()) return store.status();
   auto options = OptionsFromFlags();

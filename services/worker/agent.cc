@@ -29,7 +29,8 @@ Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
       channel_(rpc::MakeChannel(options_.coordinator, options_.coordinator_channel)),
       stub_(v1::CoordinatorService::NewStub(channel_)),
-      metrics_({.address = options_.metrics}) {}
+      // The metrics service takes step reports from holders of the cluster token alone.
+      metrics_({.address = options_.metrics, .bearer_token = options_.coordinator_channel.bearer_token}) {}
 
 Agent::~Agent() {
   stop_ = true;

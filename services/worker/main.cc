@@ -12,8 +12,10 @@
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
+#include "gradsync/core/listen_guard.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/core/token_auth.h"
 #include "gradsync/device/device.h"
 #include "gradsync/http/metrics.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
@@ -32,10 +34,16 @@ ABSL_FLAG(std::string, metrics, gradsync::EnvOr("GRADSYNC_METRICS", ""),
 ABSL_FLAG(std::string, metrics_listen, gradsync::EnvOr("GRADSYNC_WORKER_METRICS_LISTEN", "0.0.0.0:9467"),
           "this worker's Prometheus /metrics address; port 0 picks a free one; empty disables "
           "(env GRADSYNC_WORKER_METRICS_LISTEN)");
+ABSL_FLAG(std::string, metrics_token_file, gradsync::EnvOr("GRADSYNC_METRICS_TOKEN_FILE", ""),
+          "file holding the bearer token scrapes of this worker's /metrics must present; required when "
+          "--metrics_listen is beyond loopback (env GRADSYNC_METRICS_TOKEN_FILE)");
+ABSL_FLAG(bool, insecure, false,
+          "serve /metrics beyond loopback without --metrics_token_file (a warning is logged on every start)");
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"metrics\": ..., \"health\": ...} (127.0.0.1:PORT each) here once serving");
 ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOKEN_FILE", ""),
-          "file holding the cluster token the coordinator asks workers for (env GRADSYNC_CLUSTER_TOKEN_FILE)");
+          "file holding the cluster token the coordinator asks workers for, and the metrics service their step "
+          "reports (env GRADSYNC_CLUSTER_TOKEN_FILE)");
 ABSL_FLAG(std::string, tls_ca_file, gradsync::EnvOr("GRADSYNC_TLS_CA_FILE", ""),
           "PEM CA certificate: talk TLS to the coordinator, verifying it with this (env GRADSYNC_TLS_CA_FILE)");
 ABSL_FLAG(std::string, health_listen, gradsync::EnvOr("GRADSYNC_WORKER_HEALTH_LISTEN", "0.0.0.0:7072"),
@@ -52,6 +60,20 @@ ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
 ABSL_FLAG(std::string, cpus, gradsync::EnvOr("GRADSYNC_WORKER_CPUS", ""),
           "CPUs to run on, a list like 0-3,6 (as taskset -c); empty: wherever the scheduler puts it. A local "
           "cluster gives each worker its share (env GRADSYNC_WORKER_CPUS)");
+
+namespace {
+
+// The token scrapes of /metrics present. /metrics beyond loopback needs one, unless --insecure.
+absl::StatusOr<gradsync::TokenAuth> MetricsTokenFromFlags() {
+  const std::string path = absl::GetFlag(FLAGS_metrics_token_file);
+  absl::Status guarded = gradsync::CheckListenersGuarded(
+      {{"--metrics_listen", absl::GetFlag(FLAGS_metrics_listen), {{"--metrics_token_file", !path.empty()}}}},
+      absl::GetFlag(FLAGS_insecure));
+  if (!guarded.ok()) return guarded;
+  return gradsync::TokenAuth::FromOptionalFile(path, "the metrics token");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("gradsync worker: gradsync-worker --coordinator host:port");
@@ -100,7 +122,12 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> endpoints;
   std::unique_ptr<gradsync::http::Server> exposer;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    auto server = gradsync::http::StartMetricsServer(listen, {own_metrics.registry()});
+    auto scrape = MetricsTokenFromFlags();
+    if (!scrape.ok()) {
+      GS_LOG(ERROR) << scrape.status();
+      return 2;
+    }
+    auto server = gradsync::http::StartMetricsServer(listen, {own_metrics.registry()}, *std::move(scrape));
     if (!server.ok()) {
       GS_LOG(ERROR) << "cannot serve /metrics: " << server.status();
       return 1;
