@@ -137,6 +137,20 @@ class Coordinator {
   // with a write. Called by the lease thread; public so tests drive it.
   void RetryStoreWrites();
 
+  // --- Worker sessions: the credential RegisterWorker issues, bound to the rank the worker holds.
+
+  // OK when `session` is the session of registered worker `worker_id`. NOT_FOUND when no such
+  // worker is registered (lost, or the coordinator restarted: it must register again);
+  // UNAUTHENTICATED when the session is missing or not that worker's.
+  absl::Status CheckWorkerSession(absl::string_view session, const std::string& worker_id);
+  // OK when the caller may use the rendezvous namespace of (`job_id`, `generation`). A namespace
+  // of a job this coordinator knows belongs to the ranks of that generation: the session must be
+  // that of a worker holding one. A namespace of no known job (a stand-alone rendezvous, such as
+  // a benchmark's) is open to whoever the cluster token admits.
+  absl::Status CheckRendezvousAccess(absl::string_view session, const std::string& job_id, int generation);
+  // OK when the session's worker holds a rank of job `job_id`, in whichever generation.
+  absl::Status CheckJobMember(absl::string_view session, const std::string& job_id);
+
   // Figures for the coordinator's /metrics, read at scrape time.
   struct Snapshot {
     std::map<v1::JobState, int> jobs_by_state;

@@ -113,6 +113,9 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
   std::vector<std::string> ranks;
   for (const WorkerLease* w : gang) ranks.push_back(w->id());
   rt->StartGeneration(std::move(ranks), options_.clock());
+  // Keys written before the job held this namespace (by anyone the cluster token admits) must
+  // not reach its ranks' rendezvous.
+  kv_.DropNamespace(rt->generation()->kv_namespace());
   const std::string dir = rt->Dir(options_.artifact_root);
   // After StartGeneration: a corrupt checkpoint is set aside under the new generation's number.
   const std::optional<v1::CheckpointManifest> resume =

@@ -47,7 +47,7 @@ v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerR
   do {
     id = NewIdLocked(request.name().empty() ? "worker" : request.name());
   } while (workers_.Contains(id));
-  workers_.Add(id, request, options_.clock());
+  const WorkerLease& lease = workers_.Add(id, request, options_.clock());
   GS_LOG(INFO) << "worker " << id << " registered from " << request.hostname() << " pid " << request.pid() << " device "
                << request.device().description();
   ScheduleLocked();
@@ -55,6 +55,7 @@ v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerR
   resp.set_worker_id(id);
   resp.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(options_.heartbeat_interval));
   resp.set_lease_timeout_ms(absl::ToInt64Milliseconds(options_.lease_timeout));
+  resp.set_session_token(lease.session());
   return resp;
 }
 

@@ -19,6 +19,13 @@ namespace {
 constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
 constexpr int kReportAttempts = 5;
 
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const AgentOptions& options,
+                                                  std::shared_ptr<rpc::LateHeader> session) {
+  rpc::ChannelOptions channel = options.coordinator_channel;
+  channel.late_header = std::move(session);
+  return rpc::MakeChannel(options.coordinator, channel);
+}
+
 }  // namespace
 
 void Agent::SetRpcDeadline(grpc::ClientContext* ctx) {
@@ -27,7 +34,8 @@ void Agent::SetRpcDeadline(grpc::ClientContext* ctx) {
 
 Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
-      channel_(rpc::MakeChannel(options_.coordinator, options_.coordinator_channel)),
+      session_(std::make_shared<rpc::LateHeader>(rpc::kWorkerSessionMetadata)),
+      channel_(CoordinatorChannel(options_, session_)),
       stub_(v1::CoordinatorService::NewStub(channel_)),
       // The metrics service takes step reports from holders of the cluster token alone.
       metrics_({.address = options_.metrics, .bearer_token = options_.coordinator_channel.bearer_token}) {}
@@ -53,6 +61,7 @@ bool Agent::RegisterWithBackoff() {
     if (s.ok()) {
       absl::MutexLock lock(&mu_);
       worker_id_ = resp.worker_id();
+      session_->Set(resp.session_token());
       heartbeat_interval_ = absl::Milliseconds(std::max<int64_t>(50, resp.heartbeat_interval_ms()));
       reregister_ = false;
       GS_LOG(INFO) << "registered with " << options_.coordinator << " as " << worker_id_ << " ("

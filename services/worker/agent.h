@@ -84,6 +84,8 @@ class Agent {
   static void SetRpcDeadline(grpc::ClientContext* ctx);
 
   const AgentOptions options_;
+  // The session the coordinator issued at the last registration; every call carries it.
+  std::shared_ptr<rpc::LateHeader> session_;
   // The channel of every call to the coordinator; the assignment stream reads it directly.
   std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
