@@ -1,5 +1,8 @@
 #include "args.h"
 
+#include <cstring>
+#include <string_view>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -73,6 +76,21 @@ absl::StatusOr<Args> ParseArgs(const std::string& command, const std::vector<std
     args.Add(spec->name, value);
   }
   return args;
+}
+
+void ScrubSecretArguments(int argc, char** argv) {
+  constexpr std::string_view kFlag = "--token";
+  constexpr std::string_view kInline = "--token=";
+  const auto blank = [](char* value) { std::memset(value, '*', std::strlen(value)); };
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == kFlag && i + 1 < argc) {
+      blank(argv[++i]);
+    } else if (arg.starts_with(kInline)) {
+      blank(argv[i] + kInline.size());
+    }
+  }
 }
 
 }  // namespace gradsync::cli

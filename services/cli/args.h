@@ -37,4 +37,9 @@ class Args {
 absl::StatusOr<Args> ParseArgs(const std::string& command, const std::vector<std::string>& argv,
                                const std::vector<OptionSpec>& options);
 
+// Overwrites, in the process's own argument memory, the value of every --token ("--token T" and
+// "--token=T", up to a "--"), so that ps and /proc/<pid>/cmdline no longer show it. Call it once
+// the arguments have been copied; the value is readable by others only from exec until then.
+void ScrubSecretArguments(int argc, char** argv);
+
 }  // namespace gradsync::cli

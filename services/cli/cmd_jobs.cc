@@ -7,7 +7,6 @@
 #include "commands.h"
 #include "connection.h"
 #include "display.h"
-#include "gradsync/core/env.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
 #include "spec_input.h"
@@ -15,15 +14,11 @@
 namespace gradsync::cli {
 namespace {
 
-// Every job command takes the connection options, --metrics-api and -o.
+// Every job command takes the connection options, the metrics API's and -o.
 std::vector<OptionSpec> With(std::vector<OptionSpec> extra) {
-  extra.push_back({"metrics-api"});
   extra.push_back({"output", true, 'o'});
-  return WithConnectionOptions(std::move(extra));
+  return WithMetricsApiOptions(WithConnectionOptions(std::move(extra)));
 }
-
-// The metrics service's JSON API (--metrics-api / GRADSYNC_METRICS_API); empty when not given.
-std::string MetricsApi(const Args& args) { return args.Get("metrics-api", EnvOr("GRADSYNC_METRICS_API", "")); }
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "%s\n", DescribeError(s).c_str());
@@ -41,7 +36,7 @@ absl::StatusOr<Args> Parse(const std::string& cmd, const std::vector<std::string
 
 // Watches to the end with progress; exit code 0 only for SUCCEEDED. With a metrics API address
 // the final loss curve has every step.
-int WatchToEnd(JobClient& client, const std::string& name, bool json, const std::string& metrics_api) {
+int WatchToEnd(JobClient& client, const std::string& name, bool json, const MetricsApi& metrics_api) {
   InstallShutdownHandlers();
   std::atomic<bool> stop{false};
   std::thread sig([&] {
@@ -52,7 +47,9 @@ int WatchToEnd(JobClient& client, const std::string& name, bool json, const std:
   ProgressView view(json ? stderr : stdout);
   auto job = client.Watch(
       name, [&](const v1::Job& j) { view.Update(j); }, &stop);
-  if (job.ok() && !metrics_api.empty()) (void)view.UseSeriesFrom(metrics_api, job->id());
+  if (job.ok() && !metrics_api.address.empty()) {
+    (void)view.UseSeriesFrom(metrics_api.address, metrics_api.token, job->id());
+  }
   view.Finish();
   stop = true;
   sig.join();
@@ -71,6 +68,8 @@ int SubmitCommand(const std::vector<std::string>& argv) {
   if (!spec.ok()) return Fail(spec.status());
   auto connected = ConnectJobClient(*args);
   if (!connected.ok()) return Fail(connected.status());
+  auto metrics_api = MetricsApiFromArgs(*args);
+  if (!metrics_api.ok()) return Fail(metrics_api.status());
   JobClient& client = **connected;
   auto job = client.Create(*spec);
   if (!job.ok()) return Fail(job.status());
@@ -80,7 +79,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
     return 0;
   }
   std::fprintf(json ? stderr : stdout, "%s submitted\n", job->name().c_str());
-  return WatchToEnd(client, job->name(), json, MetricsApi(*args));
+  return WatchToEnd(client, job->name(), json, *metrics_api);
 }
 
 int GetCommand(const std::vector<std::string>& argv) {
@@ -145,8 +144,10 @@ int WatchCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status());
   auto connected = ConnectJobClient(*args);
   if (!connected.ok()) return Fail(connected.status());
+  auto metrics_api = MetricsApiFromArgs(*args);
+  if (!metrics_api.ok()) return Fail(metrics_api.status());
   JobClient& client = **connected;
-  return WatchToEnd(client, args->positional[0], args->Get("output") == "json", MetricsApi(*args));
+  return WatchToEnd(client, args->positional[0], args->Get("output") == "json", *metrics_api);
 }
 
 }  // namespace gradsync::cli

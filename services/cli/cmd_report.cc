@@ -5,21 +5,26 @@
 #include "args.h"
 #include "charts.h"
 #include "commands.h"
-#include "gradsync/core/env.h"
+#include "connection.h"
 #include "metrics_client.h"
 
 namespace gradsync::cli {
 
 int ReportCommand(const std::vector<std::string>& argv) {
-  constexpr char kUsage[] = "usage: gradsync report JOB -o FILE.svg [--metrics-api HOST:PORT]\n";
-  auto args = ParseArgs("report", argv, {{"output", true, 'o'}, {"metrics-api"}});
+  constexpr char kUsage[] =
+      "usage: gradsync report JOB -o FILE.svg [--metrics-api HOST:PORT --metrics-token-file FILE | --state-dir DIR]\n";
+  auto args = ParseArgs("report", argv, WithMetricsApiOptions({{"output", true, 'o'}}));
   if (!args.ok() || args->positional.size() != 1 || !args->Has("output")) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fputs(kUsage, stderr);
     return 2;
   }
-  const std::string api = args->Get("metrics-api", EnvOr("GRADSYNC_METRICS_API", "localhost:9466"));
-  auto series = FetchSeries(api, args->positional[0]);
+  absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(*args, "localhost:9466");
+  if (!api.ok()) {
+    std::fprintf(stderr, "%s\n", DescribeError(api.status()).c_str());
+    return 1;
+  }
+  auto series = FetchSeries(api->address, api->token, args->positional[0]);
   if (!series.ok()) {
     std::fprintf(stderr, "%s\n", std::string(series.status().message()).c_str());
     return 1;

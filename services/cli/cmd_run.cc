@@ -11,9 +11,11 @@
 #include "charts.h"
 #include "commands.h"
 #include "display.h"
+#include "gradsync/core/secret_file.h"
 #include "gradsync/core/shutdown.h"
 #include "grpc_job_client.h"
 #include "local_cluster.h"
+#include "local_tokens.h"
 #include "metrics_client.h"
 #include "spec_input.h"
 
@@ -26,6 +28,24 @@ std::string MakeRunDir() {
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   return ::mkdtemp(buf.data()) != nullptr ? std::string(buf.data()) : "";
+}
+
+// The cluster's coordinator with its token, and the token of its metrics JSON API.
+struct ClusterClient {
+  std::unique_ptr<GrpcJobClient> jobs;
+  std::string metrics_token;
+};
+
+absl::StatusOr<ClusterClient> ConnectTo(const LocalCluster& cluster) {
+  absl::StatusOr<std::string> token = ReadTokenFile(cluster.token_files().at(kAuthToken), "the local cluster's token");
+  if (!token.ok()) return token.status();
+  absl::StatusOr<std::string> metrics_token =
+      ReadTokenFile(cluster.token_files().at(kMetricsToken), "the local cluster's metrics token");
+  if (!metrics_token.ok()) return metrics_token.status();
+  rpc::ChannelOptions channel;
+  channel.bearer_token = *std::move(token);
+  return ClusterClient{std::make_unique<GrpcJobClient>(cluster.coordinator_address(), channel),
+                       *std::move(metrics_token)};
 }
 
 }  // namespace
@@ -79,7 +99,12 @@ int RunCommand(const std::vector<std::string>& argv) {
     return 1;
   }
 
-  GrpcJobClient client(cluster.coordinator_address());
+  absl::StatusOr<ClusterClient> connected = ConnectTo(cluster);
+  if (!connected.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(connected.status().message()).c_str());
+    return 1;
+  }
+  GrpcJobClient& client = *connected->jobs;
   auto created = client.Create(*spec);
   if (!created.ok()) {
     std::fprintf(stderr, "submitting the job failed: %s\n", std::string(created.status().message()).c_str());
@@ -111,7 +136,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   auto final_job = client.Watch(
       created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
   std::string report_path;
-  if (auto series = view.UseSeriesFrom(cluster.endpoints().at("metricsApi"), created->id()); series.ok()) {
+  auto series = view.UseSeriesFrom(cluster.endpoints().at("metricsApi"), connected->metrics_token, created->id());
+  if (series.ok()) {
     report_path = options.state_dir + "/report.svg";
     std::ofstream(report_path) << SvgReport(*series);
   }

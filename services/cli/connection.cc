@@ -1,23 +1,104 @@
 #include "connection.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/env.h"
+#include "gradsync/core/secret_file.h"
+#include "local_tokens.h"
 
 namespace gradsync::cli {
+namespace {
+
+void AddOnce(std::vector<OptionSpec>& options, const std::string& name) {
+  const bool present = std::any_of(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == name; });
+  if (!present) options.push_back({name});
+}
+
+// The cluster file of --state-dir; none without the option.
+absl::StatusOr<std::optional<LocalClusterFile>> LocalClusterOf(const Args& args) {
+  if (!args.Has("state-dir")) return std::nullopt;
+  const std::string dir = args.Get("state-dir");
+  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  if (file.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(absl::StrCat("--state-dir ", dir, ": no local cluster runs there (no ",
+                                            LocalClusterFilePath(dir), "; start one with gradsync local up)"));
+  }
+  if (!file.ok()) return file.status();
+  return std::optional<LocalClusterFile>(*std::move(file));
+}
+
+// The token in the file `path`, or "" when `path` is empty.
+absl::StatusOr<std::string> TokenIn(const std::string& path, const std::string& what) {
+  if (path.empty()) return std::string();
+  return ReadTokenFile(path, what);
+}
+
+// The local cluster's token file `name`, or "".
+std::string LocalTokenFile(const std::optional<LocalClusterFile>& local, const std::string& name) {
+  if (!local.has_value()) return "";
+  auto it = local->token_files.find(name);
+  return it == local->token_files.end() ? "" : it->second;
+}
+
+// --token-file, --token, the local cluster's, GRADSYNC_TOKEN_FILE, GRADSYNC_TOKEN: the first given.
+absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<LocalClusterFile>& local) {
+  if (args.Has("token-file") && args.Has("token")) {
+    return absl::InvalidArgumentError("give --token-file or --token, not both");
+  }
+  if (args.Has("token-file")) return TokenIn(args.Get("token-file"), "the token (--token-file)");
+  if (args.Has("token")) return args.Get("token");
+  if (const std::string file = LocalTokenFile(local, kAuthToken); !file.empty()) {
+    return TokenIn(file, "the local cluster's token");
+  }
+  if (const std::string file = EnvOr("GRADSYNC_TOKEN_FILE", ""); !file.empty()) {
+    return TokenIn(file, "the token (GRADSYNC_TOKEN_FILE)");
+  }
+  return EnvOr("GRADSYNC_TOKEN", "");
+}
+
+}  // namespace
 
 std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options) {
-  options.push_back({"address"});
-  options.push_back({"token"});
-  options.push_back({"tls-ca"});
+  for (const char* name : {"address", "token", "token-file", "tls-ca", "state-dir"}) AddOnce(options, name);
+  return options;
+}
+
+std::vector<OptionSpec> WithMetricsApiOptions(std::vector<OptionSpec> options) {
+  for (const char* name : {"metrics-api", "metrics-token-file", "state-dir"}) AddOnce(options, name);
   return options;
 }
 
 absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
+  if (args.Has("address") && args.Has("state-dir")) {
+    return absl::InvalidArgumentError("give --address or --state-dir (a local cluster's address), not both");
+  }
+  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args);
+  if (!local.ok()) return local.status();
+  absl::StatusOr<std::string> token = JobApiToken(args, *local);
+  if (!token.ok()) return token.status();
   JobClientOptions options;
-  options.address = args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070"));
-  options.token = args.Get("token", EnvOr("GRADSYNC_TOKEN", ""));
+  options.address = local->has_value() ? (*local)->endpoints["coordinator"]
+                                       : args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070"));
+  options.token = *std::move(token);
   options.tls_ca_file = args.Get("tls-ca", EnvOr("GRADSYNC_TLS_CA_FILE", ""));
   return MakeJobClient(options);
+}
+
+absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::string& fallback) {
+  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args);
+  if (!local.ok()) return local.status();
+  MetricsApi api;
+  const std::string local_api = local->has_value() ? (*local)->endpoints["metricsApi"] : "";
+  api.address = args.Get("metrics-api", !local_api.empty() ? local_api : EnvOr("GRADSYNC_METRICS_API", fallback));
+  std::string file = args.Get("metrics-token-file", LocalTokenFile(*local, kMetricsToken));
+  if (file.empty()) file = EnvOr("GRADSYNC_METRICS_TOKEN_FILE", "");
+  absl::StatusOr<std::string> token = TokenIn(file, "the metrics token");
+  if (!token.ok()) return token.status();
+  api.token = *std::move(token);
+  return api;
 }
 
 std::string DescribeError(const absl::Status& status) {

@@ -1,5 +1,11 @@
-// The options that name a coordinator and how to reach it, shared by every job command:
-// --address (GRADSYNC_ADDRESS), --token (GRADSYNC_TOKEN), --tls-ca (GRADSYNC_TLS_CA_FILE).
+// The options that name a server and how to reach it, shared by the commands that talk to a
+// cluster:
+//   the coordinator  --address (GRADSYNC_ADDRESS), --token-file (GRADSYNC_TOKEN_FILE) or --token
+//                    (GRADSYNC_TOKEN), --tls-ca (GRADSYNC_TLS_CA_FILE);
+//   its metrics      --metrics-api (GRADSYNC_METRICS_API), --metrics-token-file
+//                    (GRADSYNC_METRICS_TOKEN_FILE);
+//   or, for a local cluster, --state-dir DIR: every address and token from DIR/endpoints.json.
+// An option given outranks --state-dir, which outranks the environment.
 #pragma once
 
 #include <memory>
@@ -12,12 +18,24 @@
 
 namespace gradsync::cli {
 
-// `options` plus "address", "token" and "tls-ca", for ParseArgs.
+// `options` plus "address", "token", "token-file", "tls-ca" and "state-dir", for ParseArgs.
 std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options);
+// `options` plus "metrics-api", "metrics-token-file" and "state-dir", for ParseArgs.
+std::vector<OptionSpec> WithMetricsApiOptions(std::vector<OptionSpec> options);
 
-// The client the options (or their environment variables) describe; the address defaults to
-// localhost:7070. Errors as MakeJobClient's.
+// The client the options describe; the address defaults to localhost:7070. INVALID_ARGUMENT for
+// --token with --token-file or --address with --state-dir; NOT_FOUND naming a token file or a
+// state directory without a running cluster; otherwise errors as MakeJobClient's.
 absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args);
+
+// The metrics service's JSON API and the token its readers present ("" for none).
+struct MetricsApi {
+  std::string address;  // host:port; "" when nothing names one
+  std::string token;
+};
+// What the options name, `fallback` for the address when nothing does. NOT_FOUND naming a token
+// file or a state directory without a running cluster.
+absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::string& fallback = "");
 
 // How a failed client call reads on stderr: "CODE: message", except INVALID_ARGUMENT, which is
 // already about the user's input and reads better alone.

@@ -68,8 +68,9 @@ void ProgressView::Update(const v1::Job& job) {
   std::fflush(out_);
 }
 
-absl::StatusOr<v1::JobSeries> ProgressView::UseSeriesFrom(const std::string& metrics_api, const std::string& job) {
-  auto series = FetchSeries(metrics_api, job);
+absl::StatusOr<v1::JobSeries> ProgressView::UseSeriesFrom(const std::string& metrics_api, const std::string& token,
+                                                          const std::string& job) {
+  auto series = FetchSeries(metrics_api, token, job);
   if (!series.ok()) return series.status();
   std::vector<std::pair<double, double>> curve;
   for (const auto& s : series->steps()) curve.emplace_back(static_cast<double>(s.step()), s.loss());

@@ -24,9 +24,11 @@ class ProgressView {
   void SetLossCurve(std::vector<std::pair<double, double>> points) { losses_ = std::move(points); }
   // Prints the loss curve when the output is not a terminal (on a terminal it is on screen).
   void Finish();
-  // SetLossCurve from the metrics service's series of `job` at `metrics_api` when it answers;
-  // returns the series (for a report) or the reason it could not be read.
-  absl::StatusOr<v1::JobSeries> UseSeriesFrom(const std::string& metrics_api, const std::string& job);
+  // SetLossCurve from the metrics service's series of `job` at `metrics_api` (presenting `token`
+  // when not empty) when it answers; returns the series (for a report) or the reason it could not
+  // be read.
+  absl::StatusOr<v1::JobSeries> UseSeriesFrom(const std::string& metrics_api, const std::string& token,
+                                              const std::string& job);
 
  private:
   FILE* out_;

@@ -10,6 +10,7 @@
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
+#include "local_tokens.h"
 #include "process.h"
 
 namespace gradsync::cli {
@@ -63,22 +64,43 @@ absl::StatusOr<std::map<std::string, std::string>> LocalCluster::AwaitEndpoints(
   }
 }
 
+std::string LocalCluster::TokenFlag(const std::string& flag, const std::string& name) const {
+  return absl::StrCat("--", flag, "=", token_files_.at(name));
+}
+
 absl::Status LocalCluster::Start() {
   std::error_code ec;
   fs::create_directories(log_dir(), ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", log_dir(), ": ", ec.message()));
-  const std::string bin = BinaryDir();
   const fs::path state(options_.state_dir);
   fs::remove(state / "coordinator.json", ec);
   fs::remove(state / "metrics.json", ec);
   RemoveLocalClusterFile(options_.state_dir);
+  absl::StatusOr<std::map<std::string, std::string>> tokens = WriteLocalTokens(options_.state_dir);
+  if (!tokens.ok()) return tokens.status();
+  token_files_ = *std::move(tokens);
 
+  if (absl::Status s = StartCoordinator(); !s.ok()) return s;
+  std::string metrics;
+  if (options_.with_metrics) {
+    absl::StatusOr<std::string> started = StartMetricsService();
+    if (!started.ok()) return started.status();
+    metrics = *started;
+  }
+  if (absl::Status s = StartWorkers(metrics); !s.ok()) return s;
+  return WriteClusterFile();
+}
+
+absl::Status LocalCluster::StartCoordinator() {
+  const fs::path state(options_.state_dir);
   absl::Status s = StartChild(
       "coordinator",
-      {bin + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
+      {BinaryDir() + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
        "--metrics_listen=127.0.0.1:0", absl::StrCat("--rest_listen=127.0.0.1:", options_.rest_port),
-       "--endpoints_file=" + (state / "coordinator.json").string(), "--artifact_root=" + (state / "artifacts").string(),
-       "--data_root=" + absl::StrJoin(DataRootsOf(options_), ","), "--state_dir=" + (state / "coordinator").string()});
+       TokenFlag("auth_token_file", kAuthToken), TokenFlag("cluster_token_file", kClusterToken),
+       TokenFlag("metrics_token_file", kMetricsToken), "--endpoints_file=" + (state / "coordinator.json").string(),
+       "--artifact_root=" + (state / "artifacts").string(), "--data_root=" + absl::StrJoin(DataRootsOf(options_), ","),
+       "--state_dir=" + (state / "coordinator").string()});
   if (!s.ok()) return s;
   auto coordinator = AwaitEndpoints((state / "coordinator.json").string(), "coordinator");
   if (!coordinator.ok()) return coordinator.status();
@@ -89,27 +111,34 @@ absl::Status LocalCluster::Start() {
   endpoints_["coordinator"] = address_;
   endpoints_["rest"] = (*coordinator)["rest"];
   endpoints_["coordinatorMetrics"] = (*coordinator)["metrics"];
+  return absl::OkStatus();
+}
 
-  std::string metrics;
-  if (options_.with_metrics) {
-    s = StartChild("metrics", {bin + "/gradsync-metrics", "--listen=127.0.0.1:0",
-                               absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port),
-                               "--api_listen=127.0.0.1:0", "--endpoints_file=" + (state / "metrics.json").string()});
-    if (!s.ok()) return s;
-    auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
-    if (!m.ok()) return m.status();
-    metrics = (*m)["grpc"];
-    PinPorts(children_.back(),
-             {{"--listen=", (*m)["grpc"]}, {"--http_listen=", (*m)["http"]}, {"--api_listen=", (*m)["api"]}});
-    endpoints_["metrics"] = metrics;
-    endpoints_["metricsHttp"] = (*m)["http"];
-    endpoints_["metricsApi"] = (*m)["api"];
-  }
+absl::StatusOr<std::string> LocalCluster::StartMetricsService() {
+  const fs::path state(options_.state_dir);
+  absl::Status s = StartChild(
+      "metrics", {BinaryDir() + "/gradsync-metrics", "--listen=127.0.0.1:0",
+                  absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port), "--api_listen=127.0.0.1:0",
+                  TokenFlag("cluster_token_file", kClusterToken), TokenFlag("metrics_token_file", kMetricsToken),
+                  "--endpoints_file=" + (state / "metrics.json").string()});
+  if (!s.ok()) return s;
+  auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
+  if (!m.ok()) return m.status();
+  PinPorts(children_.back(),
+           {{"--listen=", (*m)["grpc"]}, {"--http_listen=", (*m)["http"]}, {"--api_listen=", (*m)["api"]}});
+  endpoints_["metrics"] = (*m)["grpc"];
+  endpoints_["metricsHttp"] = (*m)["http"];
+  endpoints_["metricsApi"] = (*m)["api"];
+  return (*m)["grpc"];
+}
+
+absl::Status LocalCluster::StartWorkers(const std::string& metrics) {
+  const fs::path state(options_.state_dir);
   const int gpus = static_cast<int>(device::ListGpus().size());
   for (int i = 0; i < options_.workers; ++i) {
     absl::StatusOr<std::string> worker_device = LocalWorkerDevice(options_.device, i, gpus);
     if (!worker_device.ok()) return worker_device.status();
-    std::vector<std::string> argv = {bin + "/gradsync-worker",
+    std::vector<std::string> argv = {BinaryDir() + "/gradsync-worker",
                                      "--coordinator=" + address_,
                                      "--comm_host=127.0.0.1",
                                      absl::StrCat("--name=local", i),
@@ -117,14 +146,15 @@ absl::Status LocalCluster::Start() {
                                      "--metrics=" + metrics,
                                      "--metrics_listen=127.0.0.1:0",
                                      "--health_listen=127.0.0.1:0",
+                                     TokenFlag("cluster_token_file", kClusterToken),
+                                     TokenFlag("metrics_token_file", kMetricsToken),
                                      "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()};
     if (const std::string share = ShareOfAllowedCpus(options_.workers, i); options_.bind_cpus && !share.empty()) {
       argv.push_back("--cpus=" + share);
     }
-    s = StartChild(absl::StrCat("worker-", i), std::move(argv));
-    if (!s.ok()) return s;
+    if (absl::Status s = StartChild(absl::StrCat("worker-", i), std::move(argv)); !s.ok()) return s;
   }
-  return WriteClusterFile();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int index, int gpus) {
@@ -145,7 +175,8 @@ absl::Status LocalCluster::WriteClusterFile() const {
                                                     .workers = options_.workers,
                                                     .supervisor_pid = options_.supervisor_pid,
                                                     .log_dir = log_dir(),
-                                                    .pids = pids()});
+                                                    .pids = pids(),
+                                                    .token_files = token_files_});
 }
 
 void LocalCluster::PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address) {

@@ -1,5 +1,6 @@
 // A whole gradsync cluster on this machine: a coordinator and N workers as child processes on
-// loopback, with their logs under <state_dir>/logs and the cluster file that finds them
+// loopback, with their logs under <state_dir>/logs, fresh tokens under <state_dir>/tokens
+// (local_tokens.h) that every service requires, and the cluster file that finds them
 // (gradsync/cli/local_cluster_file.h). Used by `gradsync run` and `gradsync local up`.
 #pragma once
 
@@ -48,7 +49,8 @@ class LocalCluster {
   explicit LocalCluster(LocalClusterOptions options);
   ~LocalCluster();  // stops everything still running
 
-  // Starts the coordinator, waits until it serves, starts the workers, then writes the cluster file.
+  // Writes new tokens, starts the coordinator, waits until it serves, starts the workers, then
+  // writes the cluster file.
   absl::Status Start();
   // Stops the coordinator, the workers, then the rest; removes the cluster file. Idempotent.
   void Stop();
@@ -63,6 +65,9 @@ class LocalCluster {
   // Every service address by name: coordinator, rest, coordinatorMetrics, metrics (gRPC),
   // metricsHttp (/metrics), metricsApi (JSON series).
   const std::map<std::string, std::string>& endpoints() const { return endpoints_; }
+  // The token files by name (kAuthToken, kClusterToken, kMetricsToken in local_tokens.h), once
+  // Start has written them.
+  const std::map<std::string, std::string>& token_files() const { return token_files_; }
   std::string log_dir() const;
   std::vector<pid_t> pids() const;
   // The last lines of every child's log, for failure reports.
@@ -81,6 +86,12 @@ class LocalCluster {
   void PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address);
 
   absl::Status StartChild(const std::string& name, std::vector<std::string> argv);
+  // The parts of Start, in order; the metrics service returns its gRPC address for the workers.
+  absl::Status StartCoordinator();
+  absl::StatusOr<std::string> StartMetricsService();
+  absl::Status StartWorkers(const std::string& metrics);
+  // "--<flag>=<the token file `name`>".
+  std::string TokenFlag(const std::string& flag, const std::string& name) const;
   // Waits for a service's endpoints file while the service runs.
   absl::StatusOr<std::map<std::string, std::string>> AwaitEndpoints(const std::string& path,
                                                                     const std::string& name) const;
@@ -89,6 +100,7 @@ class LocalCluster {
   LocalClusterOptions options_;
   std::string address_;
   std::map<std::string, std::string> endpoints_;
+  std::map<std::string, std::string> token_files_;
   std::vector<Child> children_;  // the coordinator first
 };
 

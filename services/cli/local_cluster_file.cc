@@ -20,6 +20,7 @@ constexpr char kWorkers[] = "workers";
 constexpr char kSupervisorPid[] = "pid";
 constexpr char kLogs[] = "logs";
 constexpr char kPids[] = "pids";
+constexpr char kTokenFiles[] = "tokenFiles";
 
 absl::StatusOr<google::protobuf::Struct> ReadJsonObject(const std::string& path) {
   std::ifstream in(path);
@@ -44,7 +45,17 @@ std::string LocalClusterFileJson(const LocalClusterFile& file) {
   if (file.supervisor_pid > 0) absl::StrAppend(&json, "  \"", kSupervisorPid, "\": ", file.supervisor_pid, ",\n");
   absl::StrAppend(&json, "  \"", kLogs, "\": ", JsonString(file.log_dir), ",\n  \"", kPids, "\": [");
   for (size_t i = 0; i < file.pids.size(); ++i) absl::StrAppend(&json, i ? ", " : "", file.pids[i]);
-  return json + "]\n}\n";
+  absl::StrAppend(&json, "]");
+  if (!file.token_files.empty()) {
+    absl::StrAppend(&json, ",\n  \"", kTokenFiles, "\": {");
+    const char* separator = "";
+    for (const auto& [name, path] : file.token_files) {
+      absl::StrAppend(&json, separator, "\n    ", JsonString(name), ": ", JsonString(path));
+      separator = ",";
+    }
+    absl::StrAppend(&json, "\n  }");
+  }
+  return json + "\n}\n";
 }
 
 absl::Status WriteLocalClusterFile(const std::string& state_dir, const LocalClusterFile& file) {
@@ -65,6 +76,8 @@ absl::StatusOr<LocalClusterFile> ReadLocalClusterFile(const std::string& state_d
       file.log_dir = value.string_value();
     } else if (key == kPids) {
       for (const auto& pid : value.list_value().values()) file.pids.push_back(static_cast<pid_t>(pid.number_value()));
+    } else if (key == kTokenFiles) {
+      for (const auto& [name, path] : value.struct_value().fields()) file.token_files[name] = path.string_value();
     } else if (value.has_string_value()) {
       file.endpoints[key] = value.string_value();
     } else {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "commands.h"
 
 namespace {
@@ -19,14 +20,19 @@ constexpr char kUsage[] =
     "                     --device auto (default: worker i on GPU i mod GPUs, or the CPU), cpu,\n"
     "                     cuda or cuda:N; worker i runs on its share of the CPUs unless\n"
     "                     --no-cpu-binding (run and local up)\n"
+    "                     (both write fresh tokens to DIR/tokens, readable by you alone)\n"
     "  submit FILE [--set path=value ...] [--wait] [-o json]\n"
     "  get JOB [-o json]    list [-o json]    cancel JOB    watch JOB\n"
-    "                     against --address ADDRESS (env GRADSYNC_ADDRESS, default localhost:7070):\n"
+    "                     against --state-dir DIR (a local cluster: its address and tokens), or\n"
+    "                     --address ADDRESS (env GRADSYNC_ADDRESS, default localhost:7070):\n"
     "                     HOST:PORT for gRPC, http://HOST:PORT or https://HOST:PORT for REST;\n"
-    "                     --token T (env GRADSYNC_TOKEN) is sent as a bearer token;\n"
+    "                     --token-file FILE (env GRADSYNC_TOKEN_FILE) holds the bearer token;\n"
+    "                     --token T (env GRADSYNC_TOKEN) works too, but prefer the file: a token\n"
+    "                     on the command line is in your shell history, and in ps until scrubbed;\n"
     "                     --tls-ca FILE (env GRADSYNC_TLS_CA_FILE) verifies a TLS server\n"
-    "  report JOB -o FILE.svg [--metrics-api HOST:PORT]\n"
-    "                     loss and throughput curves from the metrics service (env GRADSYNC_METRICS_API)\n"
+    "  report JOB -o FILE.svg [--metrics-api HOST:PORT] [--metrics-token-file FILE] [--state-dir DIR]\n"
+    "                     loss and throughput curves from the metrics service (env GRADSYNC_METRICS_API,\n"
+    "                     GRADSYNC_METRICS_TOKEN_FILE)\n"
     "  healthcheck HOST:PORT [--service NAME] [--tls-ca FILE]\n"
     "                     exit 0 when the server answers grpc.health.v1 SERVING\n"
     "  model describe PRESET [--set transformer.layers=6 ...] [-o json]\n"
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
   using namespace gradsync::cli;
+  ScrubSecretArguments(argc, argv);
   if (command == "run") return RunCommand(rest);
   if (command == "local") return LocalCommand(rest);
   if (command == "submit") return SubmitCommand(rest);

@@ -7,14 +7,21 @@
 
 namespace gradsync::cli {
 
-absl::StatusOr<v1::JobSeries> FetchSeries(const std::string& api_address, const std::string& job) {
+absl::StatusOr<v1::JobSeries> FetchSeries(const std::string& api_address, const std::string& token,
+                                          const std::string& job) {
   const std::string id = absl::StartsWith(job, "jobs/") ? job.substr(5) : job;
   HttpRequest request;
   request.url = absl::StrCat("http://", api_address, "/v1/jobs/", EscapeUrlComponent(id), "/series");
+  request.bearer_token = token;
   auto response = SendHttp(request, absl::StrCat("metrics service at ", api_address));
   if (!response.ok()) return response.status();
   if (response->status == 404)
     return absl::NotFoundError(absl::StrCat("the metrics service has no series for job ", id));
+  if (response->status == 401) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the metrics service at ", api_address, " wants ", token.empty() ? "a" : "another",
+        " token: pass --metrics-token-file (env GRADSYNC_METRICS_TOKEN_FILE), or --state-dir for a local cluster"));
+  }
   if (response->status != 200) {
     return absl::InternalError(absl::StrCat(request.url, " answered HTTP ", response->status, ": ", response->body));
   }

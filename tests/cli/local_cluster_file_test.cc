@@ -25,7 +25,8 @@ LocalClusterFile Example() {
           .workers = 2,
           .supervisor_pid = 1234,
           .log_dir = "/state/logs",
-          .pids = {10, 11, 12, 13}};
+          .pids = {10, 11, 12, 13},
+          .token_files = {{"auth", "/state/tokens/auth.token"}, {"cluster", "/state/tokens/cluster.token"}}};
 }
 
 TEST(LocalClusterFile, ReadsBackWhatWasWritten) {
@@ -38,6 +39,7 @@ TEST(LocalClusterFile, ReadsBackWhatWasWritten) {
   EXPECT_EQ(file->supervisor_pid, 1234);
   EXPECT_EQ(file->log_dir, "/state/logs");
   EXPECT_EQ(file->pids, (std::vector<pid_t>{10, 11, 12, 13}));
+  EXPECT_EQ(file->token_files, Example().token_files);
   EXPECT_FALSE(std::filesystem::exists(LocalClusterFilePath(dir) + ".tmp"));
 }
 
@@ -49,6 +51,17 @@ TEST(LocalClusterFile, EndpointsAreTopLevelFields) {
   EXPECT_EQ(json.fields().at("pid").number_value(), 1234);
   EXPECT_EQ(json.fields().at("pids").list_value().values_size(), 4);
   EXPECT_NE(LocalClusterFileJson(Example()).find("\n  \"coordinator\": \"127.0.0.1:7070\",\n"), std::string::npos);
+}
+
+// The token files are named, never the tokens; a cluster without tokens has no such field.
+TEST(LocalClusterFile, TokenFilesAreANestedObjectOfPaths) {
+  google::protobuf::Struct json;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(LocalClusterFileJson(Example()), &json).ok());
+  EXPECT_EQ(json.fields().at("tokenFiles").struct_value().fields().at("auth").string_value(),
+            "/state/tokens/auth.token");
+  LocalClusterFile none = Example();
+  none.token_files.clear();
+  EXPECT_EQ(LocalClusterFileJson(none).find("tokenFiles"), std::string::npos);
 }
 
 TEST(LocalClusterFile, WithoutASupervisorThereIsNoPid) {

@@ -10,8 +10,12 @@
 //     "workers": 2,
 //     "pid": 1234,                       the `gradsync local up` supervisor; absent under `run`
 //     "logs": "/state/dir/logs",
-//     "pids": [10, 11, 12, 13]           coordinator, metrics service, worker-0, worker-1, ...;
-//   }                                    a restarted child's new pid
+//     "pids": [10, 11, 12, 13],          coordinator, metrics service, worker-0, worker-1, ...;
+//                                        a restarted child's new pid
+//     "tokenFiles": {                    the cluster's tokens (readable by its user alone): the
+//       "auth": "/state/dir/tokens/auth.token",     job APIs', the workers' and the one that
+//       "cluster": "...", "metrics": "..."}         reads /metrics and the metrics JSON API
+//   }
 #pragma once
 
 #include <sys/types.h>
@@ -32,6 +36,8 @@ struct LocalClusterFile {
   pid_t supervisor_pid = -1;  // -1: none (`gradsync run` supervises in its own process)
   std::string log_dir;
   std::vector<pid_t> pids;  // the children, the coordinator first
+  // The token files by name: "auth", "cluster", "metrics". Empty for a cluster without tokens.
+  std::map<std::string, std::string> token_files;
 };
 
 std::string LocalClusterFilePath(const std::string& state_dir);
