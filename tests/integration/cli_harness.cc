@@ -153,10 +153,17 @@ int64_t ProgressStep(const std::string& job_json) {
 
 std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,
                        const std::function<bool(const std::string&)>& pred) {
+  return WaitForJobWith({"--address", address}, job, timeout, pred);
+}
+
+std::string WaitForJobWith(const std::vector<std::string>& connection, const std::string& job, absl::Duration timeout,
+                           const std::function<bool(const std::string&)>& pred) {
   const absl::Time deadline = absl::Now() + timeout;
+  std::vector<std::string> get = {"gradsync", "get", job, "-o", "json"};
+  get.insert(get.end(), connection.begin(), connection.end());
   std::string last;
   while (absl::Now() < deadline) {
-    CommandResult r = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+    CommandResult r = RunBinary(get);
     last = r.out + r.err;
     if (r.exit_code == 0 && pred(r.out)) return r.out;
     absl::SleepFor(absl::Milliseconds(200));

@@ -53,10 +53,14 @@ std::vector<std::string> WorkerArgs(const std::string& coordinator, const std::v
 
 // The progress step in `gradsync get -o json` output, or -1 before the first report.
 int64_t ProgressStep(const std::string& job_json);
-// Polls `gradsync get JOB -o json` until `pred` holds on its output or `timeout` passes (then the
-// test fails, showing the last answer). Returns the last output.
+// Polls `gradsync get JOB -o json --address ADDRESS` until `pred` holds on its output or `timeout`
+// passes (then the test fails, showing the last answer). Returns the last output.
 std::string WaitForJob(const std::string& address, const std::string& job, absl::Duration timeout,
                        const std::function<bool(const std::string&)>& pred);
+// The same with the connection options given whole, e.g. {"--state-dir", DIR} for a local
+// cluster, whose address and token the CLI reads from DIR.
+std::string WaitForJobWith(const std::vector<std::string>& connection, const std::string& job, absl::Duration timeout,
+                           const std::function<bool(const std::string&)>& pred);
 std::string MakeTempDir();
 std::string ReadFile(const std::string& path);
 bool ProcessAlive(pid_t pid);

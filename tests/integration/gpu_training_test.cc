@@ -69,23 +69,23 @@ TEST(GpuTraining, OneWorkerOnItsGpuTrainsOverNcclAndRecoversBitwiseFromAKill) {
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--device", "cuda", "--state-dir", dir,
                                 "--data-root", "/usr/share/common-licenses"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  const std::string address = ParseFlatJson(up.out)["coordinator"];
   CommandResult submitted =
-      RunBinary(Demo({"gradsync", "submit", ExamplePath("demo.yaml"), "--address", address}, kOneRank));
+      RunBinary(Demo({"gradsync", "submit", ExamplePath("demo.yaml"), "--state-dir", dir}, kOneRank));
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   const std::string job = submitted.out.substr(0, submitted.out.find('\n'));
-  WaitForJob(address, job, absl::Seconds(300), [](const std::string& out) { return ProgressStep(out) >= 1200; });
+  WaitForJobWith({"--state-dir", dir}, job, absl::Seconds(300),
+                 [](const std::string& out) { return ProgressStep(out) >= 1200; });
   absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_EQ(pids.size(), 3u);  // coordinator, metrics service, the worker
   ASSERT_EQ(::kill(pids[2], SIGKILL), 0);
 
-  CommandResult watched = RunBinary({"gradsync", "watch", job, "--address", address, "-o", "json"});
+  CommandResult watched = RunBinary({"gradsync", "watch", job, "--state-dir", dir, "-o", "json"});
   EXPECT_EQ(ParseFlatJson(watched.out)["state"], "SUCCEEDED") << watched.out << watched.err;
   EXPECT_EQ(ParseFlatJson(watched.out)["paramDigest"], ref["paramDigest"])
       << "resuming on the GPU from a checkpoint changed the result";
-  CommandResult got = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+  CommandResult got = RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", dir});
   EXPECT_NE(got.out.find("resuming from the checkpoint at step"), std::string::npos) << got.out;
   RunBinary({"gradsync", "local", "down", "--state-dir", dir});
 }

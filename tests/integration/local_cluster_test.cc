@@ -160,31 +160,31 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   EXPECT_NE(health.out.find("SERVING"), std::string::npos) << health.out;
 
   // Two ranks asked for, one worker registered: the job waits and says why.
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address});
+  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   ASSERT_EQ(job.rfind("jobs/", 0), 0u) << submit.out;
   absl::SleepFor(absl::Seconds(1));
-  CommandResult get = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+  CommandResult get = RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", dir});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_NE(get.out.find("\"PENDING\""), std::string::npos) << get.out;
   EXPECT_NE(get.out.find("waiting for 2 idle workers: 1 idle of 1 registered"), std::string::npos) << get.out;
 
   // A job that fits runs to the end on the same cluster; --wait returns its outcome.
   CommandResult small =
-      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1",
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir, "--set", "training.worldSize=1",
                  "--set", "training.maxSteps=20", "--set", "training.epochs=0", "--wait", "-o", "json"});
   EXPECT_EQ(small.exit_code, 0) << small.out << small.err;
   EXPECT_EQ(ParseFlatJson(small.out)["state"], "SUCCEEDED") << small.out;
 
-  CommandResult list = RunBinary({"gradsync", "list", "--address", address});
+  CommandResult list = RunBinary({"gradsync", "list", "--state-dir", dir});
   EXPECT_NE(list.out.find("PENDING"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("SUCCEEDED"), std::string::npos) << list.out;
 
-  CommandResult cancel = RunBinary({"gradsync", "cancel", job, "--address", address});
+  CommandResult cancel = RunBinary({"gradsync", "cancel", job, "--state-dir", dir});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_NE(cancel.out.find("CANCELLED"), std::string::npos);
-  CommandResult again = RunBinary({"gradsync", "cancel", job, "--address", address});
+  CommandResult again = RunBinary({"gradsync", "cancel", job, "--state-dir", dir});
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("already ended"), std::string::npos) << again.err;
 
@@ -273,21 +273,19 @@ TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawT
   const std::string dir = MakeTempDir();
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir});
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  auto endpoints = ParseFlatJson(up.out);
-  const std::string address = endpoints["coordinator"];
 
-  // A job with the metrics service alive: watch prints progress and the loss curve; report draws it.
-  CommandResult first = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+  // A job with the metrics service alive: watch prints progress and the loss curve; report draws it
+  // (the CLI finds the services and their tokens through the state dir).
+  CommandResult first = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir, "--set",
                                    "training.maxSteps=60", "--set", "training.epochs=0"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string job = first.out.substr(0, first.out.find('\n'));
-  CommandResult watch =
-      RunBinary({"gradsync", "watch", job, "--address", address, "--metrics-api", endpoints["metricsApi"]});
+  CommandResult watch = RunBinary({"gradsync", "watch", job, "--state-dir", dir});
   EXPECT_EQ(watch.exit_code, 0) << watch.out << watch.err;
   EXPECT_NE(watch.out.find("SUCCEEDED"), std::string::npos) << watch.out;
   EXPECT_NE(watch.out.find("loss curve:"), std::string::npos) << watch.out;
   const std::string svg = dir + "/report.svg";
-  CommandResult report = RunBinary({"gradsync", "report", job, "-o", svg, "--metrics-api", endpoints["metricsApi"]});
+  CommandResult report = RunBinary({"gradsync", "report", job, "-o", svg, "--state-dir", dir});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const std::string picture = ReadFile(svg);
   EXPECT_NE(picture.find("<svg"), std::string::npos);
@@ -300,13 +298,13 @@ TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawT
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_GE(pids.size(), 2u);
   const pid_t metrics = pids[1];
-  CommandResult second = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+  CommandResult second = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir, "--set",
                                     "training.maxSteps=200", "--set", "training.epochs=0"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   const std::string job2 = second.out.substr(0, second.out.find('\n'));
   absl::SleepFor(absl::Milliseconds(300));
   ASSERT_EQ(::kill(metrics, SIGKILL), 0) << "the metrics service (pid " << metrics << ") was not running";
-  CommandResult done = RunBinary({"gradsync", "watch", job2, "--address", address, "-o", "json"});
+  CommandResult done = RunBinary({"gradsync", "watch", job2, "--state-dir", dir, "-o", "json"});
   EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
   EXPECT_EQ(ParseFlatJson(done.out)["state"], "SUCCEEDED") << done.out;
   EXPECT_EQ(ParseFlatJson(done.out)["globalStep"], "200") << done.out;

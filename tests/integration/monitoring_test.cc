@@ -60,8 +60,14 @@ int PortOf(const std::string& address) { return std::stoi(address.substr(address
 TEST(Monitoring, PromtoolAcceptsTheConfigAndRulesAndTheAlertTestsPass) {
   const std::string promtool = PrometheusBin("promtool");
   if (promtool.empty()) GTEST_SKIP() << "promtool unavailable (apt-get download prometheus failed)";
+  // The config reads the metrics token from the path compose mounts it at; promtool insists the
+  // file exists, so the check runs on a copy beside a token of its own.
+  const std::string dir = MakeTempDir();
+  std::ofstream(dir + "/prometheus.yml") << ReadFile(kMonitoring + "/prometheus.yml");
+  std::ofstream(dir + "/alerts.yml") << ReadFile(kMonitoring + "/alerts.yml");
+  std::ofstream(dir + "/metrics.token") << "token\n";
   std::string out;
-  EXPECT_EQ(Shell(absl::StrCat(promtool, " check config ", kMonitoring, "/prometheus.yml"), &out), 0) << out;
+  EXPECT_EQ(Shell(absl::StrCat(promtool, " check config ", dir, "/prometheus.yml"), &out), 0) << out;
   EXPECT_EQ(Shell(absl::StrCat(promtool, " check rules ", kMonitoring, "/alerts.yml"), &out), 0) << out;
   EXPECT_EQ(Shell(absl::StrCat("cd ", kMonitoring, " && ", promtool, " test rules alerts_test.yml"), &out), 0) << out;
 }
@@ -74,20 +80,28 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto endpoints = ParseFlatJson(up.out);
-  CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", endpoints["coordinator"],
-                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0", "--set",
-                                 "checkpoint.everySteps=50", "--wait", "-o", "json"});
+  CommandResult job =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir + "/cluster", "--set",
+                 "training.maxSteps=120", "--set", "training.epochs=0", "--set", "checkpoint.everySteps=50", "--wait",
+                 "-o", "json"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  // Every /metrics of the cluster wants its metrics token, as Prometheus sends it.
+  const std::string token_file = dir + "/cluster/tokens/metrics.token";
+  std::string token = ReadFile(token_file);
+  token = token.substr(0, token.find('\n'));
+  ASSERT_FALSE(token.empty()) << token_file;
+  const std::map<std::string, std::string> bearer = {{"Authorization", "Bearer " + token}};
 
   // Every service's exposition passes promtool's lint: the metrics service, the coordinator, and
   // a worker (whose own per-rank step and bucket timings are there).
   endpoints["workerMetrics"] = ParseFlatJson(ReadFile(dir + "/cluster/worker-0.json"))["metrics"];
-  const HttpResponse worker = HttpRequest("GET", PortOf(endpoints["workerMetrics"]), "/metrics");
+  const HttpResponse worker = HttpRequest("GET", PortOf(endpoints["workerMetrics"]), "/metrics", bearer);
   EXPECT_NE(worker.body.find("gradsync_worker_bucket_allreduce_seconds_count{bucket=\"0\""), std::string::npos)
       << worker.body;
   EXPECT_NE(worker.body.find("gradsync_worker_rendezvous_seconds{"), std::string::npos) << worker.body;
   for (const char* name : {"metricsHttp", "coordinatorMetrics", "workerMetrics"}) {
-    const HttpResponse scrape = HttpRequest("GET", PortOf(endpoints[name]), "/metrics");
+    EXPECT_EQ(HttpRequest("GET", PortOf(endpoints[name]), "/metrics").status, 401) << name << " without the token";
+    const HttpResponse scrape = HttpRequest("GET", PortOf(endpoints[name]), "/metrics", bearer);
     ASSERT_EQ(scrape.status, 200) << name;
     std::ofstream(dir + "/" + name + ".txt") << scrape.body;
     std::string out;
@@ -99,11 +113,11 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   std::ofstream(dir + "/prometheus.yml") << absl::StrCat(
       "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
       "scrape_configs:\n"
-      "  - job_name: gradsync-metrics\n    static_configs: [{targets: ['",
-      endpoints["metricsHttp"],
+      "  - job_name: gradsync-metrics\n    authorization: {credentials_file: ",
+      token_file, "}\n    static_configs: [{targets: ['", endpoints["metricsHttp"],
       "']}]\n"
-      "  - job_name: gradsync-coordinator\n    static_configs: [{targets: ['",
-      endpoints["coordinatorMetrics"], "']}]\n");
+      "  - job_name: gradsync-coordinator\n    authorization: {credentials_file: ",
+      token_file, "}\n    static_configs: [{targets: ['", endpoints["coordinatorMetrics"], "']}]\n");
   const std::string listen = absl::StrCat("127.0.0.1:", port);
   const pid_t prom = StartBinaryAt(prometheus,
                                    {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/tsdb",

@@ -21,8 +21,8 @@ using google::protobuf::util::TimeUtil;
 
 constexpr int kWorkers = 2;
 
-v1::Job GetJob(const std::string& address, const std::string& id) {
-  CommandResult r = RunBinary({"gradsync", "get", id, "-o", "json", "--address", address});
+v1::Job GetJob(const std::string& state_dir, const std::string& id) {
+  CommandResult r = RunBinary({"gradsync", "get", id, "-o", "json", "--state-dir", state_dir});
   v1::Job job;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &job).ok()) << r.out << r.err;
   return job;
@@ -45,14 +45,13 @@ TEST(Queue, ManyJobsSubmittedAtOnceAllRunWithoutOversubscribingTheWorkers) {
   const std::string dir = MakeTempDir();
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", absl::StrCat(kWorkers), "--state-dir", dir});
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  const std::string address = ParseFlatJson(up.out)["coordinator"];
 
   // Submitted concurrently, as many users would: two-rank jobs among one-rank ones.
   const std::vector<int> sizes = {2, 1, 1, 2, 1, 2, 1};
   std::vector<pid_t> submitters;
   for (size_t i = 0; i < sizes.size(); ++i) {
     submitters.push_back(
-        StartBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+        StartBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir, "--set",
                      absl::StrCat("name=queued-", i), "--set", absl::StrCat("training.worldSize=", sizes[i]), "--set",
                      "training.epochs=0", "--set", "training.maxSteps=60"},
                     absl::StrCat(dir, "/submit-", i, ".log")));
@@ -69,7 +68,7 @@ TEST(Queue, ManyJobsSubmittedAtOnceAllRunWithoutOversubscribingTheWorkers) {
   std::map<std::string, int> width;
   for (size_t i = 0; i < ids.size(); ++i) {
     width[ids[i]] = sizes[i];
-    CommandResult watched = RunBinary({"gradsync", "watch", ids[i], "--address", address, "-o", "json"});
+    CommandResult watched = RunBinary({"gradsync", "watch", ids[i], "--state-dir", dir, "-o", "json"});
     EXPECT_EQ(ParseFlatJson(watched.out)["state"], "SUCCEEDED") << ids[i] << ": " << watched.out << watched.err;
   }
 
@@ -78,7 +77,7 @@ TEST(Queue, ManyJobsSubmittedAtOnceAllRunWithoutOversubscribingTheWorkers) {
   std::set<std::string> used;
   std::vector<std::pair<int64_t, int64_t>> runs;  // (scheduled, succeeded)
   for (const std::string& id : ids) {
-    const v1::Job job = GetJob(address, id);
+    const v1::Job job = GetJob(dir, id);
     const std::vector<std::string> placed = Placement(job);
     EXPECT_EQ(static_cast<int>(placed.size()), width[id]) << id;
     EXPECT_EQ(std::set<std::string>(placed.begin(), placed.end()).size(), placed.size()) << id;

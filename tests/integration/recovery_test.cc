@@ -19,9 +19,9 @@ namespace {
 const std::vector<std::string> kJob = {"--set", "training.maxSteps=2400",    "--set", "training.epochs=0",
                                        "--set", "checkpoint.everySteps=200", "--set", "training.logEvery=20"};
 
-// The job's progress step, or -1.
-int64_t CurrentStep(const std::string& address, const std::string& job) {
-  return ProgressStep(RunBinary({"gradsync", "get", job, "-o", "json", "--address", address}).out);
+// The job's progress step on the local cluster in `state_dir`, or -1.
+int64_t CurrentStep(const std::string& state_dir, const std::string& job) {
+  return ProgressStep(RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", state_dir}).out);
 }
 
 TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
@@ -37,8 +37,7 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
   const std::string dir = MakeTempDir();
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir});
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  const std::string address = ParseFlatJson(up.out)["coordinator"];
-  std::vector<std::string> submit = {"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address};
+  std::vector<std::string> submit = {"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir};
   submit.insert(submit.end(), kJob.begin(), kJob.end());
   CommandResult submitted = RunBinary(submit);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
@@ -46,20 +45,20 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 
   // Past the second checkpoint, kill worker 0 without warning.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (CurrentStep(address, job) < 500 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
+  while (CurrentStep(dir, job) < 500 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
   absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_EQ(pids.size(), 4u);
   ASSERT_EQ(::kill(pids[2], SIGKILL), 0);
 
-  CommandResult watched = RunBinary({"gradsync", "watch", job, "--address", address, "-o", "json"});
+  CommandResult watched = RunBinary({"gradsync", "watch", job, "--state-dir", dir, "-o", "json"});
   EXPECT_EQ(watched.exit_code, 0) << watched.out << watched.err;
   EXPECT_EQ(ParseFlatJson(watched.out)["state"], "SUCCEEDED") << watched.out;
   EXPECT_EQ(ParseFlatJson(watched.out)["paramDigest"], expected) << "recovery changed the result";
   EXPECT_EQ(ParseFlatJson(watched.out)["globalStep"], "2400");
 
-  CommandResult got = RunBinary({"gradsync", "get", job, "-o", "json", "--address", address});
+  CommandResult got = RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", dir});
   EXPECT_NE(got.out.find("\"restarts\": 1"), std::string::npos) << got.out;
   EXPECT_NE(got.out.find("resuming from the checkpoint at step"), std::string::npos) << got.out;
   EXPECT_NE(got.out.find("CheckpointCommitted"), std::string::npos) << got.out;
