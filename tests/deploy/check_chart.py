@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Renders helm/gradsync with the renderer in tests/deploy/render for several values files and
 checks the manifests: they parse, every object is labelled, every pod is restricted, the workers
-follow the values, the operator objects appear only when the API exists and they are enabled, and
-missing secret names fail with a message that says what to do.
+follow the values, every service reads each of its tokens from the Secret the values name or the
+chart's generated one (whose tokens an upgrade keeps), the operator objects appear only when the
+API exists and they are enabled, and bad values fail with a message that says what to do.
 
     check_chart.py BUILD_DIR      (the renderer is built into BUILD_DIR)
 """
+import base64
 import json
 import os
 import sys
@@ -142,6 +144,85 @@ def check_paths(f, coord, sts, values, what):
         f.expect(all(m.get("readOnly") for m in mounts), f"{what}: the data is mounted writable")
 
 
+# The token flags, the values that name each token's Secret and key, and who needs which token.
+TOKEN_FLAGS = {"api": "--auth_token_file", "cluster": "--cluster_token_file", "metrics": "--metrics_token_file"}
+TOKEN_VALUES = {"api": ("existingSecret", "tokenKey"), "cluster": ("clusterTokenSecret", "clusterTokenKey"),
+                "metrics": ("metricsTokenSecret", "metricsTokenKey")}
+TOKENS_OF = {("Deployment", "coordinator"): ("api", "cluster", "metrics"),
+             ("Deployment", "metrics"): ("cluster", "metrics"),
+             ("StatefulSet", "worker"): ("cluster", "metrics")}
+GENERATED = f"{RELEASE}-gradsync-tokens"
+
+
+def token_source(values, token):
+    """(Secret, key) a token must come from: the Secret the values name, or the chart's own."""
+    name_key, key_key = TOKEN_VALUES[token]
+    name = values["auth"][name_key]
+    return (name, values["auth"][key_key]) if name else (GENERATED, f"{token}-token")
+
+
+def mounted_secret(workload, path):
+    """(Secret, key) of the secret volume item mounted as the file `path`, or None."""
+    pod, c = manifest_checks.pod_spec(workload), container(workload)
+    for m in c["volumeMounts"]:
+        if m["mountPath"].rstrip("/") != os.path.dirname(path):
+            continue
+        secret = next((v.get("secret") for v in pod["volumes"] if v["name"] == m["name"]), None)
+        items = [i for i in (secret or {}).get("items", []) if i["path"] == os.path.basename(path)]
+        return (secret["secretName"], items[0]["key"]) if items else None
+    return None
+
+
+def check_tokens(f, docs, values, what):
+    """Every service gets each token it needs from the right Secret; the chart makes its own
+    Secret exactly when a name is left empty, and the ServiceMonitor presents the metrics token."""
+    for (kind, component), tokens in TOKENS_OF.items():
+        workload = one(f, docs, kind, component, what)
+        if workload is None:
+            continue
+        args = container(workload)["args"]
+        for token in tokens:
+            flag = TOKEN_FLAGS[token]
+            paths = [a.split("=", 1)[1] for a in args if a.startswith(flag + "=")]
+            if f.expect(len(paths) == 1, f"{what}: {component} lacks {flag}"):
+                got, want = mounted_secret(workload, paths[0]), token_source(values, token)
+                f.expect(got == want, f"{what}: {component} {flag} reads {got}, want {want}")
+    generated = [s for s in find(docs, "Secret") if s["metadata"]["name"] == GENERATED]
+    wanted = any(not values["auth"][name] for name, _ in TOKEN_VALUES.values())
+    f.expect(len(generated) == int(wanted), f"{what}: {len(generated)} generated token Secrets, want {int(wanted)}")
+    for key, value in (generated[0]["data"] if generated else {}).items():
+        f.expect(len(base64.b64decode(value)) >= 32, f"{what}: generated {key} is shorter than 32 characters")
+    for monitor in find(docs, "ServiceMonitor"):
+        for e in monitor["spec"]["endpoints"]:
+            auth = e.get("authorization") or {}
+            cred = auth.get("credentials") or {}
+            f.expect(auth.get("type") == "Bearer" and (cred.get("name"), cred.get("key")) == token_source(values, "metrics"),
+                     f"{what}: the ServiceMonitor does not present the metrics token: {auth}")
+
+
+def check_tokens_kept_on_upgrade(f, renderer):
+    """A fresh install makes new tokens; an upgrade, whose lookup finds the Secret the install
+    made, keeps them (or every worker and client would lose its credentials)."""
+    def generated(objects=()):
+        rc, out, err = d.render(renderer, objects=objects)
+        if not f.expect(rc == 0, f"upgrade: render failed: {err.strip()}"):
+            return None
+        secrets = [s for s in parse(f, out, "upgrade") if s["kind"] == "Secret"]
+        return secrets[0] if f.expect(len(secrets) == 1, "upgrade: no generated token Secret") else None
+
+    first, other = generated(), generated()
+    if first is None or other is None:
+        return
+    f.expect(first["data"] != other["data"], "upgrade: two installs got the same tokens")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as tmp:
+        json.dump(dict(first, metadata=dict(first["metadata"], namespace="training")), tmp)
+    try:
+        upgraded = generated([tmp.name])
+    finally:
+        os.unlink(tmp.name)
+    f.expect(upgraded is not None and upgraded["data"] == first["data"], "upgrade: the tokens changed")
+
+
 def check_monitoring(f, docs, values, with_api, what):
     mon = values["monitoring"]
     for kind, key in (("ServiceMonitor", "serviceMonitor"), ("PrometheusRule", "prometheusRule")):
@@ -195,8 +276,8 @@ def check_notes(f, renderer, files, values, what):
     rc, out, err = d.render(renderer, files, notes=True)
     if not f.expect(rc == 0, f"{what}: NOTES.txt fails: {err.strip()}"):
         return
-    for text in ("gradsync submit", "/v1/jobs", "Authorization: Bearer",
-                 values["auth"]["existingSecret"], "port-forward"):
+    for text in ("gradsync submit", "/v1/jobs", "Authorization: Bearer", "GRADSYNC_TOKEN_FILE",
+                 f"secret {token_source(values, 'api')[0]} ", "port-forward"):
         f.expect(text in out, f"{what}: NOTES.txt does not mention {text!r}")
 
 
@@ -219,8 +300,10 @@ def main():
     f = d.Failures()
     gpu = os.path.join(d.CHART, "examples", "gpu-cluster.yaml")
     cases = [
-        ("defaults", [os.path.join(d.VALUES, "required.yaml")], False),
-        ("defaults+operator", [os.path.join(d.VALUES, "required.yaml")], True),
+        ("defaults", [], False),
+        ("defaults+operator", [], True),
+        ("existing secrets", [os.path.join(d.VALUES, "required.yaml")], False),
+        ("existing secrets+operator", [os.path.join(d.VALUES, "required.yaml")], True),
         ("gpu-cluster", [gpu], False),
         ("gpu-cluster+operator", [gpu], True),
         ("cpu+operator", [os.path.join(d.VALUES, "cpu.yaml")], True),
@@ -236,14 +319,13 @@ def main():
         manifest_checks.check_all(f, docs, RELEASE)
         check_workers(f, docs, values, what)
         check_coordinator(f, docs, values, what)
+        check_tokens(f, docs, values, what)
         check_monitoring(f, docs, values, with_api, what)
         check_network_policy(f, docs, values, what)
         check_notes(f, renderer, files, values, what)
         print(f"{what}: {len(docs)} objects")
 
-    check_refused(f, renderer, "", "auth.existingSecret is required", "no secret names")
-    check_refused(f, renderer, "auth: {existingSecret: api}\n",
-                  "auth.clusterTokenSecret is required", "no cluster token secret")
+    check_tokens_kept_on_upgrade(f, renderer)
     check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\ntls: {enabled: true}\n",
                   "tls.existingSecret is required when tls.enabled", "TLS without a secret")
     check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\npaths: {artifactRoot: /srv/jobs}\n",

@@ -2,7 +2,9 @@
 """docker/compose.yaml parses and is wired up: its builds name existing Dockerfiles and targets,
 every file it mounts exists, Prometheus gets the project's scrape config and alert rules and can
 reach every target by service name, Grafana gets the provisioned datasource and dashboard where the
-provider looks, images are pinned, and ports are published on loopback only."""
+provider looks, images are pinned, ports are published on loopback only, and every gradsync
+service gets its tokens (made by docker/make-tokens.sh, kept out of git and of the images) with
+none started --insecure."""
 import os
 import re
 import sys
@@ -81,6 +83,57 @@ def check_prometheus(f, services):
                          f"prometheus: target {target} is no compose service")
 
 
+# The token files each gradsync service reads, by environment variable, and the secret behind each.
+TOKEN_ENV = {"GRADSYNC_AUTH_TOKEN_FILE": "auth_token", "GRADSYNC_CLUSTER_TOKEN_FILE": "cluster_token",
+             "GRADSYNC_METRICS_TOKEN_FILE": "metrics_token"}
+TOKENS_OF = {"coordinator": TOKEN_ENV, "metrics": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"],
+             "worker-0": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"],
+             "worker-1": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"]}
+
+
+def secret_targets(service):
+    """{secret: path in the container} of a service's secrets."""
+    out = {}
+    for s in service.get("secrets") or []:
+        source = s if isinstance(s, str) else s["source"]
+        target = f"/run/secrets/{source}" if isinstance(s, str) else s.get("target", f"/run/secrets/{source}")
+        out[source] = target if target.startswith("/") else f"/run/secrets/{target}"
+    return out
+
+
+def check_tokens(f, compose, services):
+    secrets = compose.get("secrets") or {}
+    script = os.path.join(COMPOSE_DIR, "make-tokens.sh")
+    if not f.expect(os.path.isfile(script), "docker/make-tokens.sh is missing"):
+        return
+    with open(script) as fh:
+        made = fh.read()
+    f.expect("for name in auth cluster metrics" in made, "make-tokens.sh does not make the three tokens")
+    for name in TOKEN_ENV.values():
+        source = (secrets.get(name) or {}).get("file", "")
+        f.expect(source == f"./secrets/{name.split('_')[0]}.token", f"secret {name}: file {source!r}")
+    with open(os.path.join(COMPOSE_DIR, "secrets", ".gitignore")) as fh:
+        f.expect("*" in fh.read().split(), "docker/secrets/.gitignore does not keep the tokens out of git")
+    with open(os.path.join(d.REPO, ".dockerignore")) as fh:
+        f.expect("docker/secrets" in fh.read().split(), ".dockerignore does not keep the tokens out of the images")
+    for name, wanted in TOKENS_OF.items():
+        s = services.get(name) or {}
+        env, targets = s.get("environment") or {}, secret_targets(s)
+        for var in wanted:
+            f.expect(env.get(var) == targets.get(TOKEN_ENV[var], "missing"),
+                     f"{name}: {var} is {env.get(var)!r}, not its secret {TOKEN_ENV[var]}")
+    for name, s in services.items():
+        words = [str(w) for w in (s.get("command") or []) + (s.get("entrypoint") or [])]
+        words += [f"{k}={v}" for k, v in (s.get("environment") or {}).items()]
+        f.expect(not any("insecure" in w.lower() for w in words), f"{name}: started insecure")
+    prom = d.load_yaml(os.path.join(MONITORING, "prometheus.yml"))
+    token = secret_targets(services.get("prometheus") or {}).get("metrics_token", "")
+    for job in prom.get("scrape_configs") or []:
+        credentials = ((job.get("authorization") or {}).get("credentials_file") or "")
+        f.expect(os.path.join("/etc/prometheus", credentials) == token,
+                 f"prometheus: job {job.get('job_name')} reads its token from {credentials!r}, not the metrics token")
+
+
 def check_grafana(f, services):
     m = mounts(services.get("grafana") or {})
     provisioning = os.path.join(MONITORING, "grafana", "provisioning")
@@ -104,6 +157,7 @@ def main():
     services = check_services(f, compose)
     check_workers(f, services)
     check_prometheus(f, services)
+    check_tokens(f, compose, services)
     check_grafana(f, services)
     f.finish("compose")
 

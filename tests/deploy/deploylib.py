@@ -113,13 +113,16 @@ def build_renderer(out_dir):
     return binary
 
 
-def render(renderer, files=(), api_versions=(), notes=False):
-    """Runs the renderer in strict mode; returns (exit code, stdout, stderr)."""
+def render(renderer, files=(), api_versions=(), notes=False, objects=()):
+    """Runs the renderer in strict mode; returns (exit code, stdout, stderr). objects are files of
+    objects the cluster already holds, which lookup finds (an upgrade)."""
     cmd = [renderer, "-chart", CHART, "-strict", "-name", "ci", "-namespace", "training"]
     for f in files:
         cmd += ["-f", f]
     for v in api_versions:
         cmd += ["-api-versions", v]
+    for o in objects:
+        cmd += ["-object", o]
     if notes:
         cmd.append("-notes")
     result = subprocess.run(cmd, capture_output=True, text=True)

@@ -81,9 +81,12 @@ def check_services(f, docs):
                  f"{ident(svc)}: selects no pods of the release")
 
 
-def check_secrets_not_created(f, docs):
-    f.expect(not [d for d in docs if d["kind"] == "Secret"],
-             "the chart renders a Secret: tokens must come from existing Secrets")
+def check_secrets(f, docs, release):
+    """The one Secret the chart may make holds its generated tokens, under their three keys."""
+    for s in (d for d in docs if d["kind"] == "Secret"):
+        f.expect(s["metadata"]["name"] == f"{release}-gradsync-tokens", f"{ident(s)}: a Secret other than the tokens")
+        f.expect(set(s.get("data") or {}) == {"api-token", "cluster-token", "metrics-token"},
+                 f"{ident(s)}: keys {sorted(s.get('data') or {})}")
 
 
 def check_all(f, docs, release):
@@ -94,4 +97,4 @@ def check_all(f, docs, release):
         if doc["kind"] in WORKLOADS:
             check_pod_security(f, doc)
     check_services(f, docs)
-    check_secrets_not_created(f, docs)
+    check_secrets(f, docs, release)

@@ -123,15 +123,44 @@ affinity:
 {{- end -}}
 
 {{/*
-Secrets the release reads but never creates: the names are required, with a message that says
-how to make them.
+The three tokens: the API token (job APIs), the cluster token (workers to the coordinator and to
+the metrics service) and the metrics token (every /metrics and the metrics JSON API). Each comes
+from the existing Secret its auth.* value names or, when that is empty, from the Secret the chart
+makes, <fullname>-tokens (secret-tokens.yaml). "gradsync.tokenSecret" and "gradsync.tokenKey"
+give the Secret and the key of one; call them with (dict "ctx" $ "token" "api"|"cluster"|"metrics").
 */}}
-{{- define "gradsync.apiTokenSecret" -}}
-{{- required "auth.existingSecret is required: create a Secret holding the API token (kubectl create secret generic gradsync-api-token --from-literal=token=$(openssl rand -hex 32)) and set auth.existingSecret to its name" .Values.auth.existingSecret -}}
+{{- define "gradsync.generatedTokensSecret" -}}
+{{- include "gradsync.componentName" (dict "ctx" . "component" "tokens") -}}
 {{- end -}}
 
-{{- define "gradsync.clusterTokenSecret" -}}
-{{- required "auth.clusterTokenSecret is required: create a Secret holding the token workers present to the coordinator (kubectl create secret generic gradsync-cluster-token --from-literal=token=$(openssl rand -hex 32)) and set auth.clusterTokenSecret to its name" .Values.auth.clusterTokenSecret -}}
+{{- define "gradsync.tokenSecret" -}}
+{{- $auth := .ctx.Values.auth -}}
+{{- $named := get (dict "api" $auth.existingSecret "cluster" $auth.clusterTokenSecret "metrics" $auth.metricsTokenSecret) .token -}}
+{{- $named | default (include "gradsync.generatedTokensSecret" .ctx) -}}
+{{- end -}}
+
+{{- define "gradsync.tokenKey" -}}
+{{- $auth := .ctx.Values.auth -}}
+{{- $named := get (dict "api" $auth.existingSecret "cluster" $auth.clusterTokenSecret "metrics" $auth.metricsTokenSecret) .token -}}
+{{- $key := get (dict "api" $auth.tokenKey "cluster" $auth.clusterTokenKey "metrics" $auth.metricsTokenKey) .token -}}
+{{- ternary $key (printf "%s-token" .token) (ne $named "") -}}
+{{- end -}}
+
+{{/* Whether some token comes from the chart's own Secret. */}}
+{{- define "gradsync.generatesTokens" -}}
+{{- $auth := .Values.auth -}}
+{{- if or (not $auth.existingSecret) (not $auth.clusterTokenSecret) (not $auth.metricsTokenSecret) }}true{{ end -}}
+{{- end -}}
+
+{{/* A volume of one token, mounted as <name>/token; call with (dict "ctx" $ "token" NAME). */}}
+{{- define "gradsync.tokenVolume" -}}
+- name: {{ .token }}-token
+  secret:
+    secretName: {{ include "gradsync.tokenSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ include "gradsync.tokenKey" . }}
+        path: token
 {{- end -}}
 
 {{- define "gradsync.tlsSecret" -}}

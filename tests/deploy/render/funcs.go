@@ -13,7 +13,8 @@ import (
 
 // funcMap is sprig's text functions with Helm's own added and the ones Helm removes taken out.
 // root is the template set that include and tpl execute in; it is filled in after parsing.
-func funcMap(root **template.Template) template.FuncMap {
+// objects are the cluster's objects that lookup finds, as on an upgrade.
+func funcMap(root **template.Template, objects []map[string]interface{}) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	delete(f, "env")
 	delete(f, "expandenv")
@@ -50,7 +51,15 @@ func funcMap(root **template.Template) template.FuncMap {
 		return v, nil
 	}
 	f["fail"] = func(msg string) (string, error) { return "", errors.New(msg) }
+	// The object named, or an empty map as `helm template` answers for one the cluster lacks.
 	f["lookup"] = func(apiVersion, kind, namespace, name string) (map[string]interface{}, error) {
+		for _, o := range objects {
+			meta, _ := o["metadata"].(map[string]interface{})
+			if o["apiVersion"] == apiVersion && o["kind"] == kind && meta["namespace"] == namespace &&
+				meta["name"] == name {
+				return o, nil
+			}
+		}
 		return map[string]interface{}{}, nil
 	}
 	f["toYaml"] = toYAML

@@ -93,7 +93,7 @@ func kindRank(body string) int {
 }
 
 func main() {
-	var valueFiles, apiVersions listFlag
+	var valueFiles, apiVersions, objectFiles listFlag
 	chartDir := flag.String("chart", "", "chart directory")
 	release := flag.String("name", "gradsync", "release name")
 	namespace := flag.String("namespace", "default", "release namespace")
@@ -102,12 +102,22 @@ func main() {
 	strict := flag.Bool("strict", false, "fail on a reference to a missing key (like helm lint --strict)")
 	flag.Var(&valueFiles, "f", "values file merged over values.yaml (repeatable)")
 	flag.Var(&apiVersions, "api-versions", "extra API version for .Capabilities (repeatable)")
+	flag.Var(&objectFiles, "object", "YAML file of an object in the cluster, for lookup (repeatable)")
 	flag.Parse()
 	if *chartDir == "" {
-		fmt.Fprintln(os.Stderr, "usage: render -chart DIR [-f values.yaml]... [-api-versions V]... [-notes] [-strict]")
+		fmt.Fprintln(os.Stderr, "usage: render -chart DIR [-f values.yaml]... [-api-versions V]... [-object FILE]... [-notes] [-strict]")
 		os.Exit(2)
 	}
-	if err := run(*chartDir, *release, *namespace, *kubeVersion, valueFiles, apiVersions, *notes, *strict); err != nil {
+	var objects []map[string]interface{}
+	for _, f := range objectFiles {
+		o, err := loadValuesFile(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", err)
+			os.Exit(1)
+		}
+		objects = append(objects, o)
+	}
+	if err := run(*chartDir, *release, *namespace, *kubeVersion, valueFiles, apiVersions, objects, *notes, *strict); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", helmMessage(err))
 		os.Exit(1)
 	}
@@ -130,7 +140,8 @@ func helmMessage(err error) string {
 	return fmt.Sprintf("execution error at (%s): %s", loc[1], msg[calls[len(calls)-1][1]:])
 }
 
-func run(chartDir, release, namespace, kubeVersion string, valueFiles, apiVersions []string, notes, strict bool) error {
+func run(chartDir, release, namespace, kubeVersion string, valueFiles, apiVersions []string,
+	objects []map[string]interface{}, notes, strict bool) error {
 	chart, err := loadChart(filepath.Join(chartDir, "Chart.yaml"))
 	if err != nil {
 		return err
@@ -167,7 +178,7 @@ func run(chartDir, release, namespace, kubeVersion string, valueFiles, apiVersio
 	}
 
 	var root *template.Template
-	root = template.New(chart.Name).Funcs(funcMap(&root))
+	root = template.New(chart.Name).Funcs(funcMap(&root, objects))
 	if strict {
 		root.Option("missingkey=error")
 	} else {
