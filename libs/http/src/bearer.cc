@@ -4,7 +4,8 @@
 
 namespace gradsync::http {
 
-Handler RequireBearer(TokenAuth auth, Handler inner, std::function<Reply(int status, std::string message)> error_reply) {
+Handler RequireBearer(TokenAuth auth, Handler inner,
+                      std::function<Reply(int status, std::string message)> error_reply) {
   if (!auth.enabled()) return inner;
   return [auth = std::move(auth), inner = std::move(inner), error_reply = std::move(error_reply)](const Request& r) {
     const absl::Status s = auth.Check(r.Header("Authorization"));
