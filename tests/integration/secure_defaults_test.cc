@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -250,6 +251,10 @@ TEST(SecureDefaults, LocalUpMakesPrivateTokensItsServicesRequireAndTheCliFindsTh
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   CommandResult with_file = RunBinary({"gradsync", "list", "--address", address, "--token-file", files.at("auth")});
   EXPECT_EQ(with_file.exit_code, 0) << with_file.err;
+  ::setenv("GRADSYNC_TOKEN_FILE", files.at("auth").c_str(), 1);
+  CommandResult with_env = RunBinary({"gradsync", "list", "--address", address});
+  ::unsetenv("GRADSYNC_TOKEN_FILE");
+  EXPECT_EQ(with_env.exit_code, 0) << with_env.err;
   CommandResult both = RunBinary({"gradsync", "list", "--address", address, "--state-dir", dir});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_TRUE(absl::StrContains(both.err, "--address or --state-dir")) << both.err;
