@@ -17,14 +17,17 @@ void AddOnce(std::vector<OptionSpec>& options, const std::string& name) {
   if (!present) options.push_back({name});
 }
 
-// The cluster file of --state-dir; none without the option.
+// The cluster file of --state-dir, or of GRADSYNC_STATE_DIR when neither --state-dir nor
+// --address is given; none without either.
 absl::StatusOr<std::optional<LocalClusterFile>> LocalClusterOf(const Args& args) {
-  if (!args.Has("state-dir")) return std::nullopt;
-  const std::string dir = args.Get("state-dir");
+  const bool from_env = !args.Has("state-dir") && !args.Has("address");
+  const std::string dir = from_env ? EnvOr("GRADSYNC_STATE_DIR", "") : args.Get("state-dir", "");
+  if (dir.empty()) return std::nullopt;
   absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
   if (file.status().code() == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(absl::StrCat("--state-dir ", dir, ": no local cluster runs there (no ",
-                                            LocalClusterFilePath(dir), "; start one with gradsync local up)"));
+    return absl::NotFoundError(absl::StrCat(from_env ? "GRADSYNC_STATE_DIR " : "--state-dir ", dir,
+                                            ": no local cluster runs there (no ", LocalClusterFilePath(dir),
+                                            "; start one with gradsync local up)"));
   }
   if (!file.ok()) return file.status();
   return std::optional<LocalClusterFile>(*std::move(file));

@@ -180,6 +180,12 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   CommandResult list = RunBinary({"gradsync", "list", "--state-dir", dir});
   EXPECT_NE(list.out.find("PENDING"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("SUCCEEDED"), std::string::npos) << list.out;
+  // GRADSYNC_STATE_DIR stands for --state-dir, as the README's quick start uses it.
+  ::setenv("GRADSYNC_STATE_DIR", dir.c_str(), 1);
+  CommandResult env_list = RunBinary({"gradsync", "list"});
+  ::unsetenv("GRADSYNC_STATE_DIR");
+  EXPECT_EQ(env_list.exit_code, 0) << env_list.err;
+  EXPECT_NE(env_list.out.find("SUCCEEDED"), std::string::npos) << env_list.out;
 
   CommandResult cancel = RunBinary({"gradsync", "cancel", job, "--state-dir", dir});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
