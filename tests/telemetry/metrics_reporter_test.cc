@@ -83,8 +83,10 @@ TEST(MetricsReporterTest, ServiceDownNeverBlocksAndQueuedReportsArriveWhenItRetu
   options.queue_capacity = 1000;
   MetricsReporter reporter(options);
 
-  // The contract is "never waits for the network", checked with a generous bound: 10k calls
-  // in 5 ms (best of three rounds, so that one descheduling does not fail the test).
+  // The contract is "never waits for the network", checked with a bound far above a queue push
+  // (about 1 ms for 10k calls) and far below a wait per call on a service that is down (every
+  // connection attempt costs at least a round trip to the kernel and a backoff): 10k calls in
+  // 250 ms, best of three rounds, so that a busy machine descheduling the test does not fail it.
   constexpr int kCalls = 10'000;
   constexpr int kRounds = 3;
   const v1::StepReport report = Report(0);
@@ -98,7 +100,7 @@ TEST(MetricsReporterTest, ServiceDownNeverBlocksAndQueuedReportsArriveWhenItRetu
     best = std::min(best, absl::FromChrono(std::chrono::steady_clock::now() - start));
   }
   ::testing::Test::RecordProperty("best_round_us", static_cast<int>(absl::ToInt64Microseconds(best)));
-  EXPECT_LT(best, absl::Milliseconds(5)) << "Report() took " << best << " for " << kCalls << " calls";
+  EXPECT_LT(best, absl::Milliseconds(250)) << "Report() took " << best << " for " << kCalls << " calls";
 
   EXPECT_EQ(reporter.Flush(absl::Milliseconds(300)).code(), absl::StatusCode::kDeadlineExceeded);
   MetricsReporterStats down = reporter.stats();
