@@ -21,7 +21,8 @@ inline void Check(bool ok, const char* condition, std::string_view what, const c
   std::abort();
 }
 
-#define GRADSYNC_FUZZ_CHECK(condition, what) ::gradsync::fuzz::Check((condition), #condition, (what), __FILE__, __LINE__)
+#define GRADSYNC_FUZZ_CHECK(condition, what) \
+  ::gradsync::fuzz::Check((condition), #condition, (what), __FILE__, __LINE__)
 
 // Reads values off the front of the fuzz input; past its end every read gives zeros / "".
 class ByteReader {
