@@ -29,8 +29,7 @@ bool IsControl(unsigned char byte) {
 
 absl::StatusOr<std::string> CheckSpecText(absl::string_view text) {
   if (text.size() > kMaxSpecBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(text.size(), " bytes, more than the limit of ", kMaxSpecBytes, " bytes for a job spec"));
+    return absl::InvalidArgumentError(absl::StrCat("more than the limit of ", kMaxSpecBytes, " bytes for a job spec"));
   }
   if (const size_t valid = ValidUtf8Prefix(text); valid != text.size()) {
     return AtByte(text, valid, "not UTF-8 text (a job spec is YAML or JSON in UTF-8)");
