@@ -149,6 +149,19 @@ TEST(SpecTextTest, AnchorsAliasesTagsAndDirectivesAreRefused) {
   EXPECT_EQ(spec->name(), "a&b*c!d%e");
 }
 
+TEST(SpecTextTest, TheScanFollowsYamlThatNeedsNoNesting) {
+  // Brackets inside quotes, comments and block scalars are text, not nesting; so are 100 of them.
+  const std::string brackets = Repeat("[{", 100);
+  const std::string text = "# " + brackets + "\nname: >-\n  folded " + brackets + "\n  name\n" +
+                           "data:\n  text:\n    paths: ['a " + brackets + "', \"b " + brackets + "\",\n" +
+                           "      c]  # " + brackets + "\nmodel: {preset: gpt-tiny}\n";
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(text, "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "folded " + brackets + " name");
+  ASSERT_EQ(spec->data().text().paths_size(), 3);
+  EXPECT_EQ(spec->data().text().paths(2), "c");
+}
+
 TEST(SpecTextTest, ACommaOutsideAFlowCollectionIsRefusedBeforeYamlCppLoopsOnIt) {
   // yaml-cpp 0.7 allocates without end on each of these (the process runs out of memory).
   EXPECT_THAT(ParseError(","), HasSubstr("job.json: line 1, column 1: ',' outside a flow list or map"));
