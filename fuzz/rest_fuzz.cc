@@ -72,9 +72,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // 500 means the coordinator failed on its own state, which no request should bring about.
     GRADSYNC_FUZZ_CHECK(fuzz::KnownStatus(reply.status), std::to_string(reply.status) + " " + reply.body);
     GRADSYNC_FUZZ_CHECK(!reply.body.empty(), "an empty body");
-    GRADSYNC_FUZZ_CHECK(google::protobuf::internal::IsStructurallyValidUTF8(reply.body.data(),
-                                                                            static_cast<int>(reply.body.size())),
-                        "a body that is not UTF-8: " + reply.body);
+    GRADSYNC_FUZZ_CHECK(
+        google::protobuf::internal::IsStructurallyValidUTF8(reply.body.data(), static_cast<int>(reply.body.size())),
+        "a body that is not UTF-8: " + reply.body);
     if (job_id == "job-none") {
       const auto jobs = c.ListJobs(1, "");
       if (jobs.ok() && jobs->jobs_size() > 0) job_id = jobs->jobs(0).id();

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "fuzz_support.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gradsync/spec/job_spec.h"
-#include "fuzz_support.h"
 #include "spec_text.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/exceptions.h"
@@ -34,9 +34,7 @@ class DepthMeter : public YAML::EventHandler {
     Open();
   }
   void OnSequenceEnd() override { --depth_; }
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    Open();
-  }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { Open(); }
   void OnMapEnd() override { --depth_; }
 
  private:

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "fuzz_support.h"
 #include "gradsync/telemetry/step_reducer.h"

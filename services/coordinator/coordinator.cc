@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
-#include <cstdlib>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

@@ -100,10 +100,10 @@ class Coordinator {
   // NOT_FOUND if the worker is unknown or was declared lost.
   absl::StatusOr<std::optional<v1::Assignment>> NextAssignment(const std::string& worker_id, absl::Duration timeout);
   absl::StatusOr<v1::EpochPlan> GetEpochPlan(const std::string& job_id, int epoch);
-  // A rank's outcome; the store's error if the change it made cannot be stored. When every rank of the generation has succeeded, their parameter digests
-  // are compared and the job ends SUCCEEDED or FAILED ("replica divergence"). A rank's error
-  // restarts the job from its last committed checkpoint while the restart budget lasts; once ranks
-  // failed during setup (request.during_setup) on two different workers, it fails the job.
+  // A rank's outcome; the store's error if the change it made cannot be stored. When every rank of the generation has
+  // succeeded, their parameter digests are compared and the job ends SUCCEEDED or FAILED ("replica divergence"). A
+  // rank's error restarts the job from its last committed checkpoint while the restart budget lasts; once ranks failed
+  // during setup (request.during_setup) on two different workers, it fails the job.
   absl::Status ReportResult(const v1::ReportResultRequest& request);
 
   // A rank wrote its part of the checkpoint at a step. The report that completes the set commits

@@ -86,9 +86,8 @@ absl::StatusOr<v1::Job> Coordinator::RequestCheckpoint(const std::string& name) 
   JobRuntime* rt = FindJobLocked(name);
   if (rt == nullptr) return absl::NotFoundError(absl::StrCat("job ", name, " not found"));
   if (rt->state() != v1::RUNNING) {
-    return PreconditionLocked(
-        *rt,
-        absl::StrCat("job ", rt->id(), " is ", v1::JobState_Name(rt->state()), "; only a running job can checkpoint"));
+    return PreconditionLocked(*rt, absl::StrCat("job ", rt->id(), " is ", v1::JobState_Name(rt->state()),
+                                                "; only a running job can checkpoint"));
   }
   rt->RequestCheckpoint();
   AddEventLocked(rt, "CheckpointRequested", "at the next step boundary");

@@ -27,8 +27,7 @@ absl::Status Coordinator::CheckWorkerSession(absl::string_view session, const st
   return absl::OkStatus();
 }
 
-absl::Status Coordinator::CheckRendezvousAccess(absl::string_view session, const std::string& job_id,
-                                                int generation) {
+absl::Status Coordinator::CheckRendezvousAccess(absl::string_view session, const std::string& job_id, int generation) {
   absl::MutexLock lock(&mu_);
   if (jobs_.count(JobIdFromName(job_id)) == 0) return absl::OkStatus();
   if (session.empty()) return NoSession();
@@ -37,8 +36,9 @@ absl::Status Coordinator::CheckRendezvousAccess(absl::string_view session, const
     return absl::UnauthenticatedError("the worker session presented belongs to no registered worker");
   }
   if (!w->Holds(JobIdFromName(job_id), generation)) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "worker %s holds no rank of job %s generation %d: its rendezvous is closed to it", w->id(), job_id, generation));
+    return absl::PermissionDeniedError(
+        absl::StrFormat("worker %s holds no rank of job %s generation %d: its rendezvous is closed to it", w->id(),
+                        job_id, generation));
   }
   return absl::OkStatus();
 }

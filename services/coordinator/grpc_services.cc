@@ -133,8 +133,7 @@ grpc::Status CoordinatorServiceImpl::WatchAssignments(grpc::ServerContext* ctx, 
 grpc::Status CoordinatorServiceImpl::KvSet(grpc::ServerContext* ctx, const v1::KvSetRequest* req, v1::KvSetResponse*) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
-  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
-      !s.ok()) {
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation()); !s.ok()) {
     return ToGrpc(s);
   }
   c_->kv().Set(NsOf(req->ns()), req->key(), req->value());
@@ -145,8 +144,7 @@ grpc::Status CoordinatorServiceImpl::KvGet(grpc::ServerContext* ctx, const v1::K
                                            v1::KvGetResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
-  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
-      !s.ok()) {
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation()); !s.ok()) {
     return ToGrpc(s);
   }
   auto value = c_->kv().Get(NsOf(req->ns()), req->key(), KvTimeout(req->timeout_ms()));
@@ -159,8 +157,7 @@ grpc::Status CoordinatorServiceImpl::KvWait(grpc::ServerContext* ctx, const v1::
                                             v1::KvWaitResponse*) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
-  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
-      !s.ok()) {
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation()); !s.ok()) {
     return ToGrpc(s);
   }
   std::vector<std::string> keys(req->keys().begin(), req->keys().end());
@@ -171,8 +168,7 @@ grpc::Status CoordinatorServiceImpl::KvAdd(grpc::ServerContext* ctx, const v1::K
                                            v1::KvAddResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
   if (absl::Status s = CheckNamespace(req->ns()); !s.ok()) return ToGrpc(s);
-  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation());
-      !s.ok()) {
+  if (absl::Status s = c_->CheckRendezvousAccess(SessionOf(ctx), req->ns().job_id(), req->ns().generation()); !s.ok()) {
     return ToGrpc(s);
   }
   auto value = c_->kv().Add(NsOf(req->ns()), req->key(), req->delta());

@@ -7,8 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/struct.pb.h"
+#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/spec/job_spec.h"
 
@@ -65,7 +65,8 @@ http::Reply NoRoute(const std::string& path) {
 // not name the database: the log and the failing calls do.
 http::Reply Health(const absl::Status& store) {
   if (store.ok()) return {200, "{\"status\": \"SERVING\"}"};
-  return {503, "{\"status\": \"NOT_SERVING\", \"message\": \"job writes fail; the coordinator's log names the error\"}"};
+  return {503,
+          "{\"status\": \"NOT_SERVING\", \"message\": \"job writes fail; the coordinator's log names the error\"}"};
 }
 
 }  // namespace

@@ -190,7 +190,8 @@ absl::Status SqliteJobStore::CheckSchema() {
   Stmt version(db_, "SELECT value FROM meta WHERE key = 'schema_version';");
   rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
   if (rc != SQLITE_ROW) {
-    return absl::DataLossError(absl::StrCat("database ", path_, " is a SQLite database, but not gradsync's: it "
+    return absl::DataLossError(absl::StrCat("database ", path_,
+                                            " is a SQLite database, but not gradsync's: it "
                                             "records no schema version"));
   }
   const std::string text = ColumnText(version.get(), 0);
@@ -218,8 +219,8 @@ absl::Status SqliteJobStore::QuarantineBadRows() {
     if (!ParseRow(rows.get(), 2, &job)) {
       bad.emplace_back(seq, absl::StrCat("job row ", seq, " (id \"", Printable(id), "\") holds no job that parses"));
     } else if (job.id() != id) {
-      bad.emplace_back(seq, absl::StrCat("job row ", seq, " (id \"", Printable(id), "\") holds job \"",
-                                         Printable(job.id()), "\""));
+      bad.emplace_back(
+          seq, absl::StrCat("job row ", seq, " (id \"", Printable(id), "\") holds job \"", Printable(job.id()), "\""));
     }
   }
   if (rc != SQLITE_DONE) return Error(rc, "reading the jobs table");

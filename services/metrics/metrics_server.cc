@@ -10,7 +10,8 @@ namespace gradsync::metrics {
 
 MetricsServer::MetricsServer(const MetricsServerOptions& options)
     : metrics_(options.max_label_sets),
-      collector_(options.reducer, &metrics_), service_(&collector_, options.report_auth) {}
+      collector_(options.reducer, &metrics_),
+      service_(&collector_, options.report_auth) {}
 
 MetricsServer::~MetricsServer() { Shutdown(absl::ZeroDuration()); }
 

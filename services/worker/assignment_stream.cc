@@ -48,8 +48,8 @@ void ReadHeader(const std::string& wire, v1::Assignment* out) {
 }  // namespace
 
 std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> WatchAssignmentBytes(grpc::ChannelInterface* channel,
-                                                                         grpc::ClientContext* ctx,
-                                                                         const v1::WatchAssignmentsRequest& request) {
+                                                                           grpc::ClientContext* ctx,
+                                                                           const v1::WatchAssignmentsRequest& request) {
   // The generated stub's method, with bytes in place of the parsed message.
   static const std::string* const kMethod =
       new std::string(absl::StrCat("/", v1::CoordinatorService::service_full_name(), "/WatchAssignments"));

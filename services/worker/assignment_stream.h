@@ -9,19 +9,19 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "gradsync/v1/coordinator.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
-#include "gradsync/v1/coordinator.pb.h"
 
 namespace gradsync::worker {
 
 // Opens the stream on `channel` under `ctx` (both outlive the reader). Read gives each
 // assignment's bytes; it returns false only when the call has ended, so Finish returns at once.
 std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> WatchAssignmentBytes(grpc::ChannelInterface* channel,
-                                                                         grpc::ClientContext* ctx,
-                                                                         const v1::WatchAssignmentsRequest& request);
+                                                                           grpc::ClientContext* ctx,
+                                                                           const v1::WatchAssignmentsRequest& request);
 
 // Parses one message of the stream into `out`. INVALID_ARGUMENT when it does not parse as an
 // Assignment; `out` then holds only the job id, generation, rank and world size that a lenient

@@ -44,8 +44,9 @@ TEST(ModelBudget, TheTeacherOfTheSyntheticTaskCountsToo) {
   spec.mutable_data()->mutable_synthetic()->set_teacher_hidden(65536);
   const absl::Status s = NewCoordinator()->CreateJob(spec).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(absl::StartsWith(s.message(), "data.synthetic.teacherHidden: the synthetic task's teacher network "
-                                            "takes 32.0 GiB"))
+  EXPECT_TRUE(absl::StartsWith(s.message(),
+                               "data.synthetic.teacherHidden: the synthetic task's teacher network "
+                               "takes 32.0 GiB"))
       << s;
 }
 

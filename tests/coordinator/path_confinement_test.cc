@@ -64,7 +64,8 @@ class PathConfinementTest : public ::testing::Test {
   // The message of a refused submission, which must be INVALID_ARGUMENT and quote no file.
   std::string Refused(const v1::JobSpec& spec) {
     absl::StatusOr<v1::Job> job = c_->CreateJob(spec);
-    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << "accepted as " << (job.ok() ? job->DebugString() : "");
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument)
+        << "accepted as " << (job.ok() ? job->DebugString() : "");
     EXPECT_THAT(std::string(job.status().message()), Not(HasSubstr(kSecret)));
     return std::string(job.status().message());
   }
@@ -147,8 +148,8 @@ TEST_F(PathConfinementTest, AJobStoredWithACheckpointDirElsewhereKeepsToItsOwnDi
 
 TEST_F(PathConfinementTest, DataOutsideTheDataRootIsRefusedNamingFieldPathAndRoot) {
   const std::string shadow = (Outside() / "shadow").string();
-  EXPECT_THAT(Refused(Text(shadow)), HasSubstr("data.text.paths[0]: \"" + shadow +
-                                               "\" lies outside the data root " + DataRoot().string()));
+  EXPECT_THAT(Refused(Text(shadow)),
+              HasSubstr("data.text.paths[0]: \"" + shadow + "\" lies outside the data root " + DataRoot().string()));
   EXPECT_THAT(Refused(Text("../etc/shadow")), HasSubstr("lies outside the data root"));
   EXPECT_THAT(Refused(Text("corpus/../../etc/shadow")), HasSubstr("lies outside the data root"));
   EXPECT_THAT(Refused(Text("/etc/shadow")), HasSubstr("\"/etc/shadow\" lies outside"));

@@ -56,8 +56,8 @@ TEST_F(SetupFailureTest, RanksFailingSetupOnTwoWorkersFailTheJobWithTheCause) {
   const v1::Job job = Job();
   EXPECT_EQ(job.state(), v1::FAILED) << job.state_reason();
   EXPECT_EQ(job.restarts(), 1) << "not retried on a third worker";
-  EXPECT_TRUE(absl::StrContains(job.state_reason(), "rank 0 on worker " + w1_ + " failed during setup: " +
-                                                        kOutOfMemory))
+  EXPECT_TRUE(
+      absl::StrContains(job.state_reason(), "rank 0 on worker " + w1_ + " failed during setup: " + kOutOfMemory))
       << job.state_reason();
   EXPECT_TRUE(absl::StrContains(job.state_reason(), "failed during setup on 2 workers: not retried"))
       << job.state_reason();

@@ -173,9 +173,7 @@ TEST_F(WorkerSessionTest, AJobsRendezvousAndEpochPlansAreClosedToWorkersOutsideI
   EXPECT_TRUE(StubWith(victim_.session_token())->GetEpochPlan(&own_ctx, plan_req, &plan).ok());
 }
 
-TEST_F(WorkerSessionTest, AStandAloneRendezvousNeedsNoSession) {
-  EXPECT_TRUE(KvSet("", "bench", 1).ok());
-}
+TEST_F(WorkerSessionTest, AStandAloneRendezvousNeedsNoSession) { EXPECT_TRUE(KvSet("", "bench", 1).ok()); }
 
 TEST_F(WorkerSessionTest, KeysPlantedBeforeAGenerationStartsNeverReachItsRanks) {
   // A namespace of no known job is open, so keys can be planted under the id a future job will

@@ -12,9 +12,9 @@ TEST(ListenGuard, LoopbackIsTheWholeOf127And1AndLocalhost) {
                               "::1:7070", "localhost:9464", "LOCALHOST:1", "127.0.0.1"}) {
     EXPECT_TRUE(IsLoopbackListen(address)) << address;
   }
-  for (const char* address : {"0.0.0.0:7070", ":7070", "[::]:7070", "10.0.0.5:7070", "128.0.0.1:7070",
-                              "192.168.1.2:0", "[::ffff:127.0.0.1]:1", "example.com:7070", "localhost.example.com:1",
-                              "coordinator:7070", "unix:/tmp/socket", "", "1270.0.0.1:1"}) {
+  for (const char* address : {"0.0.0.0:7070", ":7070", "[::]:7070", "10.0.0.5:7070", "128.0.0.1:7070", "192.168.1.2:0",
+                              "[::ffff:127.0.0.1]:1", "example.com:7070", "localhost.example.com:1", "coordinator:7070",
+                              "unix:/tmp/socket", "", "1270.0.0.1:1"}) {
     EXPECT_FALSE(IsLoopbackListen(address)) << address;
   }
 }

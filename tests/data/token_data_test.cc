@@ -140,15 +140,15 @@ TEST_F(TokenDataTest, DataTooSmallOrMissingFailsAtLoad) {
 // Here the header's fields, the file's size and an out-of-vocabulary token are all distinctive
 // numbers, and none of them appears in any message.
 TEST_F(TokenDataTest, ShardErrorsNeverQuoteTheFilesContentsOrSize) {
-  const std::string body(2 * 4321, '\x7f');  // 4321 tokens of 0x7f7f = 32639
+  const std::string body(2 * 4321, '\x7f');                     // 4321 tokens of 0x7f7f = 32639
   WriteBytes("magic.bin", Header(1094861636, 1, 4321) + body);  // magic "DCBA"
   WriteBytes("version.bin", Header(kShardMagic, 777001, 4321) + body);
   WriteBytes("short.bin", Header(kShardMagic, 1, 98765) + body);
   WriteBytes("long.bin", Header(kShardMagic, 1, 1234) + body);
   WriteBytes("header.bin", std::string(777, 'Q'));
   WriteBytes("vocab.bin", Header(kShardMagic, 1, 4321) + body);
-  const std::vector<std::string> secrets = {"1094861636", "DCBA",  "777001", "98765", "4321", "1234",
-                                            "777",        "QQQQ",  "32639",  "8642",  "9666", "6174"};
+  const std::vector<std::string> secrets = {"1094861636", "DCBA", "777001", "98765", "4321", "1234",
+                                            "777",        "QQQQ", "32639",  "8642",  "9666", "6174"};
   for (const char* file : {"magic.bin", "version.bin", "short.bin", "long.bin", "header.bin", "vocab.bin"}) {
     const absl::Status s = ReadShard(Path(file), 256).status();
     ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << file << ": " << s;

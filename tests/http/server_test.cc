@@ -132,8 +132,9 @@ TEST(HttpServer, PipelinedRequestsOnOneConnectionAreAnsweredInOrder) {
   RawClient client(server->port());
   ASSERT_TRUE(client.connected());
   // Both heads arrive in one segment: the second is already buffered when the first is served.
-  ASSERT_TRUE(client.Send("POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"
-                          "GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Send("POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"
+                  "GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
   const RawClient::Received r = client.ReadUntilClosed(absl::Seconds(15));
   EXPECT_TRUE(r.closed);
   const size_t a = r.bytes.find("POST /a q= h= xyz"), b = r.bytes.find("GET /b q= h= ");

@@ -123,8 +123,9 @@ TEST_F(AttackRerun, EveryAttackIsRefusedAndTheClusterStillTrains) {
     v1::RegisterWorkerRequest req;
     v1::RegisterWorkerResponse resp;
     grpc::ClientContext ctx;
-    EXPECT_EQ(v1::CoordinatorService::NewStub(Channel("coordinator", ""))->RegisterWorker(&ctx, req, &resp).error_code(),
-              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(
+        v1::CoordinatorService::NewStub(Channel("coordinator", ""))->RegisterWorker(&ctx, req, &resp).error_code(),
+        grpc::StatusCode::UNAUTHENTICATED);
     v1::ListJobsRequest list;
     v1::ListJobsResponse jobs;
     grpc::ClientContext list_ctx;
@@ -181,10 +182,12 @@ TEST_F(AttackRerun, EveryAttackIsRefusedAndTheClusterStillTrains) {
   EXPECT_EQ(etc.status, 400) << etc.body;
   const HttpReply climb = Rest("POST", "/v1/jobs", R"({"checkpoint": {"dir": "../../.."}})");
   EXPECT_EQ(climb.status, 400) << climb.body;
-  const HttpReply shadow = Rest("POST", "/v1/jobs", R"({"model": {"preset": "gpt-tiny"}, "data": {"text": {"paths": ["/etc/passwd"]}}})");
+  const HttpReply shadow =
+      Rest("POST", "/v1/jobs", R"({"model": {"preset": "gpt-tiny"}, "data": {"text": {"paths": ["/etc/passwd"]}}})");
   EXPECT_EQ(shadow.status, 400) << shadow.body;
   EXPECT_TRUE(absl::StrContains(shadow.body, "/etc/passwd")) << shadow.body;
-  const HttpReply huge = Rest("POST", "/v1/jobs", R"({"model": {"preset": "mlp", "mlp": {"hiddenDims": [65536, 65536]}}})");
+  const HttpReply huge =
+      Rest("POST", "/v1/jobs", R"({"model": {"preset": "mlp", "mlp": {"hiddenDims": [65536, 65536]}}})");
   EXPECT_EQ(huge.status, 400) << huge.body;
   for (const char* number : {"-1", "1e308"}) {
     const HttpReply r = Rest("POST", "/v1/jobs", absl::StrCat(R"({"checkpoint": {"everySeconds": )", number, "}}"));
@@ -207,11 +210,11 @@ TEST_F(AttackRerun, EveryAttackIsRefusedAndTheClusterStillTrains) {
   // Nothing above broke the cluster: every process lives, and a job (whose name has an emoji,
   // sent as the JSON surrogate pair) trains to the end.
   ExpectAllAlive();
-  const HttpReply emoji = Rest(
-      "POST", "/v1/jobs",
-      R"({"name": "rocket \ud83d\ude80", "model": {"preset": "mlp"},)"
-      R"( "data": {"synthetic": {"numSamples": 512, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)"
-      R"( "training": {"worldSize": 1, "maxSteps": 10, "epochs": 0, "microBatch": 16}})");
+  const HttpReply emoji =
+      Rest("POST", "/v1/jobs",
+           R"({"name": "rocket \ud83d\ude80", "model": {"preset": "mlp"},)"
+           R"( "data": {"synthetic": {"numSamples": 512, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)"
+           R"( "training": {"worldSize": 1, "maxSteps": 10, "epochs": 0, "microBatch": 16}})");
   ASSERT_EQ(emoji.status, 200) << emoji.body;
   const size_t at = emoji.body.find("\"jobs/");
   ASSERT_NE(at, std::string::npos) << emoji.body;

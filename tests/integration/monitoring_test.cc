@@ -80,10 +80,9 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto endpoints = ParseFlatJson(up.out);
-  CommandResult job =
-      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir + "/cluster", "--set",
-                 "training.maxSteps=120", "--set", "training.epochs=0", "--set", "checkpoint.everySteps=50", "--wait",
-                 "-o", "json"});
+  CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir + "/cluster",
+                                 "--set", "training.maxSteps=120", "--set", "training.epochs=0", "--set",
+                                 "checkpoint.everySteps=50", "--wait", "-o", "json"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   // Every /metrics of the cluster wants its metrics token, as Prometheus sends it.
   const std::string token_file = dir + "/cluster/tokens/metrics.token";

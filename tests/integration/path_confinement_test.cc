@@ -50,9 +50,9 @@ class PathConfinement : public ::testing::Test {
     fs::create_directories(dir_ + "/etc");
     WriteText(dir_ + "/data/corpus.txt");
     std::ofstream(dir_ + "/etc/shadow") << kSecret;
-    children_.Start({"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=", "--metrics_listen=",
-                     "--artifact_root=" + dir_ + "/artifacts", "--data_root=" + dir_ + "/data",
-                     "--endpoints_file=" + dir_ + "/coordinator.json"},
+    children_.Start({"gradsync-coordinator", "--listen=127.0.0.1:0",
+                     "--rest_listen=", "--metrics_listen=", "--artifact_root=" + dir_ + "/artifacts",
+                     "--data_root=" + dir_ + "/data", "--endpoints_file=" + dir_ + "/coordinator.json"},
                     dir_ + "/coordinator.log");
     address_ = WaitForEndpoints(dir_ + "/coordinator.json")["grpc"];
     ASSERT_FALSE(address_.empty()) << ReadFile(dir_ + "/coordinator.log");

@@ -166,8 +166,7 @@ TEST(SecureDefaults, InsecureServesBeyondLoopbackAndWarnsOnEveryStart) {
     EXPECT_EQ(RunBinary({"gradsync", "healthcheck", c.at("grpc")}).exit_code, 0);
     const std::string text = ReadFile(log);
     EXPECT_TRUE(absl::StrContains(text, "INSECURE")) << "start " << start << ":\n" << text;
-    EXPECT_TRUE(absl::StrContains(text, "--listen=0.0.0.0:0 needs --cluster_token_file and --auth_token_file"))
-        << text;
+    EXPECT_TRUE(absl::StrContains(text, "--listen=0.0.0.0:0 needs --cluster_token_file and --auth_token_file")) << text;
     children.Stop(coordinator);
   }
 
@@ -186,11 +185,11 @@ TEST(SecureDefaults, MetricsReadersNeedTheMetricsToken) {
   std::ofstream(dir + "/metrics.token") << "metrics-secret\n";
   std::ofstream(dir + "/cluster.token") << "cluster-secret\n";
   Children children;
-  const pid_t metrics = children.Start(
-      {"gradsync-metrics", "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0", "--api_listen=127.0.0.1:0",
-       "--cluster_token_file=" + dir + "/cluster.token", "--metrics_token_file=" + dir + "/metrics.token",
-       "--endpoints_file=" + dir + "/metrics.json"},
-      dir + "/metrics.log");
+  const pid_t metrics =
+      children.Start({"gradsync-metrics", "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+                      "--api_listen=127.0.0.1:0", "--cluster_token_file=" + dir + "/cluster.token",
+                      "--metrics_token_file=" + dir + "/metrics.token", "--endpoints_file=" + dir + "/metrics.json"},
+                     dir + "/metrics.log");
   const std::map<std::string, std::string> m = AwaitEndpoints(dir + "/metrics.json", metrics);
   ASSERT_FALSE(m.empty()) << ReadFile(dir + "/metrics.log");
   for (const auto& [endpoint, path] : {std::pair{"http", "/metrics"}, std::pair{"api", "/v1/jobs"}}) {

@@ -43,14 +43,14 @@ TEST(StoreFailure, AFullDiskFailsTheCallAndHealthUntilTheChangeIsWritten) {
   ::signal(SIGXFSZ, SIG_IGN);
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const std::vector<std::string> args = CoordinatorArgs(
-      address, dir, {"--state_dir=" + dir + "/state", "--endpoints_file=" + dir + "/endpoints.json"});
+  const std::vector<std::string> args =
+      CoordinatorArgs(address, dir, {"--state_dir=" + dir + "/state", "--endpoints_file=" + dir + "/endpoints.json"});
   Children children;
   pid_t c = children.Start(args, dir + "/coordinator-1.log");
   const int rest = EndpointPort(dir + "/endpoints.json", "rest");
   ASSERT_NE(rest, 0) << ReadFile(dir + "/coordinator-1.log");
   const HttpResponse created = HttpRequest("POST", rest, "/v1/jobs", {{"Content-Type", "application/json"}},
-                                            R"({"name": "full", "training": {"worldSize": 2, "maxSteps": 5}})");
+                                           R"({"name": "full", "training": {"worldSize": 2, "maxSteps": 5}})");
   ASSERT_EQ(created.status, 200) << created.body;
   const std::string id = ParseFlatJson(created.body)["id"];
 

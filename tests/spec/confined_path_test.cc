@@ -63,8 +63,8 @@ TEST_F(ConfinedPathTest, RelativePathsStartAtTheFirstRoot) {
 TEST_F(ConfinedPathTest, AnAbsolutePathOutsideIsRefusedNamingFieldPathAndRoot) {
   const std::string shadow = (outside() / "shadow").string();
   const std::string message = Refusal(shadow);
-  EXPECT_THAT(message, HasSubstr("data.text.paths[0]: \"" + shadow + "\" lies outside the data root " +
-                                 root().string()));
+  EXPECT_THAT(message,
+              HasSubstr("data.text.paths[0]: \"" + shadow + "\" lies outside the data root " + root().string()));
   Refusal("/etc/shadow");
   Refusal("/");
 }
@@ -103,9 +103,9 @@ TEST_F(ConfinedPathTest, GlobMatchesThatLeadOutAreRefusedByName) {
   const std::string pattern = (root() / "corpus/*.txt").string();
   const absl::Status s = Roots().CheckMatches("data.text.paths[0]", pattern);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("data.text.paths[0]: \"" + pattern + "\" matches \"" +
-                                                  (root() / "corpus/b.txt").string() +
-                                                  "\", which resolves outside the data root"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("data.text.paths[0]: \"" + pattern + "\" matches \"" + (root() / "corpus/b.txt").string() +
+                        "\", which resolves outside the data root"));
   EXPECT_THAT(std::string(s.message()), Not(HasSubstr(kSecret)));
   EXPECT_TRUE(Roots().CheckMatches("f", (root() / "corpus/a*.txt").string()).ok());
   EXPECT_TRUE(Roots().CheckMatches("f", (root() / "none/*.bin").string()).ok()) << "no match is the reader's error";
@@ -156,8 +156,8 @@ TEST_F(ConfinedPathTest, ConfineDataPathsRewritesEveryPathOrNone) {
 
 TEST(CheckpointDirTest, IsAtMostASubdirectoryName) {
   for (const char* ok : {"", "run-1", "v2.final", "A_b"}) EXPECT_TRUE(IsCheckpointSubdir(ok)) << ok;
-  for (const std::string& bad : std::vector<std::string>{"/etc/x", "../..", "..", ".", ".hidden", "a/b", "other-job/../x", std::string(65, 'a'),
-                                 "a b"}) {
+  for (const std::string& bad : std::vector<std::string>{"/etc/x", "../..", "..", ".", ".hidden", "a/b",
+                                                         "other-job/../x", std::string(65, 'a'), "a b"}) {
     EXPECT_FALSE(IsCheckpointSubdir(bad)) << bad;
   }
   v1::JobSpec spec;

@@ -15,9 +15,8 @@ TEST(JobGuard, ExceptionsBecomeTheRanksErrorWithTheirCause) {
   EXPECT_EQ(oom.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(oom.status().message(), "out of memory (std::bad_alloc)");
 
-  absl::StatusOr<int> io = RunGuarded<int>([]() -> absl::StatusOr<int> {
-    throw std::ios_base::failure("basic_filebuf::underflow error reading the file");
-  });
+  absl::StatusOr<int> io = RunGuarded<int>(
+      []() -> absl::StatusOr<int> { throw std::ios_base::failure("basic_filebuf::underflow error reading the file"); });
   EXPECT_EQ(io.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(io.status().message().find("uncaught exception: basic_filebuf::underflow"), std::string::npos)
       << io.status();

@@ -20,7 +20,7 @@ std::string Limit(int64_t bytes) {
 
 // The open file's size, if it is a regular file of at most max_bytes.
 absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t max_bytes) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return absl::InternalError(absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a data file"));
   if (!S_ISREG(st.st_mode)) {

@@ -25,9 +25,8 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
     if (!tokens.ok()) return tokens.status();
     total += static_cast<int64_t>(tokens->size());
     if (total > kMaxDatasetTokens) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": the files up to this one hold more than the ", kMaxDatasetTokens,
-                       " tokens a dataset may hold"));
+      return absl::InvalidArgumentError(absl::StrCat(path, ": the files up to this one hold more than the ",
+                                                     kMaxDatasetTokens, " tokens a dataset may hold"));
     }
     const int64_t windows = (static_cast<int64_t>(tokens->size()) - 1) / seq_len;
     if (windows <= 0) {

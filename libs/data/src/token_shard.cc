@@ -20,7 +20,8 @@ absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int voc
   if (!bytes.ok()) return bytes.status();
   constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
   if (bytes->size() < kHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": shorter than a shard's header of ", kHeaderBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": shorter than a shard's header of ", kHeaderBytes, " bytes"));
   }
   int32_t header[3];
   std::memcpy(header, bytes->data(), sizeof(header));
@@ -46,8 +47,7 @@ absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int voc
   std::memcpy(tokens.data(), bytes->data() + kHeaderBytes, count * sizeof(uint16_t));
   for (int64_t i = 0; i < count; ++i) {
     if (tokens[i] >= vocab_size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": holds a token outside the vocabulary of ", vocab_size));
+      return absl::InvalidArgumentError(absl::StrCat(path, ": holds a token outside the vocabulary of ", vocab_size));
     }
   }
   return tokens;

@@ -24,7 +24,8 @@ constexpr int kAcceptBurst = 64;
 int PollTimeoutMs(absl::Time next) {
   if (next == absl::InfiniteFuture()) return -1;
   const absl::Duration left = std::max(next - absl::Now(), absl::ZeroDuration());
-  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), INT_MAX));
+  return static_cast<int>(
+      std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), INT_MAX));
 }
 
 // Closes a connection refused before it was ever read from. Plain HTTP gets `reply` first; its
@@ -55,7 +56,9 @@ absl::StatusOr<std::unique_ptr<Acceptor>> Acceptor::Create(int listen_fd, Accept
   return std::unique_ptr<Acceptor>(new Acceptor(listen_fd, wake_fd, std::move(options)));
 }
 
-void Acceptor::Start() { thread_ = std::thread([this] { Run(); }); }
+void Acceptor::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 Acceptor::Acceptor(int listen_fd, int wake_fd, AcceptorOptions options)
     : listen_fd_(listen_fd), wake_fd_(wake_fd), options_(std::move(options)) {}
@@ -122,8 +125,9 @@ void Acceptor::Run() {
         Refuse(w, 408, absl::StrCat("no complete request head within ", absl::FormatDuration(options_.header_timeout)));
       }
     }
-    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](const Waiting& w) { return w.connection == nullptr; }),
-                  waiting.end());
+    waiting.erase(
+        std::remove_if(waiting.begin(), waiting.end(), [](const Waiting& w) { return w.connection == nullptr; }),
+        waiting.end());
     if (fds[1].revents != 0) AcceptAll(waiting);
   }
   waiting.clear();
@@ -145,7 +149,8 @@ void Acceptor::AcceptAll(std::vector<Waiting>& waiting) {
     }
     absl::StatusOr<Admission> admission = options_.limits->Admit(client);
     if (!admission.ok()) {
-      RefuseAtAccept(fd, options_.tls != nullptr ? "" : options_.refusal(503, std::string(admission.status().message())));
+      RefuseAtAccept(fd,
+                     options_.tls != nullptr ? "" : options_.refusal(503, std::string(admission.status().message())));
       continue;
     }
     Waiting w{std::make_unique<Connection>(fd, std::move(client), *std::move(admission), options_.tls),

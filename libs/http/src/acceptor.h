@@ -5,8 +5,8 @@
 //
 // Lifecycle of a connection: accepted (or refused at once when over a ConnectionLimits limit),
 // head read here within `header_timeout` (else closed, with a 408 when part of a head came; a
-// head over `max_head_bytes` gets 431), handed to `dispatch`, served by a worker, and, when kept alive, handed back by Return()
-// to wait here for its next head under a fresh deadline.
+// head over `max_head_bytes` gets 431), handed to `dispatch`, served by a worker, and, when kept alive, handed back by
+// Return() to wait here for its next head under a fresh deadline.
 #pragma once
 
 #include <openssl/ssl.h>

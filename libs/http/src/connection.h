@@ -72,8 +72,8 @@ class Connection {
   Admission admission_;
   SSL* ssl_ = nullptr;
   std::string in_;
-  size_t pos_ = 0;       // in_[pos_, end) is not yet consumed
-  size_t scanned_ = 0;   // in_[pos_, scanned_) holds no head end
+  size_t pos_ = 0;           // in_[pos_, end) is not yet consumed
+  size_t scanned_ = 0;       // in_[pos_, scanned_) holds no head end
   bool tls_failed_ = false;  // no session, or a fatal TLS error: no close_notify is sent
   short wanted_events_;
   int served_ = 0;

@@ -71,8 +71,9 @@ const char* ReasonPhrase(int status) {
 
 // A whole HTTP/1.1 reply that ends its connection, for the refusals sent outside httplib.
 std::string RawReply(const Reply& r) {
-  std::string out = absl::StrCat("HTTP/1.1 ", r.status, " ", ReasonPhrase(r.status), "\r\nContent-Type: ",
-                                 r.content_type, "\r\nContent-Length: ", r.body.size(), "\r\nConnection: close\r\n");
+  std::string out =
+      absl::StrCat("HTTP/1.1 ", r.status, " ", ReasonPhrase(r.status), "\r\nContent-Type: ", r.content_type,
+                   "\r\nContent-Length: ", r.body.size(), "\r\nConnection: close\r\n");
   for (const auto& [name, value] : r.headers) absl::StrAppend(&out, name, ": ", value, "\r\n");
   absl::StrAppend(&out, "\r\n", r.body);
   return out;
@@ -150,17 +151,17 @@ class Server::Impl {
     server_.Get(kAnyPath, serve).Post(kAnyPath, serve).Put(kAnyPath, serve);
     server_.Patch(kAnyPath, serve).Delete(kAnyPath, serve).Options(kAnyPath, serve);
     error_reply_ = options_.error_reply ? options_.error_reply : PlainError;
-    server_.set_error_handler(httplib::Server::HandlerWithResponse(
-        [error_reply = error_reply_, max = options_.max_body_bytes](const httplib::Request& req,
-                                                                     httplib::Response& res) {
+    server_.set_error_handler(
+        httplib::Server::HandlerWithResponse([error_reply = error_reply_, max = options_.max_body_bytes](
+                                                 const httplib::Request& req, httplib::Response& res) {
           if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // the handler's own reply
           ToHttplib(error_reply(res.status, RefusalMessage(req, res.status, max)), res);
           return httplib::Server::HandlerResponse::Handled;
         }));
-    server_.set_exception_handler([error_reply = error_reply_](const httplib::Request&, httplib::Response& res,
-                                                               std::exception_ptr) {
-      ToHttplib(error_reply(500, "internal error"), res);
-    });
+    server_.set_exception_handler(
+        [error_reply = error_reply_](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+          ToHttplib(error_reply(500, "internal error"), res);
+        });
   }
 
   // Binds, then accepts and serves on threads of its own; returns the port.

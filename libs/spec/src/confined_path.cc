@@ -112,9 +112,9 @@ absl::StatusOr<std::string> ConfinedRoots::Resolve(const std::string& field, con
   if (path.empty() || path.find('\0') != std::string::npos) return Invalid(field, path, "is no path");
   const Resolved r = ResolveAbsolute(path[0] == '/' ? path : Join(dirs_.front(), path));
   if (r.climbs) {
-    return Invalid(field, path,
-                   absl::StrCat("climbs with \"..\" (or a glob that matches it) past what exists; name files in ",
-                                Describe()));
+    return Invalid(
+        field, path,
+        absl::StrCat("climbs with \"..\" (or a glob that matches it) past what exists; name files in ", Describe()));
   }
   if (!Contains(r.path)) return Invalid(field, path, absl::StrCat("lies outside ", Describe()));
   return r.path;
@@ -129,9 +129,9 @@ absl::Status ConfinedRoots::CheckMatches(const std::string& field, const std::st
     const std::string match = matches.gl_pathv[i];
     const std::optional<std::string> real = RealPath(match);
     if (!real.has_value()) {
-      status = Invalid(field, pattern,
-                       absl::StrCat("matches ", internal::Quote(match), ", which cannot be resolved: ",
-                                    std::strerror(errno)));
+      status = Invalid(
+          field, pattern,
+          absl::StrCat("matches ", internal::Quote(match), ", which cannot be resolved: ", std::strerror(errno)));
     } else if (!Contains(*real)) {
       status = Invalid(field, pattern,
                        absl::StrCat("matches ", internal::Quote(match), ", which resolves outside ", Describe()));
