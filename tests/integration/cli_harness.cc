@@ -35,6 +35,16 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+std::map<std::string, std::string> WaitForEndpoints(const std::string& path) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline) {
+    auto fields = ParseFlatJson(ReadFile(path));
+    if (!fields.empty()) return fields;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return {};
+}
+
 std::string MakeTempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern = absl::StrCat(base != nullptr && *base ? base : "/tmp", "/gradsync-test-XXXXXX");

@@ -61,6 +61,8 @@ std::string WaitForJob(const std::string& address, const std::string& job, absl:
 // cluster, whose address and token the CLI reads from DIR.
 std::string WaitForJobWith(const std::vector<std::string>& connection, const std::string& job, absl::Duration timeout,
                            const std::function<bool(const std::string&)>& pred);
+// The addresses a service wrote to its --endpoints_file, once it has (empty map after 20 s).
+std::map<std::string, std::string> WaitForEndpoints(const std::string& path);
 std::string MakeTempDir();
 std::string ReadFile(const std::string& path);
 bool ProcessAlive(pid_t pid);

@@ -19,17 +19,6 @@ namespace fs = std::filesystem;
 
 constexpr char kSecret[] = "root:$6$not-for-your-eyes";
 
-// The addresses a service wrote to its --endpoints_file, once it has (empty map after 20 s).
-std::map<std::string, std::string> WaitForEndpoints(const std::string& path) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline) {
-    auto fields = ParseFlatJson(ReadFile(path));
-    if (!fields.empty()) return fields;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return {};
-}
-
 // A gpt-tiny job on byte text: a few short steps on one CPU worker.
 void WriteTextSpec(const std::string& path, const std::string& data) {
   std::ofstream(path) << "name: text\nmodel: {preset: gpt-tiny, device: cpu}\ndata: {text: {paths: [\"" << data

@@ -18,17 +18,6 @@ namespace {
 
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-// The addresses a service wrote to its --endpoints_file, once it has (empty map after 20 s).
-std::map<std::string, std::string> WaitForEndpoints(const std::string& path) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline) {
-    auto fields = ParseFlatJson(ReadFile(path));
-    if (!fields.empty()) return fields;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return {};
-}
-
 class RestCli : public ::testing::Test {
  protected:
   void SetUp() override {
