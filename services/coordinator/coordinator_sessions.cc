@@ -31,10 +31,8 @@ absl::Status Coordinator::CheckRendezvousAccess(absl::string_view session, const
   absl::MutexLock lock(&mu_);
   if (jobs_.count(JobIdFromName(job_id)) == 0) return absl::OkStatus();
   if (session.empty()) return NoSession();
-  const WorkerLease* w = workers_.Find(std::string(WorkerLease::WorkerIdOfSession(session)));
-  if (w == nullptr || !w->SessionMatches(session)) {
-    return absl::UnauthenticatedError("the worker session presented belongs to no registered worker");
-  }
+  const WorkerLease* w = workers_.FindBySession(session);
+  if (w == nullptr) return absl::UnauthenticatedError("the worker session presented belongs to no registered worker");
   if (!w->Holds(JobIdFromName(job_id), generation)) {
     return absl::PermissionDeniedError(
         absl::StrFormat("worker %s holds no rank of job %s generation %d: its rendezvous is closed to it", w->id(),
@@ -46,10 +44,8 @@ absl::Status Coordinator::CheckRendezvousAccess(absl::string_view session, const
 absl::Status Coordinator::CheckJobMember(absl::string_view session, const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   if (session.empty()) return NoSession();
-  const WorkerLease* w = workers_.Find(std::string(WorkerLease::WorkerIdOfSession(session)));
-  if (w == nullptr || !w->SessionMatches(session)) {
-    return absl::UnauthenticatedError("the worker session presented belongs to no registered worker");
-  }
+  const WorkerLease* w = workers_.FindBySession(session);
+  if (w == nullptr) return absl::UnauthenticatedError("the worker session presented belongs to no registered worker");
   if (w->idle() || w->job_id() != JobIdFromName(job_id)) {
     return absl::PermissionDeniedError(absl::StrFormat("worker %s holds no rank of job %s", w->id(), job_id));
   }

@@ -70,6 +70,11 @@ const WorkerLease* WorkerPool::Find(const std::string& id) const {
   return it == leases_.end() ? nullptr : &it->second;
 }
 
+const WorkerLease* WorkerPool::FindBySession(absl::string_view session) const {
+  const WorkerLease* w = Find(std::string(WorkerLease::WorkerIdOfSession(session)));
+  return w != nullptr && w->SessionMatches(session) ? w : nullptr;
+}
+
 void WorkerPool::Remove(const std::string& id) {
   leases_.erase(id);
   order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());

@@ -83,6 +83,8 @@ class WorkerPool {
   // nullptr for an unknown id.
   WorkerLease* Find(const std::string& id);
   const WorkerLease* Find(const std::string& id) const;
+  // The worker whose session `session` is; nullptr when it is no registered worker's.
+  const WorkerLease* FindBySession(absl::string_view session) const;
   bool Contains(const std::string& id) const { return leases_.count(id) > 0; }
   void Remove(const std::string& id);
   size_t size() const { return leases_.size(); }
