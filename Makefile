@@ -2,11 +2,12 @@
 #   make demo   install what is missing, build, train the demo job on a local 2-worker cluster
 #   make test   install what is missing, build, run every test
 #   make fuzz   build the fuzz targets with clang and run each for a while (fuzz/README.md)
+#   make images build the CPU images of docker/Dockerfile, offline if need be (docker/README.md)
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo fuzz format clean
+.PHONY: all deps configure build test demo fuzz images format clean
 
 all: build
 
@@ -39,6 +40,11 @@ demo: build
 FUZZ_SECONDS ?= 30
 fuzz: deps
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The coordinator, metrics, worker-cpu, cli and prometheus images, tagged gradsync/<target>:$(IMAGE_TAG).
+IMAGE_TAG ?= dev
+images:
+	@bash scripts/images.sh --tag $(IMAGE_TAG)
 
 # Formats every C++ and CUDA source with .clang-format (Debian's clang-format package).
 format:

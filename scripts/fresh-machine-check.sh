@@ -51,19 +51,6 @@ if [ "$cuda" = on ] && [ -z "$cuda_dir" ]; then
   exit 2
 fi
 
-# The first deb822 or one-line source for bookworm's main component, as this machine's apt has it.
-mirror() {
-  local uri
-  uri="$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-         | grep -v -- '-security' | head -n 1 || true)"
-  if [ -z "$uri" ]; then
-    uri="$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]*\)[[:space:]]\+bookworm[[:space:]].*/\2/p' \
-           /etc/apt/sources.list 2>/dev/null | head -n 1 || true)"
-  fi
-  [ -n "$uri" ] || { echo "fresh-machine-check: no Debian mirror in /etc/apt sources" >&2; return 1; }
-  echo "$uri"
-}
-
 # Unmounts everything below $1, deepest first; lazily when a mount is still busy.
 unmount_below() {
   local dir="$1" m
@@ -99,7 +86,7 @@ make_base() {
       || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap > /dev/null; }
   fi
   local from
-  from="$(mirror)"
+  from="$(bash "$repo/scripts/debian-mirror.sh")"
   echo "fresh-machine-check: debootstrap bookworm from $from into $base"
   unmount_below "$base"
   rm -rf --one-file-system "$base"

@@ -2,18 +2,31 @@
 # Installs the Debian packages gradsync builds and tests with, only those missing.
 # Idempotent: when everything is present it returns at once without touching apt.
 # CUDA and NCCL are not Debian packages here; the build finds them under /usr/local/cuda.
+#
+#   scripts/install-deps.sh           what `make test` needs: the build and every test's tools
+#   scripts/install-deps.sh --build   only what building the binaries needs (the image builds)
 set -euo pipefail
 
-packages=(
+build_packages=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
+  libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
+)
+test_packages=(
+  libgtest-dev libgmock-dev libbenchmark-dev
   openssl  # the integration tests make their TLS certificates with the openssl CLI
   clang libclang-rt-14-dev  # scripts/fuzz.sh: clang++ with libFuzzer and the sanitizers' runtimes
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   yamllint python3-yaml python3-jsonschema
+  docker.io docker-compose debootstrap  # tests/cluster: the engine, Compose, and a base image offline
 )
+
+case "${1:-}" in
+  --build) packages=("${build_packages[@]}") ;;
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "install-deps: unknown option $1 (--build installs only what the binaries need)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

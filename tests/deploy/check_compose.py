@@ -29,7 +29,7 @@ def mounts(service):
 
 def check_services(f, compose):
     services = compose.get("services") or {}
-    for name in ("coordinator", "metrics", "worker-0", "worker-1", "prometheus", "grafana"):
+    for name in ("coordinator", "metrics", "worker-0", "worker-1", "worker-2", "prometheus", "grafana"):
         f.expect(name in services, f"no service {name}")
     declared = set(compose.get("volumes") or {})
     for name, s in services.items():
@@ -57,7 +57,7 @@ def check_services(f, compose):
 
 
 def check_workers(f, services):
-    for name in ("worker-0", "worker-1"):
+    for name in ("worker-0", "worker-1", "worker-2"):
         env = (services.get(name) or {}).get("environment") or {}
         f.expect(env.get("GRADSYNC_COMM_HOST") == name, f"{name}: GRADSYNC_COMM_HOST is not its service name")
         f.expect(env.get("GRADSYNC_COORDINATOR") == "coordinator:7070", f"{name}: GRADSYNC_COORDINATOR")
@@ -88,7 +88,8 @@ TOKEN_ENV = {"GRADSYNC_AUTH_TOKEN_FILE": "auth_token", "GRADSYNC_CLUSTER_TOKEN_F
              "GRADSYNC_METRICS_TOKEN_FILE": "metrics_token"}
 TOKENS_OF = {"coordinator": TOKEN_ENV, "metrics": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"],
              "worker-0": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"],
-             "worker-1": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"]}
+             "worker-1": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"],
+             "worker-2": ["GRADSYNC_CLUSTER_TOKEN_FILE", "GRADSYNC_METRICS_TOKEN_FILE"]}
 
 
 def secret_targets(service):

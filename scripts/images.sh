@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the CPU images of docker/Dockerfile (coordinator, metrics, worker-cpu, cli, prometheus), offline if
+# need be: the images users get, from the same Dockerfile and install scripts.
+#
+#   scripts/images.sh [--tag TAG] [TARGET...]     (make images)
+#
+# Tags each as gradsync/TARGET:TAG (default `dev`, the tag docker/compose.yaml runs). The Debian
+# base the Dockerfile names (ARG DEBIAN_IMAGE) is used when the engine has it, pulled when a
+# registry answers, and otherwise made here: `debootstrap --variant=minbase bookworm` from this
+# machine's apt mirror, imported under the same tag. The engine is scripts/docker-engine.sh's.
+# The CUDA worker (docker/Dockerfile.cuda) needs NVIDIA's CUDA base image and is not built here.
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+tag=dev
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tag) tag="${2:?--tag needs a value}"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "images: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(coordinator metrics worker-cpu cli prometheus)
+
+export "$(bash "$repo/scripts/docker-engine.sh" start)"
+docker="$(bash "$repo/scripts/docker-engine.sh" client)"
+work="${GRADSYNC_DOCKER_ROOT:-/var/tmp/gradsync-docker}"
+mkdir -p "$work"
+base="$(sed -n 's/^ARG DEBIAN_IMAGE=//p' "$repo/docker/Dockerfile")"
+started=$SECONDS
+
+say() { echo "images: [$((SECONDS - started))s] $*"; }
+
+# A minimal bookworm with the same apt suites as this machine (updates and security, as the
+# registry's image has them), imported as $base.
+import_base() {
+  local rootfs="$work/base-rootfs" mirror
+  command -v debootstrap > /dev/null \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap > /dev/null
+  mirror="$(bash "$repo/scripts/debian-mirror.sh")"
+  say "no registry has $base: debootstrap bookworm from $mirror"
+  rm -rf --one-file-system "$rootfs"
+  debootstrap --variant=minbase bookworm "$rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
+    || { tail -n 20 "$work/debootstrap.log"; echo "images: debootstrap failed" >&2; return 1; }
+  if ls /etc/apt/sources.list.d/*.sources > /dev/null 2>&1; then
+    rm -f "$rootfs/etc/apt/sources.list"
+    cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/"
+  fi
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb
+  tar -C "$rootfs" -c . | "$docker" import --change 'CMD ["bash"]' - "$base" > /dev/null
+  rm -rf --one-file-system "$rootfs"
+  say "imported $base"
+}
+
+ensure_base() {
+  if "$docker" image inspect "$base" > /dev/null 2>&1; then return 0; fi
+  if timeout 60 "$docker" pull -q "$base" > /dev/null 2>&1; then say "pulled $base"; return 0; fi
+  import_base
+}
+
+build() {
+  local target="$1" log="$work/build-$1.log"
+  say "building gradsync/$target:$tag (log: $log)"
+  if ! DOCKER_BUILDKIT=1 "$docker" build --progress=plain -f "$repo/docker/Dockerfile" --target "$target" \
+      --build-arg REVISION="$(git -C "$repo" rev-parse HEAD 2>/dev/null || true)" \
+      -t "gradsync/$target:$tag" "$repo" > "$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "images: building $target failed; the whole log is $log" >&2
+    return 1
+  fi
+}
+
+ensure_base
+for t in "${targets[@]}"; do build "$t"; done
+say "built: $(printf 'gradsync/%s:'"$tag"' ' "${targets[@]}")"

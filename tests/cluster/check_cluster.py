@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""The cluster checks: gradsync's images run as separate hosts on a private bridge network, and
+real faults (a killed container, a cut network, a frozen process, a replaced coordinator) are
+injected with the engine's own commands. Each check brings up its own cluster and asserts an
+outcome; see README.md.
+
+    check_cluster.py CHECK --build-dir DIR [--tag TAG]
+
+CHECK is one of: across-hosts, worker-killed, network-cut, worker-paused, coordinator-replaced,
+prometheus, compose. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
+no Docker engine can be had or the images are missing."""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cluster as c  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LEASE_S = 6.0  # the coordinator's --lease_timeout_ms default
+HEARTBEAT_S = 1.0  # its --heartbeat_interval_ms default
+STALL_S = 5.0  # its --stall_timeout_ms default
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---- the jobs ----------------------------------------------------------------------------------
+def write_corpus(data_dir):
+    """Text both the containers and the local reference read, byte for byte."""
+    with open(os.path.join(data_dir, "corpus.txt"), "wb") as out:
+        for name in ("GPL-3", "Apache-2.0", "LGPL-2.1"):
+            with open(f"/usr/share/common-licenses/{name}", "rb") as f:
+                out.write(f.read())
+
+
+def write_spec(path, data_dir, world_size, steps, transport="auto", checkpoint_every=0):
+    spec = {
+        "name": os.path.splitext(os.path.basename(path))[0],
+        "model": {"preset": "gpt-tiny"},
+        "data": {"text": {"paths": [os.path.join(data_dir, "corpus.txt")]}},
+        "training": {"worldSize": world_size, "microBatch": 4, "maxSteps": steps, "seed": 11, "lr": 0.002,
+                     "warmupSteps": 10, "gradClip": 1.0, "logEvery": 10},
+        "ddp": {"transport": transport},
+    }
+    if checkpoint_every:
+        spec["checkpoint"] = {"everySteps": checkpoint_every, "keep": 3}
+    with open(path, "w") as f:
+        json.dump(spec, f, indent=2)
+    return path
+
+
+def local_reference(build_dir, spec_path, workers, work_dir):
+    """The same job as local processes with ddp.transport tcp: its summary and weights."""
+    state = os.path.join(work_dir, "local-" + os.path.basename(spec_path))
+    shutil.rmtree(state, ignore_errors=True)
+    r = subprocess.run([os.path.join(build_dir, "bin", "gradsync"), "run", spec_path, "--workers", str(workers),
+                        "--state-dir", state, "--set", "ddp.transport=tcp", "-o", "json"],
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise AssertionError(f"the local reference run failed ({r.returncode}):\n{r.stdout}\n{r.stderr[-3000:]}")
+    summary = json.loads(r.stdout)
+    return summary, sha256(summary["weightsPath"])
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Check:
+    def __init__(self, args):
+        self.args = args
+        self.docker = c.Docker(REPO)
+        for image in ("coordinator", "metrics", "worker-cpu", "cli", "prometheus"):
+            if not self.docker.has_image(f"gradsync/{image}:{args.tag}"):
+                print(f"SKIP: image gradsync/{image}:{args.tag} is missing; build it with `make images`")
+                sys.exit(77)
+        self.cluster = c.Cluster(self.docker, f"gs-{args.check}", tag=args.tag)
+        self.failures = []
+
+    def expect(self, ok, message):
+        if not ok:
+            self.failures.append(message)
+            log(f"FAIL: {message}")
+        return ok
+
+    def spec(self, world_size, steps, checkpoint_every=0):
+        write_corpus(self.cluster.data_dir)
+        name = f"{self.args.check}-w{world_size}-s{steps}.json"
+        return write_spec(os.path.join(self.cluster.data_dir, name), self.cluster.data_dir, world_size, steps,
+                          checkpoint_every=checkpoint_every)
+
+    def ranks(self, job_id, generation):
+        """role -> rank of each worker in a generation, from the workers' own logs
+        ("assigned rank R/N of job J generation G")."""
+        out = {}
+        suffix = f" of job {job_id} generation {generation}"
+        for w in self.cluster.workers:
+            for line in self.cluster.logs(w).splitlines():
+                if "assigned rank " in line and line.rstrip().endswith(suffix):
+                    out[w] = int(line.split("assigned rank ", 1)[1].split("/", 1)[0])
+        return out
+
+    def wait_step(self, job_id, step):
+        return self.cluster.wait_job(job_id, lambda j: int(j.get("progress", {}).get("step", 0)) >= step,
+                                     timeout=300, what=f"step {step}")
+
+    def final_weights(self, job):
+        dest = os.path.join(self.cluster.dir, "weights.bin")
+        self.cluster.copy_out("coordinator", job["result"]["weightsPath"], dest)
+        return sha256(dest)
+
+    def matches_reference(self, job, spec_path, workers):
+        log("running the same job as local processes with ddp.transport tcp")
+        ref, ref_weights = local_reference(self.args.build_dir, spec_path, workers, self.cluster.dir)
+        got = job["result"]["paramDigest"]
+        self.expect(got == ref["paramDigest"],
+                    f"parameter digest {got} differs from the local run's {ref['paramDigest']}")
+        weights = self.final_weights(job)
+        self.expect(weights == ref_weights,
+                    f"final weights sha256 {weights} differ from the local run's {ref_weights}")
+        log(f"digest {got}, weights sha256 {weights[:16]}...: "
+            f"{'equal to' if got == ref['paramDigest'] and weights == ref_weights else 'NOT equal to'} the local run")
+
+
+# ---- the checks --------------------------------------------------------------------------------
+def across_hosts(k):
+    """A 3-worker job trains over TCP across hosts and equals the local TCP run bit for bit."""
+    spec = k.spec(world_size=3, steps=60)
+    job_id = k.cluster.submit(spec)
+    log(f"submitted {job_id}; 3 ranks on worker-0..2")
+    job = k.cluster.wait_done(job_id)
+    k.expect(int(job["result"].get("worldSize", 0)) == 3, f"world size {job['result'].get('worldSize')}, not 3")
+    for w in k.cluster.workers:
+        text = k.cluster.logs(w)
+        k.expect("computes on cpu, fp32, gloo" in text, f"{w} never said which transport its rank computes on")
+        k.expect("gloo (shared memory)" not in text, f"{w} took the shared-memory path across hosts")
+        k.expect("all-reduce over TCP" in text, f"{w} did not log that its all-reduce runs over TCP")
+    k.matches_reference(job, spec, workers=3)
+
+
+def interrupted_job(k, inject, steps=240, at_step=80):
+    """A 2-rank job on 3 workers (one spare), a fault injected at `at_step` by `inject(job_id,
+    victim, ranks)`, and then the job's end, compared bit for bit with the uninterrupted local run."""
+    spec = k.spec(world_size=2, steps=steps, checkpoint_every=20)
+    job_id = k.cluster.submit(spec)
+    k.wait_step(job_id, at_step)
+    ranks = k.ranks(job_id, 1)
+    victim = next((w for w, r in ranks.items() if r == 1), None)
+    if not k.expect(victim is not None, f"no worker logged rank 1 of {job_id} generation 1: {ranks}"):
+        return None, job_id
+    log(f"ranks {ranks}; fault on {victim} at step >= {at_step}")
+    inject(job_id, victim, ranks)
+    job = k.cluster.wait_done(job_id)
+    k.matches_reference(job, spec, workers=2)
+    return job, job_id
+
+
+def worker_killed(k):
+    """`docker kill` of a rank's container mid-run: the job ends SUCCEEDED, bitwise equal."""
+    def inject(job_id, victim, ranks):
+        k.docker("kill", k.cluster.container(victim))
+        log(f"killed {victim}")
+    job, _ = interrupted_job(k, inject)
+    if job:
+        k.expect(int(job.get("restarts", 0)) >= 1, "the job did not restart after its worker was killed")
+        lost = c.events(job, "WorkerLost")
+        k.expect(lost, "no WorkerLost event")
+
+
+def event_after(job, kind, since):
+    for e in c.events(job, kind):
+        if parse_time(e["time"]) >= since:
+            return e
+    return None
+
+
+def parse_time(stamp):
+    from datetime import datetime
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def network_cut(k):
+    """`docker network disconnect` of a rank mid-collective: named within the lease, survivors
+    abort within seconds, the job resumes with the spare; on `connect` the worker rejoins."""
+    cut = {}
+
+    def inject(job_id, victim, ranks):
+        t0 = time.time()
+        k.docker("network", "disconnect", k.cluster.network, k.cluster.container(victim))
+        cut.update(victim=victim, t0=t0)
+        log(f"disconnected {victim}")
+        job = k.cluster.wait_job(job_id, lambda j: event_after(j, "WorkerLost", t0) is not None,
+                                 timeout=60, what="a WorkerLost event")
+        lost = event_after(job, "WorkerLost", t0)
+        named_after = parse_time(lost["time"]) - t0
+        log(f"WorkerLost after {named_after:.1f}s: {lost['message']}")
+        k.expect(victim in lost["message"] or "rank 1" in lost["message"],
+                 f"the WorkerLost event does not name {victim} or rank 1: {lost['message']}")
+        k.expect(named_after <= LEASE_S + 2 * HEARTBEAT_S,
+                 f"the lost rank was named {named_after:.1f}s after the cut; the lease is {LEASE_S}s")
+        job = k.cluster.wait_job(job_id, lambda j: int(j.get("generation", 0)) >= 2 and j.get("state") == "RUNNING"
+                                 and int(j.get("progress", {}).get("step", 0)) > 0 and ranks_of_gen2(k, job_id),
+                                 timeout=120, what="the second generation")
+        resumed_after = time.time() - t0
+        log(f"second generation running {resumed_after:.1f}s after the cut")
+        k.expect(resumed_after < 60, f"the survivors took {resumed_after:.0f}s to resume (collective timeout?)")
+        gen2 = k.ranks(job_id, 2)
+        k.expect(victim not in gen2 and len(gen2) == 2, f"generation 2 ranks {gen2} should be the survivor and the spare")
+        k.docker("network", "connect", "--alias", victim, k.cluster.network, k.cluster.container(victim))
+        log(f"reconnected {victim}")
+        k.cluster.wait_workers(3, timeout=90)
+        log("the reconnected worker is back in the pool (3 registered)")
+
+    interrupted_job(k, inject)
+
+
+def ranks_of_gen2(k, job_id):
+    return len(k.ranks(job_id, 2)) == 2
+
+
+def established_to(pid, ip):
+    """Established TCP connections in a process's network namespace to `ip` (IPv4)."""
+    want = "".join(f"{int(p):02X}" for p in reversed(ip.split(".")))
+    count = 0
+    for table in ("tcp",):
+        with open(f"/proc/{pid}/net/{table}") as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                if fields[3] == "01" and fields[2].split(":")[0] == want:
+                    count += 1
+    return count
+
+
+def worker_paused(k):
+    """`docker pause` of a rank: its TCP connections stay open while it is frozen, and a
+    Stalled event names that rank within a few heartbeats."""
+    def inject(job_id, victim, ranks):
+        survivor = next(w for w in ranks if w != victim)
+        pid = k.docker("inspect", "-f", "{{.State.Pid}}", k.cluster.container(survivor)).strip()
+        victim_ip = k.cluster.ip(victim)
+        t0 = time.time()
+        k.docker("pause", k.cluster.container(victim))
+        log(f"paused {victim}")
+        job = k.cluster.wait_job(job_id, lambda j: event_after(j, "Stalled", t0) is not None,
+                                 timeout=60, what="a Stalled event")
+        stalled = event_after(job, "Stalled", t0)
+        after = parse_time(stalled["time"]) - t0
+        log(f"Stalled after {after:.1f}s: {stalled['message']}")
+        k.expect("rank 1" in stalled["message"] or victim in stalled["message"],
+                 f"the Stalled event does not name rank 1 ({victim}): {stalled['message']}")
+        k.expect(after <= STALL_S + 3 * HEARTBEAT_S, f"Stalled came {after:.1f}s after the pause")
+        open_conns = established_to(pid, victim_ip)
+        log(f"{survivor} holds {open_conns} established connections to the frozen {victim}")
+        k.expect(open_conns > 0, f"{survivor} has no established connection to the frozen {victim}")
+        k.docker("unpause", k.cluster.container(victim))
+        log(f"unpaused {victim}")
+
+    interrupted_job(k, inject)
+
+
+def coordinator_replaced(k):
+    """The coordinator's container killed and replaced by a new one on the same volumes: the
+    running job continues by itself and ends as the uninterrupted run does."""
+    def inject(job_id, victim, ranks):
+        k.docker("kill", k.cluster.container("coordinator"))
+        k.docker("rm", k.cluster.container("coordinator"))
+        log("killed and removed the coordinator's container")
+        k.cluster.start_coordinator()
+        k.cluster.wait_healthy(["coordinator"])
+        log("a new coordinator container is up on the same volumes")
+        job = k.cluster.wait_job(job_id, lambda j: j.get("state") in ("RUNNING", "SUCCEEDED"), timeout=60,
+                                 what="the job known to the new coordinator")
+        k.expect(c.events(job, "CoordinatorRestarted"), "no CoordinatorRestarted event")
+
+    job, _ = interrupted_job(k, inject)
+    if job:
+        k.expect(int(job.get("restarts", 0)) == 0,
+                 f"the job restarted {job.get('restarts')} times; it should have gone on by itself")
+
+
+def prometheus(k):
+    """Prometheus in its container scrapes every service by DNS name, and every query of the
+    Grafana dashboard returns data."""
+    job_id = k.cluster.submit(k.spec(world_size=3, steps=60, checkpoint_every=20))
+    k.cluster.wait_done(job_id)
+
+    def query(expr):
+        status, body = k.cluster.http("prometheus", 9090, "/api/v1/query?query=" + urllib.parse.quote(expr), "")
+        return status, json.loads(body) if status == 200 else body
+
+    deadline = time.time() + 90
+    up = {}
+    while time.time() < deadline:
+        _, r = query("up")
+        up = {f"{s['metric']['job']}/{s['metric']['instance']}": s["value"][1] for s in r["data"]["result"]}
+        _, steps = query("count_over_time(gradsync_train_step[1m]) >= 3")
+        if len(up) == 5 and all(v == "1" for v in up.values()) and steps["data"]["result"]:
+            break
+        time.sleep(2)
+    log(f"targets: {up}")
+    for target in ("coordinator:9465", "metrics:9464", "worker-0:9467", "worker-1:9467", "worker-2:9467"):
+        hit = [v for t, v in up.items() if t.endswith("/" + target)]
+        k.expect(hit == ["1"], f"Prometheus does not scrape {target} (up: {up})")
+    with open(os.path.join(REPO, "services/metrics/monitoring/grafana/dashboards/gradsync-training.json")) as f:
+        dashboard = json.load(f)
+    queries = 0
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"].replace("$training_job", ".+")
+            status, r = query(expr)
+            queries += 1
+            k.expect(status == 200 and r["data"]["result"], f"panel \"{panel['title']}\" has no data: {expr} -> {r}")
+    log(f"{queries} dashboard queries asked")
+    k.expect(queries >= 12, f"only {queries} dashboard queries")
+
+
+def compose(k):
+    """docker/compose.yaml starts with the Compose this machine has (Debian's docker-compose 1.29,
+    or Compose v2), everything but Grafana (whose image needs a registry), and runs a job."""
+    tool = compose_tool(k)
+    if tool is None:
+        log("SKIP: neither docker-compose nor `docker compose` is installed")
+        sys.exit(77)
+    subprocess.run(["sh", os.path.join(REPO, "docker", "make-tokens.sh")], check=True, capture_output=True)
+    base = [*tool, "-p", "gs-compose", "-f", os.path.join(REPO, "docker", "compose.yaml")]
+    env = dict(k.docker.env, GRADSYNC_TAG=k.args.tag)
+    run = lambda *a, timeout=300: subprocess.run([*base, *a], env=env, capture_output=True, text=True,
+                                                 timeout=timeout)
+    services = ["coordinator", "metrics", "worker-0", "worker-1", "worker-2", "prometheus"]
+    try:
+        up = run("up", "-d", "--no-build", *services)
+        if not k.expect(up.returncode == 0, f"{' '.join(tool)} up failed: {up.stdout}{up.stderr}"):
+            return
+        ids = run("ps", "-q").stdout.split()
+        log(f"{' '.join(tool)}: {len(ids)} containers up")
+        k.expect(len(ids) == len(services), f"{len(ids)} containers for {len(services)} services")
+        spec = os.path.join(k.cluster.dir, "mlp.yaml")
+        shutil.copy(os.path.join(REPO, "examples", "jobs", "mlp.yaml"), spec)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            r = subprocess.run([os.path.join(k.args.build_dir, "bin", "gradsync"), "submit", spec, "--address",
+                                "127.0.0.1:7070", "--token-file", os.path.join(REPO, "docker", "secrets", "auth.token"),
+                                "--set", "training.epochs=0", "--set", "training.maxSteps=40", "--wait", "-o", "json"],
+                               capture_output=True, text=True, timeout=600)
+            if r.returncode == 0 or "SUCCEEDED" in r.stdout or time.time() > deadline - 5:
+                break
+            time.sleep(3)  # the coordinator may still be starting
+        if k.expect(r.returncode == 0, f"the job on the compose cluster failed: {r.stdout[-2000:]}{r.stderr[-2000:]}"):
+            log(f"a job ran on the compose cluster: {json.loads(r.stdout)['state']}")
+    finally:
+        if k.failures:
+            print(run("logs", "--tail", "30").stdout[-6000:])
+        run("down", "-v", "--remove-orphans")
+
+
+def compose_tool(k):
+    """Compose v2 (`docker compose`) where the client has it, else Debian's docker-compose."""
+    if subprocess.run([k.docker.client, "compose", "version"], capture_output=True).returncode == 0:
+        return [k.docker.client, "compose"]
+    path = shutil.which("docker-compose")
+    return [path] if path else None
+
+
+CHECKS = {"across-hosts": across_hosts, "worker-killed": worker_killed, "network-cut": network_cut,
+          "worker-paused": worker_paused, "coordinator-replaced": coordinator_replaced, "prometheus": prometheus,
+          "compose": compose}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("check", choices=sorted(CHECKS))
+    p.add_argument("--build-dir", required=True, help="the CMake build directory (for the local reference runs)")
+    p.add_argument("--tag", default="dev")
+    p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    args = p.parse_args()
+    try:
+        k = Check(args)
+    except (subprocess.CalledProcessError, FileNotFoundError) as e:
+        print(f"SKIP: no Docker engine: {e}")
+        return 77
+    started = time.time()
+    try:
+        if args.check != "compose":
+            log(f"{args.check}: bringing up the cluster")
+            k.cluster.up()
+        CHECKS[args.check](k)
+    except AssertionError as e:
+        k.failures.append(str(e))
+    finally:
+        if k.failures:
+            for role in k.cluster.started:
+                print(f"---- last lines of {role}\n{k.cluster.logs(role)[-2500:]}")
+        if not args.keep:
+            k.cluster.down()
+    for f in k.failures:
+        print(f"FAIL: {f}")
+    print(f"{args.check}: {'FAILED' if k.failures else 'passed'} in {time.time() - started:.0f}s")
+    return 1 if k.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
