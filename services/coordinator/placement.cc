@@ -1,10 +1,8 @@
 #include "placement.h"
 
-#include <set>
-#include <utility>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gradsync/device/gpu_identity.h"
 #include "gradsync/spec/choices.h"
 
 namespace gradsync::coordinator {
@@ -50,15 +48,18 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
                                                       absl::StrJoin(without_gpu, ", "), " registered without one"));
   }
 
-  // NCCL: every rank on a GPU, and no GPU twice.
+  // NCCL: every rank on a GPU, and no GPU twice (told apart by UUID, see gpu_identity.h).
   std::string nccl_obstacle;
-  std::set<std::pair<std::string, int>> gpus;
   for (size_t r = 0; r < ranks.size() && nccl_obstacle.empty(); ++r) {
     if (!cuda) {
       nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") computes on its CPU");
-    } else if (!gpus.emplace(ranks[r].hostname, ranks[r].device.gpu_index()).second) {
-      nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") shares GPU ", ranks[r].device.gpu_index(),
-                                   " with another rank, which NCCL refuses");
+    }
+    for (size_t q = 0; q < r && nccl_obstacle.empty(); ++q) {
+      if (device::SameGpu(ranks[q].hostname, ranks[q].device, ranks[r].hostname, ranks[r].device)) {
+        nccl_obstacle = absl::StrCat("rank ", r, " (", Where(ranks[r]), ") shares GPU ", ranks[r].device.gpu_index(),
+                                     " with another rank (rank ", q, ", ", Where(ranks[q]), ": its ",
+                                     device::GpuName(ranks[q].device), "), which NCCL refuses");
+      }
     }
   }
   if (*asked == spec::Backend::kNccl && !nccl_obstacle.empty()) {

@@ -8,8 +8,9 @@
 //                 model has a GPU implementation (the transformer presets), else every rank on
 //                 its CPU. Never a mix: the replicas must compute the same function, or their
 //                 parameters drift apart by rounding and the digests at the end disagree.
-//   ddp.backend   "nccl": needs every rank on a GPU of its own (distinct host and GPU index:
-//                 NCCL refuses two ranks on one GPU).
+//   ddp.backend   "nccl": needs every rank on a GPU of its own (distinct GPU UUIDs, or host and
+//                 GPU index for a worker that registered no UUID: NCCL refuses two ranks on one
+//                 GPU).
 //                 "auto": NCCL when that holds, else Gloo (GPU ranks then stage gradients through
 //                 pinned host buffers, so ranks may share a GPU).
 //                 "gloo": Gloo.

@@ -1,6 +1,9 @@
 #include <cuda_runtime_api.h>
 
+#include <span>
+
 #include "gradsync/device/device.h"
+#include "gradsync/device/gpu_identity.h"
 
 namespace gradsync::device {
 
@@ -17,7 +20,10 @@ std::vector<GpuInfo> ListGpus() {
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-    out.push_back({i, prop.name, prop.totalGlobalMem});
+    static_assert(sizeof(prop.uuid.bytes) == kGpuUuidBytes);
+    const std::span<const unsigned char, kGpuUuidBytes> uuid(reinterpret_cast<const unsigned char*>(prop.uuid.bytes),
+                                                             kGpuUuidBytes);
+    out.push_back({i, prop.name, prop.totalGlobalMem, FormatGpuUuid(uuid)});
   }
   return out;
 }

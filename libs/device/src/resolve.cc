@@ -29,6 +29,7 @@ absl::StatusOr<v1::Device> ResolveDevice(const std::string& request) {
   }
   d.set_kind(v1::Device::CUDA);
   d.set_gpu_index(index);
+  d.set_gpu_uuid(gpus[index].uuid);
   d.set_description(absl::StrCat(gpus[index].name, " (cuda:", index, ")"));
   return d;
 }

@@ -11,9 +11,12 @@
 namespace gradsync::device {
 
 struct GpuInfo {
+  // The CUDA ordinal in this process (relative to CUDA_VISIBLE_DEVICES).
   int index = 0;
   std::string name;
   size_t memory_bytes = 0;
+  // "GPU-xxxxxxxx-...", the same on every host and process (see gpu_identity.h).
+  std::string uuid;
 };
 
 // True when this binary was built with the CUDA targets.
@@ -24,8 +27,8 @@ bool BuiltWithCuda();
 std::vector<GpuInfo> ListGpus();
 
 // Resolves a device request: "auto" (the first GPU if any, else the CPU), "cpu", "cuda" or
-// "cuda:N". INVALID_ARGUMENT for other text; FAILED_PRECONDITION when a GPU is asked for and not
-// present.
+// "cuda:N". A GPU comes with its ordinal and its UUID. INVALID_ARGUMENT for other text;
+// FAILED_PRECONDITION when a GPU is asked for and not present.
 absl::StatusOr<v1::Device> ResolveDevice(const std::string& request);
 
 }  // namespace gradsync::device
