@@ -13,7 +13,7 @@
 namespace gradsync::bench {
 
 int AllReduceRank(const BenchArgs& args) {
-  auto env = ConnectRank(args.rank, args.ranks, args.coordinator, args.transport == "auto");
+  auto env = ConnectRank(args.rank, args.ranks, args.coordinator, args.cluster_token, args.transport == "auto");
   if (!env.ok()) {
     std::fprintf(stderr, "%s\n", env.status().ToString().c_str());
     return 1;

@@ -12,6 +12,9 @@ struct BenchArgs {
   int rank = 0;
   int ranks = 2;
   std::string coordinator;
+  // The coordinator's cluster token, which its key-value store wants (read from
+  // --cluster-token-file, which the launcher passes).
+  std::string cluster_token;
   // "gloo" or "nccl" (which implies device "cuda").
   std::string backend = "gloo";
   // "cpu" or "cuda": where the buffers (allreduce) or the model (ddp) live; rank r takes GPU

@@ -126,7 +126,7 @@ int DdpRank(const BenchArgs& args) {
   if (!assignment.ok()) return Fail(assignment.status(), 2);
   const absl::StatusOr<worker::TrainConfig> config = worker::TrainConfigFromAssignment(*assignment);
   if (!config.ok()) return Fail(config.status(), 2);
-  auto kv = NewBenchKv(args.coordinator, 1);
+  auto kv = NewBenchKv(args.coordinator, args.cluster_token, 1);
   auto replica = worker::CreateReplica(*config, {(*hosts)[args.rank].device, kv.get()});
   if (!replica.ok()) return Fail(replica.status(), 2);
 

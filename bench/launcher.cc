@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/cpu_set.h"
 #include "local_cluster.h"
+#include "local_tokens.h"
 #include "process.h"
 
 namespace gradsync::bench {
@@ -30,7 +31,8 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
     std::vector<std::string> argv = {self, launch.mode};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
     argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks), "--coordinator",
-                             cluster.coordinator_address()});
+                             cluster.coordinator_address(), "--cluster-token-file",
+                             cluster.token_files().at(cli::kClusterToken)});
     if (const std::string share = ShareOfAllowedCpus(launch.ranks, r); launch.bind_cpus && !share.empty()) {
       argv.insert(argv.end(), {"--cpus", share});
     }

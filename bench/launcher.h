@@ -1,6 +1,6 @@
 // Runs a benchmark's ranks as separate local processes: starts a coordinator (for rendezvous),
-// then this binary once per rank with "--rank R --coordinator ADDR [--cpus LIST]" appended, and
-// waits.
+// then this binary once per rank with "--rank R --coordinator ADDR --cluster-token-file FILE
+// [--cpus LIST]" appended, and waits.
 #pragma once
 
 #include <string>

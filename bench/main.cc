@@ -7,8 +7,10 @@
 #include "args.h"
 #include "bench_commands.h"
 #include "gradsync/core/cpu_set.h"
+#include "gradsync/core/secret_file.h"
 #include "launcher.h"
 #include "rank_env.h"
+#include "scale_bench.h"
 
 namespace {
 
@@ -22,7 +24,12 @@ constexpr char kUsage[] =
     "  GPU per rank. --device cuda with gloo stages device memory through pinned host buffers.\n"
     "  --transport auto: Gloo all-reduces through shared memory (the ranks share this host); tcp:\n"
     "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp).\n"
-    "  Rank r runs bound to its even share of the CPUs unless --no-cpu-binding (or fewer CPUs than ranks).\n";
+    "  Rank r runs bound to its even share of the CPUs unless --no-cpu-binding (or fewer CPUs than ranks).\n"
+    "       gradsync-bench scale [--workers N,N,...] [--step-seconds S] [--settle-seconds S] [--channels N]\n"
+    "                            [--no-watch] [--ranks N,N,...] [--gloo-bytes-cap SIZE] [--only heartbeats|rendezvous]\n"
+    "                            [--coordinator ADDR [--cluster-token-file FILE]] [--quick]\n"
+    "  Simulated workers against one coordinator (started here unless --coordinator): heartbeat latency\n"
+    "  and lost workers per worker count, then rendezvous time per number of ranks.\n";
 
 using gradsync::bench::BenchArgs;
 
@@ -40,6 +47,11 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
+  if (mode == "scale") {
+    auto options = gradsync::bench::ParseScaleOptions(rest);
+    if (!options.ok()) return Fail(options.status());
+    return gradsync::bench::ScaleBench(*options);
+  }
   auto args = gradsync::cli::ParseArgs(mode, rest,
                                        {{"backend"},
                                         {"ranks"},
@@ -53,6 +65,7 @@ int main(int argc, char** argv) {
                                         {"steps"},
                                         {"rank"},
                                         {"coordinator"},
+                                        {"cluster-token-file"},
                                         {"device"},
                                         {"transport"},
                                         {"cpus"},
@@ -94,6 +107,11 @@ int main(int argc, char** argv) {
         absl::InvalidArgumentError(absl::StrCat("--transport: expected auto or tcp, got \"", b.transport, "\"")));
   }
   b.coordinator = args->Get("coordinator");
+  if (args->Has("cluster-token-file")) {
+    auto token = gradsync::ReadTokenFile(args->Get("cluster-token-file"), "the cluster token");
+    if (!token.ok()) return Fail(token.status());
+    b.cluster_token = *std::move(token);
+  }
   b.spec_path = args->Get("spec");
   b.overrides = args->GetAll("set");
 

@@ -8,11 +8,12 @@
 
 namespace gradsync::bench {
 
-absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator, bool shared_memory) {
+absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator,
+                                    const std::string& cluster_token, bool shared_memory) {
   RankEnv env;
   env.rank = rank;
   env.ranks = ranks;
-  env.kv = NewBenchKv(coordinator, 1);
+  env.kv = NewBenchKv(coordinator, cluster_token, 1);
   comm::GlooOptions options;
   options.timeout = absl::Minutes(2);
   options.shared_memory = shared_memory;
@@ -22,8 +23,10 @@ absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coor
   return env;
 }
 
-std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, int generation) {
-  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(rpc::MakeChannel(coordinator)), "bench",
+std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, const std::string& cluster_token,
+                                           int generation) {
+  auto channel = rpc::MakeChannel(coordinator, {.bearer_token = cluster_token});
+  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(channel), "bench",
                                       generation);
 }
 

@@ -19,11 +19,13 @@ struct RankEnv {
 };
 
 // Connects rank `rank` of `ranks` through the coordinator at `coordinator` (namespace "bench",
-// generation 1).
-absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator, bool shared_memory = true);
+// generation 1), presenting `cluster_token` (none when empty).
+absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coordinator,
+                                    const std::string& cluster_token, bool shared_memory = true);
 
 // A key-value client for namespace "bench", `generation`: a second rendezvous apart from the first.
-std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, int generation);
+std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, const std::string& cluster_token,
+                                           int generation);
 
 // Parses "64", "64K", "8M", "1G" (bytes).
 absl::StatusOr<int64_t> ParseSize(const std::string& text);
