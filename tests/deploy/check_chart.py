@@ -3,7 +3,8 @@
 checks the manifests: they parse, every object is labelled, every pod is restricted, the workers
 follow the values, every service reads each of its tokens from the Secret the values name or the
 chart's generated one (whose tokens an upgrade keeps), the operator objects appear only when the
-API exists and they are enabled, and bad values fail with a message that says what to do.
+API exists and they are enabled, the `helm test` pods check every service's health, and bad values
+fail with a message that says what to do.
 
     check_chart.py BUILD_DIR      (the renderer is built into BUILD_DIR)
 """
@@ -18,7 +19,7 @@ import deploylib as d  # noqa: E402
 import manifest_checks  # noqa: E402
 
 RELEASE = "ci"
-OPERATOR = "monitoring.coreos.com/v1"
+FULLNAME = f"{RELEASE}-gradsync"
 
 
 def parse(f, text, what):
@@ -161,9 +162,10 @@ def token_source(values, token):
     return (name, values["auth"][key_key]) if name else (GENERATED, f"{token}-token")
 
 
-def mounted_secret(workload, path):
-    """(Secret, key) of the secret volume item mounted as the file `path`, or None."""
-    pod, c = manifest_checks.pod_spec(workload), container(workload)
+def mounted_secret(workload, path, c=None):
+    """(Secret, key) of the secret volume item mounted as the file `path` in container c (the
+    first by default), or None."""
+    pod, c = manifest_checks.pod_spec(workload), c or container(workload)
     for m in c["volumeMounts"]:
         if m["mountPath"].rstrip("/") != os.path.dirname(path):
             continue
@@ -251,6 +253,61 @@ def check_monitoring(f, docs, values, with_api, what):
         f.expect(f'"uid": "{uid}"' in text and replaced, f"{what}: dashboard datasource uid is not {uid}")
 
 
+def test_targets(values):
+    """{address: whether over TLS} that `helm test` must check: the coordinator, the metrics
+    service and each worker at its name in the headless Service."""
+    w = values["workers"]
+    want = {f"{FULLNAME}-coordinator:{values['coordinator']['ports']['grpc']}": values["tls"]["enabled"],
+            f"{FULLNAME}-metrics:{values['metrics']['ports']['grpc']}": False}
+    for i in range(w["replicas"]):
+        want[f"{FULLNAME}-worker-{i}.{FULLNAME}-workers:{w['ports']['health']}"] = False
+    return want
+
+
+def test_checks(f, pod, values, what):
+    """{address: over TLS} of the pod's `gradsync healthcheck` containers; a --tls-ca must be the
+    CA of tls.existingSecret."""
+    got = {}
+    f.expect(pod["spec"].get("restartPolicy") == "Never", f"{what}: test pod {pod['metadata']['name']} restarts")
+    for c in pod["spec"]["containers"]:
+        args = c.get("args") or []
+        if not f.expect(c.get("command") == ["gradsync"] and args[:1] == ["healthcheck"] and len(args) > 1,
+                        f"{what}: test container {c['name']} runs {c.get('command')} {args}, not gradsync healthcheck"):
+            continue
+        cas = [a.split("=", 1)[1] for a in args if a.startswith("--tls-ca=")]
+        if cas:
+            ca = mounted_secret(pod, cas[0], c)
+            f.expect(ca == (values["tls"]["existingSecret"], values["tls"]["caKey"]),
+                     f"{what}: test container {c['name']} --tls-ca reads {ca}")
+        got[args[1]] = bool(cas)
+    return got
+
+
+def check_test_hook(f, docs, values, what):
+    """`helm test` asks every component for grpc.health.v1 SERVING: the coordinator at the address
+    the workers dial, with the CA when TLS is on; the metrics service; each worker. Each address is
+    a Service of the release and a port it serves, and the test pods are peers the policies admit."""
+    pods = find(docs, "Pod")
+    hooks = [p for p in pods if (p["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"]
+    f.expect(len(hooks) == len(pods) and hooks, f"{what}: {len(hooks)} test hook pods of {len(pods)} pods")
+    got = {}
+    for pod in hooks:
+        got.update(test_checks(f, pod, values, what))
+        peer = {"app.kubernetes.io/name": "gradsync", "app.kubernetes.io/instance": RELEASE}
+        f.expect(peer.items() <= pod["metadata"]["labels"].items(), f"{what}: test pods are not release peers")
+    want = test_targets(values)
+    f.expect(got == want, f"{what}: helm test checks {got}, want {want}")
+    sts = find(docs, "StatefulSet", "worker")
+    dialled = [a.split("=", 1)[1] for a in (container(sts[0])["args"] if sts else []) if a.startswith("--coordinator=")]
+    f.expect(dialled and dialled[0] in got, f"{what}: helm test does not dial the coordinator at {dialled}")
+    services = {s["metadata"]["name"]: s for s in find(docs, "Service")}
+    for address in got:
+        host, port = address.rsplit(":", 1)
+        svc = services.get(host.split(".")[-1], {})
+        ports = [p["port"] for p in svc.get("spec", {}).get("ports", [])]
+        f.expect(int(port) in ports, f"{what}: helm test dials {address}, which no Service serves")
+
+
 def check_network_policy(f, docs, values, what):
     policies = find(docs, "NetworkPolicy")
     if not values["networkPolicy"]["enabled"]:
@@ -277,7 +334,7 @@ def check_notes(f, renderer, files, values, what):
     if not f.expect(rc == 0, f"{what}: NOTES.txt fails: {err.strip()}"):
         return
     for text in ("gradsync submit", "/v1/jobs", "Authorization: Bearer", "GRADSYNC_TOKEN_FILE",
-                 f"secret {token_source(values, 'api')[0]} ", "port-forward"):
+                 f"secret {token_source(values, 'api')[0]} ", "port-forward", f"helm test {RELEASE} "):
         f.expect(text in out, f"{what}: NOTES.txt does not mention {text!r}")
 
 
@@ -298,20 +355,10 @@ def main():
         sys.exit(__doc__)
     renderer = d.build_renderer(sys.argv[1])
     f = d.Failures()
-    gpu = os.path.join(d.CHART, "examples", "gpu-cluster.yaml")
-    cases = [
-        ("defaults", [], False),
-        ("defaults+operator", [], True),
-        ("existing secrets", [os.path.join(d.VALUES, "required.yaml")], False),
-        ("existing secrets+operator", [os.path.join(d.VALUES, "required.yaml")], True),
-        ("gpu-cluster", [gpu], False),
-        ("gpu-cluster+operator", [gpu], True),
-        ("cpu+operator", [os.path.join(d.VALUES, "cpu.yaml")], True),
-    ]
-    for what, files, with_api in cases:
+    for what, files, api_versions in d.render_cases():
         values = d.chart_values(*files)
         f.expect(not d.schema_errors(values), f"{what}: values do not match the schema")
-        rc, out, err = d.render(renderer, files, [OPERATOR] if with_api else [])
+        rc, out, err = d.render(renderer, files, api_versions)
         if not f.expect(rc == 0, f"{what}: render failed: {err.strip()}"):
             continue
         f.expect(out.startswith("---\n# Source: gradsync/templates/"), f"{what}: no Source header")
@@ -320,8 +367,9 @@ def main():
         check_workers(f, docs, values, what)
         check_coordinator(f, docs, values, what)
         check_tokens(f, docs, values, what)
-        check_monitoring(f, docs, values, with_api, what)
+        check_monitoring(f, docs, values, bool(api_versions), what)
         check_network_policy(f, docs, values, what)
+        check_test_hook(f, docs, values, what)
         check_notes(f, renderer, files, values, what)
         print(f"{what}: {len(docs)} objects")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """yamllint (tests/deploy/yamllint.yaml) over the hand-written YAML of the deployment: the chart's
 Chart.yaml, values and examples (templates are not YAML until rendered), the compose file, the
-monitoring configuration and the test values."""
+monitoring configuration, the test values and the broken objects of k8s-schemas/bad."""
 import os
 import shutil
 import subprocess
@@ -18,6 +18,7 @@ PATHS = [
     "docker/compose.yaml",
     "services/metrics/monitoring",
     "tests/deploy/values",
+    "tests/deploy/k8s-schemas/bad",
     "tests/deploy/yamllint.yaml",
 ]
 

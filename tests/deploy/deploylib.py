@@ -10,6 +10,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(REPO, "helm", "gradsync")
 VALUES = os.path.join(REPO, "tests", "deploy", "values")
 SKIP = 77  # CTest SKIP_RETURN_CODE: a tool the check needs is not installed.
+OPERATOR = "monitoring.coreos.com/v1"  # the Prometheus Operator's API, for ServiceMonitor and PrometheusRule
 GO_PATH = "/usr/share/gocode"  # where Debian's golang-*-dev packages put Go sources
 
 
@@ -83,6 +84,24 @@ def schema_errors(values):
     validator = jsonschema.Draft7Validator(schema)
     return [f"{'.'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
             for e in validator.iter_errors(values)]
+
+
+def values_files():
+    """[(name, files)] for every values file the checks render: the chart's defaults, each
+    example and each file of tests/deploy/values (values/bad holds values the schema refuses)."""
+    cases = [("defaults", [])]
+    for folder in (os.path.join(CHART, "examples"), VALUES):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".yaml"):
+                cases.append((name[:-len(".yaml")], [os.path.join(folder, name)]))
+    return cases
+
+
+def render_cases():
+    """[(name, files, api_versions)]: every values file rendered for a cluster without and with the
+    Prometheus Operator's API, so that the ServiceMonitor and PrometheusRule render too."""
+    return [(name + ("+operator" if with_api else ""), files, [OPERATOR] if with_api else [])
+            for name, files in values_files() for with_api in (False, True)]
 
 
 def build_renderer(out_dir):

@@ -5,6 +5,7 @@ LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernete
           "app.kubernetes.io/component", "app.kubernetes.io/part-of",
           "app.kubernetes.io/managed-by", "helm.sh/chart")
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+POD_KINDS = WORKLOADS + ("Pod",)  # objects that run containers: workloads and bare pods (hooks)
 
 
 def ident(doc):
@@ -12,7 +13,7 @@ def ident(doc):
 
 
 def pod_spec(doc):
-    return doc["spec"]["template"]["spec"]
+    return doc["spec"] if doc["kind"] == "Pod" else doc["spec"]["template"]["spec"]
 
 
 def check_labels(f, doc, release):
@@ -94,7 +95,7 @@ def check_all(f, docs, release):
         f.expect(doc.get("apiVersion") and doc.get("kind") and doc.get("metadata", {}).get("name"),
                  f"object without apiVersion, kind or name: {str(doc)[:80]}")
         check_labels(f, doc, release)
-        if doc["kind"] in WORKLOADS:
+        if doc["kind"] in POD_KINDS:
             check_pod_security(f, doc)
     check_services(f, docs)
     check_secrets(f, docs, release)

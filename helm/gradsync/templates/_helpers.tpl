@@ -163,6 +163,18 @@ give the Secret and the key of one; call them with (dict "ctx" $ "token" "api"|"
         path: token
 {{- end -}}
 
+{{/* The CA that signed the coordinator's certificate, mounted as <secretsDir>/tls/ca.crt by the
+pods that dial it over TLS (workers, the helm test pod). */}}
+{{- define "gradsync.tlsCaVolume" -}}
+- name: tls-ca
+  secret:
+    secretName: {{ include "gradsync.tlsSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.tls.caKey }}
+        path: ca.crt
+{{- end -}}
+
 {{- define "gradsync.tlsSecret" -}}
 {{- required "tls.existingSecret is required when tls.enabled is true: create a kubernetes.io/tls Secret with the coordinator's certificate, key and the CA (ca.crt) and set tls.existingSecret to its name" .Values.tls.existingSecret -}}
 {{- end -}}

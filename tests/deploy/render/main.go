@@ -74,11 +74,15 @@ var installOrder = []string{
 var (
 	docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 	kindLine     = regexp.MustCompile(`(?m)^kind:\s*(\S+)`)
+	hookLine     = regexp.MustCompile(`(?m)^\s+["']?helm\.sh/hook["']?\s*:`)
 )
 
+// A hook (a helm.sh/hook annotation, as the test pods carry) is no part of the release's
+// manifest; helm template prints the hooks after it, and so does render.
 type manifest struct {
 	source, body string
 	order        int
+	hook         bool
 }
 
 func kindRank(body string) int {
@@ -240,11 +244,16 @@ func run(chartDir, release, namespace, kubeVersion string, valueFiles, apiVersio
 		}
 		for _, doc := range docSeparator.Split(out, -1) {
 			if body := strings.TrimSpace(doc); body != "" {
-				manifests = append(manifests, manifest{source: name, body: body, order: kindRank(body)})
+				manifests = append(manifests, manifest{source: name, body: body, order: kindRank(body), hook: hookLine.MatchString(body)})
 			}
 		}
 	}
-	sort.SliceStable(manifests, func(i, j int) bool { return manifests[i].order < manifests[j].order })
+	sort.SliceStable(manifests, func(i, j int) bool {
+		if manifests[i].hook != manifests[j].hook {
+			return !manifests[i].hook
+		}
+		return manifests[i].order < manifests[j].order
+	})
 	for _, m := range manifests {
 		fmt.Printf("---\n# Source: %s\n%s\n", m.source, m.body)
 	}
