@@ -13,6 +13,7 @@ all: build
 
 deps:
 	@bash scripts/install-deps.sh
+	@bash scripts/install-npm-tools.sh || echo "npm packages unavailable: the schema checks will skip"
 	@sh scripts/fetch-prometheus.sh $(BUILD_DIR)/third_party/prometheus > /dev/null \
 	  || echo "promtool unavailable: the monitoring checks will skip"
 

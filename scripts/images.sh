@@ -60,12 +60,29 @@ ensure_base() {
   import_base
 }
 
+# The build context: one snapshot of the tree (tracked files and untracked ones git does not
+# ignore) for every target, so that all images come from the same sources and the build stage is
+# built once, even while the tree changes.
+snapshot() {
+  context="$work/context"
+  revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || true)"
+  rm -rf "$context"
+  mkdir -p "$context"
+  if git -C "$repo" rev-parse --git-dir > /dev/null 2>&1; then
+    (cd "$repo" && git ls-files -z --cached --others --exclude-standard \
+       | xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh \
+       | tar -c --null -T - -f -) | tar -C "$context" -x -f -
+  else
+    context="$repo"
+  fi
+}
+
 build() {
   local target="$1" log="$work/build-$1.log"
   say "building gradsync/$target:$tag (log: $log)"
-  if ! DOCKER_BUILDKIT=1 "$docker" build --progress=plain -f "$repo/docker/Dockerfile" --target "$target" \
-      --build-arg REVISION="$(git -C "$repo" rev-parse HEAD 2>/dev/null || true)" \
-      -t "gradsync/$target:$tag" "$repo" > "$log" 2>&1; then
+  if ! DOCKER_BUILDKIT=1 "$docker" build --progress=plain -f "$context/docker/Dockerfile" --target "$target" \
+      --build-arg REVISION="$revision" \
+      -t "gradsync/$target:$tag" "$context" > "$log" 2>&1; then
     tail -n 40 "$log"
     echo "images: building $target failed; the whole log is $log" >&2
     return 1
@@ -73,5 +90,6 @@ build() {
 }
 
 ensure_base
+snapshot
 for t in "${targets[@]}"; do build "$t"; done
 say "built: $(printf 'gradsync/%s:'"$tag"' ' "${targets[@]}")"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the npm packages the tests use as references (package-lock.json pins each):
+# tests/deploy/k8s-schemas (the Kubernetes and prometheus-operator schemas). Node.js and npm come
+# from Debian where the machine has neither. Quiet and quick when everything is in place.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+
+if ! command -v npm > /dev/null; then
+  echo "install-npm-tools: installing nodejs npm"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -qq --no-install-recommends nodejs npm > /dev/null \
+    || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends nodejs npm > /dev/null; }
+fi
+
+for dir in tests/deploy/k8s-schemas; do
+  lock="$repo/$dir/package-lock.json"
+  stamp="$repo/$dir/node_modules/.package-lock.json"
+  # npm ci writes node_modules/.package-lock.json; it is current when newer than the lock file.
+  if [ -f "$stamp" ] && [ "$stamp" -nt "$lock" ]; then continue; fi
+  echo "install-npm-tools: npm ci in $dir"
+  npm ci --prefix "$repo/$dir" --no-audit --no-fund --loglevel=error > /dev/null
+done
