@@ -136,6 +136,7 @@ void Coordinator::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     shutdown_ = true;
+    assignment_waits_.WakeAll();
   }
   kv_.Shutdown();
   writer_.stored().Shutdown();

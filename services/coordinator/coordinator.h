@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "assignment_waits.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "job_runtime.h"
@@ -170,6 +171,14 @@ class Coordinator {
   };
   Snapshot TakeSnapshot();
 
+  // For tests: idle workers' assignment streams waiting now, and how often their readiness has
+  // been checked (on entry and at each wake-up).
+  struct AssignmentWaitStats {
+    int waiters = 0;
+    int64_t checks = 0;
+  };
+  AssignmentWaitStats TEST_AssignmentWaits();
+
  private:
   // The lock of one mutating call; see the class comment at its definition below.
   class StateLock;
@@ -240,6 +249,8 @@ class Coordinator {
   // Jobs touched by the call that holds mu_, to write when it releases it.
   std::set<std::string> changed_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
+  // Where NextAssignment waits: woken by an assignment, a lost worker or shutdown only.
+  AssignmentWaits assignment_waits_ ABSL_GUARDED_BY(mu_);
   uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 

@@ -123,6 +123,7 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
   std::vector<std::string> where;
   for (size_t r = 0; r < gang.size(); ++r) {
     gang[r]->Assign(AssignmentFor(rt->job(), r, gang.size(), dir, resume, placements[r], options_.data_roots));
+    assignment_waits_.Wake(gang[r]->id());
     where.push_back(DescribeRank(r, *gang[r], placements[r]));
   }
   AddEventLocked(

@@ -93,11 +93,11 @@ v1::HeartbeatResponse Coordinator::Heartbeat(const v1::HeartbeatRequest& request
 absl::StatusOr<std::optional<v1::Assignment>> Coordinator::NextAssignment(const std::string& worker_id,
                                                                           absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const WorkerLease* w = workers_.Find(worker_id);
     return shutdown_ || w == nullptr || w->has_assignment();
   };
-  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  assignment_waits_.Wait(&mu_, worker_id, absl::Now() + timeout, ready);
   if (shutdown_) return absl::UnavailableError("coordinator is shutting down");
   WorkerLease* w = workers_.Find(worker_id);
   if (w == nullptr) return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id));
@@ -194,6 +194,12 @@ void Coordinator::LoseWorkerLocked(const std::string& id, absl::Time now) {
     }
   }
   workers_.Remove(id);
+  assignment_waits_.Forget(id);
+}
+
+Coordinator::AssignmentWaitStats Coordinator::TEST_AssignmentWaits() {
+  absl::MutexLock lock(&mu_);
+  return {assignment_waits_.TEST_waiters(), assignment_waits_.TEST_checks()};
 }
 
 }  // namespace gradsync::coordinator
