@@ -2,7 +2,7 @@
 # A Docker engine for the image builds and the container tests, on machines with or without one.
 #
 #   scripts/docker-engine.sh start   print DOCKER_HOST=... for a working engine, starting one if needed
-#   scripts/docker-engine.sh stop    stop the engine that `start` started (none other)
+#   scripts/docker-engine.sh stop    stop the engine that `start` started (none other), once idle
 #   scripts/docker-engine.sh client  print the docker client to use
 #
 # `start` uses the engine the environment already reaches (DOCKER_HOST, or the default socket).
@@ -57,6 +57,11 @@ stop() {
   local pid
   pid="$(cat "$root/dockerd.pid" 2>/dev/null || true)"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  # Containers still running belong to someone else's run: leave the engine to them.
+  if [ -n "$(DOCKER_HOST="$socket" "$(client)" ps -q 2>/dev/null)" ]; then
+    echo "docker-engine: containers are running; dockerd left running" >&2
+    return 0
+  fi
   kill "$pid"
   for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || return 0; sleep 1; done
   kill -9 "$pid" 2>/dev/null || true

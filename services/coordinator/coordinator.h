@@ -38,7 +38,7 @@ namespace gradsync::coordinator {
 struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // A worker silent for this long is lost; its generation is aborted.
-  absl::Duration lease_timeout = absl::Seconds(6);
+  absl::Duration lease_timeout = absl::Seconds(10);
   // Each job's weights and checkpoints go to its own directory <artifact_root>/<job id>
   // (JobRuntime::Dir); the coordinator writes manifests and deletes old checkpoints only there.
   std::string artifact_root = "/tmp/gradsync/artifacts";

@@ -66,7 +66,9 @@ ABSL_FLAG(int64_t, max_body_bytes, 1 << 20, "largest REST request body accepted 
 ABSL_FLAG(int64_t, preempt_checkpoint_timeout_s, 20,
           "on SIGTERM, how long to wait for running jobs to checkpoint before stopping");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
-ABSL_FLAG(int64_t, lease_timeout_ms, 6000, "a worker silent for this long is declared lost");
+ABSL_FLAG(int64_t, lease_timeout_ms, 10000,
+          "a worker silent for this long is declared lost; longer than --stall_timeout_ms plus two "
+          "heartbeats, so that a frozen rank is diagnosed (Stalled) before it is lost");
 ABSL_FLAG(int64_t, stall_timeout_ms, 5000,
           "a generation with no finished collective or step for this long (or three step times) gets a "
           "Stalled event naming the rank behind");

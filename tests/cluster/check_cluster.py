@@ -6,7 +6,7 @@ outcome; see README.md.
 
     check_cluster.py CHECK --build-dir DIR [--tag TAG]
 
-CHECK is one of: across-hosts, worker-killed, network-cut, worker-paused, coordinator-replaced,
+CHECK is one of: across-hosts, rank-killed, network-cut, rank-paused, coordinator-replaced,
 prometheus, compose. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
 no Docker engine can be had or the images are missing."""
 import argparse
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cluster as c  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-LEASE_S = 6.0  # the coordinator's --lease_timeout_ms default
+LEASE_S = 10.0  # the coordinator's --lease_timeout_ms default
 HEARTBEAT_S = 1.0  # its --heartbeat_interval_ms default
 STALL_S = 5.0  # its --stall_timeout_ms default
 
@@ -84,7 +84,8 @@ class Check:
             if not self.docker.has_image(f"gradsync/{image}:{args.tag}"):
                 print(f"SKIP: image gradsync/{image}:{args.tag} is missing; build it with `make images`")
                 sys.exit(77)
-        self.cluster = c.Cluster(self.docker, f"gs-{args.check}", tag=args.tag)
+        self.cluster = c.Cluster(self.docker, f"gs-{args.check}", tag=args.tag,
+                                 coordinator_args=args.coordinator_arg)
         self.failures = []
 
     def expect(self, ok, message):
@@ -165,7 +166,7 @@ def interrupted_job(k, inject, steps=240, at_step=80):
     return job, job_id
 
 
-def worker_killed(k):
+def rank_killed(k):
     """`docker kill` of a rank's container mid-run: the job ends SUCCEEDED, bitwise equal."""
     def inject(job_id, victim, ranks):
         k.docker("kill", k.cluster.container(victim))
@@ -173,8 +174,19 @@ def worker_killed(k):
     job, _ = interrupted_job(k, inject)
     if job:
         k.expect(int(job.get("restarts", 0)) >= 1, "the job did not restart after its worker was killed")
-        lost = c.events(job, "WorkerLost")
-        k.expect(lost, "no WorkerLost event")
+        lost = loss_event(job, 0)
+        k.expect(lost and "rank 1" in lost["message"],
+                 f"no RankFailed or WorkerLost event names rank 1: {lost}")
+        if lost:
+            log(f"{lost['type']}: {lost['message']}")
+
+
+def loss_event(job, since):
+    """The first event after `since` saying a rank was lost: a survivor's report (RankFailed) or
+    the coordinator's lease (WorkerLost)."""
+    found = [e for e in job.get("events", []) if e.get("type") in ("RankFailed", "WorkerLost")
+             and parse_time(e["time"]) >= since]
+    return found[0] if found else None
 
 
 def event_after(job, kind, since):
@@ -199,13 +211,13 @@ def network_cut(k):
         k.docker("network", "disconnect", k.cluster.network, k.cluster.container(victim))
         cut.update(victim=victim, t0=t0)
         log(f"disconnected {victim}")
-        job = k.cluster.wait_job(job_id, lambda j: event_after(j, "WorkerLost", t0) is not None,
-                                 timeout=60, what="a WorkerLost event")
-        lost = event_after(job, "WorkerLost", t0)
+        job = k.cluster.wait_job(job_id, lambda j: loss_event(j, t0) is not None,
+                                 timeout=60, what="a RankFailed or WorkerLost event")
+        lost = loss_event(job, t0)
         named_after = parse_time(lost["time"]) - t0
-        log(f"WorkerLost after {named_after:.1f}s: {lost['message']}")
+        log(f"{lost['type']} after {named_after:.1f}s: {lost['message']}")
         k.expect(victim in lost["message"] or "rank 1" in lost["message"],
-                 f"the WorkerLost event does not name {victim} or rank 1: {lost['message']}")
+                 f"the {lost['type']} event does not name {victim} or rank 1: {lost['message']}")
         k.expect(named_after <= LEASE_S + 2 * HEARTBEAT_S,
                  f"the lost rank was named {named_after:.1f}s after the cut; the lease is {LEASE_S}s")
         job = k.cluster.wait_job(job_id, lambda j: int(j.get("generation", 0)) >= 2 and j.get("state") == "RUNNING"
@@ -242,7 +254,7 @@ def established_to(pid, ip):
     return count
 
 
-def worker_paused(k):
+def rank_paused(k):
     """`docker pause` of a rank: its TCP connections stay open while it is frozen, and a
     Stalled event names that rank within a few heartbeats."""
     def inject(job_id, victim, ranks):
@@ -372,8 +384,8 @@ def compose_tool(k):
     return [path] if path else None
 
 
-CHECKS = {"across-hosts": across_hosts, "worker-killed": worker_killed, "network-cut": network_cut,
-          "worker-paused": worker_paused, "coordinator-replaced": coordinator_replaced, "prometheus": prometheus,
+CHECKS = {"across-hosts": across_hosts, "rank-killed": rank_killed, "network-cut": network_cut,
+          "rank-paused": rank_paused, "coordinator-replaced": coordinator_replaced, "prometheus": prometheus,
           "compose": compose}
 
 
@@ -383,6 +395,8 @@ def main():
     p.add_argument("--build-dir", required=True, help="the CMake build directory (for the local reference runs)")
     p.add_argument("--tag", default="dev")
     p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    p.add_argument("--coordinator-arg", action="append", default=[],
+                   help="an extra coordinator flag, e.g. --lease_timeout_ms=60000 to see a check fail")
     args = p.parse_args()
     if os.environ.get("GRADSYNC_CLUSTER_TESTS") == "0":
         print("SKIP: GRADSYNC_CLUSTER_TESTS=0")

@@ -17,6 +17,7 @@ import urllib.request
 
 UID = 10001  # the images' user (docker/Dockerfile)
 TOKENS = ("auth", "cluster", "metrics")
+VOLUMES = ("state", "checkpoints", "prometheus")
 
 
 class Docker:
@@ -40,8 +41,9 @@ class Docker:
 
 
 class Cluster:
-    def __init__(self, docker, prefix, tag="dev", workers=3):
+    def __init__(self, docker, prefix, tag="dev", workers=3, coordinator_args=()):
         self.docker = docker
+        self.coordinator_args = list(coordinator_args)
         self.prefix = prefix
         self.tag = tag
         self.workers = [f"worker-{i}" for i in range(workers)]
@@ -58,7 +60,7 @@ class Cluster:
         os.makedirs(self.data_dir, exist_ok=True)
         self._write_tokens()
         self.docker("network", "create", "--driver", "bridge", self.network)
-        for volume in ("state", "checkpoints"):
+        for volume in VOLUMES:
             self.docker("volume", "create", f"{self.prefix}-{volume}")
         self.start_coordinator()
         self.start_metrics()
@@ -73,7 +75,7 @@ class Cluster:
         if names:
             self.docker("rm", "-f", "-v", *names, check=False)
         self.docker("network", "rm", self.network, check=False)
-        for volume in ("state", "checkpoints"):
+        for volume in VOLUMES:
             self.docker("volume", "rm", "-f", f"{self.prefix}-{volume}", check=False)
         if not quiet:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -123,7 +125,7 @@ class Cluster:
                   f"{self.prefix}-checkpoints:/var/lib/gradsync/checkpoints",
                   f"{self.data_dir}:{self.data_dir}:ro",
                   self._secret("auth"), self._secret("cluster"), self._secret("metrics")]
-        self._run(role, f"gradsync/coordinator:{self.tag}", env, mounts)
+        self._run(role, f"gradsync/coordinator:{self.tag}", env, mounts, self.coordinator_args)
 
     def start_metrics(self):
         env = {"GRADSYNC_CLUSTER_TOKEN_FILE": "/run/secrets/cluster_token",
@@ -132,7 +134,8 @@ class Cluster:
 
     def start_prometheus(self):
         self._run("prometheus", f"gradsync/prometheus:{self.tag}", {},
-                  [self._secret("metrics", "/etc/prometheus/metrics.token")])
+                  [f"{self.prefix}-prometheus:/var/lib/gradsync/prometheus",
+                   self._secret("metrics", "/etc/prometheus/metrics.token")])
 
     def start_worker(self, role):
         env = {"GRADSYNC_COORDINATOR": "coordinator:7070", "GRADSYNC_METRICS": "metrics:7071",
