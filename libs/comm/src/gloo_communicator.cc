@@ -1,7 +1,7 @@
 // The Gloo backend: CPU memory over Gloo's TCP transport, with all-reduce through shared memory
 // when every rank can map one segment (see shm_allreduce.h). Every operation runs on the
 // communicator's single work thread, in issue order; Gloo's exceptions and the shared-memory
-// path's errors become statuses there.
+// path's errors become statuses there, a Gloo error about one peer naming its rank (gloo_peers.h).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,18 +24,23 @@
 #include "gradsync/comm/communicator.h"
 #include "gradsync/comm/gloo_store.h"
 #include "gradsync/core/log.h"
+#include "gloo_peers.h"
 #include "shm_allreduce.h"
 #include "work_queue.h"
 
 namespace gradsync::comm {
 namespace {
 
+using internal::GlooPeers;
 using internal::ShmAllReduce;
 using internal::ShmSegment;
 
-// Tags of the shared-memory setup's two collectives, far above any collective's sequence number.
+// Tags of the setup's collectives (shared memory's offer and agreement, and the exchange of
+// connection endpoints that lets errors name a lost peer), far above any collective's sequence
+// number.
 constexpr uint32_t kShmOfferTag = 0x7fff0000;
 constexpr uint32_t kShmAgreeTag = 0x7fff0001;
+constexpr uint32_t kPeerExchangeTag = 0x7fff0002;
 
 // A failed shared-memory collective, carried out of the operation like Gloo's exceptions.
 struct ShmFailure : std::exception {
@@ -74,7 +79,12 @@ class GlooCommunicator : public Communicator {
     }
   }
 
-  explicit GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context) : context_(std::move(context)) {}
+  // `context` has its full mesh connected; `peers` come from it.
+  GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> context, GlooPeers peers)
+      : context_(std::move(context)), peers_(std::move(peers)) {}
+
+  // A Gloo exception's text, led by the rank it is about when it names one.
+  std::string Explain(const std::exception& e) const { return peers_.Explain(e.what()); }
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
@@ -293,7 +303,7 @@ class GlooCommunicator : public Communicator {
                                                             " failed: ", e.status.message()));
       } catch (const std::exception& e) {
         status = absl::UnavailableError(
-            absl::StrCat(what, " #", tag, " on rank ", rank(), " of ", size(), " failed: ", e.what()));
+            absl::StrCat(what, " #", tag, " on rank ", rank(), " of ", size(), " failed: ", Explain(e)));
       }
       absl::MutexLock lock(&abort_mu_);
       if (aborted_ && !status.ok()) {
@@ -304,6 +314,7 @@ class GlooCommunicator : public Communicator {
   }
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  const GlooPeers peers_;
   std::atomic<int64_t> sequence_{0};
   std::atomic<int64_t> completed_{0};
   absl::Mutex abort_mu_;
@@ -321,20 +332,26 @@ class GlooCommunicator : public Communicator {
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(KvClient* kv, int rank, int size,
                                                           const GlooOptions& options) {
   const auto timeout = absl::ToChronoMilliseconds(options.timeout);
+  KvGlooStore store(kv, timeout);
+  gloo::rendezvous::PrefixStore prefixed("gloo", store);
+  internal::RecordingStore recorded(prefixed);
+  std::unique_ptr<GlooCommunicator> comm;  // set once the mesh is connected
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     auto device = gloo::transport::tcp::CreateDevice(attr);
-    KvGlooStore store(kv, timeout);
-    gloo::rendezvous::PrefixStore prefixed("gloo", store);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(timeout);
-    context->connectFullMesh(prefixed, device);
-    auto comm = std::make_unique<GlooCommunicator>(std::move(context));
+    context->connectFullMesh(recorded, device);
+    GlooPeers peers = GlooPeers::Published(recorded, rank, size);
+    peers.Exchange(context, kPeerExchangeTag);
+    comm = std::make_unique<GlooCommunicator>(std::move(context), std::move(peers));
     if (options.shared_memory && size > 1) comm->SetUpSharedMemory(options.shared_memory_slot_bytes);
     return comm;
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("gloo rendezvous of rank ", rank, " of ", size, " failed: ", e.what()));
+    const std::string why =
+        comm != nullptr ? comm->Explain(e) : GlooPeers::Published(recorded, rank, size).Explain(e.what());
+    return absl::UnavailableError(absl::StrCat("gloo rendezvous of rank ", rank, " of ", size, " failed: ", why));
   }
 }
 

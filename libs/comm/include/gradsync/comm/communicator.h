@@ -109,7 +109,11 @@ struct GlooOptions {
 };
 
 // Forms a Gloo full-mesh context of `size` ranks through `kv` (rank 0..size-1 must all call it).
-// UNAVAILABLE (with Gloo's message) if a peer cannot be reached or rendezvous times out.
+// UNAVAILABLE (with Gloo's message) if a peer cannot be reached or rendezvous times out. Here and
+// in every collective, a Gloo error about one peer names its rank and address, e.g. "allreduce #7
+// on rank 0 of 3 failed: rank 2 (10.0.0.4:41234) closed the connection: <Gloo's message>".
+// The process must ignore SIGPIPE (the services do, in InstallShutdownHandlers): Gloo writes to
+// its sockets without MSG_NOSIGNAL, and a write to a dead peer's socket would end the process.
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(KvClient* kv, int rank, int size, const GlooOptions& options);
 
 }  // namespace gradsync::comm
