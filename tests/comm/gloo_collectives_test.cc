@@ -11,6 +11,7 @@
 #include "gloo_ranks.h"
 #include "gradsync/comm/gloo_store.h"
 #include "gradsync/rpc/server.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::comm {
@@ -145,14 +146,20 @@ TEST_P(GlooTransport, Bf16WireHalvesPrecisionNotCorrectness) {
 
 TEST_P(GlooTransport, AbortEndsACollectiveWhosePeerNeverAnswers) {
   CoordinatorServer server;
+  // Rank 1 keeps its connections open, silent, until rank 0 is done: a frozen or partitioned
+  // peer, whose connections never close. Only the abort can end rank 0's collective.
+  absl::Notification rank0_done;
   RunRanks(
       server, "abort", 2,
-      [](int rank, Communicator& comm, KvClient&) {
+      [&rank0_done](int rank, Communicator& comm, KvClient&) {
         if (rank == 1) {
-          // A peer that stops participating (as a dead or hung rank does) until rank 0 is done.
-          absl::SleepFor(absl::Seconds(3));
+          rank0_done.WaitForNotificationWithTimeout(absl::Seconds(60));
           return;
         }
+        struct Done {
+          absl::Notification* n;
+          ~Done() { n->Notify(); }
+        } done{&rank0_done};
         std::vector<float> data(1 << 20, 1.0f);
         auto work = comm.AllReduce(std::span<float>(data), ReduceOp::kSum);
         absl::SleepFor(absl::Milliseconds(300));

@@ -26,6 +26,7 @@
 #include "gradsync/core/log.h"
 #include "gloo_peers.h"
 #include "shm_allreduce.h"
+#include "socket_abort.h"
 #include "work_queue.h"
 
 namespace gradsync::comm {
@@ -77,6 +78,11 @@ class GlooCommunicator : public Communicator {
       b->abortWaitSend();
       b->abortWaitRecv();
     }
+    // Gloo's algorithms also wait on scratch buffers of their own (the ring all-reduce receives
+    // into one), out of reach of the calls above; ending the connections fails those waits too.
+    // Without this a survivor whose peer is partitioned or frozen (no connection ever closes)
+    // sits out the collective timeout.
+    internal::ShutdownPairSockets(context_);
   }
 
   // `context` has its full mesh connected; `peers` come from it.
