@@ -85,7 +85,7 @@ class Check:
                 print(f"SKIP: image gradsync/{image}:{args.tag} is missing; build it with `make images`")
                 sys.exit(77)
         self.cluster = c.Cluster(self.docker, f"gs-{args.check}", tag=args.tag,
-                                 coordinator_args=args.coordinator_arg)
+                                 coordinator_args=args.coordinator_arg, worker_docker_args=args.worker_docker_arg)
         self.failures = []
 
     def expect(self, ok, message):
@@ -97,8 +97,24 @@ class Check:
     def spec(self, world_size, steps, checkpoint_every=0):
         write_corpus(self.cluster.data_dir)
         name = f"{self.args.check}-w{world_size}-s{steps}.json"
-        return write_spec(os.path.join(self.cluster.data_dir, name), self.cluster.data_dir, world_size, steps,
+        path = write_spec(os.path.join(self.cluster.data_dir, name), self.cluster.data_dir, world_size, steps,
                           checkpoint_every=checkpoint_every)
+        if self.args.spec:
+            with open(path) as f:
+                spec = json.load(f)
+            for item in self.args.spec:
+                key, value = item.split("=", 1)
+                *parents, leaf = key.split(".")
+                node = spec
+                for part in parents:
+                    node = node.setdefault(part, {})
+                try:
+                    node[leaf] = json.loads(value)
+                except ValueError:
+                    node[leaf] = value
+            with open(path, "w") as f:
+                json.dump(spec, f, indent=2)
+        return path
 
     def ranks(self, job_id, generation):
         """role -> rank of each worker in a generation, from the workers' own logs
@@ -397,6 +413,10 @@ def main():
     p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     p.add_argument("--coordinator-arg", action="append", default=[],
                    help="an extra coordinator flag, e.g. --lease_timeout_ms=60000 to see a check fail")
+    p.add_argument("--worker-docker-arg", action="append", default=[],
+                   help="an extra `docker run` option for the workers, e.g. --ipc=host to see across-hosts fail")
+    p.add_argument("--spec", action="append", default=[], metavar="PATH=VALUE",
+                   help="set a field of the checks' jobs, e.g. training.maxRestarts=0 to see rank-killed fail")
     args = p.parse_args()
     if os.environ.get("GRADSYNC_CLUSTER_TESTS") == "0":
         print("SKIP: GRADSYNC_CLUSTER_TESTS=0")

@@ -41,9 +41,10 @@ class Docker:
 
 
 class Cluster:
-    def __init__(self, docker, prefix, tag="dev", workers=3, coordinator_args=()):
+    def __init__(self, docker, prefix, tag="dev", workers=3, coordinator_args=(), worker_docker_args=()):
         self.docker = docker
         self.coordinator_args = list(coordinator_args)
+        self.worker_docker_args = list(worker_docker_args)
         self.prefix = prefix
         self.tag = tag
         self.workers = [f"worker-{i}" for i in range(workers)]
@@ -99,7 +100,7 @@ class Cluster:
     def container(self, role):
         return f"{self.prefix}-{role}"
 
-    def _run(self, role, image, env, mounts, args=()):
+    def _run(self, role, image, env, mounts, args=(), docker_args=()):
         """Starts a container as a gradsync service does in compose: read-only root, no
         capabilities, the secrets it needs mounted read-only under /run/secrets."""
         cmd = ["run", "-d", "--name", self.container(role), "--hostname", role,
@@ -110,7 +111,7 @@ class Cluster:
             cmd += ["-e", f"{k}={v}"]
         for m in mounts:
             cmd += ["-v", m]
-        self.docker(*cmd, image, *args)
+        self.docker(*cmd, *docker_args, image, *args)
         self.started.append(role)
 
     def _secret(self, name, target=None):
@@ -145,7 +146,7 @@ class Cluster:
         mounts = [f"{self.prefix}-checkpoints:/var/lib/gradsync/checkpoints",
                   f"{self.data_dir}:{self.data_dir}:ro",
                   self._secret("cluster"), self._secret("metrics")]
-        self._run(role, f"gradsync/worker-cpu:{self.tag}", env, mounts)
+        self._run(role, f"gradsync/worker-cpu:{self.tag}", env, mounts, docker_args=self.worker_docker_args)
 
     # ---- looking at it -----------------------------------------------------------------------
     def ip(self, role):
