@@ -18,8 +18,9 @@ namespace gradsync::bench {
 struct ScaleOptions {
   // Worker counts, one measured step each, in increasing order.
   std::vector<int> workers = {250, 500, 1000, 2000, 4000, 8000, 16000};
-  // Each step: wait `settle` after the new workers registered, then measure for `measure`. A
-  // lease expiry shows only after the lease timeout (6 s by default), so measure is longer.
+  // Each step: wait `settle` after the new workers registered, then measure for `measure`, or
+  // longer when settle and measure together would not outlast the coordinator's lease (an expiry
+  // shows only after it).
   absl::Duration settle = absl::Seconds(3);
   absl::Duration measure = absl::Seconds(15);
   int channels = 8;
@@ -33,8 +34,8 @@ struct ScaleOptions {
   // A coordinator already running, and its cluster token file; empty: start one.
   std::string coordinator;
   std::string cluster_token_file;
-  // The smoke test: 64 workers, small rendezvous, and a failing exit status when a worker was
-  // lost, a call failed or the rendezvous did not complete (speed is never asserted).
+  // The smoke test: 64 workers for one lease, small rendezvous, and a failing exit status when a
+  // worker was lost, a call failed or the rendezvous did not complete (speed is never asserted).
   bool quick = false;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "latency_stats.h"
@@ -20,6 +21,7 @@ struct Step {
   int workers = 0;
   double register_per_s = 0;
   LatencySummary latency;
+  absl::Duration measured;
   double beats_per_s = 0;
   // Lost workers: by the coordinator's log (-1: not ours), and as the fleet saw it.
   int lost_in_log = -1;
@@ -56,8 +58,10 @@ absl::StatusOr<Step> RunStep(const ScaleTarget& target, SimulatedFleet& fleet, i
   const auto coord_before = ReadProcStats(target.pid());
   const auto self_before = ReadProcStats(::getpid());
   const absl::Time measure_start = absl::Now();
-  absl::SleepFor(options.measure);
-  const absl::Duration measured = absl::Now() - measure_start;
+  // From registration to the end, a step outlasts the lease, so that one the coordinator let
+  // expire shows.
+  absl::SleepFor(std::max(options.measure, fleet.lease_timeout() + absl::Seconds(1) - options.settle));
+  const absl::Duration measured = step.measured = absl::Now() - measure_start;
   const auto coord_after = ReadProcStats(target.pid());
   const auto self_after = ReadProcStats(::getpid());
   std::vector<double> samples = fleet.TakeLatencies();
@@ -82,16 +86,22 @@ absl::StatusOr<Step> RunStep(const ScaleTarget& target, SimulatedFleet& fleet, i
 std::string Percent(double share) { return share < 0 ? "-" : absl::StrFormat("%.0f%%", 100 * share); }
 std::string Count(int n) { return n < 0 ? "-" : absl::StrCat(n); }
 
+// What /proc says of the coordinator during a step; empty when it is not ours.
+std::string CoordinatorProcess(const Step& s) {
+  if (s.coordinator_cpu < 0) return "";
+  return absl::StrFormat(", CPU %s, RSS %.0f MiB, %d threads", Percent(s.coordinator_cpu),
+                         static_cast<double>(s.coordinator_rss) / (1 << 20), s.coordinator_threads);
+}
+
 void PrintStep(const Step& s) {
-  std::printf(
-      "workers %6d: registered at %.0f/s; %.0f heartbeats/s, p50 %.1f ms, p99 %.1f ms, max %.1f ms; lost %s "
-      "(reregister %lld, streams ended %lld, errors %lld); coordinator counts %s, CPU %s, RSS %.0f MiB, %d threads; "
-      "bench CPU %s, send lag max %.1f ms%s\n",
-      s.workers, s.register_per_s, s.beats_per_s, s.latency.p50_ms, s.latency.p99_ms, s.latency.max_ms,
-      Count(s.lost_in_log).c_str(), static_cast<long long>(s.reregister), static_cast<long long>(s.streams_ended),
-      static_cast<long long>(s.errors), Count(s.coordinator_workers).c_str(), Percent(s.coordinator_cpu).c_str(),
-      static_cast<double>(s.coordinator_rss) / (1 << 20), s.coordinator_threads, Percent(s.bench_cpu).c_str(),
-      absl::ToDoubleMilliseconds(s.max_send_lag), s.MeetsGoal() ? "" : "  <- misses the goal");
+  std::printf("workers %6d: registered at %.0f/s; %.0f heartbeats/s over %.0f s, p50 %.1f ms, p99 %.1f ms, max %.1f ms; "
+              "lost %s (reregister %lld, streams ended %lld, errors %lld); coordinator counts %s%s; bench CPU %s, send "
+              "lag max %.1f ms%s\n",
+              s.workers, s.register_per_s, s.beats_per_s, absl::ToDoubleSeconds(s.measured), s.latency.p50_ms,
+              s.latency.p99_ms, s.latency.max_ms, Count(s.lost_in_log).c_str(), static_cast<long long>(s.reregister),
+              static_cast<long long>(s.streams_ended), static_cast<long long>(s.errors),
+              Count(s.coordinator_workers).c_str(), CoordinatorProcess(s).c_str(), Percent(s.bench_cpu).c_str(),
+              absl::ToDoubleMilliseconds(s.max_send_lag), s.MeetsGoal() ? "" : "  <- misses the goal");
   std::fflush(stdout);
 }
 
@@ -100,11 +110,13 @@ void PrintTable(const std::vector<Step>& steps) {
       "\n| workers | heartbeats/s | p50 ms | p99 ms | max ms | lost | coordinator CPU | RSS MiB | threads | bench CPU "
       "| goal |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Step& s : steps) {
-    std::printf("| %d | %.0f | %.1f | %.1f | %.1f | %s | %s | %.0f | %d | %s | %s |\n", s.workers, s.beats_per_s,
+    const bool ours = s.coordinator_cpu >= 0;
+    const std::string rss = ours ? absl::StrFormat("%.0f", static_cast<double>(s.coordinator_rss) / (1 << 20)) : "-";
+    std::printf("| %d | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s | %s |\n", s.workers, s.beats_per_s,
                 s.latency.p50_ms, s.latency.p99_ms, s.latency.max_ms,
                 Count(s.lost_in_log < 0 ? static_cast<int>(s.reregister) : s.lost_in_log).c_str(),
-                Percent(s.coordinator_cpu).c_str(), static_cast<double>(s.coordinator_rss) / (1 << 20),
-                s.coordinator_threads, Percent(s.bench_cpu).c_str(), s.MeetsGoal() ? "met" : "missed");
+                Percent(s.coordinator_cpu).c_str(), rss.c_str(), Count(ours ? s.coordinator_threads : -1).c_str(),
+                Percent(s.bench_cpu).c_str(), s.MeetsGoal() ? "met" : "missed");
   }
 }
 

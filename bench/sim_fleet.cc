@@ -17,7 +17,6 @@ struct SimulatedFleet::Worker {
   std::string id;
   std::string session;
   std::unique_ptr<AssignmentStream> stream;
-  bool lost = false;
 };
 
 struct SimulatedFleet::BeatCall {
@@ -192,12 +191,11 @@ void SimulatedFleet::OnBeat(BeatCall* call, const grpc::Status& status) {
   absl::MutexLock lock(&mu_);
   --beats_in_flight_;
   latencies_ms_.push_back(absl::ToDoubleMilliseconds(now - call->sent));
-  Worker& w = *workers_[call->worker];
   if (!status.ok()) {
     ++counters_.heartbeat_errors;
   } else if (call->response.action() == v1::HeartbeatResponse::REREGISTER) {
+    // Forgotten: it sends no more heartbeats.
     ++counters_.reregister;
-    w.lost = true;
     --live_;
     return;
   } else {
