@@ -107,9 +107,8 @@ void SimulatedFleet::Register(size_t index) {
         if (status.ok()) OnRegistered(index, owned->response);
         absl::MutexLock lock(&mu_);
         if (!status.ok() && register_error_.ok()) {
-          register_error_ = rpc::FromGrpc(status);
-          register_error_ = absl::Status(register_error_.code(),
-                                         absl::StrCat("RegisterWorker: ", register_error_.message()));
+          const absl::Status s = rpc::FromGrpc(status);
+          register_error_ = absl::Status(s.code(), absl::StrCat("RegisterWorker: ", s.message()));
         }
         --registering_;
       });
