@@ -113,6 +113,10 @@ prepare_run() {
     printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\nff02::1\t\tip6-allnodes\nff02::2\t\tip6-allrouters\n' \
       > "$root/etc/hosts"
   fi
+  # No service starts inside the chroot (docker.io's postinst would start a second dockerd on
+  # the host's kernel), as in Debian's own build chroots.
+  printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
+  chmod 755 "$root/usr/sbin/policy-rc.d"
   git clone -q --no-hardlinks "$repo" "$root/src/gradsync"
   echo "fresh-machine-check: testing $(git -C "$root/src/gradsync" log --oneline -1)"
 }
