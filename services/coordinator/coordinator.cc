@@ -89,18 +89,35 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> s
     GS_LOG(ERROR) << "cannot load the stored jobs: " << stored.status();
     std::abort();
   }
+  absl::StatusOr<std::map<std::string, v1::GenerationRecord>> running = writer_.LoadGenerations();
+  if (!running.ok()) {
+    // Without the records no generation can be adopted; the jobs themselves are safe.
+    GS_LOG(ERROR) << "cannot load the running generations, running jobs restart: " << running.status();
+    running = std::map<std::string, v1::GenerationRecord>();
+  }
   StateLock lock(this);
-  RecoverLocked(*std::move(stored));
+  RecoverLocked(*std::move(stored), *running);
 }
 
-void Coordinator::RecoverLocked(std::vector<v1::Job> stored) {
+void Coordinator::RecoverLocked(std::vector<v1::Job> stored,
+                                const std::map<std::string, v1::GenerationRecord>& running) {
+  int kept = 0;
   for (v1::Job& job : stored) {
     const std::string id = job.id();
     JobRuntime& rt = jobs_.try_emplace(id, std::move(job)).first->second;
     if (rt.ended()) continue;
+    if (rt.state() == v1::RUNNING) {
+      // Its workers may still be training: they come back with their ranks (adoption.h).
+      const auto record = running.find(id);
+      if (KeepGenerationLocked(&rt, record == running.end() ? nullptr : &record->second)) {
+        ++kept;
+        continue;
+      }
+    }
     if (rt.state() == v1::RUNNING || rt.state() == v1::RESTARTING) {
-      // Its workers will register again; they cannot resume a generation the coordinator no
-      // longer tracks, so the job starts a new one. Its reason stays until scheduling gives one.
+      // A generation that cannot be adopted (no record of it, or adoption is off) ends: its
+      // workers are refused their ranks when they register again, and the job starts a new one.
+      // Its reason stays until scheduling gives one.
       const std::string reason = rt.job().state_reason();
       rt.Restart(reason);
       AddEventLocked(&rt, "CoordinatorRestarted",
@@ -111,7 +128,8 @@ void Coordinator::RecoverLocked(std::vector<v1::Job> stored) {
     queue_.push_back(id);
   }
   if (!jobs_.empty()) {
-    GS_LOG(INFO) << "recovered " << jobs_.size() << " jobs, " << queue_.size() << " to schedule";
+    GS_LOG(INFO) << "recovered " << jobs_.size() << " jobs, " << queue_.size() << " to schedule, " << kept
+                 << " running generations awaiting their workers";
   }
 }
 
@@ -189,7 +207,7 @@ std::vector<JobSnapshot> Coordinator::TakeChangesLocked() {
   changes.reserve(changed_.size());
   for (const std::string& id : changed_) {
     const JobRuntime& rt = jobs_.at(id);
-    changes.push_back({rt.job(), rt.version()});
+    changes.push_back({rt.job(), rt.version(), GenerationRecordLocked(rt)});
   }
   changed_.clear();
   return changes;

@@ -21,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "assignment_waits.h"
@@ -39,6 +40,10 @@ struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // A worker silent for this long is lost; its generation is aborted.
   absl::Duration lease_timeout = absl::Seconds(10);
+  // After a restart, how long a generation found RUNNING waits for its workers to report back with
+  // the ranks they run (adoption.h) before it restarts from its last checkpoint. Unset: twice
+  // lease_timeout. Zero: no adoption; running jobs restart at once.
+  std::optional<absl::Duration> adopt_grace;
   // Each job's weights and checkpoints go to its own directory <artifact_root>/<job id>
   // (JobRuntime::Dir); the coordinator writes manifests and deletes old checkpoints only there.
   std::string artifact_root = "/tmp/gradsync/artifacts";
@@ -95,7 +100,16 @@ class Coordinator {
 
   // --- Workers. ---
 
+  // Registers an idle worker (request.running is ignored).
   v1::RegisterWorkerResponse RegisterWorker(const v1::RegisterWorkerRequest& request);
+  // Registers a worker that runs request.running, a rank of a generation the previous coordinator
+  // scheduled, and gives it that rank back (response.adopted) under its old worker id, with a new
+  // session. `session` is the one the worker held, which it must present. FAILED_PRECONDITION when
+  // the job's generation awaits no adoption (unknown job, another generation, not running, all
+  // ranks back) or the rank is back already; INVALID_ARGUMENT, UNAUTHENTICATED or PERMISSION_DENIED
+  // (adoption.h) for a claim the stored generation does not bear out. Errors name the field.
+  absl::StatusOr<v1::RegisterWorkerResponse> AdoptWorker(const v1::RegisterWorkerRequest& request,
+                                                         absl::string_view session);
   v1::HeartbeatResponse Heartbeat(const v1::HeartbeatRequest& request);
   // The next assignment of the worker, waiting up to `timeout` (nullopt when none came).
   // NOT_FOUND if the worker is unknown or was declared lost.
@@ -120,8 +134,9 @@ class Coordinator {
   // to commit one. Returns how many did.
   int CheckpointAllRunning(absl::Duration timeout);
 
-  // Declares workers lost whose lease expired and fails their generations. Called by the lease
-  // thread; public so tests drive it with a fake clock.
+  // Declares workers lost whose lease expired and fails their generations, and restarts kept
+  // generations whose ranks did not all come back in time. Called by the lease thread; public so
+  // tests drive it with a fake clock.
   void CheckLeases();
 
   KvStore& kv() { return kv_; }
@@ -183,8 +198,25 @@ class Coordinator {
   // The lock of one mutating call; see the class comment at its definition below.
   class StateLock;
 
-  // Loads the stored jobs: pending ones queue again, running ones restart.
-  void RecoverLocked(std::vector<v1::Job> stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Loads the stored jobs: pending ones queue again; running ones keep their generation when
+  // `running` holds its record (KeepGenerationLocked), and restart otherwise.
+  void RecoverLocked(std::vector<v1::Job> stored, const std::map<std::string, v1::GenerationRecord>& running)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // --- Adoption (coordinator_adoption.cc). ---
+  absl::Duration AdoptGrace() const;
+  // Keeps the running job's generation that `record` (nullptr: none stored) describes, awaiting its
+  // ranks until the grace ends; false when it cannot (no record, another generation, no grace).
+  bool KeepGenerationLocked(JobRuntime* rt, const v1::GenerationRecord* record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every rank is back: the GenerationAdopted event, and the generation runs as any other.
+  void CompleteAdoptionLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Restarts kept generations whose grace ended with ranks missing, naming them.
+  void CheckAdoptionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the store keeps of the job's running generation: each rank's worker, host and session
+  // digest (no ranks when none runs).
+  v1::GenerationRecord GenerationRecordLocked(const JobRuntime& rt) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The answer to a registration that made `lease`.
+  v1::RegisterWorkerResponse RegistrationOf(const WorkerLease& lease) const;
+
   // Allocates a fresh job id and fills the new job's fields; UNAVAILABLE while shutting down. The
   // id stays free while create_mu_ is held.
   absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(create_mu_) ABSL_LOCKS_EXCLUDED(mu_);

@@ -83,7 +83,10 @@ void Coordinator::ScaleUpLocked(size_t idle) {
   for (auto& [id, rt] : jobs_) {
     if (idle == 0) return;
     Generation* gen = rt.generation();
-    if (gen == nullptr || rt.state() != v1::RUNNING || gen->scale_up_requested()) continue;
+    // A generation awaiting its workers after a restart grows once they are back.
+    if (gen == nullptr || rt.state() != v1::RUNNING || gen->scale_up_requested() || gen->adoption() != nullptr) {
+      continue;
+    }
     const size_t ranks = static_cast<size_t>(gen->world_size());
     const size_t max = static_cast<size_t>(MaxWorkers(rt.spec()));
     if (ranks >= max || now - gen->start() < options_.scale_up_delay) continue;

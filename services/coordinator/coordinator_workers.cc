@@ -51,8 +51,12 @@ v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerR
   GS_LOG(INFO) << "worker " << id << " registered from " << request.hostname() << " pid " << request.pid() << " device "
                << request.device().description();
   ScheduleLocked();
+  return RegistrationOf(lease);
+}
+
+v1::RegisterWorkerResponse Coordinator::RegistrationOf(const WorkerLease& lease) const {
   v1::RegisterWorkerResponse resp;
-  resp.set_worker_id(id);
+  resp.set_worker_id(lease.id());
   resp.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(options_.heartbeat_interval));
   resp.set_lease_timeout_ms(absl::ToInt64Milliseconds(options_.lease_timeout));
   resp.set_session_token(lease.session());
@@ -176,6 +180,7 @@ void Coordinator::CheckLeases() {
   StateLock lock(this);
   const absl::Time now = options_.clock();
   for (const std::string& id : workers_.Expired(now, options_.lease_timeout)) LoseWorkerLocked(id, now);
+  CheckAdoptionsLocked();
   // Also on quiet ticks: an elastic job's last call and scale-up delay run out with time alone.
   ScheduleLocked();
   CheckStallsLocked();

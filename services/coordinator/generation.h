@@ -7,11 +7,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "adoption.h"
 #include "absl/time/time.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
@@ -54,6 +56,13 @@ class Generation {
   StallWatch& stalls() { return stalls_; }
   const StallWatch& stalls() const { return stalls_; }
 
+  // A generation a previous coordinator scheduled awaits its ranks' return (adoption.h) until
+  // EndAdoption; nullptr once adopted, and for a generation this coordinator scheduled.
+  Adoption* adoption() { return adoption_.get(); }
+  const Adoption* adoption() const { return adoption_.get(); }
+  void AwaitAdoption(std::unique_ptr<Adoption> adoption) { adoption_ = std::move(adoption); }
+  void EndAdoption() { adoption_.reset(); }
+
  private:
   std::string job_id_;
   int number_;
@@ -64,6 +73,7 @@ class Generation {
   std::map<int64_t, std::map<int, v1::ReportCheckpointRequest>> checkpoint_parts_;
   std::map<int, v1::ReportResultRequest> results_;
   StallWatch stalls_;
+  std::unique_ptr<Adoption> adoption_;
 };
 
 }  // namespace gradsync::coordinator

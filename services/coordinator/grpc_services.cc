@@ -102,6 +102,8 @@ grpc::Status JobServiceImpl::CheckpointJob(grpc::ServerContext* ctx, const v1::C
 grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  // A worker that runs a rank claims it with the session it held (coordinator.h, AdoptWorker).
+  if (req->has_running()) return Unwrap(c_->AdoptWorker(*req, SessionOf(ctx)), out);
   *out = c_->RegisterWorker(*req);
   return grpc::Status::OK;
 }

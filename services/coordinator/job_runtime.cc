@@ -99,6 +99,14 @@ Generation& JobRuntime::StartGeneration(std::vector<std::string> ranks, absl::Ti
   return *generation_;
 }
 
+Generation& JobRuntime::KeepGeneration(const v1::GenerationRecord& record, absl::Time now, absl::Time deadline) {
+  std::vector<std::string> ranks;
+  for (const v1::RankHolder& holder : record.ranks()) ranks.push_back(holder.worker_id());
+  generation_ = std::make_unique<Generation>(job_.id(), job_.generation(), std::move(ranks), now);
+  generation_->AwaitAdoption(std::make_unique<Adoption>(job_.id(), record, now, deadline));
+  return *generation_;
+}
+
 bool JobRuntime::ReadyToStart(const PoolView& pool, absl::Time now, absl::Duration last_call, std::string* reason) {
   const size_t min = static_cast<size_t>(MinWorkers(job_.spec()));
   const size_t max = static_cast<size_t>(MaxWorkers(job_.spec()));

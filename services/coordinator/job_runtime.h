@@ -80,6 +80,9 @@ class JobRuntime {
   Generation* RunningGeneration(int number);
   // Starts the next generation on `ranks` (worker ids by rank) at `now`: RUNNING, no reason.
   Generation& StartGeneration(std::vector<std::string> ranks, absl::Time now);
+  // Keeps the RUNNING job's generation, which a previous coordinator scheduled on the ranks of
+  // `record` (of the job's generation number), awaiting their return from `now` until `deadline`.
+  Generation& KeepGeneration(const v1::GenerationRecord& record, absl::Time now, absl::Time deadline);
   // Ends the running generation and hands it back; nullptr when none ran.
   std::unique_ptr<Generation> EndGeneration() { return std::move(generation_); }
 

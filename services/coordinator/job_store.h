@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::coordinator {
@@ -25,6 +26,18 @@ class JobStore {
   virtual absl::Status Insert(const gradsync::v1::Job& job) = 0;
   // NOT_FOUND if the job does not exist.
   virtual absl::Status Update(const gradsync::v1::Job& job) = 0;
+  // Update, together with the record of the job's running generation (no ranks when none runs), in
+  // one write: what a coordinator started later needs to adopt the generation. A store whose jobs
+  // never outlive their coordinator (the in-memory one) keeps this default, which drops the record.
+  virtual absl::Status UpdateWithGeneration(const gradsync::v1::Job& job,
+                                            const gradsync::v1::GenerationRecord& running) {
+    return Update(job);
+  }
+  // The records UpdateWithGeneration kept, by job id; jobs with no running generation have none. A
+  // record that cannot be read is left out (logged): its job restarts instead of being adopted.
+  virtual absl::StatusOr<std::map<std::string, gradsync::v1::GenerationRecord>> ListGenerations() const {
+    return std::map<std::string, gradsync::v1::GenerationRecord>();
+  }
   // nullopt when the job is not stored (or its row cannot be read, which is logged).
   virtual std::optional<gradsync::v1::Job> Get(const std::string& id) const = 0;
   // Jobs in creation order, starting after `after_id` (empty: from the first); the store's error

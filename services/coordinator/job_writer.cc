@@ -18,6 +18,11 @@ absl::StatusOr<std::vector<v1::Job>> JobWriter::LoadAll() {
   return jobs;
 }
 
+absl::StatusOr<std::map<std::string, v1::GenerationRecord>> JobWriter::LoadGenerations() {
+  absl::MutexLock lock(&mu_);
+  return store_->ListGenerations();
+}
+
 absl::Status JobWriter::Insert(const v1::Job& job) {
   absl::MutexLock lock(&mu_);
   absl::Status s = store_->Insert(job);
@@ -57,7 +62,7 @@ void JobWriter::FlushLocked() {
       it = unwritten_.erase(it);
       continue;
     }
-    if (absl::Status status = store_->Update(s.job); !status.ok()) {
+    if (absl::Status status = store_->UpdateWithGeneration(s.job, s.running); !status.ok()) {
       write_error_ = std::move(status);
       ++it;
       continue;

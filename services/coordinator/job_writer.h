@@ -25,16 +25,19 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "job_store.h"
 #include "stored_jobs.h"
 
 namespace gradsync::coordinator {
 
-// A job as it was at one version (JobRuntime::version), to be written.
+// A job as it was at one version (JobRuntime::version), to be written, with the record of its
+// running generation at that version (no ranks when none runs), which the store keeps beside it.
 struct JobSnapshot {
   v1::Job job;
   int64_t version = 0;
+  v1::GenerationRecord running;
 };
 
 // Thread-safe. Callers must not hold the coordinator's lock.
@@ -48,6 +51,8 @@ class JobWriter {
   // Every stored job, in creation order (for recovery), now also in stored(). The store's error
   // when it cannot be read.
   absl::StatusOr<std::vector<v1::Job>> LoadAll();
+  // The stored records of running generations, by job id (for recovery: the generations to adopt).
+  absl::StatusOr<std::map<std::string, v1::GenerationRecord>> LoadGenerations();
   // Stores a new job; it must precede any Write of the job. The store's error (ALREADY_EXISTS,
   // UNAVAILABLE, ...) on failure, which also makes the store unhealthy until a write succeeds.
   absl::Status Insert(const v1::Job& job);

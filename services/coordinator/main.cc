@@ -69,6 +69,10 @@ ABSL_FLAG(int64_t, heartbeat_interval_ms, 1000, "how often workers heartbeat");
 ABSL_FLAG(int64_t, lease_timeout_ms, 10000,
           "a worker silent for this long is declared lost; longer than --stall_timeout_ms plus two "
           "heartbeats, so that a frozen rank is diagnosed (Stalled) before it is lost");
+ABSL_FLAG(int64_t, adopt_grace_ms, -1,
+          "after a restart, how long a job found RUNNING keeps its generation for its workers to report back with "
+          "the ranks they run (they train on meanwhile) before it restarts from its last checkpoint; negative: twice "
+          "--lease_timeout_ms; 0: running jobs restart at once");
 ABSL_FLAG(int64_t, stall_timeout_ms, 5000,
           "a generation with no finished collective or step for this long (or three step times) gets a "
           "Stalled event naming the rank behind");
@@ -125,6 +129,9 @@ absl::StatusOr<gradsync::coordinator::CoordinatorOptions> OptionsFromFlags() {
   if (absl::Status s = SetPathRoots(&options); !s.ok()) return s;
   options.heartbeat_interval = absl::Milliseconds(absl::GetFlag(FLAGS_heartbeat_interval_ms));
   options.lease_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_lease_timeout_ms));
+  if (const int64_t grace = absl::GetFlag(FLAGS_adopt_grace_ms); grace >= 0) {
+    options.adopt_grace = absl::Milliseconds(grace);
+  }
   options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
   options.scale_up_delay = absl::Seconds(absl::GetFlag(FLAGS_scale_up_delay_s));
   options.stall_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));

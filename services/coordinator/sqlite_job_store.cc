@@ -14,8 +14,10 @@
 namespace gradsync::coordinator {
 namespace {
 
-// Version 1: tables meta, jobs and quarantine.
-constexpr int64_t kSchemaVersion = 1;
+// Version 1: tables meta, jobs and quarantine. Version 2: jobs.running, the record of each running
+// generation (GenerationRecord) that a coordinator started later adopts; a version 1 database is
+// upgraded when it opens.
+constexpr int64_t kSchemaVersion = 2;
 constexpr char kSqliteMagic[] = "SQLite format 3";  // with its terminating NUL, the file's first 16 bytes
 constexpr size_t kMaxIdInMessages = 64;
 
@@ -157,7 +159,8 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::
 
 absl::Status SqliteJobStore::Init() {
   // First, so that a database this coordinator must not touch is left as it was.
-  if (absl::Status s = CheckSchema(); !s.ok()) return s;
+  absl::StatusOr<int64_t> found = CheckSchema();
+  if (!found.ok()) return found.status();
   // WAL: readers never block the writer, and a commit is one append; NORMAL sync keeps every
   // committed transaction across a process crash (kill -9), which is the failure that matters
   // here, at a fraction of FULL's fsyncs.
@@ -170,11 +173,13 @@ absl::Status SqliteJobStore::Init() {
       "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
       "  id TEXT NOT NULL UNIQUE,"
       "  state INTEGER NOT NULL,"
-      "  job BLOB NOT NULL);"
+      "  job BLOB NOT NULL,"
+      "  running BLOB);"
       "CREATE TABLE IF NOT EXISTS quarantine ("
       "  seq INTEGER, id TEXT, state INTEGER, job BLOB, reason TEXT NOT NULL, time TEXT NOT NULL);",
       "creating the tables");
   if (!s.ok()) return s;
+  if (*found == 1 && !(s = UpgradeFromVersion1()).ok()) return s;
   Stmt version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1);");
   sqlite3_bind_int64(version.get(), 1, kSchemaVersion);
   const int rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
@@ -182,11 +187,11 @@ absl::Status SqliteJobStore::Init() {
   return QuarantineBadRows();
 }
 
-absl::Status SqliteJobStore::CheckSchema() {
+absl::StatusOr<int64_t> SqliteJobStore::CheckSchema() {
   Stmt tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
   int rc = tables.ok() ? sqlite3_step(tables.get()) : tables.rc();
   if (rc != SQLITE_ROW) return Error(rc, "reading the schema");
-  if (sqlite3_column_int64(tables.get(), 0) == 0) return absl::OkStatus();  // new
+  if (sqlite3_column_int64(tables.get(), 0) == 0) return 0;  // new
   Stmt version(db_, "SELECT value FROM meta WHERE key = 'schema_version';");
   rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
   if (rc != SQLITE_ROW) {
@@ -205,7 +210,22 @@ absl::Status SqliteJobStore::CheckSchema() {
                                                       ", newer than this coordinator's (", kSchemaVersion,
                                                       "): run a coordinator that knows version ", v));
   }
-  return absl::OkStatus();
+  return v;
+}
+
+absl::Status SqliteJobStore::UpgradeFromVersion1() {
+  const absl::Status s = InTransaction([&]() -> absl::Status {
+    absl::Status added = Exec("ALTER TABLE jobs ADD COLUMN running BLOB;", "upgrading the schema to version 2");
+    if (!added.ok()) return added;
+    Stmt version(db_, "UPDATE meta SET value = ?1 WHERE key = 'schema_version';");
+    sqlite3_bind_int64(version.get(), 1, kSchemaVersion);
+    const int rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
+    return rc == SQLITE_DONE ? absl::OkStatus() : Error(rc, "upgrading the schema to version 2");
+  });
+  if (s.ok()) {
+    GS_LOG(INFO) << "database " << path_ << ": schema version 1 upgraded to 2 (running generations are kept)";
+  }
+  return s;
 }
 
 absl::Status SqliteJobStore::QuarantineBadRows() {
@@ -261,13 +281,21 @@ absl::Status SqliteJobStore::Insert(const v1::Job& job) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteJobStore::Update(const v1::Job& job) {
-  Stmt stmt(db_, "UPDATE jobs SET state = ?2, job = ?3 WHERE id = ?1;");
+absl::Status SqliteJobStore::Update(const v1::Job& job) { return UpdateWithGeneration(job, v1::GenerationRecord()); }
+
+absl::Status SqliteJobStore::UpdateWithGeneration(const v1::Job& job, const v1::GenerationRecord& running) {
+  Stmt stmt(db_, "UPDATE jobs SET state = ?2, job = ?3, running = ?4 WHERE id = ?1;");
   if (!stmt.ok()) return Error(stmt.rc(), absl::StrCat("updating job ", job.id()));
   const std::string blob = job.SerializeAsString();
   stmt.Bind(1, job.id());
   sqlite3_bind_int(stmt.get(), 2, job.state());
   sqlite3_bind_blob(stmt.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  const std::string record = running.SerializeAsString();
+  if (running.ranks_size() > 0) {
+    sqlite3_bind_blob(stmt.get(), 4, record.data(), static_cast<int>(record.size()), SQLITE_TRANSIENT);
+  } else {
+    sqlite3_bind_null(stmt.get(), 4);
+  }
   if (const int rc = sqlite3_step(stmt.get()); rc != SQLITE_DONE) {
     return Error(rc, absl::StrCat("updating job ", job.id()));
   }
@@ -318,6 +346,25 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::List(const std::string& aft
     out.push_back(std::move(job));
   }
   if (rc != SQLITE_DONE) return Error(rc, "listing jobs");
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, v1::GenerationRecord>> SqliteJobStore::ListGenerations() const {
+  Stmt stmt(db_, "SELECT id, running FROM jobs WHERE running IS NOT NULL ORDER BY seq;");
+  if (!stmt.ok()) return Error(stmt.rc(), "listing running generations");
+  std::map<std::string, v1::GenerationRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    const std::string id = ColumnText(stmt.get(), 0);
+    v1::GenerationRecord record;
+    if (!record.ParseFromArray(sqlite3_column_blob(stmt.get(), 1), sqlite3_column_bytes(stmt.get(), 1))) {
+      GS_LOG(ERROR) << "database " << path_ << ": the running generation of job " << Printable(id)
+                    << " does not parse; the job restarts instead";
+      continue;
+    }
+    out.emplace(id, std::move(record));
+  }
+  if (rc != SQLITE_DONE) return Error(rc, "listing running generations");
   return out;
 }
 

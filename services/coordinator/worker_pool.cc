@@ -1,15 +1,28 @@
 #include "worker_pool.h"
 
+#include <openssl/sha.h>
+
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "auth.h"
 #include "gradsync/core/random_token.h"
 
 namespace gradsync::coordinator {
 
+std::string SessionDigest(absl::string_view session) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(session.data()), session.size(), digest);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
 WorkerLease::WorkerLease(std::string id, v1::RegisterWorkerRequest info, absl::Time now)
-    : id_(std::move(id)), session_(id_ + "." + NewRandomToken()), info_(std::move(info)), last_seen_(now) {}
+    : id_(std::move(id)),
+      session_(id_ + "." + NewRandomToken()),
+      session_digest_(SessionDigest(session_)),
+      info_(std::move(info)),
+      last_seen_(now) {}
 
 bool WorkerLease::SessionMatches(absl::string_view presented) const {
   return ConstantTimeEquals(std::string(presented), session_);
@@ -27,6 +40,15 @@ void WorkerLease::Assign(v1::Assignment a) {
   rank_ = a.rank();
   abort_reason_.clear();
   inbox_.push_back(std::move(a));
+}
+
+void WorkerLease::Adopt(const std::string& job_id, int generation, int rank) {
+  assigned_ = true;
+  job_id_ = job_id;
+  generation_ = generation;
+  rank_ = rank;
+  abort_reason_.clear();
+  inbox_.clear();
 }
 
 void WorkerLease::LeaveGeneration(const std::string& job_id, int generation, const std::string& reason) {

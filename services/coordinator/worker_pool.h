@@ -18,6 +18,11 @@
 
 namespace gradsync::coordinator {
 
+// SHA-256 of a session, lowercase hex: what the store keeps of a session (GenerationRecord), so
+// that a worker can prove after a coordinator restart that it held a rank, while the database
+// never holds a credential.
+std::string SessionDigest(absl::string_view session);
+
 class WorkerLease {
  public:
   // Issues the lease a fresh session credential.
@@ -28,6 +33,8 @@ class WorkerLease {
   const std::string& session() const { return session_; }
   // Whether `presented` is this lease's session, compared in constant time.
   bool SessionMatches(absl::string_view presented) const;
+  // SessionDigest(session()).
+  const std::string& session_digest() const { return session_digest_; }
   // The worker id a session names (the part before its last '.'); empty when it names none.
   static absl::string_view WorkerIdOfSession(absl::string_view session);
   const v1::RegisterWorkerRequest& info() const { return info_; }
@@ -50,6 +57,9 @@ class WorkerLease {
 
   // Gives the worker the rank of `a` and queues `a` for NextAssignment.
   void Assign(v1::Assignment a);
+  // Gives the worker `rank` of `generation` of job `job_id`, which it runs already (a generation
+  // adopted after a coordinator restart): nothing is queued for NextAssignment.
+  void Adopt(const std::string& job_id, int generation, int rank);
   // Generation `generation` of job `job_id` ended for `reason`. A worker that never took its
   // assignment is free at once; one that runs it is told to abort on its next heartbeat. No-op
   // for a worker that holds no rank in that generation.
@@ -66,6 +76,7 @@ class WorkerLease {
  private:
   std::string id_;
   std::string session_;
+  std::string session_digest_;
   v1::RegisterWorkerRequest info_;
   absl::Time last_seen_;
   bool assigned_ = false;

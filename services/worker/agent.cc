@@ -46,24 +46,39 @@ Agent::~Agent() {
   if (shutdown_watcher_.joinable()) shutdown_watcher_.join();
 }
 
+v1::RegisterWorkerRequest Agent::Registration() const {
+  v1::RegisterWorkerRequest req;
+  req.set_hostname(HostName());
+  req.set_pid(static_cast<int>(::getpid()));
+  req.set_name(options_.name);
+  *req.mutable_device() = options_.device;
+  return req;
+}
+
+void Agent::Registered(const v1::RegisterWorkerResponse& resp) {
+  worker_id_ = resp.worker_id();
+  session_->Set(resp.session_token());
+  heartbeat_interval_ = absl::Milliseconds(std::max<int64_t>(50, resp.heartbeat_interval_ms()));
+  reregister_ = false;
+  ++registrations_;
+}
+
+bool Agent::HasUnservedRegistration() {
+  absl::MutexLock lock(&mu_);
+  return registrations_ > served_ && !reregister_;
+}
+
 bool Agent::RegisterWithBackoff() {
   absl::Duration backoff = absl::Milliseconds(200);
   for (int attempt = 1; !ShutdownRequested(); ++attempt) {
-    v1::RegisterWorkerRequest req;
-    req.set_hostname(HostName());
-    req.set_pid(static_cast<int>(::getpid()));
-    req.set_name(options_.name);
-    *req.mutable_device() = options_.device;
+    const v1::RegisterWorkerRequest req = Registration();
     v1::RegisterWorkerResponse resp;
     grpc::ClientContext ctx;
     SetRpcDeadline(&ctx);
     grpc::Status s = stub_->RegisterWorker(&ctx, req, &resp);
     if (s.ok()) {
       absl::MutexLock lock(&mu_);
-      worker_id_ = resp.worker_id();
-      session_->Set(resp.session_token());
-      heartbeat_interval_ = absl::Milliseconds(std::max<int64_t>(50, resp.heartbeat_interval_ms()));
-      reregister_ = false;
+      Registered(resp);
       GS_LOG(INFO) << "registered with " << options_.coordinator << " as " << worker_id_ << " ("
                    << options_.device.description() << ")";
       return true;
@@ -87,7 +102,8 @@ int Agent::Run() {
     if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
   });
   while (!ShutdownRequested()) {
-    if (!RegisterWithBackoff()) break;
+    // An adoption registered the worker while its generation ran: that registration's stream.
+    if (!HasUnservedRegistration() && !RegisterWithBackoff()) break;
     absl::Status s = ServeAssignments();
     if (ShutdownRequested()) break;
     GS_LOG(WARNING) << "assignment stream ended: " << s << "; reconnecting";
@@ -104,6 +120,7 @@ absl::Status Agent::ServeAssignments() {
   {
     absl::MutexLock lock(&mu_);
     req.set_worker_id(worker_id_);
+    served_ = registrations_;
     stream_ctx_ = &ctx;
   }
   // Read as bytes: an assignment that does not parse fails its rank, not the stream.
@@ -125,9 +142,11 @@ absl::Status Agent::ServeAssignments() {
 void Agent::ReportResult(const v1::ReportResultRequest& request) {
   for (int attempt = 1; attempt <= kReportAttempts; ++attempt) {
     v1::ReportResultRequest req = request;
+    int64_t seen;
     {
       absl::MutexLock lock(&mu_);
       req.set_worker_id(worker_id_);
+      seen = registrations_;
     }
     v1::ReportResultResponse resp;
     grpc::ClientContext ctx;
@@ -135,7 +154,11 @@ void Agent::ReportResult(const v1::ReportResultRequest& request) {
     grpc::Status s = stub_->ReportResult(&ctx, req, &resp);
     if (s.ok()) return;
     GS_LOG(WARNING) << "reporting the result failed (attempt " << attempt << "): " << rpc::FromGrpc(s);
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND) return;
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+      // The coordinator restarted and forgot this worker: the rank goes back to it, then the report.
+      if (!RejoinRunning(seen)) return;
+      continue;
+    }
     WaitForShutdown(absl::Seconds(attempt));
   }
 }

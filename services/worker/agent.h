@@ -1,6 +1,8 @@
 // The worker's life: register with the coordinator (retrying with backoff), heartbeat, take
 // assignments one at a time, run each generation and report its result, and come back to the
-// pool. Re-registers when the coordinator forgets it.
+// pool. Re-registers when the coordinator forgets it: while a generation runs (the coordinator
+// restarted), with a claim of the rank it runs, so the new coordinator adopts the generation and
+// training goes on; it stops the generation only when the coordinator refuses the claim.
 #pragma once
 
 #include <atomic>
@@ -57,6 +59,24 @@ class Agent {
  private:
   // Registers, retrying with exponential backoff until it succeeds or shutdown is requested.
   bool RegisterWithBackoff();
+  // The registration's description of this worker: host, pid, name, device.
+  v1::RegisterWorkerRequest Registration() const;
+  // Takes on a registration's answer: worker id, session, heartbeat interval; counts it.
+  void Registered(const v1::RegisterWorkerResponse& resp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a registration made while the last assignment stream ran (an adoption) still waits for
+  // its stream; otherwise the worker registers before it opens one.
+  bool HasUnservedRegistration();
+  // Registers again while a generation runs, the coordinator having forgotten this worker (it
+  // restarted): the claim carries the rank (RegisterWorkerRequest.running) and the session held so
+  // far. `seen` is the registration count when the caller learnt it was forgotten; if another
+  // thread registered since, nothing is sent. True when nothing more is to be done: adopted, the
+  // coordinator unreachable (the next heartbeat claims again), or registered without the rank (the
+  // generation is then stopped). False when the worker must register afresh: nothing runs, or the
+  // coordinator refused the claim (the caller stops the generation, ForgetRegistration).
+  bool RejoinRunning(int64_t seen) ABSL_LOCKS_EXCLUDED(mu_);
+  // The coordinator no longer knows this worker: stop the generation, and register again once the
+  // assignment stream ends.
+  void ForgetRegistration() ABSL_LOCKS_EXCLUDED(mu_);
   // Reads assignments until the stream ends; returns why it ended.
   absl::Status ServeAssignments();
 
@@ -92,8 +112,16 @@ class Agent {
   // Never blocks training: reports queue and go out on its own thread.
   telemetry::MetricsReporter metrics_;
 
+  // One claim of the running rank at a time: the heartbeat and the result report may both find
+  // the worker forgotten.
+  absl::Mutex rejoin_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  // Registrations so far, and the one the assignment stream was opened for.
+  int64_t registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t served_ ABSL_GUARDED_BY(mu_) = 0;
+  // The rank the running generation holds (empty job id between generations), for a claim.
+  v1::RunningRank running_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   // The generation being run, for heartbeats.
   v1::HeartbeatRequest current_ ABSL_GUARDED_BY(mu_);

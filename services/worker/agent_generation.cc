@@ -8,6 +8,7 @@
 #include "agent.h"
 #include "gradsync/comm/kv_client.h"
 #include "gradsync/core/log.h"
+#include "gradsync/core/shutdown.h"
 #include "gradsync/rpc/status.h"
 #include "job_guard.h"
 #include "replica.h"
@@ -15,6 +16,15 @@
 #include "worker_metrics.h"
 
 namespace gradsync::worker {
+namespace {
+
+// How long a rank waits at an epoch boundary for a coordinator that is away (restarting) before
+// its generation fails: longer than a restarted coordinator waits for the generation's workers to
+// report back (twice its lease by default), after which it restarts the generation anyway.
+constexpr absl::Duration kCoordinatorAbsence = absl::Seconds(60);
+constexpr absl::Duration kEpochPlanRetry = absl::Milliseconds(200);
+
+}  // namespace
 
 void Agent::RunAssignment(const v1::Assignment& a, const absl::Status& parsed) {
   BeginGeneration(a);
@@ -36,6 +46,11 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
   current_.set_step(0);
   current_.clear_progress();
   marker_ = StepMarker();
+  running_.set_job_id(a.job_id());
+  running_.set_generation(a.generation());
+  running_.set_rank(a.rank());
+  running_.set_world_size(a.world_size());
+  running_.set_worker_id(worker_id_);
 }
 
 absl::StatusOr<TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
@@ -104,12 +119,22 @@ absl::StatusOr<uint64_t> Agent::EpochSeed(const std::string& job_id, int epoch) 
   v1::EpochPlanRequest req;
   req.set_job_id(job_id);
   req.set_epoch(epoch);
-  v1::EpochPlan plan;
-  grpc::ClientContext ctx;
-  SetRpcDeadline(&ctx);
-  absl::Status s = rpc::FromGrpc(stub_->GetEpochPlan(&ctx, req, &plan));
-  if (!s.ok()) return s;
-  return plan.seed();
+  const absl::Time give_up = absl::Now() + kCoordinatorAbsence;
+  for (int attempt = 1;; ++attempt) {
+    v1::EpochPlan plan;
+    grpc::ClientContext ctx;
+    SetRpcDeadline(&ctx);
+    absl::Status s = rpc::FromGrpc(stub_->GetEpochPlan(&ctx, req, &plan));
+    if (s.ok()) return plan.seed();
+    // The coordinator is away, or restarted and knows this worker's session only once the heartbeat
+    // has claimed the rank back: the rank waits at the epoch boundary meanwhile.
+    const bool away = absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsUnauthenticated(s);
+    if (!away || abort_.load() || absl::Now() >= give_up || ShutdownRequested()) return s;
+    if (attempt == 1) {
+      GS_LOG(WARNING) << "epoch " << epoch << "'s plan: " << s << "; waiting for the coordinator";
+    }
+    absl::SleepFor(kEpochPlanRetry);
+  }
 }
 
 // Where the heartbeat says the rank is; and the stall drill, which sleeps here.
@@ -152,6 +177,7 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOut
   {
     absl::MutexLock lock(&mu_);
     current_.Clear();
+    running_.Clear();
   }
   SetLogComponent("worker");
 }

@@ -1,6 +1,9 @@
 // The agent's heartbeat: every interval the coordinator hears where the rank is (the step, the
 // collectives issued and finished, its activity, rank 0's progress) and may answer with a
-// checkpoint request, an abort, or a request to register again.
+// checkpoint request, an abort, or a request to register again. A worker asked to register again
+// while its generation runs claims its rank back from the coordinator, which restarted; it goes on
+// training unless the claim is refused.
+#include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "agent.h"
 #include "gradsync/core/log.h"
@@ -22,9 +25,11 @@ void Agent::HeartbeatLoop() {
 
 void Agent::SendHeartbeat() {
   v1::HeartbeatRequest req;
+  int64_t seen;
   {
     absl::MutexLock lock(&mu_);
     if (worker_id_.empty() || reregister_) return;
+    seen = registrations_;
     req = current_;
     req.set_worker_id(worker_id_);
     if (comm_ != nullptr) {
@@ -50,16 +55,62 @@ void Agent::SendHeartbeat() {
       }
       AbortGeneration();
       break;
-    case v1::HeartbeatResponse::REREGISTER: {
+    case v1::HeartbeatResponse::REREGISTER:
       GS_LOG(WARNING) << "coordinator asks to register again: " << resp.reason();
-      AbortGeneration();
-      absl::MutexLock lock(&mu_);
-      reregister_ = true;
-      if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
+      if (!RejoinRunning(seen)) ForgetRegistration();
       break;
-    }
     default: break;
   }
+}
+
+void Agent::ForgetRegistration() {
+  AbortGeneration();
+  absl::MutexLock lock(&mu_);
+  reregister_ = true;
+  if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
+}
+
+bool Agent::RejoinRunning(int64_t seen) {
+  absl::MutexLock serial(&rejoin_mu_);
+  v1::RegisterWorkerRequest req = Registration();
+  {
+    absl::MutexLock lock(&mu_);
+    // Registered by another thread since the caller was told: that registration stands.
+    if (registrations_ != seen) return !reregister_;
+    if (running_.job_id().empty()) return false;
+    *req.mutable_running() = running_;
+  }
+  v1::RegisterWorkerResponse resp;
+  grpc::ClientContext ctx;
+  SetRpcDeadline(&ctx);
+  // The call carries the session held so far: the coordinator's proof that the rank is this worker's.
+  const absl::Status s = rpc::FromGrpc(stub_->RegisterWorker(&ctx, req, &resp));
+  if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+    GS_LOG(WARNING) << "cannot claim rank " << req.running().rank() << " back yet: " << s;
+    return true;
+  }
+  absl::MutexLock lock(&mu_);
+  if (!s.ok()) {
+    GS_LOG(WARNING) << "coordinator refuses rank " << req.running().rank() << " of job " << req.running().job_id()
+                    << " back, stopping the generation: " << s;
+    running_.Clear();
+    return false;
+  }
+  Registered(resp);
+  // The stream, if any, was opened for the forgotten registration: the next one serves this one.
+  if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
+  if (!resp.adopted()) {
+    GS_LOG(WARNING) << "coordinator registered this worker as " << worker_id_ << " without its rank: stopping job "
+                    << req.running().job_id() << " generation " << req.running().generation();
+    running_.Clear();
+    abort_ = true;
+    if (comm_ != nullptr) comm_->Abort();
+    return true;
+  }
+  GS_LOG(INFO) << "coordinator took rank " << req.running().rank() << " of job " << req.running().job_id()
+               << " generation " << req.running().generation() << " back as worker " << worker_id_
+               << ": training goes on";
+  return true;
 }
 
 void Agent::AbortGeneration() {
