@@ -315,6 +315,9 @@ def coordinator_replaced(k):
     if job:
         k.expect(int(job.get("restarts", 0)) == 0,
                  f"the job restarted {job.get('restarts')} times; it should have gone on by itself")
+        adopted = c.events(job, "GenerationAdopted")
+        if k.expect(adopted, "no GenerationAdopted event: the new coordinator did not adopt the running generation"):
+            log(f"GenerationAdopted: {adopted[0]['message']}")
 
 
 def prometheus(k):
