@@ -30,9 +30,9 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   for (int r = 0; r < launch.ranks; ++r) {
     std::vector<std::string> argv = {self, launch.mode};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
-    argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks), "--coordinator",
-                             cluster.coordinator_address(), "--cluster-token-file",
-                             cluster.token_files().at(cli::kClusterToken)});
+    argv.insert(argv.end(),
+                {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks), "--coordinator",
+                 cluster.coordinator_address(), "--cluster-token-file", cluster.token_files().at(cli::kClusterToken)});
     if (const std::string share = ShareOfAllowedCpus(launch.ranks, r); launch.bind_cpus && !share.empty()) {
       argv.insert(argv.end(), {"--cpus", share});
     }

@@ -26,7 +26,8 @@ constexpr char kUsage[] =
     "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp).\n"
     "  Rank r runs bound to its even share of the CPUs unless --no-cpu-binding (or fewer CPUs than ranks).\n"
     "       gradsync-bench scale [--workers N,N,...] [--step-seconds S] [--settle-seconds S] [--channels N]\n"
-    "                            [--no-watch] [--ranks N,N,...] [--gloo-bytes-cap SIZE] [--only heartbeats|rendezvous]\n"
+    "                            [--no-watch] [--ranks N,N,...] [--gloo-bytes-cap SIZE] [--only "
+    "heartbeats|rendezvous]\n"
     "                            [--coordinator ADDR [--cluster-token-file FILE]] [--quick]\n"
     "  Simulated workers against one coordinator (started here unless --coordinator): heartbeat latency\n"
     "  and lost workers per worker count, then rendezvous time per number of ranks.\n";

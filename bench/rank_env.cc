@@ -26,8 +26,7 @@ absl::StatusOr<RankEnv> ConnectRank(int rank, int ranks, const std::string& coor
 std::unique_ptr<comm::KvClient> NewBenchKv(const std::string& coordinator, const std::string& cluster_token,
                                            int generation) {
   auto channel = rpc::MakeChannel(coordinator, {.bearer_token = cluster_token});
-  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(channel), "bench",
-                                      generation);
+  return comm::NewCoordinatorKvClient(v1::CoordinatorService::NewStub(channel), "bench", generation);
 }
 
 absl::StatusOr<int64_t> ParseSize(const std::string& text) {

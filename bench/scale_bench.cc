@@ -16,8 +16,8 @@ int ScaleBench(const ScaleOptions& options) {
     return 1;
   }
   const ScaleTarget& t = **target;
-  const std::string where = t.state_dir().empty() ? "" : absl::StrCat(" (started here; state and log in ",
-                                                                     t.state_dir(), ")");
+  const std::string where =
+      t.state_dir().empty() ? "" : absl::StrCat(" (started here; state and log in ", t.state_dir(), ")");
   std::printf("coordinator %s%s, %d channels, assignment streams %s, %s\n", t.address().c_str(), where.c_str(),
               options.channels, options.watch_assignments ? "open" : "not opened",
               absl::FormatTime("%Y-%m-%d %H:%M", absl::Now(), absl::LocalTimeZone()).c_str());

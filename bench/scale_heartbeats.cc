@@ -94,14 +94,15 @@ std::string CoordinatorProcess(const Step& s) {
 }
 
 void PrintStep(const Step& s) {
-  std::printf("workers %6d: registered at %.0f/s; %.0f heartbeats/s over %.0f s, p50 %.1f ms, p99 %.1f ms, max %.1f ms; "
-              "lost %s (reregister %lld, streams ended %lld, errors %lld); coordinator counts %s%s; bench CPU %s, send "
-              "lag max %.1f ms%s\n",
-              s.workers, s.register_per_s, s.beats_per_s, absl::ToDoubleSeconds(s.measured), s.latency.p50_ms,
-              s.latency.p99_ms, s.latency.max_ms, Count(s.lost_in_log).c_str(), static_cast<long long>(s.reregister),
-              static_cast<long long>(s.streams_ended), static_cast<long long>(s.errors),
-              Count(s.coordinator_workers).c_str(), CoordinatorProcess(s).c_str(), Percent(s.bench_cpu).c_str(),
-              absl::ToDoubleMilliseconds(s.max_send_lag), s.MeetsGoal() ? "" : "  <- misses the goal");
+  std::printf(
+      "workers %6d: registered at %.0f/s; %.0f heartbeats/s over %.0f s, p50 %.1f ms, p99 %.1f ms, max %.1f ms; "
+      "lost %s (reregister %lld, streams ended %lld, errors %lld); coordinator counts %s%s; bench CPU %s, send "
+      "lag max %.1f ms%s\n",
+      s.workers, s.register_per_s, s.beats_per_s, absl::ToDoubleSeconds(s.measured), s.latency.p50_ms, s.latency.p99_ms,
+      s.latency.max_ms, Count(s.lost_in_log).c_str(), static_cast<long long>(s.reregister),
+      static_cast<long long>(s.streams_ended), static_cast<long long>(s.errors), Count(s.coordinator_workers).c_str(),
+      CoordinatorProcess(s).c_str(), Percent(s.bench_cpu).c_str(), absl::ToDoubleMilliseconds(s.max_send_lag),
+      s.MeetsGoal() ? "" : "  <- misses the goal");
   std::fflush(stdout);
 }
 
@@ -151,7 +152,8 @@ bool RunHeartbeatSteps(const ScaleTarget& target, const CoordinatorChannels& cha
     std::printf("\nlargest worker count meeting the goal (heartbeat p99 < %s, no worker lost): %d\n",
                 absl::FormatDuration(kGoalP99).c_str(), *best);
   } else {
-    std::printf("\nno step met the goal (heartbeat p99 < %s, no worker lost)\n", absl::FormatDuration(kGoalP99).c_str());
+    std::printf("\nno step met the goal (heartbeat p99 < %s, no worker lost)\n",
+                absl::FormatDuration(kGoalP99).c_str());
   }
   return clean;
 }

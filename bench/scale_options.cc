@@ -47,8 +47,16 @@ void SetQuick(ScaleOptions* o) {
 
 absl::StatusOr<ScaleOptions> ParseScaleOptions(const std::vector<std::string>& argv) {
   auto args = cli::ParseArgs("scale", argv,
-                             {{"workers"}, {"step-seconds"}, {"settle-seconds"}, {"channels"}, {"no-watch", false},
-                              {"ranks"}, {"gloo-bytes-cap"}, {"only"}, {"coordinator"}, {"cluster-token-file"},
+                             {{"workers"},
+                              {"step-seconds"},
+                              {"settle-seconds"},
+                              {"channels"},
+                              {"no-watch", false},
+                              {"ranks"},
+                              {"gloo-bytes-cap"},
+                              {"only"},
+                              {"coordinator"},
+                              {"cluster-token-file"},
                               {"quick", false}});
   if (!args.ok()) return args.status();
   if (!args->positional.empty()) {
@@ -86,7 +94,8 @@ absl::StatusOr<ScaleOptions> ParseScaleOptions(const std::vector<std::string>& a
   o.coordinator = args->Get("coordinator");
   o.cluster_token_file = args->Get("cluster-token-file");
   if (o.coordinator.empty() && !o.cluster_token_file.empty()) {
-    return absl::InvalidArgumentError("--cluster-token-file: only with --coordinator (a started coordinator has its own)");
+    return absl::InvalidArgumentError(
+        "--cluster-token-file: only with --coordinator (a started coordinator has its own)");
   }
   return o;
 }

@@ -36,8 +36,8 @@ void PrintTable(const std::vector<Round>& rounds) {
       "| --- | --- | --- | --- | --- | --- |\n");
   for (const Round& r : rounds) {
     const double r2 = static_cast<double>(r.ranks) * r.ranks;
-    const std::string single = r.one_address ? absl::StrFormat("%.3f s", absl::ToDoubleSeconds(r.one_address->total))
-                                             : std::string("-");
+    const std::string single =
+        r.one_address ? absl::StrFormat("%.3f s", absl::ToDoubleSeconds(r.one_address->total)) : std::string("-");
     const std::string per = r.one_address
                                 ? absl::StrFormat("%.1f us", absl::ToDoubleMicroseconds(r.one_address->total) / r2)
                                 : std::string("-");

@@ -84,8 +84,8 @@ int ScaleTarget::LostWorkers() const {
 absl::StatusOr<int> ScaleTarget::RegisteredWorkers() const {
   if (cluster_ == nullptr) return -1;
   const std::string address = cluster_->endpoints().at("coordinatorMetrics");
-  auto resp = cli::SendHttp({.url = absl::StrCat("http://", address, "/metrics"), .bearer_token = metrics_token_},
-                            address);
+  auto resp =
+      cli::SendHttp({.url = absl::StrCat("http://", address, "/metrics"), .bearer_token = metrics_token_}, address);
   if (!resp.ok()) return resp.status();
   if (resp->status != 200) return absl::UnavailableError(absl::StrCat(address, "/metrics: HTTP ", resp->status));
   return SumWorkers(resp->body);

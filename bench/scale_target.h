@@ -20,8 +20,7 @@ class ScaleTarget {
   // tokens a local cluster has, under a new temporary state directory.
   static absl::StatusOr<std::unique_ptr<ScaleTarget>> StartLocal();
   // A coordinator at `address`; `token_file` holds its cluster token (empty: send none).
-  static absl::StatusOr<std::unique_ptr<ScaleTarget>> Attach(const std::string& address,
-                                                             const std::string& token_file);
+  static absl::StatusOr<std::unique_ptr<ScaleTarget>> Attach(const std::string& address, const std::string& token_file);
 
   const std::string& address() const { return address_; }
   const std::string& cluster_token() const { return cluster_token_; }

@@ -15,13 +15,12 @@ CoordinatorChannels::CoordinatorChannels(const std::string& address, const std::
     // a pool per channel gives each its own, as separate worker processes have.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(64 << 20);
-    stubs_.push_back(v1::CoordinatorService::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    stubs_.push_back(
+        v1::CoordinatorService::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
 }
 
-void CoordinatorChannels::Prepare(grpc::ClientContext* ctx, const std::string& session,
-                                  absl::Duration timeout) const {
+void CoordinatorChannels::Prepare(grpc::ClientContext* ctx, const std::string& session, absl::Duration timeout) const {
   if (!authorization_.empty()) ctx->AddMetadata("authorization", authorization_);
   if (!session.empty()) ctx->AddMetadata(rpc::kWorkerSessionMetadata, session);
   if (timeout > absl::ZeroDuration()) {

@@ -18,8 +18,8 @@ absl::Status Adoption::CheckClaim(const v1::RunningRank& claim, const std::strin
                                   const std::string& session_digest) const {
   const int world = record_.ranks_size(), rank = claim.rank(), gen = record_.generation();
   if (rank < 0 || rank >= world) {
-    return absl::InvalidArgumentError(absl::StrFormat("running.rank: job %s generation %d has ranks 0 to %d, not %d",
-                                                      job_id_, gen, world - 1, rank));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("running.rank: job %s generation %d has ranks 0 to %d, not %d", job_id_, gen, world - 1, rank));
   }
   if (claim.world_size() != world) {
     return absl::InvalidArgumentError(absl::StrFormat("running.worldSize: job %s generation %d has %d ranks, not %d",
@@ -48,8 +48,8 @@ absl::Status Adoption::CheckClaim(const v1::RunningRank& claim, const std::strin
   }
   if (back_[rank]) {
     return absl::FailedPreconditionError(
-        absl::StrFormat("running.rank: rank %d of job %s generation %d is back already (worker %s)", rank, job_id_,
-                        gen, held.worker_id()));
+        absl::StrFormat("running.rank: rank %d of job %s generation %d is back already (worker %s)", rank, job_id_, gen,
+                        held.worker_id()));
   }
   return absl::OkStatus();
 }

@@ -93,10 +93,10 @@ void Coordinator::CompleteAdoptionLocked(JobRuntime* rt) {
   const Adoption& adoption = *gen->adoption();
   std::vector<int> all(static_cast<size_t>(gen->world_size()));
   for (int r = 0; r < gen->world_size(); ++r) all[static_cast<size_t>(r)] = r;
-  AddEventLocked(rt, "GenerationAdopted",
-                 absl::StrFormat("generation %d goes on: %s reported back %s after the coordinator's restart",
-                                 gen->number(), DescribeRanks(adoption, all),
-                                 absl::FormatDuration(options_.clock() - adoption.since())));
+  AddEventLocked(
+      rt, "GenerationAdopted",
+      absl::StrFormat("generation %d goes on: %s reported back %s after the coordinator's restart", gen->number(),
+                      DescribeRanks(adoption, all), absl::FormatDuration(options_.clock() - adoption.since())));
   gen->EndAdoption();
 }
 

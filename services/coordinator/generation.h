@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "adoption.h"
 #include "absl/time/time.h"
+#include "adoption.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "stall_watch.h"

@@ -8,10 +8,10 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gloo_ranks.h"
 #include "gradsync/comm/gloo_store.h"
 #include "gradsync/rpc/server.h"
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::comm {

@@ -136,7 +136,8 @@ TEST(GlooProcesses, ASurvivorsErrorNamesTheRankThatDiedMidCollective) {
   rank2.Kill();
   {
     // The coordinator, once a rank reports its failure, ends the generation on every rank.
-    mu.LockWhen(absl::Condition(+[](int* n) { return *n > 0; }, &finished));
+    mu.LockWhen(absl::Condition(
+        +[](int* n) { return *n > 0; }, &finished));
     for (auto& c : comms) {
       if (c != nullptr) c->Abort();
     }
@@ -186,9 +187,7 @@ void RunWithAProcessRank(bool own_dev_shm, const std::string& expected_backend) 
   EXPECT_EQ(rank2.Reap(), 0) << "rank 2 failed (its reason is on stderr)";
 }
 
-TEST(GlooProcesses, ARankInAnotherProcessOfTheHostSharesMemory) {
-  RunWithAProcessRank(false, "gloo (shared memory)");
-}
+TEST(GlooProcesses, ARankInAnotherProcessOfTheHostSharesMemory) { RunWithAProcessRank(false, "gloo (shared memory)"); }
 
 // Containers on one machine (or on several, all named "localhost") can share a host name and not
 // /dev/shm: shared memory is used only when every rank maps rank 0's segment, never on the name.

@@ -74,8 +74,7 @@ int Run(const std::map<std::string, std::string>& args) {
   int rank = 0, world = 0;
   if (!absl::SimpleAtoi(args.at("rank"), &rank) || !absl::SimpleAtoi(args.at("world"), &world)) return 1;
   auto kv = gradsync::comm::NewCoordinatorKvClient(
-      gradsync::v1::CoordinatorService::NewStub(gradsync::rpc::MakeChannel(args.at("coordinator"))), args.at("job"),
-      1);
+      gradsync::v1::CoordinatorService::NewStub(gradsync::rpc::MakeChannel(args.at("coordinator"))), args.at("job"), 1);
   gradsync::comm::GlooOptions options;
   options.timeout = absl::Seconds(30);
   options.shared_memory = args.at("transport") == "shm";
@@ -110,7 +109,7 @@ int Run(const std::map<std::string, std::string>& args) {
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> args = {{"transport", "tcp"}, {"then", "hang"}, {"backend", "gloo"},
-                                             {"coordinator", ""},   {"job", ""},       {"rank", ""},
+                                             {"coordinator", ""},  {"job", ""},      {"rank", ""},
                                              {"world", ""}};
   bool own_dev_shm = false;
   for (int i = 1; i < argc; ++i) {

@@ -76,8 +76,7 @@ class AdoptionTest : public ::testing::Test {
       header->Set(session);
       options.late_header = header;
     }
-    return v1::CoordinatorService::NewStub(
-        rpc::MakeChannel("127.0.0.1:" + std::to_string(server_->port()), options));
+    return v1::CoordinatorService::NewStub(rpc::MakeChannel("127.0.0.1:" + std::to_string(server_->port()), options));
   }
 
   TestWorker Register(const std::string& host) {

@@ -13,7 +13,7 @@ namespace gradsync::testing {
 namespace {
 
 // About 6 s of training on two ranks, a checkpoint every 500 steps.
-const std::vector<std::string> kJob = {"--set", "training.maxSteps=6000",   "--set", "training.epochs=0",
+const std::vector<std::string> kJob = {"--set", "training.maxSteps=6000",    "--set", "training.epochs=0",
                                        "--set", "checkpoint.everySteps=500", "--set", "training.logEvery=50"};
 
 TEST(CoordinatorAdoption, AReplacedCoordinatorAdoptsTheRunningJobWhichEndsAsIfUninterrupted) {
@@ -57,18 +57,17 @@ TEST(CoordinatorAdoption, AReplacedCoordinatorAdoptsTheRunningJobWhichEndsAsIfUn
   EXPECT_EQ(done.find("\"generation\": 2"), std::string::npos) << "no new generation: " << done;
   EXPECT_EQ(done.find("\"restarts\""), std::string::npos) << "no restart (restarts is 0, not printed): " << done;
   EXPECT_EQ(done.find("resuming from the checkpoint"), std::string::npos) << done;
-  EXPECT_NE(done.find(expected), std::string::npos) << "the final parameters differ from an uninterrupted run's ("
-                                                    << expected << "): " << done;
+  EXPECT_NE(done.find(expected), std::string::npos)
+      << "the final parameters differ from an uninterrupted run's (" << expected << "): " << done;
 
   // Both workers are back in the pool, under the registrations the adoption made.
   const CommandResult next = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
                                         "training.maxSteps=50", "--set", "training.epochs=0"});
   ASSERT_EQ(next.exit_code, 0) << next.err;
-  const std::string second = WaitForJob(address, next.out.substr(0, next.out.find('\n')), absl::Seconds(60),
-                                        [](const std::string& out) {
-                                          return out.find("\"SUCCEEDED\"") != std::string::npos ||
-                                                 out.find("\"FAILED\"") != std::string::npos;
-                                        });
+  const std::string second =
+      WaitForJob(address, next.out.substr(0, next.out.find('\n')), absl::Seconds(60), [](const std::string& out) {
+        return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
+      });
   EXPECT_NE(second.find("\"SUCCEEDED\""), std::string::npos) << second << ReadFile(dir + "/w0.log");
 }
 

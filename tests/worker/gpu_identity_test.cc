@@ -72,9 +72,9 @@ TEST(GpuIdentity, TheSameUuidIsOneGpuWhateverTheOrdinalOrHostName) {
     EXPECT_EQ(AutoBackend(ranks), "gloo") << ranks[1].hostname;
     const absl::StatusOr<std::vector<v1::Placement>> nccl = coordinator::PlaceRanks(Spec("nccl"), ranks);
     EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(nccl.status().message(), HasSubstr(absl::StrCat("rank 1 (", ranks[1].worker_id, " on ",
-                                                                ranks[1].hostname, ") shares GPU ",
-                                                                ranks[1].device.gpu_index(), " with another rank")));
+    EXPECT_THAT(nccl.status().message(),
+                HasSubstr(absl::StrCat("rank 1 (", ranks[1].worker_id, " on ", ranks[1].hostname, ") shares GPU ",
+                                       ranks[1].device.gpu_index(), " with another rank")));
     EXPECT_THAT(nccl.status().message(), HasSubstr(kUuidA));
   }
 }

@@ -63,8 +63,7 @@ bool NamesAddress(const std::string& message, const std::string& text) {
 
 std::string WhatHappened(const std::string& message) {
   const std::string m = absl::AsciiStrToLower(message);
-  if (absl::StrContains(m, "closed") || absl::StrContains(m, "reset by peer") ||
-      absl::StrContains(m, "broken pipe")) {
+  if (absl::StrContains(m, "closed") || absl::StrContains(m, "reset by peer") || absl::StrContains(m, "broken pipe")) {
     return "closed the connection";
   }
   if (absl::StrContains(m, "timeout") || absl::StrContains(m, "timed out")) return "did not answer in time";
