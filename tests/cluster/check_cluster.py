@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cluster as c  # noqa: E402
@@ -197,35 +198,28 @@ def rank_killed(k):
             log(f"{lost['type']}: {lost['message']}")
 
 
+def event_after(job, kinds, since):
+    """The first event of one of `kinds` at or after `since` (seconds since the epoch)."""
+    return next((e for e in job.get("events", []) if e.get("type") in kinds and parse_time(e["time"]) >= since),
+                None)
+
+
 def loss_event(job, since):
     """The first event after `since` saying a rank was lost: a survivor's report (RankFailed) or
     the coordinator's lease (WorkerLost)."""
-    found = [e for e in job.get("events", []) if e.get("type") in ("RankFailed", "WorkerLost")
-             and parse_time(e["time"]) >= since]
-    return found[0] if found else None
-
-
-def event_after(job, kind, since):
-    for e in c.events(job, kind):
-        if parse_time(e["time"]) >= since:
-            return e
-    return None
+    return event_after(job, ("RankFailed", "WorkerLost"), since)
 
 
 def parse_time(stamp):
-    from datetime import datetime
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def network_cut(k):
     """`docker network disconnect` of a rank mid-collective: named within the lease, survivors
     abort within seconds, the job resumes with the spare; on `connect` the worker rejoins."""
-    cut = {}
-
     def inject(job_id, victim, ranks):
         t0 = time.time()
         k.docker("network", "disconnect", k.cluster.network, k.cluster.container(victim))
-        cut.update(victim=victim, t0=t0)
         log(f"disconnected {victim}")
         job = k.cluster.wait_job(job_id, lambda j: loss_event(j, t0) is not None,
                                  timeout=60, what="a RankFailed or WorkerLost event")
@@ -237,7 +231,7 @@ def network_cut(k):
         k.expect(named_after <= LEASE_S + 2 * HEARTBEAT_S,
                  f"the lost rank was named {named_after:.1f}s after the cut; the lease is {LEASE_S}s")
         job = k.cluster.wait_job(job_id, lambda j: int(j.get("generation", 0)) >= 2 and j.get("state") == "RUNNING"
-                                 and int(j.get("progress", {}).get("step", 0)) > 0 and ranks_of_gen2(k, job_id),
+                                 and int(j.get("progress", {}).get("step", 0)) > 0 and len(k.ranks(job_id, 2)) == 2,
                                  timeout=120, what="the second generation")
         resumed_after = time.time() - t0
         log(f"second generation running {resumed_after:.1f}s after the cut")
@@ -252,22 +246,12 @@ def network_cut(k):
     interrupted_job(k, inject)
 
 
-def ranks_of_gen2(k, job_id):
-    return len(k.ranks(job_id, 2)) == 2
-
-
 def established_to(pid, ip):
     """Established TCP connections in a process's network namespace to `ip` (IPv4)."""
     want = "".join(f"{int(p):02X}" for p in reversed(ip.split(".")))
-    count = 0
-    for table in ("tcp",):
-        with open(f"/proc/{pid}/net/{table}") as f:
-            next(f)
-            for line in f:
-                fields = line.split()
-                if fields[3] == "01" and fields[2].split(":")[0] == want:
-                    count += 1
-    return count
+    with open(f"/proc/{pid}/net/tcp") as f:
+        next(f)
+        return sum(1 for line in f if line.split()[3] == "01" and line.split()[2].split(":")[0] == want)
 
 
 def rank_paused(k):
@@ -280,9 +264,9 @@ def rank_paused(k):
         t0 = time.time()
         k.docker("pause", k.cluster.container(victim))
         log(f"paused {victim}")
-        job = k.cluster.wait_job(job_id, lambda j: event_after(j, "Stalled", t0) is not None,
+        job = k.cluster.wait_job(job_id, lambda j: event_after(j, ("Stalled",), t0) is not None,
                                  timeout=60, what="a Stalled event")
-        stalled = event_after(job, "Stalled", t0)
+        stalled = event_after(job, ("Stalled",), t0)
         after = parse_time(stalled["time"]) - t0
         log(f"Stalled after {after:.1f}s: {stalled['message']}")
         k.expect("rank 1" in stalled["message"] or victim in stalled["message"],
