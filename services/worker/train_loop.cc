@@ -39,6 +39,18 @@ absl::Status CheckDataConfined(const TrainConfig& config) {
   return spec::CheckDataFiles(config.spec, *roots);
 }
 
+// FNV-1a over the synchronised parameters in layout order: over all of them, the digest of the
+// whole buffer (and of the weights file). Ignored parameters (ddp.ignoreParams) are each rank's
+// own, as in DDP: replicas differ there by design, so the replica check leaves them out.
+std::string SynchronisedDigest(const ddp::Reducer& reducer, const nn::ParamLayout& layout,
+                               std::span<const float> params) {
+  uint64_t h = Fnv1a64({});
+  for (int i = 0; i < layout.size(); ++i) {
+    if (!reducer.ignored(i)) h = Fnv1a64(std::as_bytes(layout.View(params, i)), h);
+  }
+  return absl::StrFormat("fnv1a64:%016x", h);
+}
+
 }  // namespace
 
 TrainLoop::TrainLoop(const TrainConfig& config, Replica& replica, const TrainHooks& hooks)
@@ -112,9 +124,9 @@ absl::StatusOr<TrainOutcome> TrainLoop::Finish() {
   out.result.set_world_size(replica_.comm().size());
   absl::StatusOr<std::vector<float>> params = replica_.HostParams();
   if (!params.ok()) return params.status();
-  out.param_digest = DigestString(std::as_bytes(std::span<const float>(*params)));
+  const nn::ParamLayout& layout = replica_.model().layout();
+  out.param_digest = SynchronisedDigest(*reducer_, layout, *params);
   if (config_.rank == 0) {
-    const nn::ParamLayout& layout = replica_.model().layout();
     if (absl::Status s = ckpt::SaveWeights(config_.weights_path, config_.spec.model(), layout, *params); !s.ok()) {
       return s;
     }

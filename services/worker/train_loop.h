@@ -5,8 +5,9 @@
 //   Step    one optimizer step: this rank's shard from the sampler, forward and backward per
 //           micro-batch with the reducer overlapping the all-reduce, one small all-reduce of the
 //           loss, token count and checkpoint vote, the learning rate, clipping and AdamW; then the
-//           hooks, rank 0's log line and progress, and a checkpoint when due or asked for;
-//   Finish  the parameter digest, rank 0's weights file, the result.
+//           hooks, rank 0's log line and progress, and a checkpoint when due or asked for (always
+//           after the last step, with a checkpoint root);
+//   Finish  the digest of the synchronised parameters, rank 0's weights file, the result.
 //
 // Train runs it to the end (the worker); gradsync-bench ddp drives it step by step. Every rank of
 // the generation runs it alike. Plain types in, statuses out; no RPC here.
@@ -90,8 +91,10 @@ class TrainLoop {
   // the model's, the communicator's, the checkpoint's and epoch_seed's errors; FAILED_PRECONDITION
   // once done(). After an error the loop must not be stepped again.
   absl::Status Step(GradSync sync = GradSync::kAllReduce);
-  // After the last step: the digest of the parameters and the job result; rank 0 writes the
-  // weights file to config.weights_path. The replica's and the weights file's errors.
+  // After the last step: the digest of the parameters every rank holds alike (ddp.ignoreParams
+  // left out: those are each rank's own) and the job result; rank 0 writes the weights file to
+  // config.weights_path, with its own copy of any ignored parameter. The replica's and the
+  // weights file's errors.
   absl::StatusOr<TrainOutcome> Finish();
 
   int64_t total_steps() const { return total_; }

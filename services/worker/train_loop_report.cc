@@ -24,10 +24,12 @@ void FillTimeline(const ddp::StepTimeline& t, v1::StepReport* r) {
 }  // namespace
 
 // Every checkpoint_every_steps steps, or when a rank voted for one (asked by the coordinator, or
-// rank 0's checkpoint_every passed); never after the last step, whose weights the result carries.
+// rank 0's checkpoint_every passed); and after the last step, once, so that a finished job can be
+// continued from it. Without a checkpoint root (gradsync-bench ddp) none at the end.
 absl::Status TrainLoop::CheckpointIfDue(bool voted) {
   const bool by_steps = config_.checkpoint_every_steps > 0 && at_.step % config_.checkpoint_every_steps == 0;
-  if (done() || !(by_steps || voted)) return absl::OkStatus();
+  const bool due = done() ? !config_.checkpoint_root.empty() : (by_steps || voted);
+  if (!due) return absl::OkStatus();
   if (hooks_.checkpoint_requested != nullptr) hooks_.checkpoint_requested->store(false);
   last_checkpoint_ = absl::Now();
   absl::StatusOr<v1::ReportCheckpointRequest> report = WriteCheckpoint(config_, replica_, at_);

@@ -78,18 +78,26 @@ struct RankRun {
   int reports = 0;
   int64_t total_steps = 0;
   absl::Status after_done;
+  // The parameters after Finish, and the steps of the checkpoints the rank wrote.
+  std::vector<float> params;
+  std::vector<int64_t> checkpoints;
 };
 
 // Both ranks, each on its thread: Train when `by_hand` is false, else the loop stepped here with
-// `sync` (the first step always all-reduces).
-std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync sync = GradSync::kAllReduce) {
+// `sync` (the first step always all-reduces). `overrides` change the spec; checkpoints go under
+// `checkpoint_root` when it is set.
+std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync sync = GradSync::kAllReduce,
+                                  const std::vector<std::string>& overrides = {},
+                                  const std::string& checkpoint_root = "") {
   testing::CoordinatorServer server;
   std::vector<RankRun> runs(2);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; ++rank) {
     threads.emplace_back([&, rank] {
       auto kv = server.Kv(job);
-      const TrainConfig config = ConfigOf(MlpAssignment(rank));
+      v1::Assignment a = MlpAssignment(rank, overrides);
+      a.set_checkpoint_root(checkpoint_root);
+      const TrainConfig config = ConfigOf(a);
       auto replica = CreateReplica(config, CpuWorker(kv.get()));
       ASSERT_TRUE(replica.ok()) << replica.status();
       RankRun& run = runs[rank];
@@ -97,6 +105,7 @@ std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync
       hooks.kv = kv.get();
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
       hooks.on_step = [&](const v1::StepReport&) { ++run.reports; };
+      hooks.on_checkpoint = [&](const v1::ReportCheckpointRequest& r) { run.checkpoints.push_back(r.step()); };
       absl::StatusOr<TrainOutcome> outcome;
       if (by_hand) {
         auto loop = TrainLoop::Start(config, **replica, hooks);
@@ -113,6 +122,9 @@ std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync
       ASSERT_TRUE(outcome.ok()) << outcome.status();
       EXPECT_EQ(outcome->result.global_step(), 13);
       run.digest = outcome->param_digest;
+      absl::StatusOr<std::vector<float>> params = (*replica)->HostParams();
+      ASSERT_TRUE(params.ok()) << params.status();
+      run.params = *std::move(params);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -135,6 +147,35 @@ TEST(TrainLoop, StepsToTheEndWithTheRanksIdenticalAsTrainDoes) {
 TEST(TrainLoop, LocalOnlyStepsLeaveTheRanksApart) {
   const std::vector<RankRun> apart = RunBothRanks("local-only", true, GradSync::kLocalOnly);
   EXPECT_NE(apart[0].digest, apart[1].digest) << "each rank stepped on its own gradients";
+}
+
+// Ignored parameters are each rank's own (DDP's params_and_buffers_to_ignore): they drift apart by
+// design. The digest the coordinator compares covered them, so every job with one failed at the
+// end with "replica divergence"; now it covers the synchronised parameters only.
+TEST(TrainLoop, TheDigestLeavesIgnoredParametersOutAndAgreesAcrossRanks) {
+  const std::vector<RankRun> runs =
+      RunBothRanks("ignored", false, GradSync::kAllReduce, {"ddp.ignoreParams=[\"layers.0.bias\"]"});
+  ASSERT_EQ(runs[0].params.size(), runs[1].params.size());
+  EXPECT_NE(runs[0].params, runs[1].params) << "the ignored bias trained on each rank's own data";
+  EXPECT_EQ(runs[0].digest, runs[1].digest) << "the synchronised parameters agree";
+  EXPECT_NE(runs[0].digest, RunBothRanks("all-synced", false)[0].digest);
+}
+
+// The last step writes a checkpoint, so a finished job can be continued; once only, also when the
+// last step is a multiple of checkpoint.everySteps. Without a checkpoint root (the bench) none.
+TEST(TrainLoop, TheLastStepWritesOneCheckpoint) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / absl::StrCat("train-loop-final-", ::getpid());
+  fs::remove_all(root);
+  const std::vector<RankRun> every5 =
+      RunBothRanks("final-5", false, GradSync::kAllReduce, {"checkpoint.everySteps=5"}, (root / "a").string());
+  EXPECT_EQ(every5[0].checkpoints, (std::vector<int64_t>{5, 10, 13}));
+  EXPECT_EQ(every5[1].checkpoints, every5[0].checkpoints);
+  const std::vector<RankRun> at_end = RunBothRanks("final-13", false, GradSync::kAllReduce,
+                                                   {"checkpoint.everySteps=13"}, (root / "b").string());
+  EXPECT_EQ(at_end[0].checkpoints, (std::vector<int64_t>{13})) << "the last step, a multiple, writes once";
+  EXPECT_TRUE(RunBothRanks("no-root", false)[0].checkpoints.empty());
+  fs::remove_all(root);
 }
 
 // The coordinator resolved the data path inside its data root; by the time the worker reads it, it
