@@ -38,6 +38,10 @@ constexpr double kDefaultEps = 1e-8;
 constexpr LrSchedule kDefaultLrSchedule = LrSchedule::kCosine;
 constexpr double kDefaultMinLrRatio = 0.1;
 constexpr int32_t kDefaultLogEvery = 10;
+// Ten points on the validation curve of a 1000-step run (llm.c's GPT-2 recipes evaluate every 250
+// steps, nanoGPT's every 250 to 2000 on longer runs). Each evaluation is a forward pass over the
+// whole validation set, so a large one wants a larger value, or 0: after the last step only.
+constexpr int64_t kDefaultEvalEvery = 100;
 
 constexpr Backend kDefaultBackend = Backend::kAuto;
 constexpr Transport kDefaultTransport = Transport::kAuto;
@@ -94,6 +98,7 @@ void FillTraining(gradsync::v1::TrainingSpec* training) {
   if (training->lr_schedule().empty()) training->set_lr_schedule(Name(kDefaultLrSchedule));
   if (training->min_lr_ratio() == 0) training->set_min_lr_ratio(kDefaultMinLrRatio);
   if (training->log_every() == 0) training->set_log_every(kDefaultLogEvery);
+  if (!training->has_eval_every()) training->set_eval_every(kDefaultEvalEvery);
 }
 
 void FillDdp(gradsync::v1::DdpSpec* ddp) {

@@ -1,41 +1,89 @@
 #include "gradsync/spec/job_paths.h"
 
+#include <glob.h>
+
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gradsync::spec {
 namespace {
 
 constexpr size_t kMaxSubdirLength = 64;
+// The default validation shards: what `gradsync data prepare --val-fraction` writes beside its
+// train_*.bin shards.
+constexpr char kTrainPrefix[] = "train_";
+constexpr char kValidationGlob[] = "val_*.bin";
+constexpr char kValidationField[] = "data.validation.paths";
 
-google::protobuf::RepeatedPtrField<std::string>* MutablePaths(v1::DataSpec* data) {
-  if (data->has_text()) return data->mutable_text()->mutable_paths();
-  if (data->has_shards()) return data->mutable_shards()->mutable_paths();
-  return nullptr;
+// The repeated path fields of `data`, with their names: the training source's, then validation's.
+std::vector<std::pair<std::string, google::protobuf::RepeatedPtrField<std::string>*>> MutablePathFields(
+    v1::DataSpec* data) {
+  std::vector<std::pair<std::string, google::protobuf::RepeatedPtrField<std::string>*>> out;
+  if (data->has_text()) out.emplace_back("data.text.paths", data->mutable_text()->mutable_paths());
+  if (data->has_shards()) out.emplace_back("data.shards.paths", data->mutable_shards()->mutable_paths());
+  if (data->validation().paths_size() > 0) {
+    out.emplace_back(kValidationField, data->mutable_validation()->mutable_paths());
+  }
+  return out;
+}
+
+// Whether `pattern` matches at least one file now.
+bool MatchesAny(const std::string& pattern) {
+  glob_t g{};
+  const bool any = ::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+  ::globfree(&g);
+  return any;
 }
 
 }  // namespace
 
 std::vector<DataPath> DataPaths(const v1::JobSpec& spec) {
-  const v1::DataSpec& data = spec.data();
-  if (!data.has_text() && !data.has_shards()) return {};
-  const char* field = data.has_text() ? "data.text.paths" : "data.shards.paths";
-  const auto& paths = data.has_text() ? data.text().paths() : data.shards().paths();
+  v1::DataSpec data = spec.data();
   std::vector<DataPath> out;
-  for (int i = 0; i < paths.size(); ++i) out.push_back({absl::StrCat(field, "[", i, "]"), paths[i]});
+  for (const auto& [field, paths] : MutablePathFields(&data)) {
+    for (int i = 0; i < paths->size(); ++i) out.push_back({absl::StrCat(field, "[", i, "]"), paths->Get(i)});
+  }
+  return out;
+}
+
+std::vector<std::string> DefaultValidationPaths(const v1::JobSpec& spec) {
+  const v1::DataSpec& data = spec.data();
+  std::vector<std::string> out;
+  if (!data.has_shards() || data.validation().disabled() || data.validation().paths_size() > 0) return out;
+  for (const std::string& path : data.shards().paths()) {
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+    if (!absl::StartsWith(path.substr(dir.size()), kTrainPrefix)) continue;
+    const std::string candidate = absl::StrCat(dir, kValidationGlob);
+    if (std::find(out.begin(), out.end(), candidate) == out.end() && MatchesAny(candidate)) out.push_back(candidate);
+  }
   return out;
 }
 
 absl::Status ConfineDataPaths(const ConfinedRoots& data_roots, v1::JobSpec* spec) {
-  std::vector<std::string> resolved;
-  for (const DataPath& p : DataPaths(*spec)) {
-    absl::StatusOr<std::string> r = data_roots.Resolve(p.field, p.path);
-    if (!r.ok()) return r.status();
-    if (absl::Status s = data_roots.CheckMatches(p.field, *r); !s.ok()) return s;
-    resolved.push_back(*std::move(r));
+  v1::JobSpec confined = *spec;
+  for (const auto& [field, paths] : MutablePathFields(confined.mutable_data())) {
+    for (int i = 0; i < paths->size(); ++i) {
+      const std::string name = absl::StrCat(field, "[", i, "]");
+      absl::StatusOr<std::string> r = data_roots.Resolve(name, paths->Get(i));
+      if (!r.ok()) return r.status();
+      if (absl::Status s = data_roots.CheckMatches(name, *r); !s.ok()) return s;
+      *paths->Mutable(i) = *std::move(r);
+    }
   }
-  google::protobuf::RepeatedPtrField<std::string>* paths = MutablePaths(spec->mutable_data());
-  for (size_t i = 0; i < resolved.size(); ++i) *paths->Mutable(static_cast<int>(i)) = std::move(resolved[i]);
+  // Found beside the resolved training shards, so they lie in the same root; their matches are
+  // checked like any other path's.
+  const std::vector<std::string> found = DefaultValidationPaths(confined);
+  for (size_t i = 0; i < found.size(); ++i) {
+    const std::string name = absl::StrCat(kValidationField, "[", i, "]");
+    if (absl::Status s = data_roots.CheckMatches(name, found[i]); !s.ok()) return s;
+    confined.mutable_data()->mutable_validation()->add_paths(found[i]);
+  }
+  *spec = std::move(confined);
   return absl::OkStatus();
 }
 

@@ -117,6 +117,17 @@ void CheckPaths(const std::string& field, const google::protobuf::RepeatedPtrFie
   }
 }
 
+// Validation shards hold tokens, so only a transformer has any; naming them and turning
+// validation off at once is a contradiction, not a choice.
+void CheckValidation(bool transformer, const gradsync::v1::ValidationData& validation, Checker* check) {
+  if (validation.paths().empty()) return;
+  check->Require(transformer, "data.validation", "validation shards hold tokens: they need a transformer preset",
+                 "data.validation.paths with the mlp preset");
+  check->Require(!validation.disabled(), "data.validation.disabled",
+                 "must be false when data.validation.paths names shards", "true");
+  CheckPaths("data.validation.paths", validation.paths(), check);
+}
+
 void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpec& data, Checker* check) {
   const bool transformer = nn::IsTransformerPreset(model.preset());
   if (transformer) {
@@ -143,6 +154,7 @@ void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpe
   }
   if (data.has_shards()) CheckPaths("data.shards.paths", data.shards().paths(), check);
   check->Merge(ParseLastBatch(data.last_batch()).status());
+  CheckValidation(transformer, data.validation(), check);
 }
 
 void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
@@ -172,6 +184,7 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Merge(ParseLrSchedule(training.lr_schedule()).status());
   check->Number("training.minLrRatio", training.min_lr_ratio(), kZeroInclusive, &kOneInclusive);
   check->AtLeast("training.logEvery", training.log_every(), 1);
+  check->AtLeast("training.evalEvery", training.eval_every(), 0);
   if (training.has_max_restarts()) check->Between("training.maxRestarts", training.max_restarts(), 0, kMaxRestarts);
 }
 

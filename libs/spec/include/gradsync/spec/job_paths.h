@@ -1,5 +1,6 @@
-// The path-valued fields of a job spec and where they may point. data.text.paths and
-// data.shards.paths (files or globs) must lie in the operator's data roots: the coordinator
+// The path-valued fields of a job spec and where they may point. data.text.paths,
+// data.shards.paths and data.validation.paths (files or globs) must lie in the operator's data
+// roots: the coordinator
 // resolves them when the job is submitted, and a worker checks the files again right before it
 // reads them. checkpoint.dir is no path at all: at most the name of a subdirectory of the job's own
 // directory under the artifact root (ValidateJobSpec enforces the name).
@@ -20,12 +21,20 @@ struct DataPath {
   std::string path;
 };
 
-// The data paths of `spec` (none for synthetic data), in order.
+// The data paths of `spec` (none for synthetic data), in order: the training source's, then
+// data.validation.paths.
 std::vector<DataPath> DataPaths(const v1::JobSpec& spec);
 
+// The validation shards a job gets by default: when data.shards is set, data.validation has no
+// paths and is not disabled, for each data.shards path whose last component starts with "train_"
+// (a file or a glob), the glob "val_*.bin" in the same directory, once, if it matches a file now.
+// Reads directories only; relative paths are taken as written.
+std::vector<std::string> DefaultValidationPaths(const v1::JobSpec& spec);
+
 // Replaces every data path of `spec` with its resolved form (ConfinedRoots::Resolve; relative
-// paths start at the first data root), and checks every file a path matches now
-// (ConfinedRoots::CheckMatches). INVALID_ARGUMENT naming the field, the path and the roots; the
+// paths start at the first data root), checks every file a path matches now
+// (ConfinedRoots::CheckMatches), then sets data.validation.paths to DefaultValidationPaths of the
+// resolved spec when there are any. INVALID_ARGUMENT naming the field, the path and the roots; the
 // spec is unchanged on error.
 absl::Status ConfineDataPaths(const ConfinedRoots& data_roots, v1::JobSpec* spec);
 
