@@ -1,0 +1,52 @@
+// A job's held-out tokens as fixed windows for an exact mean loss: every token of every file but
+// its first is the target of exactly one window position, and no position is counted twice.
+//
+// File f holds tokens t_0 .. t_{n-1}. Its window w has the inputs t_{w*T} .. t_{w*T+T-1} and the
+// targets t_{w*T+1} .. t_{w*T+T} (T = seqLen), the stride of llm.c's validation loader, so the
+// target positions 1 .. n-1 are covered once each. Unlike llm.c, which drops the tail, the last
+// window of a file is kept when it is short: the inputs past the file are token 0 and their
+// targets the ignore index, which the causal model never lets reach an earlier position. Windows
+// are numbered file by file, in the order the paths expand.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::data {
+
+class ValidationSet {
+ public:
+  // Reads every shard (llm.c .bin files or globs, expanded in order) at once. INVALID_ARGUMENT
+  // naming the file for ReadShard's refusals and for a file of a single token (nothing to
+  // predict), or when the files together hold more than kMaxDatasetTokens.
+  static absl::StatusOr<std::unique_ptr<ValidationSet>> Load(const std::vector<std::string>& paths, int seq_len,
+                                                             int vocab_size);
+
+  int64_t windows() const { return windows_end_.empty() ? 0 : windows_end_.back(); }
+  // The target positions over every window: the tokens of every file less one per file.
+  int64_t targets() const { return targets_; }
+  int seq_len() const { return seq_len_; }
+  // Fills `out` with windows [first, first + count), which must lie within windows(); replaces
+  // its contents. Safe to call from several threads.
+  void Fill(int64_t first, int64_t count, nn::Batch* out) const;
+
+ private:
+  int seq_len_ = 0;
+  int64_t targets_ = 0;
+  std::vector<std::vector<uint16_t>> files_;
+  // windows_end_[f]: the windows of files 0..f together.
+  std::vector<int64_t> windows_end_;
+};
+
+// The validation set of `spec`: data.validation.paths with the model's seqLen and vocabSize;
+// nullptr when the spec names none (the coordinator has already added the shards found by
+// default) or data.validation.disabled is set. Load's errors, prefixed "data.validation: ".
+absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const v1::JobSpec& spec);
+
+}  // namespace gradsync::data

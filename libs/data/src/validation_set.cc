@@ -1,0 +1,70 @@
+#include "gradsync/data/validation_set.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "gradsync/data/token_dataset.h"
+#include "gradsync/data/token_shard.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
+#include "gradsync/nn/presets.h"
+
+namespace gradsync::data {
+
+absl::StatusOr<std::unique_ptr<ValidationSet>> ValidationSet::Load(const std::vector<std::string>& patterns,
+                                                                   int seq_len, int vocab_size) {
+  if (seq_len <= 0) return absl::InvalidArgumentError(absl::StrCat("sequence length must be positive, got ", seq_len));
+  auto paths = ExpandPaths(patterns);
+  if (!paths.ok()) return paths.status();
+  auto set = std::unique_ptr<ValidationSet>(new ValidationSet());
+  set->seq_len_ = seq_len;
+  int64_t total = 0;
+  for (const std::string& path : *paths) {
+    auto tokens = ReadShard(path, vocab_size);
+    if (!tokens.ok()) return tokens.status();
+    const auto n = static_cast<int64_t>(tokens->size());
+    total += n;
+    if (total > kMaxDatasetTokens) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": the files up to this one hold more than the ",
+                                                     kMaxDatasetTokens, " tokens a dataset may hold"));
+    }
+    if (n < 2) return absl::InvalidArgumentError(absl::StrCat(path, ": holds no token to predict (one token)"));
+    set->targets_ += n - 1;
+    set->windows_end_.push_back(set->windows() + (n - 1 + seq_len - 1) / seq_len);
+    set->files_.push_back(*std::move(tokens));
+  }
+  return set;
+}
+
+void ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) const {
+  const int64_t T = seq_len_;
+  out->size = count;
+  out->feature_dim = 0;
+  out->features.clear();
+  out->tokens.assign(count * T, 0);
+  out->targets.assign(count * T, kernels::cpu::kIgnoreIndex);
+  for (int64_t b = 0; b < count; ++b) {
+    const int64_t index = first + b;
+    const auto file = std::upper_bound(windows_end_.begin(), windows_end_.end(), index) - windows_end_.begin();
+    const std::vector<uint16_t>& tokens = files_[file];
+    const int64_t start = (index - (file == 0 ? 0 : windows_end_[file - 1])) * T;
+    // Positions whose target lies in the file; the rest keep token 0 and the ignore index.
+    const int64_t valid = std::min<int64_t>(T, static_cast<int64_t>(tokens.size()) - 1 - start);
+    for (int64_t t = 0; t < valid; ++t) {
+      out->tokens[b * T + t] = tokens[start + t];
+      out->targets[b * T + t] = tokens[start + t + 1];
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const v1::JobSpec& spec) {
+  const v1::ValidationData& v = spec.data().validation();
+  if (v.disabled() || v.paths().empty()) return std::unique_ptr<ValidationSet>();
+  absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(spec.model());
+  if (!config.ok()) return config.status();
+  absl::StatusOr<std::unique_ptr<ValidationSet>> set = ValidationSet::Load(
+      std::vector<std::string>(v.paths().begin(), v.paths().end()), config->seq_len(), config->vocab_size());
+  if (!set.ok()) return absl::Status(set.status().code(), absl::StrCat("data.validation: ", set.status().message()));
+  return set;
+}
+
+}  // namespace gradsync::data
