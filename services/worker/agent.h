@@ -127,6 +127,8 @@ class Agent {
   v1::HeartbeatRequest current_ ABSL_GUARDED_BY(mu_);
   // Where the generation's training loop is, for the heartbeat's activity.
   StepMarker marker_ ABSL_GUARDED_BY(mu_);
+  // What the generation has reached (TrainHooks::on_reached), reported with a failure.
+  v1::JobResult reached_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   // The running generation's communicator, so an abort can interrupt a collective in flight.
   comm::Communicator* comm_ ABSL_GUARDED_BY(mu_) = nullptr;
@@ -134,6 +136,8 @@ class Agent {
 
   std::atomic<bool> abort_{false};
   std::atomic<bool> checkpoint_requested_{false};
+  // The job is cancelled: the ranks stop at the next step boundary, saving the weights.
+  std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stop_{false};
   std::thread heartbeat_thread_;
   std::thread shutdown_watcher_;

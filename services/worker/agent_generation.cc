@@ -39,7 +39,9 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
                << a.generation();
   abort_ = false;
   checkpoint_requested_ = false;
+  stop_requested_ = false;
   absl::MutexLock lock(&mu_);
+  reached_.Clear();
   current_.set_job_id(a.job_id());
   current_.set_generation(a.generation());
   current_.set_rank(a.rank());
@@ -93,6 +95,11 @@ TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLo
   hooks.abort = &abort_;
   hooks.kv = kv;
   hooks.checkpoint_requested = &checkpoint_requested_;
+  hooks.stop = &stop_requested_;
+  hooks.on_reached = [this](const v1::JobResult& r) {
+    absl::MutexLock lock(&mu_);
+    reached_ = r;
+  };
   hooks.on_checkpoint = [this](const v1::ReportCheckpointRequest& r) { ReportCheckpoint(r); };
   hooks.epoch_seed = [this, job_id](int epoch) { return EpochSeed(job_id, epoch); };
   hooks.on_step = [this, job_id, generation](const v1::StepReport& r) {
@@ -165,6 +172,8 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOut
     {
       absl::MutexLock lock(&mu_);
       during_setup = marker_.step == 0;
+      // What the job reached before the failure, for the summary of a job that fails.
+      *report.mutable_result() = reached_;
     }
     report.set_error(outcome.status().ToString());
     report.set_during_setup(during_setup);

@@ -1,6 +1,7 @@
 // The agent's heartbeat: every interval the coordinator hears where the rank is (the step, the
 // collectives issued and finished, its activity, rank 0's progress) and may answer with a
-// checkpoint request, an abort, or a request to register again. A worker asked to register again
+// checkpoint request, a stop at the next step boundary (a cancel), an abort, or a request to
+// register again. A worker asked to register again
 // while its generation runs claims its rank back from the coordinator, which restarted; it goes on
 // training unless the claim is refused.
 #include "absl/status/status.h"
@@ -54,6 +55,11 @@ void Agent::SendHeartbeat() {
         GS_LOG(WARNING) << "coordinator aborts the generation: " << resp.reason();
       }
       AbortGeneration();
+      break;
+    case v1::HeartbeatResponse::STOP:
+      if (!stop_requested_.exchange(true)) {
+        GS_LOG(WARNING) << "coordinator stops the generation at the next step boundary: " << resp.reason();
+      }
       break;
     case v1::HeartbeatResponse::REREGISTER:
       GS_LOG(WARNING) << "coordinator asks to register again: " << resp.reason();

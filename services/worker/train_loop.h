@@ -57,6 +57,13 @@ struct TrainHooks {
   // Set from another thread (the coordinator asked) to checkpoint at the next step boundary; the
   // loop clears it once it has. All ranks agree on the step through the per-step all-reduce.
   std::atomic<bool>* checkpoint_requested = nullptr;
+  // Set from another thread (the coordinator cancels the job) to end the loop at the next step
+  // boundary as after its last step: the final checkpoint, then Finish's weights. All ranks agree
+  // on the step through the per-step all-reduce.
+  const std::atomic<bool>* stop = nullptr;
+  // Called by every rank after each optimizer step with what the job has reached: the steps, the
+  // first and the latest mean loss across ranks (equal on every rank). What a failing rank reports.
+  std::function<void(const v1::JobResult&)> on_reached;
   // Called by every rank after writing its part of a checkpoint.
   std::function<void(const v1::ReportCheckpointRequest&)> on_checkpoint;
   // Called by every rank as each step begins (for the heartbeat's account of where it is).
@@ -85,8 +92,8 @@ class TrainLoop {
   static absl::StatusOr<std::unique_ptr<TrainLoop>> Start(const TrainConfig& config, Replica& replica,
                                                           const TrainHooks& hooks);
 
-  // Whether every step of the job has run.
-  bool done() const { return at_.step >= total_; }
+  // Whether every step of the job has run, or the ranks agreed to stop (hooks.stop).
+  bool done() const { return stopped_ || at_.step >= total_; }
   // Runs the next step. ABORTED when hooks.abort is set; INTERNAL when the loss is not finite;
   // the model's, the communicator's, the checkpoint's and epoch_seed's errors; FAILED_PRECONDITION
   // once done(). After an error the loop must not be stepped again.
@@ -115,6 +122,7 @@ class TrainLoop {
     int64_t global_count = 0;
     double mean_loss = 0;
     bool checkpoint_voted = false;
+    bool stop_voted = false;
     double lr = 0;
     double grad_norm = 0;
   };
@@ -141,6 +149,7 @@ class TrainLoop {
 
   // Where training stands, and the epoch whose permutation is held.
   TrainPosition at_;
+  bool stopped_ = false;
   int epoch_ = -1;
   std::vector<int64_t> permutation_;
   nn::Batch batch_;

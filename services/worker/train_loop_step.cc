@@ -27,10 +27,12 @@ absl::Status TrainLoop::Step(GradSync sync) {
 
   const ddp::Position from = at_.data;
   Advance(*shard, f);
+  stopped_ = f.stop_voted;
   if (hooks_.on_samples) hooks_.on_samples(at_.step, from, *shard);
   if (absl::Status s = CheckpointIfDue(f.checkpoint_voted); !s.ok()) return s;
   LogProgress(f);
   result_.set_global_step(at_.step);
+  if (hooks_.on_reached) hooks_.on_reached(result_);
   ReportStep(f);
   return absl::OkStatus();
 }
@@ -77,15 +79,18 @@ absl::Status TrainLoop::ForwardBackward(const ddp::StepShard& shard, GradSync sy
 }
 
 // One small all-reduce carries the loss, the token count, and whether any rank wants a checkpoint
-// now, so every rank checkpoints after the same step.
+// now or to stop, so every rank checkpoints, and stops, after the same step.
 absl::Status TrainLoop::AgreeAcrossRanks(StepFigures* f) {
   const bool by_time = config_.rank == 0 && config_.checkpoint_every > absl::ZeroDuration() &&
                        absl::Now() - last_checkpoint_ >= config_.checkpoint_every;
   const bool asked = hooks_.checkpoint_requested != nullptr && hooks_.checkpoint_requested->load();
-  std::vector<double> reduced = {f->loss_sum, static_cast<double>(f->tokens), (by_time || asked) ? 1.0 : 0.0};
+  const bool stop = hooks_.stop != nullptr && hooks_.stop->load();
+  std::vector<double> reduced = {f->loss_sum, static_cast<double>(f->tokens), (by_time || asked) ? 1.0 : 0.0,
+                                 stop ? 1.0 : 0.0};
   if (absl::Status s = replica_.comm().AllReduceSum(std::span<double>(reduced)); !s.ok()) return s;
   f->mean_loss = reduced[0] / std::max(1.0, reduced[1]);
   f->checkpoint_voted = reduced[2] > 0;
+  f->stop_voted = reduced[3] > 0;
   if (!std::isfinite(f->mean_loss)) {
     return absl::InternalError(absl::StrFormat("loss is %f at step %d", f->mean_loss, f->step));
   }

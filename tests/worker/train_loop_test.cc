@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gloo_ranks.h"
 #include "gmock/gmock.h"
+#include "gradsync/ckpt/weights_file.h"
 #include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
 #include "replica_test_util.h"
@@ -175,6 +177,53 @@ TEST(TrainLoop, TheLastStepWritesOneCheckpoint) {
                                                    {"checkpoint.everySteps=13"}, (root / "b").string());
   EXPECT_EQ(at_end[0].checkpoints, (std::vector<int64_t>{13})) << "the last step, a multiple, writes once";
   EXPECT_TRUE(RunBothRanks("no-root", false)[0].checkpoints.empty());
+  fs::remove_all(root);
+}
+
+// A cancelled job stops at a step boundary as after its last step. Only rank 0 is asked (its
+// heartbeat came first); the per-step all-reduce makes both ranks stop after the same step, write
+// the final checkpoint there, and finish with the same digest and rank 0's weights.
+TEST(TrainLoop, AStopAskedOfOneRankEndsBothAfterTheSameStepWithTheFinalCheckpoint) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / absl::StrCat("train-loop-stop-", ::getpid());
+  fs::remove_all(root);
+  fs::remove(MlpAssignment(0).weights_path());
+  testing::CoordinatorServer server;
+  std::vector<RankRun> runs(2);
+  std::vector<int64_t> steps(2);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto kv = server.Kv("stop");
+      v1::Assignment a = MlpAssignment(rank);
+      a.set_checkpoint_root(root.string());
+      const TrainConfig config = ConfigOf(a);
+      auto replica = CreateReplica(config, CpuWorker(kv.get()));
+      ASSERT_TRUE(replica.ok()) << replica.status();
+      std::atomic<bool> never{false};
+      TrainHooks hooks;
+      hooks.kv = kv.get();
+      hooks.stop = rank == 0 ? &stop : &never;
+      hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
+      // Asked while step 4 runs: the vote of step 4 carries it.
+      hooks.on_step_begin = [&, rank](const StepMarker& m) {
+        if (rank == 0 && m.step == 4) stop = true;
+      };
+      hooks.on_checkpoint = [&](const v1::ReportCheckpointRequest& r) { runs[rank].checkpoints.push_back(r.step()); };
+      absl::StatusOr<TrainOutcome> outcome = Train(config, **replica, hooks);
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      steps[rank] = outcome->result.global_step();
+      runs[rank].digest = outcome->param_digest;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(steps, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(runs[0].checkpoints, (std::vector<int64_t>{4}));
+  EXPECT_EQ(runs[1].checkpoints, (std::vector<int64_t>{4}));
+  EXPECT_EQ(runs[0].digest, runs[1].digest);
+  auto weights = ckpt::LoadWeights(MlpAssignment(0).weights_path());
+  EXPECT_TRUE(weights.ok()) << weights.status();
   fs::remove_all(root);
 }
 
