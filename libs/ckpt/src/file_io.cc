@@ -1,6 +1,7 @@
 #include "file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -135,6 +136,35 @@ absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
   if (failed) return absl::InternalError(absl::StrCat("cannot read ", path));
   out.digest = DigestText(h);
   return out;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("cannot open", path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    absl::Status s = ErrnoStatus("cannot stat", path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, S_ISDIR(st.st_mode) ? ": is a directory, not a file" : ": is not a regular file"));
+  }
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  absl::Status s;
+  while (got < data.size() && s.ok()) {
+    const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) s = ErrnoStatus("cannot read", path);
+    if (n == 0) s = absl::DataLossError(absl::StrCat(path, ": shrank while it was read"));
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (!s.ok()) return s;
+  return data;
 }
 
 }  // namespace gradsync::ckpt

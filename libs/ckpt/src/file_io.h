@@ -62,4 +62,9 @@ struct FileDigest {
 // Streams the whole file. NOT_FOUND when it is missing.
 absl::StatusOr<FileDigest> DigestFile(const std::string& path);
 
+// The bytes of the regular file `path`. NOT_FOUND when it is missing; FAILED_PRECONDITION naming
+// the path when it is a directory or another non-regular file (which a stream would open and then
+// fail to read with an exception); otherwise the errno status of the failed call.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
 }  // namespace gradsync::ckpt

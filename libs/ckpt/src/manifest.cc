@@ -1,7 +1,5 @@
 // MANIFEST.json: the commit record of a checkpoint, and verification of the parts it lists.
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -51,19 +49,15 @@ absl::Status WriteManifest(const std::string& dir, const v1::CheckpointManifest&
 
 absl::StatusOr<v1::CheckpointManifest> ReadManifest(const std::string& dir) {
   const std::string path = ManifestPath(dir);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      return absl::NotFoundError(absl::StrCat(path, ": no manifest (the checkpoint was not committed)"));
-    }
-    return absl::InternalError(absl::StrCat("cannot read ", path));
+  absl::StatusOr<std::string> json = ReadWholeFile(path);
+  if (absl::IsNotFound(json.status())) {
+    return absl::NotFoundError(absl::StrCat(path, ": no manifest (the checkpoint was not committed)"));
   }
-  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!json.ok()) return json.status();
   v1::CheckpointManifest manifest;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
-  if (auto s = google::protobuf::util::JsonStringToMessage(json, &manifest, options); !s.ok()) {
+  if (auto s = google::protobuf::util::JsonStringToMessage(*json, &manifest, options); !s.ok()) {
     return absl::DataLossError(absl::StrCat(path, ": unreadable manifest: ", s.ToString()));
   }
   return manifest;

@@ -1,9 +1,6 @@
 #include "gradsync/ckpt/weights_file.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "file_io.h"
@@ -78,9 +75,9 @@ absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, co
 }
 
 absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<std::string> read = ReadWholeFile(path);
+  if (!read.ok()) return read.status();
+  const std::string& data = *read;
   if (data.size() < sizeof(kMagic) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError(absl::StrCat(path, ": not a gradsync weights file (bad magic)"));
   }
