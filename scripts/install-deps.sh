@@ -12,6 +12,7 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
   libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
+  libsentencepiece-dev  # libs/tokenizer's SentencePiece plugin (optional: the build goes on without it)
 )
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -19,6 +20,7 @@ test_packages=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: clang++ with libFuzzer and the sanitizers' runtimes
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   yamllint python3-yaml python3-jsonschema
+  sentencepiece  # tests/tokenizer: spm_train and spm_encode, the SentencePiece reference
   docker.io docker-compose debootstrap  # tests/cluster: the engine, Compose, and a base image offline
 )
 
