@@ -39,6 +39,7 @@ void SetTraining(const v1::TrainingSpec& t, TrainConfig* c) {
   c->lr.warmup_steps = t.warmup_steps();
   c->lr.min_lr_ratio = t.min_lr_ratio();
   c->log_every = t.log_every();
+  c->eval_every = t.eval_every();
 }
 
 void SetDdp(const v1::DdpSpec& d, spec::GradCompression compression, TrainConfig* c) {

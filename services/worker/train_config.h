@@ -55,6 +55,9 @@ struct TrainConfig {
 
   // Rank 0 logs and reports progress every this many steps.
   int log_every = 10;
+  // With validation data (spec.data.validation): the validation loss every this many steps (0:
+  // none by steps) and after the last step.
+  int64_t eval_every = 0;
 
   // Checkpoints: written under checkpoint_root every checkpoint_every_steps steps (0: not by
   // steps) and when checkpoint_every has passed since the last (zero: not by time); training

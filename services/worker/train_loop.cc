@@ -71,6 +71,9 @@ absl::Status TrainLoop::Prepare() {
   auto dataset = data::CreateDataset(config_.spec);
   if (!dataset.ok()) return dataset.status();
   dataset_ = *std::move(dataset);
+  auto evaluator = Evaluator::Create(config_, replica_.comm().size());
+  if (!evaluator.ok()) return evaluator.status();
+  evaluator_ = *std::move(evaluator);
   auto reducer = ddp::Reducer::Create(model.layout(), model.grads(), &replica_.comm(), config_.reducer);
   if (!reducer.ok()) return reducer.status();
   reducer_ = *std::move(reducer);

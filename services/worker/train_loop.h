@@ -6,7 +6,8 @@
 //           micro-batch with the reducer overlapping the all-reduce, one small all-reduce of the
 //           loss, token count and checkpoint vote, the learning rate, clipping and AdamW; then the
 //           hooks, rank 0's log line and progress, and a checkpoint when due or asked for (always
-//           after the last step, with a checkpoint root);
+//           after the last step, with a checkpoint root), and the validation loss when due
+//           (evaluator.h);
 //   Finish  the digest of the synchronised parameters, rank 0's weights file, the result.
 //
 // Train runs it to the end (the worker); gradsync-bench ddp drives it step by step. Every rank of
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
+#include "evaluator.h"
 #include "replica.h"
 #include "train_checkpoint.h"
 #include "train_config.h"
@@ -125,6 +128,8 @@ class TrainLoop {
     bool stop_voted = false;
     double lr = 0;
     double grad_norm = 0;
+    // The validation loss, when the ranks evaluated after this step.
+    std::optional<double> validation_loss;
   };
 
   TrainLoop(const TrainConfig& config, Replica& replica, const TrainHooks& hooks);
@@ -135,6 +140,8 @@ class TrainLoop {
   absl::Status AgreeAcrossRanks(StepFigures* f);
   void Advance(const ddp::StepShard& shard, const StepFigures& f);
   absl::Status CheckpointIfDue(bool voted);
+  // The validation loss when due (train_loop_eval.cc): into the figures and the result.
+  absl::Status EvaluateIfDue(StepFigures* f);
   void LogProgress(const StepFigures& f);
   void ReportStep(const StepFigures& f);
 
@@ -143,6 +150,7 @@ class TrainLoop {
   const TrainHooks& hooks_;
   std::unique_ptr<data::Dataset> dataset_;
   std::unique_ptr<ddp::Reducer> reducer_;
+  std::unique_ptr<Evaluator> evaluator_;
   ddp::ShardConfig shard_;
   nn::LrSchedule schedule_;
   int64_t total_ = 0;

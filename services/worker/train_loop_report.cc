@@ -41,11 +41,13 @@ absl::Status TrainLoop::CheckpointIfDue(bool voted) {
 // Rank 0, after the first step, every log_every steps and the last: the log line and the job's
 // progress, with the throughput since the last time.
 void TrainLoop::LogProgress(const StepFigures& f) {
-  if (config_.rank != 0 || !(at_.step % config_.log_every == 0 || done() || f.step == 0)) return;
+  const bool due = at_.step % config_.log_every == 0 || done() || f.step == 0 || f.validation_loss.has_value();
+  if (config_.rank != 0 || !due) return;
   const double secs = absl::ToDoubleSeconds(absl::Now() - window_start_);
   const double sps = secs > 0 ? static_cast<double>(window_samples_) / secs : 0.0;
-  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s", at_.step,
-                                  total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps);
+  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s%s", at_.step,
+                                  total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps,
+                                  f.validation_loss ? absl::StrFormat(" | val loss %.4f", *f.validation_loss) : "");
   if (hooks_.on_progress) {
     v1::JobProgress p;
     p.set_step(at_.step);
@@ -54,6 +56,10 @@ void TrainLoop::LogProgress(const StepFigures& f) {
     p.set_loss(f.mean_loss);
     p.set_samples_per_second(sps);
     p.set_tokens_per_second(sps * static_cast<double>(config_.tokens_per_sample));
+    if (const std::optional<Evaluation>& e = evaluator_->last()) {
+      p.set_validation_loss(e->loss);
+      p.set_validation_step(e->step);
+    }
     hooks_.on_progress(p);
   }
   window_start_ = absl::Now();
@@ -74,6 +80,7 @@ void TrainLoop::ReportStep(const StepFigures& f) {
   report.set_compute_seconds(f.compute_seconds);
   report.set_grad_norm(f.grad_norm);
   report.set_learning_rate(f.lr);
+  if (f.validation_loss) report.set_validation_loss(*f.validation_loss);
   FillTimeline(reducer_->timeline(), &report);
   hooks_.on_step(report);
 }

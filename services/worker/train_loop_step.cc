@@ -30,6 +30,7 @@ absl::Status TrainLoop::Step(GradSync sync) {
   stopped_ = f.stop_voted;
   if (hooks_.on_samples) hooks_.on_samples(at_.step, from, *shard);
   if (absl::Status s = CheckpointIfDue(f.checkpoint_voted); !s.ok()) return s;
+  if (absl::Status s = EvaluateIfDue(&f); !s.ok()) return s;
   LogProgress(f);
   result_.set_global_step(at_.step);
   if (hooks_.on_reached) hooks_.on_reached(result_);

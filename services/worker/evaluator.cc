@@ -1,0 +1,48 @@
+#include "evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace gradsync::worker {
+
+absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const TrainConfig& config, int world_size) {
+  auto evaluator = std::make_unique<Evaluator>();
+  absl::StatusOr<std::unique_ptr<data::ValidationSet>> set = data::CreateValidationSet(config.spec);
+  if (!set.ok()) return set.status();
+  evaluator->set_ = *std::move(set);
+  evaluator->every_ = config.eval_every;
+  if (evaluator->enabled()) {
+    evaluator->shard_ = ddp::EvalShardFor(evaluator->set_->windows(), std::max(1, config.sampler.micro_batch),
+                                          world_size, config.rank);
+  }
+  return evaluator;
+}
+
+bool Evaluator::Due(int64_t step, bool last) const {
+  return enabled() && (last || (every_ > 0 && step % every_ == 0));
+}
+
+absl::StatusOr<Evaluation> Evaluator::Evaluate(int64_t step, nn::Model& model, comm::Communicator& comm) {
+  // Each batch's sum comes from the model in double; the batches are the same at every world size.
+  std::vector<double> sums = {0.0, 0.0};
+  for (int64_t first = shard_.first; first < shard_.end; first += shard_.batch) {
+    set_->Fill(first, std::min(shard_.batch, shard_.end - first), &batch_);
+    absl::StatusOr<nn::LossSum> loss = model.Evaluate(batch_);
+    if (!loss.ok()) return loss.status();
+    sums[0] += loss->sum;
+    sums[1] += static_cast<double>(loss->count);
+  }
+  if (absl::Status s = comm.AllReduceSum(std::span<double>(sums)); !s.ok()) return s;
+  const double mean = sums[0] / std::max(1.0, sums[1]);
+  if (!std::isfinite(mean)) {
+    return absl::InternalError(absl::StrFormat("validation loss is %f after step %d", mean, step));
+  }
+  last_ = Evaluation{step, mean};
+  return *last_;
+}
+
+}  // namespace gradsync::worker
