@@ -135,6 +135,14 @@ int CancelCommand(const std::vector<std::string>& argv) {
   JobClient& client = **connected;
   auto job = client.Cancel(args->positional[0]);
   if (!job.ok()) return Fail(job.status());
+  if (!IsTerminal(job->state())) {
+    // A running job stops at its next step boundary and saves its weights first: wait for its end
+    // (the coordinator bounds it, --cancel_grace_ms).
+    std::fprintf(stderr, "%s %s: %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str(),
+                 job->state_reason().c_str());
+    job = client.Watch(job->name(), [](const v1::Job&) {}, nullptr);
+    if (!job.ok()) return Fail(job.status());
+  }
   std::printf("%s %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str());
   return 0;
 }

@@ -150,8 +150,12 @@ int RunCommand(const std::vector<std::string>& argv) {
 
   int code = 0;
   if (interrupted) {
-    std::fprintf(stderr, "interrupted: stopping the local cluster\n");
-    (void)client.Cancel(created->name());
+    std::fprintf(stderr, "interrupted: the job stops at the next step boundary and saves its weights\n");
+    // The cluster stays up until the ranks have saved (the coordinator bounds the wait).
+    if (auto cancelled = client.Cancel(created->name()); cancelled.ok() && !IsTerminal(cancelled->state())) {
+      (void)client.Watch(created->name(), [](const v1::Job&) {}, nullptr);
+    }
+    std::fprintf(stderr, "stopping the local cluster\n");
     code = 130;
   } else if (broken) {
     std::fprintf(stderr, "the local cluster failed: %s\n", std::string(alive.message()).c_str());

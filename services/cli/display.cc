@@ -92,6 +92,12 @@ std::string SummaryText(const v1::Job& job) {
   std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
   if (job.state() != v1::SUCCEEDED) {
     absl::StrAppend(&out, "  reason      ", job.state_reason(), "\n");
+    // What a failed or cancelled job reached; a cancelled job's ranks may also have saved weights.
+    if (r.global_step() > 0) {
+      absl::StrAppend(&out, absl::StrFormat("  reached     step %d, loss %.4f -> %.4f\n", r.global_step(),
+                                            r.initial_loss(), r.final_loss()));
+    }
+    if (!r.weights_path().empty()) absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
     return out;
   }
   absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks in %.1fs\n", r.global_step(), r.world_size(),

@@ -47,6 +47,9 @@ absl::StatusOr<pid_t> Spawn(const ChildSpec& spec) {
   if (pid == 0) {
     // Between fork and exec only async-signal-safe calls.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Its own process group: a Ctrl-C at the terminal reaches the CLI alone, which cancels the job
+    // so that the workers save its weights at a step boundary before it stops them.
+    ::setpgid(0, 0);
     if (::getppid() != parent) ::_exit(127);
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);

@@ -273,8 +273,23 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& name) {
   if (rt->ended()) {
     return PreconditionLocked(*rt, absl::StrCat("job ", rt->id(), " already ended: ", v1::JobState_Name(rt->state())));
   }
-  FinishLocked(rt, v1::CANCELLED, "Cancelled", "cancelled by request");
-  ScheduleLocked();
+  const Generation* gen = rt->generation();
+  const bool stop_first = rt->state() == v1::RUNNING && gen != nullptr && gen->adoption() == nullptr &&
+                          options_.cancel_grace > absl::ZeroDuration() && !rt->stopping();
+  if (stop_first) {
+    // The ranks hear it on their next heartbeat (STOP) and stop at a step boundary, saving the
+    // weights; their result ends the job (CompleteLocked), or CheckStopsLocked at the deadline.
+    rt->RequestStop(options_.clock() + options_.cancel_grace);
+    rt->SetReason("cancelling: the ranks stop at the next step boundary and save the weights");
+    AddEventLocked(rt, "CancelRequested",
+                   absl::StrCat("the ranks stop at the next step boundary and write the final checkpoint and "
+                                "weights; aborted if they have not within ",
+                                absl::FormatDuration(options_.cancel_grace)));
+    TouchLocked(rt);
+  } else {
+    FinishLocked(rt, v1::CANCELLED, "Cancelled", "cancelled by request");
+    ScheduleLocked();
+  }
   const std::string id = rt->id();
   if (absl::Status s = lock.Commit(); !s.ok()) return s;
   return StoredJob(id);

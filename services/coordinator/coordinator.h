@@ -60,6 +60,10 @@ struct CoordinatorOptions {
   // A generation whose ranks finish no collective and no step for this long (or for three step
   // times, if longer) is stalled: an event names the rank behind and where the others wait.
   absl::Duration stall_timeout = absl::Seconds(5);
+  // A running job that is cancelled stops at its ranks' next step boundary, writing the final
+  // checkpoint and weights; if its ranks have not all reported within this, the generation is
+  // aborted and the job ends CANCELLED without them. Zero: cancels abort at once.
+  absl::Duration cancel_grace = absl::Seconds(30);
   // What a worker gives one job's model (parameters, gradients, AdamW's moments: model_budget.h);
   // a larger model is refused at submission.
   int64_t max_model_bytes = kDefaultMaxModelBytes;
@@ -91,7 +95,10 @@ class Coordinator {
   absl::StatusOr<v1::Job> GetJob(const std::string& name);
   // INVALID_ARGUMENT for a negative page size or an unknown page token.
   absl::StatusOr<v1::ListJobsResponse> ListJobs(int page_size, const std::string& page_token);
-  // FAILED_PRECONDITION if the job already ended.
+  // A job that waits ends CANCELLED at once. A running one goes on RUNNING ("cancelling: ...")
+  // while its ranks stop at the next step boundary, write the final checkpoint and weights and
+  // report, then ends CANCELLED with that result; a second cancel, or cancel_grace running out,
+  // aborts the ranks and ends it at once. FAILED_PRECONDITION if the job already ended.
   absl::StatusOr<v1::Job> CancelJob(const std::string& name);
   // Waits up to `timeout` for the job to change after version `seen` (0 returns at once).
   // Returns the job and its new version.
@@ -249,6 +256,8 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Flags running generations that made no progress for too long, naming who holds them up.
   void CheckStallsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends CANCELLED the cancelled jobs whose ranks did not stop within cancel_grace.
+  void CheckStopsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Declares worker `id` lost at `now`: its generation fails and its lease ends.
   void LoseWorkerLocked(const std::string& id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -13,6 +13,10 @@ namespace gradsync::coordinator {
 
 void Coordinator::RestartOrFailLocked(JobRuntime* rt, const std::string& type, const std::string& reason,
                                       bool retryable) {
+  if (rt->stopping()) {
+    FinishLocked(rt, v1::CANCELLED, "Cancelled", absl::StrCat("cancelled by request; while stopping, ", reason));
+    return;
+  }
   const int budget = rt->restart_budget();
   if (!retryable || !rt->CanRestart()) {
     FinishLocked(rt, v1::FAILED, type,
@@ -75,7 +79,7 @@ void Coordinator::CommitCheckpointLocked(JobRuntime* rt, const v1::CheckpointMan
                  absl::StrFormat("step %d: %.1f MiB from %d ranks in %.2fs (%s)", m.step(), m.total_bytes() / 1048576.0,
                                  m.world_size(), m.duration_seconds(), m.dir()));
   TouchLocked(rt);
-  if (rt->generation()->scale_up_requested()) {
+  if (rt->generation()->scale_up_requested() && !rt->stopping()) {
     RescaleLocked(rt);
     ScheduleLocked();
   }

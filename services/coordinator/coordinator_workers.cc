@@ -90,6 +90,10 @@ v1::HeartbeatResponse Coordinator::Heartbeat(const v1::HeartbeatRequest& request
     return resp;
   }
   resp.set_checkpoint_requested(rt->checkpoint_requested());
+  if (rt->stopping()) {
+    resp.set_action(v1::HeartbeatResponse::STOP);
+    resp.set_reason("the job is cancelled: stop at the next step boundary and save the weights");
+  }
   if (w->Holds(request.job_id(), request.generation())) RecordBeatLocked(rt, *w, request);
   return resp;
 }
@@ -132,6 +136,7 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
     if (absl::Status s = gen->CheckReporter(request.worker_id(), request.rank()); !s.ok()) return s;
   }
   if (gen != nullptr && !request.error().empty()) {
+    rt->NoteReached(request.result());
     const RankFailure failure = RankFailureOf(request, rt);
     RestartOrFailLocked(rt, "RankFailed", failure.reason, failure.retryable);
   } else if (gen != nullptr && gen->AddResult(request)) {
@@ -151,6 +156,12 @@ void Coordinator::CompleteLocked(JobRuntime* rt) {
   // Every rank has reported and is free already: nobody to tell to abort.
   const std::unique_ptr<Generation> done = rt->EndGeneration();
   kv_.DropNamespace(done->kv_namespace());
+  if (rt->stopping()) {
+    FinishLocked(rt, v1::CANCELLED, "Cancelled",
+                 absl::StrFormat("cancelled by request: stopped at step %d, final loss %.4f, weights in %s",
+                                 agreed->global_step(), agreed->final_loss(), agreed->weights_path()));
+    return;
+  }
   FinishLocked(rt, v1::SUCCEEDED, "Succeeded",
                absl::StrFormat("%d steps, final loss %.4f, %d ranks agree on %s", agreed->global_step(),
                                agreed->final_loss(), done->world_size(), agreed->param_digest()));
@@ -184,6 +195,17 @@ void Coordinator::CheckLeases() {
   // Also on quiet ticks: an elastic job's last call and scale-up delay run out with time alone.
   ScheduleLocked();
   CheckStallsLocked();
+  CheckStopsLocked();
+}
+
+void Coordinator::CheckStopsLocked() {
+  const absl::Time now = options_.clock();
+  for (auto& [id, rt] : jobs_) {
+    if (rt.ended() || !rt.stopping() || now < rt.stop_deadline()) continue;
+    FinishLocked(&rt, v1::CANCELLED, "Cancelled",
+                 absl::StrCat("cancelled by request; the ranks did not stop within ",
+                              absl::FormatDuration(options_.cancel_grace), ": aborted without saving the weights"));
+  }
 }
 
 void Coordinator::LoseWorkerLocked(const std::string& id, absl::Time now) {

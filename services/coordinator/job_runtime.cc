@@ -64,6 +64,31 @@ bool JobRuntime::SetReason(const std::string& reason) {
 void JobRuntime::Finish(v1::JobState state, const std::string& reason) {
   job_.set_state(state);
   job_.set_state_reason(reason);
+  stop_deadline_.reset();
+  if (state == v1::SUCCEEDED || job_.has_result()) return;
+  // No rank reported a result: what the job reached, from the furthest report of it.
+  v1::JobResult r = reached_;
+  const v1::JobProgress& p = job_.progress();
+  if (p.step() > r.global_step()) {
+    r.set_global_step(p.step());
+    r.set_final_loss(p.loss());
+  }
+  if (r.initial_loss() == 0 && !job_.checkpoints().empty()) {
+    r.set_initial_loss(job_.checkpoints().rbegin()->initial_loss());
+  }
+  if (r.global_step() > 0) *job_.mutable_result() = r;
+}
+
+void JobRuntime::SetProgress(const v1::JobProgress& progress) {
+  *job_.mutable_progress() = progress;
+  if (progress.step() == 1) reached_.set_initial_loss(progress.loss());
+}
+
+void JobRuntime::NoteReached(const v1::JobResult& reached) {
+  if (reached.global_step() < reached_.global_step()) return;
+  const double initial = reached_.initial_loss();
+  reached_ = reached;
+  if (reached_.initial_loss() == 0) reached_.set_initial_loss(initial);
 }
 
 int JobRuntime::restart_budget() const {

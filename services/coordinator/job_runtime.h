@@ -68,8 +68,21 @@ class JobRuntime {
   // Whether a rank of the job failed during setup on `worker_id`: the scheduler tries the others
   // first.
   bool FailedSetupOn(const std::string& worker_id) const { return setup_failed_on_.count(worker_id) > 0; }
-  void SetProgress(const v1::JobProgress& progress) { *job_.mutable_progress() = progress; }
+  // Rank 0's latest progress; the first step's loss is the job's initial loss.
+  void SetProgress(const v1::JobProgress& progress);
   void SetResult(const v1::JobResult& result) { *job_.mutable_result() = result; }
+  // What a failing rank reported the job had reached (the step, the first and latest loss); the
+  // furthest is kept. A job that ends without the ranks' result (FAILED, or CANCELLED with its
+  // ranks aborted) reports the furthest of these, its progress and its checkpoints (Finish).
+  void NoteReached(const v1::JobResult& reached);
+
+  // --- Cancelling a running job. ---
+
+  // The job is cancelled while its generation runs: its ranks stop at their next step boundary,
+  // saving the weights, until `deadline`, after which the generation is aborted.
+  void RequestStop(absl::Time deadline) { stop_deadline_ = deadline; }
+  bool stopping() const { return stop_deadline_.has_value(); }
+  absl::Time stop_deadline() const { return stop_deadline_.value_or(absl::InfiniteFuture()); }
 
   // --- Generations. ---
 
@@ -121,6 +134,8 @@ class JobRuntime {
   bool checkpoint_requested_ = false;
   int64_t checkpoints_committed_ = 0;
   int64_t checkpoint_bytes_total_ = 0;
+  v1::JobResult reached_;
+  std::optional<absl::Time> stop_deadline_;
   // Elastic jobs: when enough workers for minWorkers became idle (the last call's start).
   std::optional<absl::Time> quorum_since_;
   // Workers on which a rank of the job failed during setup (since this coordinator started).

@@ -76,6 +76,9 @@ ABSL_FLAG(int64_t, adopt_grace_ms, -1,
 ABSL_FLAG(int64_t, stall_timeout_ms, 5000,
           "a generation with no finished collective or step for this long (or three step times) gets a "
           "Stalled event naming the rank behind");
+ABSL_FLAG(int64_t, cancel_grace_ms, 30000,
+          "a cancelled running job stops at its ranks' next step boundary, saving the weights; past this "
+          "its ranks are aborted (0: cancels abort at once)");
 ABSL_FLAG(int64_t, rendezvous_last_call_ms, 2000,
           "elastic jobs: once minWorkers are idle, how long to wait for more before starting with fewer");
 ABSL_FLAG(int64_t, scale_up_delay_s, 30,
@@ -135,6 +138,7 @@ absl::StatusOr<gradsync::coordinator::CoordinatorOptions> OptionsFromFlags() {
   options.rendezvous_last_call = absl::Milliseconds(absl::GetFlag(FLAGS_rendezvous_last_call_ms));
   options.scale_up_delay = absl::Seconds(absl::GetFlag(FLAGS_scale_up_delay_s));
   options.stall_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
+  options.cancel_grace = absl::Milliseconds(std::max<int64_t>(0, absl::GetFlag(FLAGS_cancel_grace_ms)));
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
   return options;
 }

@@ -199,6 +199,130 @@ TEST_F(CoordinatorTest, CancelEndsAPendingOrRunningJobOnce) {
   EXPECT_EQ(c_->CancelJob("jobs/nope").status().code(), absl::StatusCode::kNotFound);
 }
 
+v1::HeartbeatRequest Beat(const std::string& worker, const v1::Assignment& a) {
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(worker);
+  hb.set_job_id(a.job_id());
+  hb.set_generation(a.generation());
+  hb.set_rank(a.rank());
+  return hb;
+}
+
+// A cancel used to end a running job at once and abort its ranks: no weights, no final checkpoint.
+// Now the ranks hear STOP, stop at a step boundary, save and report; their result ends the job
+// CANCELLED, with the weights path and the step reached.
+TEST_F(CoordinatorTest, CancellingARunningJobStopsItsRanksAndEndsCancelledWithTheirResult) {
+  std::string w0 = Register("h0"), w1 = Register("h1");
+  v1::Job job = Submit(2);
+  v1::Assignment a0 = Take(w0), a1 = Take(w1);
+  auto cancelling = c_->CancelJob(job.name());
+  ASSERT_TRUE(cancelling.ok()) << cancelling.status();
+  EXPECT_EQ(cancelling->state(), v1::RUNNING);
+  EXPECT_EQ(cancelling->state_reason(), "cancelling: the ranks stop at the next step boundary and save the weights");
+  EXPECT_EQ(cancelling->events().rbegin()->type(), "CancelRequested");
+  EXPECT_EQ(c_->Heartbeat(Beat(w0, a0)).action(), v1::HeartbeatResponse::STOP);
+  EXPECT_EQ(c_->Heartbeat(Beat(w1, a1)).action(), v1::HeartbeatResponse::STOP);
+  Report(w1, a1, "fnv1a64:00000000000000aa");
+  EXPECT_EQ(State(job), v1::RUNNING);
+  v1::ReportResultRequest r;
+  r.set_worker_id(w0);
+  r.set_job_id(a0.job_id());
+  r.set_generation(1);
+  r.set_param_digest("fnv1a64:00000000000000aa");
+  r.mutable_result()->set_global_step(4);
+  r.mutable_result()->set_weights_path(a0.weights_path());
+  ASSERT_TRUE(c_->ReportResult(r).ok());
+  auto done = c_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::CANCELLED);
+  EXPECT_EQ(done->result().global_step(), 4);
+  EXPECT_EQ(done->result().weights_path(), a0.weights_path());
+  EXPECT_NE(done->state_reason().find("cancelled by request: stopped at step 4"), std::string::npos)
+      << done->state_reason();
+  EXPECT_EQ(State(Submit(2)), v1::RUNNING) << "both workers are free again";
+}
+
+// Ranks that never stop (a hung collective) do not hold a cancel up beyond the grace; nor does a
+// second cancel wait; a rank failing meanwhile ends the job CANCELLED, not restarted.
+TEST_F(CoordinatorTest, ACancelAbortsRanksThatDoNotStopInTime) {
+  std::string w0 = Register("h0"), w1 = Register("h1");
+  v1::Job slow = Submit(2);
+  v1::Assignment a0 = Take(w0), a1 = Take(w1);
+  ASSERT_TRUE(c_->CancelJob(slow.name()).ok());
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(State(slow), v1::RUNNING) << "after " << 2 * i << "s";
+    c_->Heartbeat(Beat(w0, a0));
+    c_->Heartbeat(Beat(w1, a1));
+    now_ += absl::Seconds(2);
+    c_->CheckLeases();
+  }
+  auto done = c_->GetJob(slow.id());
+  EXPECT_EQ(done->state(), v1::CANCELLED);
+  EXPECT_NE(done->state_reason().find("did not stop within 30s"), std::string::npos) << done->state_reason();
+  EXPECT_EQ(c_->Heartbeat(Beat(w0, a0)).action(), v1::HeartbeatResponse::ABORT);
+  Report(w0, a0, "", "ABORTED: aborted by the coordinator at step 3");
+  Report(w1, a1, "", "ABORTED: aborted by the coordinator at step 3");
+
+  v1::Job twice = Submit(2);
+  v1::Assignment b0 = Take(w0), b1 = Take(w1);
+  ASSERT_TRUE(c_->CancelJob(twice.name()).ok());
+  auto again = c_->CancelJob(twice.name());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->state(), v1::CANCELLED);
+  Report(w0, b0, "", "ABORTED: aborted by the coordinator at step 3");
+  Report(w1, b1, "", "ABORTED: aborted by the coordinator at step 3");
+
+  v1::Job failing = Submit(2);
+  v1::Assignment c0 = Take(w0);
+  Take(w1);
+  ASSERT_TRUE(c_->CancelJob(failing.name()).ok());
+  Report(w0, c0, "", "UNAVAILABLE: allreduce #7 on rank 0 of 2 failed: connection reset");
+  auto ended = c_->GetJob(failing.id());
+  EXPECT_EQ(ended->state(), v1::CANCELLED);
+  EXPECT_EQ(ended->restarts(), 0);
+}
+
+// A FAILED job's summary said step 0 and losses 0. It reports what was reached: the failing rank's
+// figures (every rank holds the step and the losses agreed across ranks), else rank 0's progress.
+TEST_F(CoordinatorTest, AFailedJobReportsTheStepAndLossesItReached) {
+  std::string w0 = Register("h0");
+  v1::Job job = Submit(1);
+  v1::Assignment a = Take(w0);
+  v1::ReportResultRequest r;
+  r.set_worker_id(w0);
+  r.set_job_id(a.job_id());
+  r.set_generation(1);
+  r.set_error("INVALID_ARGUMENT: loss is inf at step 7");
+  r.mutable_result()->set_global_step(7);
+  r.mutable_result()->set_initial_loss(2.5);
+  r.mutable_result()->set_final_loss(1.25);
+  ASSERT_TRUE(c_->ReportResult(r).ok());
+  auto failed = c_->GetJob(job.id());
+  EXPECT_EQ(failed->state(), v1::FAILED);
+  EXPECT_EQ(failed->result().global_step(), 7);
+  EXPECT_EQ(failed->result().initial_loss(), 2.5);
+  EXPECT_EQ(failed->result().final_loss(), 1.25);
+
+  // Lost without a report: the progress rank 0's heartbeats carried.
+  v1::JobSpec spec;
+  spec.mutable_training()->set_max_steps(10);
+  spec.mutable_training()->set_max_restarts(0);
+  v1::Job lost = *c_->CreateJob(spec);
+  v1::Assignment b = Take(w0);
+  for (auto [step, loss] : {std::pair{1, 3.0}, std::pair{5, 2.0}}) {
+    v1::HeartbeatRequest hb = Beat(w0, b);
+    hb.mutable_progress()->set_step(step);
+    hb.mutable_progress()->set_loss(loss);
+    c_->Heartbeat(hb);
+  }
+  now_ += absl::Seconds(7);
+  c_->CheckLeases();
+  auto gone = c_->GetJob(lost.id());
+  EXPECT_EQ(gone->state(), v1::FAILED);
+  EXPECT_EQ(gone->result().global_step(), 5);
+  EXPECT_EQ(gone->result().initial_loss(), 3.0);
+  EXPECT_EQ(gone->result().final_loss(), 2.0);
+}
+
 TEST_F(CoordinatorTest, BackfillsSmallerJobsBehindALargeOne) {
   Register("h0");
   v1::Job big = Submit(2);
