@@ -59,6 +59,9 @@ struct TrainingMetrics::JobHandles {
   std::map<int32_t, RankHandles> ranks;
   // The newest (generation, step) published: the gauges follow it, not steps published late.
   std::pair<int32_t, int64_t> newest{-1, -1};
+  // Null until the job's first validation loss; then the newest step that carried one.
+  prometheus::Gauge* validation_loss = nullptr;
+  std::pair<int32_t, int64_t> newest_validation{-1, -1};
 };
 
 TrainingMetrics::TrainingMetrics(size_t max_label_sets)
@@ -81,6 +84,9 @@ TrainingMetrics::TrainingMetrics(size_t max_label_sets)
                        "Global gradient norm of the newest step.")),
       learning_rate_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_learning_rate",
                            "Learning rate of the newest step.")),
+      validation_loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_validation_loss",
+                             "Exact mean loss over the job's validation set after the newest evaluated step "
+                             "(every rank's share all-reduced).")),
       partial_steps_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_partial_steps_total",
                            "Steps published without every rank's report (timed out).")),
       reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_reports_total",
@@ -142,6 +148,8 @@ TrainingMetrics::JobHandles* TrainingMetrics::Job(const std::string& job_id) {
                                                      &late_reports_.Add(l),
                                                      &duplicate_reports_.Add(l),
                                                      {},
+                                                     {-1, -1},
+                                                     nullptr,
                                                      {-1, -1}});
   return jobs_.emplace(job_id, std::move(job)).first->second.get();
 }
@@ -194,6 +202,11 @@ void TrainingMetrics::RecordStep(const v1::ReducedStep& step) {
     if (RankHandles* rank = Rank(job, step.job_id(), r); rank != nullptr) rank->stragglers->Increment();
   }
   const std::pair<int32_t, int64_t> key{step.generation(), step.step()};
+  if (step.has_validation_loss() && key >= job.newest_validation) {
+    if (job.validation_loss == nullptr) job.validation_loss = &validation_loss_.Add({{"training_job", step.job_id()}});
+    job.validation_loss->Set(step.validation_loss());
+    job.newest_validation = key;
+  }
   if (key < job.newest) return;
   job.newest = key;
   job.loss->Set(step.loss());
@@ -226,6 +239,7 @@ void TrainingMetrics::ForgetJob(const std::string& job_id) {
   step_duration_.Remove(job.step_duration);
   grad_norm_.Remove(job.grad_norm);
   learning_rate_.Remove(job.learning_rate);
+  if (job.validation_loss != nullptr) validation_loss_.Remove(job.validation_loss);
   partial_steps_.Remove(job.partial_steps);
   reports_.Remove(job.reports);
   late_reports_.Remove(job.late_reports);

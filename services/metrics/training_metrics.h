@@ -73,6 +73,8 @@ class TrainingMetrics {
   prometheus::Family<prometheus::Histogram>& step_duration_;
   prometheus::Family<prometheus::Gauge>& grad_norm_;
   prometheus::Family<prometheus::Gauge>& learning_rate_;
+  // Made for a job at its first validation loss, so a job without validation data has none.
+  prometheus::Family<prometheus::Gauge>& validation_loss_;
   prometheus::Family<prometheus::Counter>& partial_steps_;
   prometheus::Family<prometheus::Counter>& reports_;
   prometheus::Family<prometheus::Counter>& late_reports_;

@@ -35,6 +35,7 @@ v1::ReducedStep ReduceStep(const std::map<int32_t, v1::StepReport>& reports, int
   out.set_world_size(world_size);
   out.set_grad_norm(first.grad_norm());
   out.set_learning_rate(first.learning_rate());
+  if (first.has_validation_loss()) out.set_validation_loss(first.validation_loss());
   for (int32_t rank = 0; rank < world_size; ++rank) {
     if (!reports.contains(rank)) out.add_missing_ranks(rank);
   }
