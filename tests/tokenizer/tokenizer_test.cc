@@ -205,5 +205,14 @@ TEST_F(TokenizerTest, LoadTokenizerTellsKindsApart) {
   EXPECT_EQ(KindName(TokenizerKind::kSentencePiece), "sentencepiece");
 }
 
+TEST(ByteTokenizer, OneIdPerByte) {
+  const std::unique_ptr<Tokenizer> t = MakeByteTokenizer();
+  EXPECT_EQ(t->kind(), TokenizerKind::kBytes);
+  EXPECT_EQ(t->vocab_size(), 256);
+  EXPECT_THAT(*t->Encode("a\xFF"), ElementsAre('a', 255));
+  EXPECT_EQ(*t->Decode(std::vector<int32_t>{'a', 255}), "a\xFF");
+  EXPECT_EQ(t->Decode(std::vector<int32_t>{256}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace gradsync::tokenizer

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/data/shards_info.h"
 #include "gradsync/data/token_shard.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
 
@@ -21,6 +22,9 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
   ds->seq_len_ = seq_len;
   int64_t total = 0;
   for (const std::string& path : *paths) {
+    if (shards) {
+      if (absl::Status s = CheckShardsVocab(path, vocab_size); !s.ok()) return s;
+    }
     auto tokens = shards ? ReadShard(path, vocab_size) : ReadTextTokens(path);
     if (!tokens.ok()) return tokens.status();
     total += static_cast<int64_t>(tokens->size());

@@ -107,10 +107,16 @@ absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const
   return written;
 }
 
-absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path) {
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   auto bytes = ReadDataFile(path, kMaxDataFileBytes);
   if (!bytes.ok()) return bytes.status();
   if (bytes->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
+  return bytes;
+}
+
+absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path) {
+  auto bytes = ReadTextFile(path);
+  if (!bytes.ok()) return bytes.status();
   std::vector<uint16_t> tokens(bytes->size());
   for (size_t i = 0; i < bytes->size(); ++i) tokens[i] = static_cast<unsigned char>((*bytes)[i]);
   return tokens;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/data/shards_info.h"
 #include "gradsync/data/token_dataset.h"
 #include "gradsync/data/token_shard.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
@@ -19,6 +20,7 @@ absl::StatusOr<std::unique_ptr<ValidationSet>> ValidationSet::Load(const std::ve
   set->seq_len_ = seq_len;
   int64_t total = 0;
   for (const std::string& path : *paths) {
+    if (absl::Status s = CheckShardsVocab(path, vocab_size); !s.ok()) return s;
     auto tokens = ReadShard(path, vocab_size);
     if (!tokens.ok()) return tokens.status();
     const auto n = static_cast<int64_t>(tokens->size());

@@ -36,6 +36,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadDirectory(const fs::path& dir) {
 
 std::string_view KindName(TokenizerKind kind) {
   switch (kind) {
+    case TokenizerKind::kBytes:
+      return "bytes";
     case TokenizerKind::kGpt2Bpe:
       return "gpt2-bpe";
     case TokenizerKind::kHuggingFace:

@@ -45,6 +45,13 @@ struct ShardFile {
 absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const std::string& prefix,
                                                    std::span<const uint16_t> tokens, int64_t shard_tokens);
 
+// The largest vocabulary a shard's uint16 tokens can hold.
+inline constexpr int kMaxShardVocab = 65536;
+
+// The bytes of a text file. INVALID_ARGUMENT naming the file if it is not a regular file, is
+// larger than kMaxDataFileBytes or is empty; NOT_FOUND when it cannot be opened.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
+
 // The bytes of a text file as tokens. INVALID_ARGUMENT naming the file if it is not a regular
 // file, is larger than kMaxDataFileBytes or is empty; NOT_FOUND when it cannot be opened.
 absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path);

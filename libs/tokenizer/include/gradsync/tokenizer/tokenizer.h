@@ -23,10 +23,10 @@
 
 namespace gradsync::tokenizer {
 
-enum class TokenizerKind { kGpt2Bpe, kHuggingFace, kSentencePiece };
+enum class TokenizerKind { kBytes, kGpt2Bpe, kHuggingFace, kSentencePiece };
 
-// "gpt2-bpe", "hf-tokenizer-json" or "sentencepiece": the names the shards' metadata and the
-// CLI print.
+// "bytes", "gpt2-bpe", "hf-tokenizer-json" or "sentencepiece": the names the shards' metadata
+// and the CLI print.
 std::string_view KindName(TokenizerKind kind);
 
 // A loaded tokenizer. Immutable after loading except for internal caches: every method may be
@@ -64,5 +64,8 @@ class Tokenizer {
 // not supported; UNIMPLEMENTED for a .model when gradsync was built without libsentencepiece or
 // its plugin cannot be loaded. Errors never quote the files' contents.
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
+
+// gradsync's default: one token per byte, vocabulary 256; every byte string round-trips.
+std::unique_ptr<Tokenizer> MakeByteTokenizer();
 
 }  // namespace gradsync::tokenizer
