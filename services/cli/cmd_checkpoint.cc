@@ -17,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/ckpt/interchange.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
@@ -31,7 +32,8 @@ constexpr char kUsage[] =
     "       gradsync checkpoint diff A B [-o json]\n"
     "       gradsync checkpoint list --root DIR [-o json]\n"
     "       gradsync checkpoint list JOB [--address ADDRESS] [--token T] [--tls-ca FILE] [-o json]\n"
-    "  PATH, A, B: a checkpoint directory (rank 0's part is read) or a rank part file.\n"
+    "  PATH, A, B: a checkpoint directory (rank 0's part is read), a rank part file, or a weights\n"
+    "  file (weights.bin, or an export of gradsync export: safetensors or llm.c).\n"
     "  Exit 0 when everything read is intact, 1 when something is missing or corrupt.\n";
 
 int Usage(const std::string& problem) {
@@ -141,10 +143,41 @@ bool IsDir(const std::string& path) {
   return std::filesystem::is_directory(path, ec);
 }
 
-// Rank 0's state from a checkpoint directory (checked against its manifest) or a part file. An
-// uncommitted directory's rank-00000.bin is read on its own checks, with a note on stderr.
+// A directory `gradsync export` wrote (model.safetensors, no manifest).
+bool IsExportDir(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path dir(path);
+  return std::filesystem::exists(dir / ckpt::kSafetensorsFile, ec) && !std::filesystem::exists(dir / ckpt::kManifestFile, ec);
+}
+
+// Whether `path` is a file that starts as a rank part does.
+bool IsRankPart(const std::string& path) {
+  constexpr char kPartMagic[] = "GSCKPART";
+  char head[sizeof(kPartMagic) - 1] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return true;  // ReadRankPart says why it cannot be read
+  const size_t n = std::fread(head, 1, sizeof(head), f);
+  std::fclose(f);
+  return n == sizeof(head) && std::equal(head, head + sizeof(head), kPartMagic);
+}
+
+// A weights file as a state of step 0 without optimizer state.
+absl::StatusOr<ckpt::RankState> LoadWeightsState(const std::string& path) {
+  absl::StatusOr<ckpt::WeightsFile> w = ckpt::ReadModelWeights(path);
+  if (!w.ok()) return w.status();
+  ckpt::RankState s;
+  s.model = std::move(w->model);
+  s.layout = std::move(w->layout);
+  s.params = std::move(w->values);
+  return s;
+}
+
+// Rank 0's state from a checkpoint directory (checked against its manifest), a part file or a
+// weights file. An uncommitted directory's rank-00000.bin is read on its own checks, with a note
+// on stderr.
 absl::StatusOr<ckpt::RankState> LoadRankZero(const std::string& path) {
-  if (!IsDir(path)) return ckpt::ReadRankPart(path);
+  if (!IsDir(path)) return IsRankPart(path) ? ckpt::ReadRankPart(path) : LoadWeightsState(path);
+  if (IsExportDir(path)) return LoadWeightsState(path);
   absl::StatusOr<v1::CheckpointManifest> manifest = ckpt::ReadManifest(path);
   if (absl::IsNotFound(manifest.status())) {
     std::fprintf(stderr, "note: %s has no manifest (uncommitted); reading %s without manifest checks\n", path.c_str(),
@@ -160,7 +193,26 @@ absl::StatusOr<ckpt::RankState> LoadRankZero(const std::string& path) {
 
 // --- inspect ------------------------------------------------------------------------------------
 
+int InspectWeights(const std::string& path, bool json) {
+  absl::StatusOr<ckpt::RankState> state = LoadWeightsState(path);
+  if (!state.ok()) return Failure(state.status());
+  if (json) {
+    Value out;
+    auto& f = *out.mutable_struct_value()->mutable_fields();
+    f["path"].set_string_value(path);
+    f["weights"] = StateValue(*state);
+    PrintJson(out);
+    std::printf("\n");
+    return 0;
+  }
+  std::string text = StateText(*state);
+  text = text.substr(text.find("  model"));  // a weights file has no job, rank, step or optimizer
+  std::printf("weights %s\n%s", path.c_str(), text.c_str());
+  return 0;
+}
+
 int InspectPart(const std::string& path, bool json) {
+  if (!IsRankPart(path)) return InspectWeights(path, json);
   absl::StatusOr<ckpt::RankState> state = ckpt::ReadRankPart(path);
   if (!state.ok()) return Failure(state.status());
   std::error_code ec;
@@ -228,7 +280,8 @@ int InspectDir(const std::string& dir, bool json) {
 int Inspect(const Args& args, bool json) {
   if (args.positional.size() != 2) return Usage("gradsync checkpoint inspect: expected one PATH");
   const std::string& path = args.positional[1];
-  return IsDir(path) ? InspectDir(path, json) : InspectPart(path, json);
+  if (IsDir(path)) return IsExportDir(path) ? InspectWeights(path, json) : InspectDir(path, json);
+  return InspectPart(path, json);
 }
 
 // --- diff ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-// gradsync generate: text sampled from a trained transformer's weights file, one byte token at a
-// time over a sliding window of the model's context (no key/value cache: each token runs the
-// whole window forward). Needs no cluster.
+// gradsync generate: text sampled from a trained transformer's weights, one token (a byte, or a
+// tokenizer's id) at a time over a sliding window of the model's context (no key/value cache:
+// each token runs the whole window forward). Needs no cluster.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,21 +16,25 @@
 #include "absl/strings/str_join.h"
 #include "args.h"
 #include "commands.h"
-#include "gradsync/ckpt/weights_file.h"
+#include "gradsync/ckpt/interchange.h"
 #include "gradsync/core/rng.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/tokenizer/tokenizer.h"
 
 namespace gradsync::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gradsync generate --weights PATH --prompt TEXT [--tokens N] [--temperature T]\n"
-    "                         [--top-k K] [--seed S]\n"
-    "  Prints TEXT and N (default 200) bytes sampled from a transformer's weights file.\n"
-    "  T: softmax temperature (default 0.8; 0 picks the likeliest byte). K: sample among the K\n"
-    "  likeliest bytes only (default 0: all). The same S (default 0) gives the same text.\n";
-constexpr int kByteVocab = 256;
+    "usage: gradsync generate --weights PATH --prompt TEXT [--tokenizer TOK] [--tokens N]\n"
+    "                         [--temperature T] [--top-k K] [--seed S]\n"
+    "  Prints TEXT and N (default 200) tokens sampled from a transformer's weights: PATH is a\n"
+    "  weights file, a committed checkpoint directory, or an export of gradsync export.\n"
+    "  T: softmax temperature (default 0.8; 0 picks the likeliest token). K: sample among the K\n"
+    "  likeliest tokens only (default 0: all). The same S (default 0) gives the same text.\n"
+    "  TOK: the tokenizer the model was trained with (tokenizer.json, GPT-2's encoder.json +\n"
+    "  vocab.bpe or their directory, a SentencePiece .model): the prompt is encoded and N tokens\n"
+    "  are decoded with it. Without it tokens are bytes (vocabulary 256).\n";
 
 int Fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -52,7 +56,7 @@ absl::StatusOr<SamplingOptions> ParseSampling(const Args& args) {
           absl::StrCat("--temperature: expected a finite number at least 0, got \"", text, "\""));
     }
   }
-  absl::StatusOr<int> top_k = args.GetInt("top-k", 0, 0, kByteVocab);
+  absl::StatusOr<int> top_k = args.GetInt("top-k", 0, 0, 1 << 30);
   if (!top_k.ok()) return top_k.status();
   options.top_k = *top_k;
   return options;
@@ -61,12 +65,15 @@ absl::StatusOr<SamplingOptions> ParseSampling(const Args& args) {
 struct LoadedModel {
   std::unique_ptr<nn::Model> model;
   int context = 0;  // the longest window the model reads (seqLen)
+  int vocab = 0;    // logits per position
 };
 
-// The model the file describes, holding the file's values. The layout the model builds must be
-// the file's, parameter for parameter.
-absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
-  absl::StatusOr<ckpt::WeightsFile> file = ckpt::LoadWeights(path);
+// The model the weights describe, holding their values. The layout the model builds must be the
+// file's, parameter for parameter.
+// `tokenizer` (`what` names it) must have the model's vocabulary.
+absl::StatusOr<LoadedModel> LoadModel(const std::string& path, const tokenizer::Tokenizer& tokenizer,
+                                      const std::string& what) {
+  absl::StatusOr<ckpt::WeightsFile> file = ckpt::ReadModelWeights(path);
   if (!file.ok()) return file.status();
   if (!nn::IsTransformerPreset(file->model.preset())) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": holds a model of preset \"", file->model.preset(),
@@ -75,10 +82,10 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
   // Files hold the resolved network; resolving again also covers a spec that names only a preset.
   absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(file->model);
   if (!config.ok()) return config.status();
-  if (config->vocab_size() != kByteVocab) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": the model's vocabulary has ", config->vocab_size(),
-                     " tokens; gradsync generate reads and writes bytes (vocabulary 256)"));
+  if (config->vocab_size() != tokenizer.vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the model's vocabulary has ", config->vocab_size(),
+                                                   " tokens but ", what, " has ", tokenizer.vocab_size(),
+                                                   "; pass --tokenizer with the tokenizer the model was trained with"));
   }
   v1::JobSpec spec;
   *spec.mutable_model() = file->model;
@@ -101,7 +108,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": its parameter layout differs from the model's"));
   }
   std::copy(file->values.begin(), file->values.end(), (*model)->params().begin());
-  return LoadedModel{*std::move(model), config->seq_len()};
+  return LoadedModel{*std::move(model), config->seq_len(), config->vocab_size()};
 }
 
 // One token from `logits` (one row of vocabulary size): the likeliest when temperature is 0,
@@ -128,11 +135,31 @@ int SampleToken(std::span<const float> logits, const SamplingOptions& options, R
   return order[keep - 1];
 }
 
+// Prints the text `ids` continue `printed` bytes into: the decoding of everything so far, less
+// what was printed. Decoding the whole sequence (not the new token alone) keeps SentencePiece's
+// word-initial spaces and byte-level tokens that complete a UTF-8 character right.
+absl::Status PrintNew(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& ids, size_t* printed) {
+  absl::StatusOr<std::string> text = tokenizer.Decode(ids);
+  if (!text.ok()) return text.status();
+  if (text->size() > *printed) std::fwrite(text->data() + *printed, 1, text->size() - *printed, stdout);
+  *printed = std::max(*printed, text->size());
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const Args& args) {
+  if (!args.Has("tokenizer")) return tokenizer::MakeByteTokenizer();
+  absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> t = tokenizer::LoadTokenizer(args.Get("tokenizer"));
+  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("--tokenizer: ", t.status().message()));
+  return t;
+}
+
 }  // namespace
 
 int GenerateCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
-      ParseArgs("generate", argv, {{"weights"}, {"prompt"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
+      ParseArgs("generate", argv,
+                {{"weights"}, {"prompt"}, {"tokenizer"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (!args->positional.empty() || !args->Has("weights") || !args->Has("prompt")) return Fail(kUsage);
   const std::string prompt = args->Get("prompt");
@@ -146,15 +173,25 @@ int GenerateCommand(const std::vector<std::string>& argv) {
     return Fail(absl::StrCat("--seed: expected an unsigned integer, got \"", args->Get("seed"), "\""));
   }
 
-  absl::StatusOr<LoadedModel> loaded = LoadModel(args->Get("weights"));
+  absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok = LoadTokenizer(*args);
+  if (!tok.ok()) return Fail(std::string(tok.status().message()), 1);
+  const std::string what = args->Has("tokenizer") ? absl::StrCat("the tokenizer ", args->Get("tokenizer"))
+                                                  : std::string("gradsync generate without --tokenizer (bytes)");
+  absl::StatusOr<LoadedModel> loaded = LoadModel(args->Get("weights"), **tok, what);
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()), 1);
   nn::Model& model = *loaded->model;
   const int context = loaded->context;
 
-  std::vector<int32_t> text;
-  for (unsigned char c : prompt) text.push_back(c);
+  absl::StatusOr<std::vector<int32_t>> encoded = (*tok)->Encode(prompt);
+  if (!encoded.ok()) return Fail(absl::StrCat("--prompt: ", encoded.status().message()), 1);
+  if (encoded->empty()) return Fail("--prompt: the tokenizer gives it no tokens");
+  std::vector<int32_t> text = *std::move(encoded);
+  // The prompt as given; the continuation is what decoding adds to the prompt's own decoding.
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
+  absl::StatusOr<std::string> prompt_decoded = (*tok)->Decode(text);
+  if (!prompt_decoded.ok()) return Fail(std::string(prompt_decoded.status().message()), 1);
+  size_t printed = prompt_decoded->size();
   Rng rng(seed);
   nn::Batch batch;
   batch.size = 1;
@@ -163,11 +200,9 @@ int GenerateCommand(const std::vector<std::string>& argv) {
     batch.tokens.assign(text.end() - static_cast<std::ptrdiff_t>(window), text.end());
     absl::StatusOr<std::vector<float>> logits = model.Predict(batch);
     if (!logits.ok()) return Fail(absl::StrCat("\ngenerating failed: ", logits.status().message()), 1);
-    const std::span<const float> last = std::span<const float>(*logits).last(kByteVocab);
-    const int next = SampleToken(last, *sampling, &rng);
-    text.push_back(next);
-    std::fputc(next, stdout);
-    std::fflush(stdout);
+    const std::span<const float> last = std::span<const float>(*logits).last(static_cast<size_t>(loaded->vocab));
+    text.push_back(SampleToken(last, *sampling, &rng));
+    if (absl::Status s = PrintNew(**tok, text, &printed); !s.ok()) return Fail(absl::StrCat("\n", s.message()), 1);
   }
   std::fputc('\n', stdout);
   return 0;

@@ -1,5 +1,6 @@
 // gradsync model describe: a transformer preset's dimensions, parameter count and FLOPs per
-// token, with --set overrides relative to the model spec. Needs no cluster.
+// token, with --set overrides relative to the model spec. gradsync model logits: the logits a
+// model's weights give for fixed tokens, for comparisons with other frameworks. Need no cluster.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +12,10 @@
 #include "commands.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gradsync/ckpt/interchange.h"
+#include "gradsync/nn/model.h"
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/job_spec.h"
 
@@ -19,8 +24,12 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gradsync model describe PRESET [--set path=value ...] [-o json]\n"
+    "       gradsync model logits WEIGHTS --tokens ID,ID,... [--preset PRESET --set path=value ...]\n"
     "  PRESET: gpt-tiny, gpt2-124m or minimind-26m. --set paths are relative to the model\n"
-    "  spec, e.g. --set transformer.layers=6 --set transformer.flavour=llama.\n";
+    "  spec, e.g. --set transformer.layers=6 --set transformer.flavour=llama.\n"
+    "  logits: WEIGHTS is anything model.initFrom reads; --preset names the model when the file\n"
+    "  does not say (a safetensors file from elsewhere). Prints JSON {\"vocab\": V, \"logits\":\n"
+    "  [[V values] per token]} with every float exactly (9 significant digits).\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -93,11 +102,72 @@ std::string Text(const std::string& preset, const v1::TransformerConfig& c) {
   return out;
 }
 
+absl::StatusOr<std::vector<int32_t>> ParseTokens(const std::string& text) {
+  std::vector<int32_t> tokens;
+  for (absl::string_view piece : absl::StrSplit(text, ',')) {
+    int32_t t = 0;
+    if (!absl::SimpleAtoi(piece, &t) || t < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--tokens: expected token ids separated by commas, got \"",
+                                                     piece, "\""));
+    }
+    tokens.push_back(t);
+  }
+  return tokens;
+}
+
+// The weights at `path` with the model they describe, or the model --preset and --set name.
+absl::StatusOr<ckpt::WeightsFile> LoadWeights(const std::string& path, const Args& args) {
+  if (!args.Has("preset")) return ckpt::ReadModelWeights(path);
+  absl::StatusOr<v1::TransformerConfig> config = Resolve(args.Get("preset"), args.GetAll("set"));
+  if (!config.ok()) return config.status();
+  ckpt::WeightsFile w;
+  w.model.set_preset(args.Get("preset"));
+  *w.model.mutable_transformer() = *config;
+  absl::StatusOr<nn::ParamLayout> layout = ckpt::TransformerLayout(w.model);
+  if (!layout.ok()) return layout.status();
+  w.layout = *std::move(layout);
+  absl::StatusOr<ckpt::ImportedWeights> imported = ckpt::ImportWeights(path, w.model, w.layout);
+  if (!imported.ok()) return imported.status();
+  w.values = std::move(imported->params);
+  return w;
+}
+
+int Logits(const Args& args) {
+  if (args.positional.size() != 2 || !args.Has("tokens")) return Fail(kUsage);
+  absl::StatusOr<std::vector<int32_t>> tokens = ParseTokens(args.Get("tokens"));
+  if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
+  absl::StatusOr<ckpt::WeightsFile> w = LoadWeights(args.positional[1], args);
+  if (!w.ok()) return Fail(std::string(w.status().message()));
+  v1::JobSpec spec;
+  *spec.mutable_model() = w->model;
+  absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
+  if (!model.ok()) return Fail(std::string(model.status().message()));
+  if ((*model)->layout().Hash() != w->layout.Hash()) return Fail("the weights' layout is not their model's");
+  std::copy(w->values.begin(), w->values.end(), (*model)->params().begin());
+  nn::Batch batch;
+  batch.size = 1;
+  batch.tokens = *tokens;
+  absl::StatusOr<std::vector<float>> logits = (*model)->Predict(batch);
+  if (!logits.ok()) return Fail(std::string(logits.status().message()));
+  const size_t vocab = logits->size() / tokens->size();
+  std::string out = absl::StrCat("{\"vocab\": ", vocab, ", \"logits\": [");
+  for (size_t t = 0; t < tokens->size(); ++t) {
+    absl::StrAppend(&out, t > 0 ? ",\n" : "\n", "[");
+    for (size_t v = 0; v < vocab; ++v) absl::StrAppendFormat(&out, "%s%.9g", v > 0 ? "," : "", (*logits)[t * vocab + v]);
+    out += "]";
+  }
+  out += "]}\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int ModelCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("model", argv, {{"set"}, {"output", true, 'o'}});
+  absl::StatusOr<Args> args =
+      ParseArgs("model", argv, {{"set"}, {"output", true, 'o'}, {"tokens"}, {"preset"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
+  if (!args->positional.empty() && args->positional[0] == "logits") return Logits(*args);
   if (args->positional.size() != 2 || args->positional[0] != "describe") {
     return Fail(kUsage);
   }

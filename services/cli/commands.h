@@ -16,7 +16,7 @@ int CancelCommand(const std::vector<std::string>& argv);
 int WatchCommand(const std::vector<std::string>& argv);
 int HealthCommand(const std::vector<std::string>& argv);
 int ReportCommand(const std::vector<std::string>& argv);
-// gradsync model describe PRESET: needs no cluster.
+// gradsync model describe PRESET | logits WEIGHTS --tokens IDS: needs no cluster.
 int ModelCommand(const std::vector<std::string>& argv);
 // gradsync checkpoint inspect | diff | list: reads checkpoints on this machine (list JOB asks the
 // coordinator).
@@ -25,5 +25,7 @@ int CheckpointCommand(const std::vector<std::string>& argv);
 int DataCommand(const std::vector<std::string>& argv);
 // gradsync generate --weights PATH --prompt TEXT: samples from a weights file; needs no cluster.
 int GenerateCommand(const std::vector<std::string>& argv);
+// gradsync export SRC --format hf|gradsync|llmc -o OUT: weights in another layout; needs no cluster.
+int ExportCommand(const std::vector<std::string>& argv);
 
 }  // namespace gradsync::cli

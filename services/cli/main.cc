@@ -39,13 +39,21 @@ constexpr char kUsage[] =
     "  model describe PRESET [--set transformer.layers=6 ...] [-o json]\n"
     "                     a transformer preset's dimensions, parameters and FLOPs per token\n"
     "                     (--set paths are relative to the model spec)\n"
+    "  model logits WEIGHTS --tokens ID,... [--preset P --set path=value ...]\n"
+    "                     the logits of fixed tokens, as JSON (comparisons with other frameworks)\n"
     "  checkpoint inspect PATH | diff A B | list (--root DIR | JOB) [-o json]\n"
     "                     a checkpoint's manifest, parts and tensors; per-tensor differences;\n"
     "                     committed checkpoints (verified when their files are on this machine)\n"
-    "  data prepare TEXT... -o DIR [--val-fraction F] [--shard-tokens N]\n"
-    "                     byte-tokenise text files into llm.c shards (train_*.bin, val_*.bin)\n"
-    "  generate --weights PATH --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-    "                     continue TEXT with bytes sampled from a trained transformer\n"
+    "  data prepare TEXT... -o DIR [--tokenizer TOK] [--val-fraction F] [--shard-tokens N]\n"
+    "                     tokenise text files (bytes, or TOK: a tokenizer.json, GPT-2's encoder.json\n"
+    "                     + vocab.bpe, a SentencePiece .model) into llm.c shards (train_*.bin, val_*.bin)\n"
+    "  generate --weights PATH --prompt TEXT [--tokenizer TOK] [--tokens N] [--temperature T]\n"
+    "           [--top-k K] [--seed S]\n"
+    "                     continue TEXT with tokens sampled from a trained transformer (PATH: a\n"
+    "                     weights file, a committed checkpoint directory or an export)\n"
+    "  export SRC --format hf|gradsync|llmc -o OUT\n"
+    "                     weights or a committed checkpoint as safetensors (Hugging Face's or\n"
+    "                     gradsync's names, with config.json) or as llm.c's GPT-2 checkpoint\n"
     "\n"
     "Job specs are YAML or JSON with the JSON names of gradsync.v1.JobSpec, e.g. training.worldSize.\n";
 
@@ -74,6 +82,7 @@ int main(int argc, char** argv) {
   if (command == "checkpoint") return CheckpointCommand(rest);
   if (command == "data") return DataCommand(rest);
   if (command == "generate") return GenerateCommand(rest);
+  if (command == "export") return ExportCommand(rest);
   std::fprintf(stderr, "gradsync: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -1,0 +1,47 @@
+// gradsync export SRC --format hf|gradsync|llmc -o OUT: a model's weights (a weights file or a
+// committed checkpoint directory) in another layout (gradsync/ckpt/interchange.h). Needs no cluster.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "args.h"
+#include "commands.h"
+#include "gradsync/ckpt/interchange.h"
+
+namespace gradsync::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync export SRC --format hf|gradsync|llmc -o OUT\n"
+    "  SRC: a weights file (weights.bin), a committed checkpoint directory (rank 0's parameters),\n"
+    "  or an earlier export. hf: OUT/model.safetensors and OUT/config.json with Hugging Face's\n"
+    "  names (GPT2LMHeadModel, LlamaForCausalLM); gradsync: the same with gradsync's names; llmc:\n"
+    "  the file OUT in llm.c's GPT-2 checkpoint format.\n";
+
+int Fail(const std::string& message, int code) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int ExportCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseArgs("export", argv, {{"format"}, {"output", true, 'o'}});
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage), 2);
+  if (args->positional.size() != 1 || !args->Has("format") || !args->Has("output")) return Fail(kUsage, 2);
+  absl::StatusOr<ckpt::WeightsFormat> format = ckpt::ParseWeightsFormat(args->Get("format"), "--format");
+  if (!format.ok()) return Fail(std::string(format.status().message()), 2);
+  const std::string& source = args->positional[0];
+  absl::StatusOr<ckpt::WeightsFile> weights = ckpt::ReadModelWeights(source);
+  if (!weights.ok()) return Fail(absl::StrCat("gradsync export: ", weights.status().message()), 1);
+  const std::string out = args->Get("output");
+  if (absl::Status s = ckpt::ExportWeights(*weights, *format, out); !s.ok()) {
+    return Fail(absl::StrCat("gradsync export: ", s.message()), absl::IsInvalidArgument(s) ? 2 : 1);
+  }
+  std::printf("wrote %s (%s, %d tensors, %lld parameters)\n", out.c_str(), args->Get("format").c_str(),
+              weights->layout.size(), static_cast<long long>(weights->layout.total_numel()));
+  return 0;
+}
+
+}  // namespace gradsync::cli
