@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,24 +29,54 @@ Range RangeOf(const Series& s, bool x) {
 
 std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 
-// One SVG panel: a titled polyline of `points` inside [x, y, w, h] with axis labels.
-std::string SvgPanel(const Series& points, double x, double y, double w, double h, const std::string& title,
-                     const std::string& color) {
+// One curve of an SVG panel; `markers` draws a circle at each point (sparse series such as the
+// validation loss, whose points are the evaluations).
+struct Curve {
+  Series points;
+  std::string color;
+  std::string label;
+  bool markers = false;
+};
+
+// The polyline of `c` (and its markers) in a panel whose data ranges are rx, ry.
+std::string SvgCurve(const Curve& c, double x, double y, double w, double h, const Range& rx, const Range& ry) {
+  std::string path, dots;
+  for (const auto& [px, py] : c.points) {
+    if (!std::isfinite(py)) continue;
+    const double sx = x + (px - rx.lo) / (rx.hi - rx.lo) * w, sy = y + h - (py - ry.lo) / (ry.hi - ry.lo) * h;
+    absl::StrAppend(&path, path.empty() ? "" : " ", absl::StrFormat("%.1f,%.1f", sx, sy));
+    if (c.markers) {
+      absl::StrAppend(&dots, absl::StrFormat(R"(<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>)", sx, sy, c.color));
+    }
+  }
+  return absl::StrCat(
+      absl::StrFormat(R"(<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>)", c.color, path), dots);
+}
+
+// One SVG panel: titled curves inside [x, y, w, h] on shared axes, with axis labels, and a legend
+// when there is more than one curve with points.
+std::string SvgPanel(const std::vector<Curve>& curves, double x, double y, double w, double h,
+                     const std::string& title) {
   std::string out = absl::StrFormat(R"(<g><rect x="%g" y="%g" width="%g" height="%g" fill="white" stroke="#ccc"/>)"
                                     R"(<text x="%g" y="%g" font-size="14" font-weight="bold">%s</text>)",
                                     x, y, w, h, x, y - 8, title);
-  if (points.size() < 2)
+  if (curves.empty() || curves[0].points.size() < 2)
     return absl::StrCat(out, R"(<text x=")", x + 10, R"(" y=")", y + 20, R"(">no data</text></g>)");
-  const Range rx = RangeOf(points, true), ry = RangeOf(points, false);
-  std::string path;
-  for (const auto& [px, py] : points) {
-    if (!std::isfinite(py)) continue;
-    absl::StrAppend(&path, path.empty() ? "" : " ",
-                    absl::StrFormat("%.1f,%.1f", x + (px - rx.lo) / (rx.hi - rx.lo) * w,
-                                    y + h - (py - ry.lo) / (ry.hi - ry.lo) * h));
+  Series all;
+  std::vector<const Curve*> shown;
+  for (const Curve& c : curves) {
+    if (c.points.empty()) continue;
+    all.insert(all.end(), c.points.begin(), c.points.end());
+    shown.push_back(&c);
   }
-  absl::StrAppend(
-      &out, absl::StrFormat(R"(<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>)", color, path));
+  const Range rx = RangeOf(all, true), ry = RangeOf(all, false);
+  for (const Curve* c : shown) absl::StrAppend(&out, SvgCurve(*c, x, y, w, h, rx, ry));
+  for (size_t i = 0; shown.size() > 1 && i < shown.size(); ++i) {
+    const double ly = y + 16 + 16 * static_cast<double>(i);
+    absl::StrAppend(&out, absl::StrFormat(R"(<g class="legend"><rect x="%g" y="%g" width="12" height="4" fill="%s"/>)"
+                                          R"(<text x="%g" y="%g" font-size="11">%s</text></g>)",
+                                          x + w - 190, ly - 4, shown[i]->color, x + w - 172, ly, shown[i]->label));
+  }
   absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4,
                                         y + 10, Num(ry.hi)));
   absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4,
@@ -98,10 +130,14 @@ std::string TerminalChart(const Series& points, int width, int height, const std
 }
 
 std::string SvgReport(const v1::JobSeries& series) {
-  Series loss, throughput;
+  Curve loss{{}, "#d62728", "training (mean over ranks)"};
+  Curve validation{{}, "#2ca02c", "validation (whole set)", true};
+  Curve throughput{{}, "#1f77b4", "tokens/s"};
   for (const v1::ReducedStep& s : series.steps()) {
-    loss.emplace_back(static_cast<double>(s.step()), s.loss());
-    throughput.emplace_back(static_cast<double>(s.step()), s.tokens_per_second());
+    const auto step = static_cast<double>(s.step());
+    loss.points.emplace_back(step, s.loss());
+    if (s.has_validation_loss()) validation.points.emplace_back(step, s.validation_loss());
+    throughput.points.emplace_back(step, s.tokens_per_second());
   }
   constexpr double kW = 760, kH = 220, kLeft = 70;
   std::string out =
@@ -109,8 +145,10 @@ std::string SvgReport(const v1::JobSeries& series) {
                       R"(<rect width="100%%" height="100%%" fill="#fafafa"/>)"
                       R"(<text x="%g" y="28" font-size="18">gradsync job %s</text>)",
                       kW + kLeft + 30, 2 * kH + 150, kLeft, series.job_id());
-  absl::StrAppend(&out, SvgPanel(loss, kLeft, 70, kW, kH, "training loss (mean over ranks)", "#d62728"));
-  absl::StrAppend(&out, SvgPanel(throughput, kLeft, kH + 120, kW, kH, "throughput (tokens/s, all ranks)", "#1f77b4"));
+  const std::string loss_title =
+      validation.points.empty() ? "training loss (mean over ranks)" : "training and validation loss";
+  absl::StrAppend(&out, SvgPanel({loss, validation}, kLeft, 70, kW, kH, loss_title));
+  absl::StrAppend(&out, SvgPanel({throughput}, kLeft, kH + 120, kW, kH, "throughput (tokens/s, all ranks)"));
   absl::StrAppend(&out, "</svg>\n");
   return out;
 }

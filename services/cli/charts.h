@@ -15,7 +15,9 @@ using Series = std::vector<std::pair<double, double>>;  // (x, y), x ascending
 // x range below. Empty when there are fewer than two points.
 std::string TerminalChart(const Series& points, int width, int height, const std::string& x_label);
 
-// An SVG document with the loss curve and the throughput curve of a job's reduced steps.
+// An SVG document with the loss curves and the throughput curve of a job's reduced steps: the
+// training loss, and the validation loss (a second series with a marker at each evaluation and a
+// legend) when steps carry one.
 std::string SvgReport(const v1::JobSeries& series);
 
 }  // namespace gradsync::cli

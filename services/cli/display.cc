@@ -25,6 +25,12 @@ std::string Rate(double per_second) {
   return absl::StrFormat("%.0f", per_second);
 }
 
+// " | val loss X (step S)" once the job has a validation loss, else empty.
+std::string ValidationText(const v1::JobProgress& p) {
+  if (!p.has_validation_loss()) return "";
+  return absl::StrFormat(" | val loss %.4f (step %d)", p.validation_loss(), p.validation_step());
+}
+
 }  // namespace
 
 ProgressView::ProgressView(FILE* out) : out_(out), tty_(::isatty(::fileno(out)) != 0) {}
@@ -52,18 +58,19 @@ void ProgressView::Update(const v1::Job& job) {
   last_step_ = p.step();
   losses_.emplace_back(static_cast<double>(p.step()), p.loss());
   const double frac = static_cast<double>(p.step()) / static_cast<double>(p.total_steps());
+  const std::string val = ValidationText(p);
   if (tty_) {
     Erase();
     const std::string chart = TerminalChart(losses_, kChartWidth, kChartHeight, "step");
-    std::fprintf(out_, "[%s] %5.1f%% step %lld/%lld | epoch %d | loss %.4f | %s samples/s | %s tokens/s\n%s",
+    std::fprintf(out_, "[%s] %5.1f%% step %lld/%lld | epoch %d | loss %.4f%s | %s samples/s | %s tokens/s\n%s",
                  Bar(frac, 24).c_str(), 100.0 * frac, static_cast<long long>(p.step()),
-                 static_cast<long long>(p.total_steps()), p.epoch(), p.loss(), Rate(p.samples_per_second()).c_str(),
-                 Rate(p.tokens_per_second()).c_str(), chart.c_str());
+                 static_cast<long long>(p.total_steps()), p.epoch(), p.loss(), val.c_str(),
+                 Rate(p.samples_per_second()).c_str(), Rate(p.tokens_per_second()).c_str(), chart.c_str());
     drawn_lines_ = 1 + static_cast<int>(std::count(chart.begin(), chart.end(), '\n'));
   } else {
-    std::fprintf(out_, "step %lld/%lld (%.0f%%) | epoch %d | loss %.4f | %s samples/s | %s tokens/s\n",
+    std::fprintf(out_, "step %lld/%lld (%.0f%%) | epoch %d | loss %.4f%s | %s samples/s | %s tokens/s\n",
                  static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), 100.0 * frac, p.epoch(),
-                 p.loss(), Rate(p.samples_per_second()).c_str(), Rate(p.tokens_per_second()).c_str());
+                 p.loss(), val.c_str(), Rate(p.samples_per_second()).c_str(), Rate(p.tokens_per_second()).c_str());
   }
   std::fflush(out_);
 }
@@ -103,6 +110,7 @@ std::string SummaryText(const v1::Job& job) {
   absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks in %.1fs\n", r.global_step(), r.world_size(),
                                         r.train_seconds()));
   absl::StrAppend(&out, absl::StrFormat("  loss        %.4f -> %.4f\n", r.initial_loss(), r.final_loss()));
+  if (r.has_validation_loss()) absl::StrAppend(&out, absl::StrFormat("  val loss    %.4f\n", r.validation_loss()));
   absl::StrAppend(&out, absl::StrFormat("  throughput  %s samples/s (steady state)\n", Rate(r.samples_per_second())));
   absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", r.param_digest()));
   absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
@@ -120,6 +128,7 @@ std::string SummaryJson(const v1::Job& job, const std::string& log_dir) {
   f["globalStep"].set_number_value(static_cast<double>(r.global_step()));
   f["initialLoss"].set_number_value(r.initial_loss());
   f["finalLoss"].set_number_value(r.final_loss());
+  if (r.has_validation_loss()) f["validationLoss"].set_number_value(r.validation_loss());
   f["paramDigest"].set_string_value(r.param_digest());
   f["weightsPath"].set_string_value(r.weights_path());
   f["samplesPerSecond"].set_number_value(r.samples_per_second());

@@ -45,8 +45,9 @@ class ProgressView {
 // Multi-line human summary of a finished job.
 std::string SummaryText(const v1::Job& job);
 
-// One JSON object: name, id, state, stateReason, globalStep, initialLoss, finalLoss, paramDigest,
-// weightsPath, samplesPerSecond, tokensPerSecond, worldSize, trainSeconds (+ `extra` fields).
+// One JSON object: name, id, state, stateReason, globalStep, initialLoss, finalLoss,
+// validationLoss (only when the job evaluated), paramDigest, weightsPath, samplesPerSecond,
+// tokensPerSecond, worldSize, trainSeconds (+ `extra` fields).
 std::string SummaryJson(const v1::Job& job, const std::string& log_dir = "");
 
 // A job as protobuf JSON.

@@ -80,7 +80,13 @@ void JobRuntime::Finish(v1::JobState state, const std::string& reason) {
 }
 
 void JobRuntime::SetProgress(const v1::JobProgress& progress) {
+  // A new generation reports no validation loss until it evaluates: the last one known stays.
+  const v1::JobProgress before = job_.progress();
   *job_.mutable_progress() = progress;
+  if (!progress.has_validation_loss() && before.has_validation_loss()) {
+    job_.mutable_progress()->set_validation_loss(before.validation_loss());
+    job_.mutable_progress()->set_validation_step(before.validation_step());
+  }
   if (progress.step() == 1) reached_.set_initial_loss(progress.loss());
 }
 

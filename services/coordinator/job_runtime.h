@@ -68,7 +68,8 @@ class JobRuntime {
   // Whether a rank of the job failed during setup on `worker_id`: the scheduler tries the others
   // first.
   bool FailedSetupOn(const std::string& worker_id) const { return setup_failed_on_.count(worker_id) > 0; }
-  // Rank 0's latest progress; the first step's loss is the job's initial loss.
+  // Rank 0's latest progress; the first step's loss is the job's initial loss. Without a
+  // validation loss it keeps the last one the job had (a restarted generation has not evaluated).
   void SetProgress(const v1::JobProgress& progress);
   void SetResult(const v1::JobResult& result) { *job_.mutable_result() = result; }
   // What a failing rank reported the job had reached (the step, the first and latest loss); the
