@@ -10,6 +10,7 @@
 const text = [
   "Hello world! It's a test: we're here, you've seen it, I'm sure they'll say it'd work.\n",
   "IT'S LOUD, WE'RE LOUD, THEY'LL SHOUT. Don't stop's 're 've 'm 'll 'd 'x\n",
+  "DON'TS, SHE'SA, I'MOK, WE'REALLY, they'LLX, 'VEX 'D9\n",
   "Numbers: 0 1 12 123 1234 12345 3.14159 1,000,000 2024-05-20 ٣٤٥ ४२ Ⅻ ½\n",
   "Grüße aus München — naïve café, façade, Ærøskøbing, İstanbul, ß.\n",
   "Здравствуй, мир! Ελληνικά γράμματα. עברית עם ניקוד. مرحبا بالعالم.\n",
