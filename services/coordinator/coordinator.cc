@@ -54,6 +54,17 @@ absl::Status ConfineDataPaths(const std::vector<std::string>& data_roots, v1::Jo
   return spec::ConfineDataPaths(*roots, spec);
 }
 
+// Resolves model.initFrom inside the data roots or the artifact root (weights another job left).
+absl::Status ConfineInitFrom(const std::vector<std::string>& data_roots, const std::string& artifact_root,
+                             v1::JobSpec* spec) {
+  if (spec->model().init_from().empty()) return absl::OkStatus();
+  std::vector<std::string> dirs = data_roots;
+  if (!artifact_root.empty()) dirs.push_back(artifact_root);
+  absl::StatusOr<spec::ConfinedRoots> roots = spec::ConfinedRoots::Open(dirs, "data or artifact root");
+  if (!roots.ok()) return roots.status();
+  return spec::ConfineInitFrom(*roots, spec);
+}
+
 // Whether a directory of that name is already in the artifact root (left by an earlier
 // coordinator): a new job must not share it.
 bool ArtifactDirExists(const std::string& artifact_root, const std::string& id) {
@@ -235,6 +246,7 @@ absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   if (!normalized.ok()) return normalized.status();
   if (absl::Status s = CheckModelBudget(*normalized, options_.max_model_bytes); !s.ok()) return s;
   if (absl::Status s = ConfineDataPaths(options_.data_roots, &*normalized); !s.ok()) return s;
+  if (absl::Status s = ConfineInitFrom(options_.data_roots, options_.artifact_root, &*normalized); !s.ok()) return s;
   absl::MutexLock creating(&create_mu_);
   absl::StatusOr<v1::Job> job = NewJob(*std::move(normalized));
   if (!job.ok()) return job.status();

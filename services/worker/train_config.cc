@@ -65,6 +65,10 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.placement = choices->placement;
   c.spec = spec;
   c.data_roots.assign(a.data_roots().begin(), a.data_roots().end());
+  if (!a.artifact_root().empty()) {
+    c.init_roots = c.data_roots;
+    c.init_roots.push_back(a.artifact_root());
+  }
   SetTraining(spec.training(), &c);
   c.sampler.last_batch = choices->last_batch;
   c.lr.cosine = choices->lr_schedule == spec::LrSchedule::kCosine;

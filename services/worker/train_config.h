@@ -35,6 +35,9 @@ struct TrainConfig {
   // The coordinator's data roots: every file the data paths match must resolve inside one of them
   // when it is read. Empty (an older coordinator): not checked.
   std::vector<std::string> data_roots;
+  // Where spec.model.init_from may resolve: the data roots and the artifact root. Empty (an older
+  // coordinator): not checked.
+  std::vector<std::string> init_roots;
 
   // How long training runs: max_steps optimizer steps (0: no limit), epochs passes over the data
   // (0: no limit); whichever ends first.

@@ -13,6 +13,7 @@
 #include "gradsync/core/log.h"
 #include "gradsync/ddp/layout_check.h"
 #include "gradsync/spec/job_paths.h"
+#include "train_init.h"
 
 namespace gradsync::worker {
 namespace {
@@ -93,6 +94,8 @@ absl::Status TrainLoop::Resume() {
     auto restored = RestoreCheckpoint(config_.resume_from, config_.rank, replica_);
     if (!restored.ok()) return restored.status();
     at_ = *restored;
+  } else if (!config_.spec.model().init_from().empty()) {
+    if (absl::Status s = InitFromWeights(config_, replica_); !s.ok()) return s;
   }
   if (absl::Status s = BroadcastParams(*reducer_, model.params(), replica_.comm()); !s.ok()) return s;
 

@@ -154,6 +154,30 @@ TEST_F(ConfinedPathTest, ConfineDataPathsRewritesEveryPathOrNone) {
   EXPECT_TRUE(ConfineDataPaths(Roots(), &synthetic).ok());
 }
 
+TEST_F(ConfinedPathTest, InitFromResolvesInsideTheRootsOrIsRefused) {
+  v1::JobSpec spec;
+  spec.mutable_model()->set_init_from("corpus/a.txt");
+  ASSERT_TRUE(ConfineInitFrom(Roots(), &spec).ok());
+  EXPECT_EQ(spec.model().init_from(), (root() / "corpus/a.txt").string());
+  EXPECT_TRUE(CheckInitFrom(spec, Roots()).ok());
+
+  v1::JobSpec bad;
+  bad.mutable_model()->set_init_from((outside() / "shadow").string());
+  const absl::Status s = ConfineInitFrom(Roots(), &bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("model.initFrom: \""));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("lies outside"));
+  EXPECT_THAT(std::string(s.message()), Not(HasSubstr(kSecret)));
+  EXPECT_EQ(bad.model().init_from(), (outside() / "shadow").string());
+  // A link placed after submission is caught where the worker reads.
+  fs::create_symlink(outside() / "shadow", root() / "corpus" / "later.bin");
+  v1::JobSpec late;
+  late.mutable_model()->set_init_from((root() / "corpus" / "later.bin").string());
+  EXPECT_THAT(std::string(CheckInitFrom(late, Roots()).message()), HasSubstr("model.initFrom"));
+  v1::JobSpec none;
+  EXPECT_TRUE(ConfineInitFrom(Roots(), &none).ok());
+}
+
 TEST(CheckpointDirTest, IsAtMostASubdirectoryName) {
   for (const char* ok : {"", "run-1", "v2.final", "A_b"}) EXPECT_TRUE(IsCheckpointSubdir(ok)) << ok;
   for (const std::string& bad : std::vector<std::string>{"/etc/x", "../..", "..", ".", ".hidden", "a/b",
@@ -167,6 +191,9 @@ TEST(CheckpointDirTest, IsAtMostASubdirectoryName) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("checkpoint.dir: must be the name of a subdirectory"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("got \"/etc/x\""));
+  // Another job's directory is no place to write; its weights are reached through model.initFrom.
+  spec.mutable_checkpoint()->set_dir("/var/lib/gradsync/artifacts/tiny-1a2b3");
+  EXPECT_THAT(std::string(ValidateJobSpec(spec).message()), HasSubstr("name it in model.initFrom"));
 }
 
 }  // namespace

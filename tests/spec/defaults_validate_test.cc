@@ -142,6 +142,16 @@ TEST(ValidateJobSpecTest, EveryStringMustBeValidUtf8AndTheFieldIsNamed) {
   }
 }
 
+TEST(ValidateJobSpecTest, InitFromIsOnePathAndInitOptimizerNeedsIt) {
+  using S = v1::JobSpec;
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_init_optimizer(true); }),
+              HasSubstr("model.initOptimizer: needs model.initFrom"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_init_from("runs/*/weights.bin"); }),
+              HasSubstr("model.initFrom: must name one file or directory, not a glob"));
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_model()->set_init_from("a\nb"); }),
+              HasSubstr("model.initFrom: must not contain control characters"));
+}
+
 TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
   using S = v1::JobSpec;
   EXPECT_EQ(ValidationError([](S* s) { s->mutable_training()->set_micro_batch(-1); }),

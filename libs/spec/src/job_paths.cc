@@ -94,6 +94,21 @@ absl::Status CheckDataFiles(const v1::JobSpec& spec, const ConfinedRoots& data_r
   return absl::OkStatus();
 }
 
+absl::Status ConfineInitFrom(const ConfinedRoots& roots, v1::JobSpec* spec) {
+  const std::string& from = spec->model().init_from();
+  if (from.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> resolved = roots.Resolve("model.initFrom", from);
+  if (!resolved.ok()) return resolved.status();
+  if (absl::Status s = roots.CheckMatches("model.initFrom", *resolved); !s.ok()) return s;
+  spec->mutable_model()->set_init_from(*std::move(resolved));
+  return absl::OkStatus();
+}
+
+absl::Status CheckInitFrom(const v1::JobSpec& spec, const ConfinedRoots& roots) {
+  if (spec.model().init_from().empty()) return absl::OkStatus();
+  return roots.CheckMatches("model.initFrom", spec.model().init_from());
+}
+
 bool IsCheckpointSubdir(const std::string& dir) {
   if (dir.empty()) return true;
   if (dir.size() > kMaxSubdirLength || dir[0] == '.') return false;

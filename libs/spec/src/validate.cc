@@ -104,6 +104,17 @@ Device CheckModel(const gradsync::v1::ModelSpec& model, Checker* check) {
   return device;
 }
 
+// model.initFrom names one file or directory; where it lies is checked against the coordinator's
+// roots at submission (ConfineInitFrom), whether it exists by the workers that read it.
+void CheckInitFrom(const gradsync::v1::ModelSpec& model, Checker* check) {
+  const std::string& from = model.init_from();
+  check->Require(IsPrintable(from), "model.initFrom", "must not contain control characters", internal::Quote(from));
+  check->Require(from.find_first_of("*?[\\") == std::string::npos, "model.initFrom",
+                 "must name one file or directory, not a glob", internal::Quote(from));
+  check->Require(!model.init_optimizer() || !from.empty(), "model.initOptimizer",
+                 "needs model.initFrom, the checkpoint directory whose optimizer state it restores", "true");
+}
+
 // The paths of a text or shards source: at least one, none empty. Whether the files exist is
 // the worker's question (TokenDataset::Load names a missing file): the spec may be written on a
 // machine that does not hold the data.
@@ -211,7 +222,8 @@ void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* ch
   // A path here could name another job's directory or any file the coordinator can write.
   check->Require(IsCheckpointSubdir(checkpoint.dir()), "checkpoint.dir",
                  "must be the name of a subdirectory of the job's own directory (at most 64 letters, digits, "
-                 "'.', '_' or '-', not starting with '.'), not a path",
+                 "'.', '_' or '-', not starting with '.'), not a path; to start from another job's weights or "
+                 "checkpoint, name it in model.initFrom",
                  internal::Quote(checkpoint.dir()));
   check->AtLeast("checkpoint.everySteps", checkpoint.every_steps(), 0);
   const Bound max_seconds{kMaxSeconds, true};
@@ -229,6 +241,7 @@ absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
   }
   CheckName(spec.name(), &check);
   const Device device = CheckModel(spec.model(), &check);
+  CheckInitFrom(spec.model(), &check);
   CheckData(spec.model(), spec.data(), &check);
   CheckTraining(spec.training(), &check);
   CheckDdp(spec.model(), device, spec.ddp(), &check);

@@ -3,7 +3,8 @@
 // roots: the coordinator
 // resolves them when the job is submitted, and a worker checks the files again right before it
 // reads them. checkpoint.dir is no path at all: at most the name of a subdirectory of the job's own
-// directory under the artifact root (ValidateJobSpec enforces the name).
+// directory under the artifact root (ValidateJobSpec enforces the name). model.initFrom, weights to
+// start from, must lie in a data root or the artifact root (another job's output).
 #pragma once
 
 #include <string>
@@ -41,6 +42,15 @@ absl::Status ConfineDataPaths(const ConfinedRoots& data_roots, v1::JobSpec* spec
 // The reader's check, right before it opens the files: every file each data path of `spec` matches
 // resolves inside `data_roots`. INVALID_ARGUMENT naming the field, the path and the roots.
 absl::Status CheckDataFiles(const v1::JobSpec& spec, const ConfinedRoots& data_roots);
+
+// Replaces model.init_from (when set) with its resolved form inside `roots` (the data roots and the
+// artifact root; relative paths start at the first), as ConfineDataPaths does for data paths.
+// INVALID_ARGUMENT "model.initFrom: ..." naming the path and the roots; the spec is unchanged on
+// error.
+absl::Status ConfineInitFrom(const ConfinedRoots& roots, v1::JobSpec* spec);
+
+// The reader's check of model.init_from right before it is read: it resolves inside `roots`.
+absl::Status CheckInitFrom(const v1::JobSpec& spec, const ConfinedRoots& roots);
 
 // Whether `dir` may be a checkpoint.dir: empty, or one directory name of at most 64 letters,
 // digits, '.', '_' and '-' that does not start with '.'.
