@@ -38,7 +38,8 @@ Agent::Agent(AgentOptions options)
       channel_(CoordinatorChannel(options_, session_)),
       stub_(v1::CoordinatorService::NewStub(channel_)),
       // The metrics service takes step reports from holders of the cluster token alone.
-      metrics_({.address = options_.metrics, .bearer_token = options_.coordinator_channel.bearer_token}) {}
+      metrics_({.address = options_.metrics, .bearer_token = options_.coordinator_channel.bearer_token}),
+      watchdog_(options_.abort_grace, [this] { return DescribeStuckGeneration(); }) {}
 
 Agent::~Agent() {
   stop_ = true;

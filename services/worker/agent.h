@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "abort_watchdog.h"
 #include "activity.h"
 #include "fault_injection.h"
 #include "gradsync/comm/communicator.h"
@@ -45,6 +46,9 @@ struct AgentOptions {
   std::string sample_log_dir;
   // A drill: stall this rank at this step (heartbeats go on).
   std::optional<StallFault> stall;
+  // How long an aborted generation may take to stop before the worker exits (abort_watchdog.h);
+  // zero: never.
+  absl::Duration abort_grace = absl::Seconds(30);
   absl::Duration max_backoff = absl::Seconds(5);
 };
 
@@ -100,6 +104,8 @@ class Agent {
   void ReportCheckpoint(const v1::ReportCheckpointRequest& request);
   // Stops the running generation: at its next step boundary, and in its collective now.
   void AbortGeneration();
+  // Where the generation is, for the watchdog; never blocks.
+  std::string DescribeStuckGeneration();
   // Every call to the coordinator but the assignment stream ends after the same timeout.
   static void SetRpcDeadline(grpc::ClientContext* ctx);
 
@@ -139,6 +145,9 @@ class Agent {
   // The job is cancelled: the ranks stop at the next step boundary, saving the weights.
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stop_{false};
+  // Ends the process when an aborted generation does not stop; reads the agent's state with
+  // TryLock, so a stuck holder of mu_ cannot keep it from firing.
+  AbortWatchdog watchdog_;
   std::thread heartbeat_thread_;
   std::thread shutdown_watcher_;
 };

@@ -38,6 +38,7 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
   GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id() << " generation "
                << a.generation();
   abort_ = false;
+  watchdog_.GenerationStarted();
   checkpoint_requested_ = false;
   stop_requested_ = false;
   absl::MutexLock lock(&mu_);
@@ -146,6 +147,7 @@ absl::StatusOr<uint64_t> Agent::EpochSeed(const std::string& job_id, int epoch) 
 
 // Where the heartbeat says the rank is; and the stall drill, which sleeps here.
 void Agent::OnStepBegin(int rank, const StepMarker& m) {
+  watchdog_.StepBegan();
   {
     absl::MutexLock lock(&mu_);
     marker_ = m;
@@ -159,6 +161,7 @@ void Agent::OnStepBegin(int rank, const StepMarker& m) {
 }
 
 void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOutcome>& outcome) {
+  watchdog_.GenerationEnded();
   v1::ReportResultRequest report;
   report.set_job_id(a.job_id());
   report.set_generation(a.generation());

@@ -5,6 +5,7 @@
 // while its generation runs claims its rank back from the coordinator, which restarted; it goes on
 // training unless the claim is refused.
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent.h"
 #include "gradsync/core/log.h"
@@ -110,6 +111,7 @@ bool Agent::RejoinRunning(int64_t seen) {
                     << req.running().job_id() << " generation " << req.running().generation();
     running_.Clear();
     abort_ = true;
+    watchdog_.AbortRequested();
     if (comm_ != nullptr) comm_->Abort();
     return true;
   }
@@ -121,8 +123,22 @@ bool Agent::RejoinRunning(int64_t seen) {
 
 void Agent::AbortGeneration() {
   abort_ = true;
+  watchdog_.AbortRequested();
   absl::MutexLock lock(&mu_);
   if (comm_ != nullptr) comm_->Abort();
+}
+
+std::string Agent::DescribeStuckGeneration() {
+  if (!mu_.TryLock()) return "the agent's state is locked (a thread holding it is stuck)";
+  std::string where = absl::StrCat("job ", current_.job_id(), " generation ", current_.generation(), " rank ",
+                                   current_.rank(), ", ");
+  if (comm_ == nullptr) {
+    absl::StrAppend(&where, "its communicator already gone (stuck tearing the replica down or after)");
+  } else {
+    absl::StrAppend(&where, DescribeActivity(marker_, comm_->sequence(), comm_->completed()));
+  }
+  mu_.Unlock();
+  return where;
 }
 
 }  // namespace gradsync::worker

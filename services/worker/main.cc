@@ -52,6 +52,10 @@ ABSL_FLAG(std::string, health_listen, gradsync::EnvOr("GRADSYNC_WORKER_HEALTH_LI
 ABSL_FLAG(std::string, inject_stall, gradsync::EnvOr("GRADSYNC_INJECT_STALL", ""),
           "fault drill: \"rank=R,step=S,seconds=T\" stalls rank R at the start of step S for T seconds while "
           "heartbeats go on, to exercise hang diagnosis (env GRADSYNC_INJECT_STALL)");
+ABSL_FLAG(int64_t, abort_grace_ms, 30000,
+          "how long a generation the coordinator aborted may take to stop (at least 3 of its slowest steps) "
+          "before the worker logs where it is stuck and exits with status 70 for its supervisor to restart "
+          "it; 0 never exits");
 ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR", ""),
           "if set, append every step's sample indices here, a file per job generation and rank, for "
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
@@ -118,6 +122,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.stall = *stall;
+  if (absl::GetFlag(FLAGS_abort_grace_ms) < 0) {
+    GS_LOG(ERROR) << "--abort_grace_ms must be 0 or more, not " << absl::GetFlag(FLAGS_abort_grace_ms);
+    return 2;
+  }
+  options.abort_grace = absl::Milliseconds(absl::GetFlag(FLAGS_abort_grace_ms));
   gradsync::worker::WorkerMetrics own_metrics;
   std::map<std::string, std::string> endpoints;
   std::unique_ptr<gradsync::http::Server> exposer;

@@ -1,7 +1,7 @@
 // Gloo ranks in processes of their own (gloo_rank_process.cc) beside ranks as threads, formed
 // through a real coordinator server: a rank SIGKILLed while its peers wait in a collective is
 // named in their errors, and a rank that shares the others' host name but not their /dev/shm
-// keeps the group on TCP.
+// keeps the group on TCP, and an abort ends a collective whose peer froze anywhere in it.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -56,6 +56,10 @@ class RankProcess {
     if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
     exit_status_ = status;
     return false;
+  }
+  // Freezes the process (SIGSTOP) without closing anything; Kill() still ends it.
+  void Stop() {
+    if (running()) kill(pid_, SIGSTOP);
   }
   void Kill() {
     if (!running()) return;
@@ -156,6 +160,52 @@ TEST(GlooProcesses, ASurvivorsErrorNamesTheRankThatDiedMidCollective) {
                 HasSubstr(absl::StrCat("allreduce #0 on rank ", r, " of 3 failed: rank 2 (127.0.0.1:")));
   }
   EXPECT_GE(naming, 1) << status[0] << "; " << status[1];
+}
+
+// A peer frozen (SIGSTOP: what `docker pause` does, and as silent as a cut network: no connection
+// closes) anywhere in a stream of all-reduces: rank 0's abort ends its collective at once, wherever
+// in the ring it waits (on its own buffer, on Gloo's scratch buffers, on a full send buffer).
+// Gloo's own timeout is 30 s; without a working abort the wait below would reach it.
+TEST(GlooProcesses, AnAbortEndsTheCollectiveWhereverAFrozenPeerLeftIt) {
+  std::signal(SIGPIPE, SIG_IGN);
+  CoordinatorServer server;
+  GlooOptions options = TestGlooOptions();
+  options.shared_memory = false;
+  constexpr int kRounds = 12;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    const std::string job = absl::StrCat("freeze-", round);
+    std::vector<std::string> args = Join(server, job, 1, 2);
+    args.push_back("--transport=tcp");
+    args.push_back("--then=loop");
+    RankProcess peer(args);
+    ASSERT_TRUE(peer.started());
+    auto kv = server.Kv(job);
+    absl::StatusOr<std::unique_ptr<Communicator>> comm = ConnectGloo(kv.get(), 0, 2, options);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    absl::Notification ended;
+    absl::Status failed;
+    int64_t rounds_done = 0;
+    std::thread rank0([&] {
+      std::vector<float> bucket(1 << 18, 1.0f);
+      for (;; ++rounds_done) {
+        failed = (*comm)->AllReduce(std::span<float>(bucket), ReduceOp::kAverage)->Wait();
+        if (!failed.ok()) break;
+      }
+      ended.Notify();
+    });
+    // Spread the freeze over the ring's phases: from the first collective to many in.
+    absl::SleepFor(absl::Milliseconds(15 + 37 * round));
+    peer.Stop();
+    absl::SleepFor(absl::Milliseconds(200));
+    (*comm)->Abort();
+    const bool in_time = ended.WaitForNotificationWithTimeout(absl::Seconds(10));
+    peer.Kill();  // closes its connections: a stuck rank 0 ends now, so the test can report
+    rank0.join();
+    EXPECT_TRUE(in_time) << "the abort did not end the collective; it ended later with " << failed;
+    EXPECT_EQ(failed.code(), absl::StatusCode::kAborted) << failed << " after " << rounds_done << " all-reduces";
+    comm->reset();
+  }
 }
 
 // Ranks 0 and 1 are threads of this process; rank 2 is a process sharing their host name and, but

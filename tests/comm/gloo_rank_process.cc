@@ -3,6 +3,8 @@
 //   --coordinator  the test's coordinator server; --job, --rank, --world: the rank it joins;
 //   --transport    "tcp" or "shm" (all-reduce through shared memory when every rank maps it);
 //   --then         "hang": connect, then wait, issuing nothing, until killed;
+//                  "loop": all-reduce gradient-bucket-sized buffers (2^18 floats) back to back
+//                  until a collective fails or the process is killed;
 //                  "allreduce": all-reduce rank+1 over 1000 floats once, check the sum and that
 //                  the backend is --backend, then exit;
 //                  "probe": only make the namespace below, then exit;
@@ -85,6 +87,12 @@ int Run(const std::map<std::string, std::string>& args) {
   }
   if (args.at("then") == "hang") {
     for (;;) absl::SleepFor(absl::Seconds(1));
+  }
+  if (args.at("then") == "loop") {
+    std::vector<float> bucket(1 << 18, 1.0f);
+    while ((*comm)->AllReduce(std::span<float>(bucket), gradsync::comm::ReduceOp::kAverage)->Wait().ok()) {
+    }
+    return 0;
   }
   std::vector<float> data(1000, static_cast<float>(rank + 1));
   if (absl::Status s = (*comm)->AllReduceSum(std::span<float>(data)); !s.ok()) {
