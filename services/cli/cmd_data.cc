@@ -1,8 +1,10 @@
-// gradsync data prepare: text files to llm.c token shards (byte tokens), so a job can read them
-// with data.shards instead of tokenising text at every start. Needs no cluster.
+// gradsync data prepare: text files to llm.c token shards (bytes, or a tokenizer's ids), so a
+// job can read them with data.shards instead of tokenising text at every start. Needs no cluster.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -12,16 +14,21 @@
 #include "absl/strings/str_format.h"
 #include "args.h"
 #include "commands.h"
+#include "gradsync/data/shards_info.h"
 #include "gradsync/data/token_shard.h"
+#include "gradsync/tokenizer/tokenizer.h"
 
 namespace gradsync::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gradsync data prepare TEXT... -o DIR [--val-fraction F] [--shard-tokens N]\n"
-    "  Byte-tokenises the TEXT files (paths or globs, in order, concatenated) into llm.c shards\n"
+    "usage: gradsync data prepare TEXT... -o DIR [--tokenizer PATH] [--val-fraction F]\n"
+    "                             [--shard-tokens N]\n"
+    "  Tokenises the TEXT files (paths or globs, in order, concatenated) into llm.c shards\n"
     "  DIR/train_000000.bin ... and, with F > 0, DIR/val_000000.bin ... holding the last F of the\n"
-    "  tokens. N tokens at most per shard (default 100000000).\n";
+    "  tokens. N tokens at most per shard (default 100000000). PATH: a tokenizer.json, GPT-2's\n"
+    "  encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without it, one\n"
+    "  token per byte (vocabulary 256). DIR/shards.json records the tokenizer.\n";
 constexpr int kDefaultShardTokens = 100'000'000;
 
 int Fail(const std::string& message) {
@@ -61,6 +68,47 @@ void PrintShards(const std::vector<data::ShardFile>& files) {
   }
 }
 
+// The tokenizer --tokenizer names (bytes without it), refused when its ids do not fit a shard.
+absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> ShardTokenizer(const Args& args) {
+  if (!args.Has("tokenizer")) return tokenizer::MakeByteTokenizer();
+  absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> t = tokenizer::LoadTokenizer(args.Get("tokenizer"));
+  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("--tokenizer: ", t.status().message()));
+  if ((*t)->vocab_size() > data::kMaxShardVocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tokenizer: ", args.Get("tokenizer"), " has a vocabulary of ", (*t)->vocab_size(),
+        " ids; llm.c shards hold uint16 tokens, so at most ", data::kMaxShardVocab));
+  }
+  return t;
+}
+
+// The ids of the files, concatenated in order, as shard tokens; `bytes` counts what was read.
+absl::StatusOr<std::vector<uint16_t>> Tokenize(const std::vector<std::string>& paths, const tokenizer::Tokenizer& t,
+                                               size_t* bytes) {
+  std::vector<uint16_t> tokens;
+  for (const std::string& path : paths) {
+    absl::StatusOr<std::string> text = data::ReadTextFile(path);
+    if (!text.ok()) return text.status();
+    *bytes += text->size();
+    absl::StatusOr<std::vector<int32_t>> ids = t.Encode(*text);
+    if (!ids.ok()) return absl::Status(ids.status().code(), absl::StrCat(path, ": ", ids.status().message()));
+    tokens.insert(tokens.end(), ids->begin(), ids->end());  // ShardTokenizer checked every id fits
+  }
+  return tokens;
+}
+
+data::ShardsInfo DescribeTokenizer(const Args& args, const tokenizer::Tokenizer& t) {
+  std::error_code ec;
+  std::string path;
+  if (args.Has("tokenizer")) path = std::filesystem::absolute(args.Get("tokenizer"), ec).lexically_normal().string();
+  return {std::string(tokenizer::KindName(t.kind())), path, t.vocab_size()};
+}
+
+absl::StatusOr<std::vector<data::ShardFile>> WriteSplit(const std::string& dir, const char* prefix,
+                                                        std::span<const uint16_t> tokens, int shard_tokens) {
+  if (tokens.empty()) return std::vector<data::ShardFile>();
+  return data::WriteShards(dir, prefix, tokens, shard_tokens);
+}
+
 int Prepare(const Args& args) {
   const std::vector<std::string> patterns(args.positional.begin() + 1, args.positional.end());
   const std::string dir = args.Get("output");
@@ -69,18 +117,17 @@ int Prepare(const Args& args) {
   if (!val_fraction.ok()) return Fail(std::string(val_fraction.status().message()));
   absl::StatusOr<int> shard_tokens = args.GetInt("shard-tokens", kDefaultShardTokens, 1, 1 << 30);
   if (!shard_tokens.ok()) return Fail(std::string(shard_tokens.status().message()));
+  absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok = ShardTokenizer(args);
+  if (!tok.ok()) return Fail(std::string(tok.status().message()));
 
   absl::StatusOr<std::vector<std::string>> paths = data::ExpandPaths(patterns);
   if (!paths.ok()) return Fail(std::string(paths.status().message()));
-  std::vector<uint16_t> tokens;
-  for (const std::string& path : *paths) {
-    absl::StatusOr<std::vector<uint16_t>> file = data::ReadTextTokens(path);
-    if (!file.ok()) return Fail(std::string(file.status().message()));
-    tokens.insert(tokens.end(), file->begin(), file->end());
-  }
-  const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(tokens.size())));
+  size_t bytes = 0;
+  absl::StatusOr<std::vector<uint16_t>> tokens = Tokenize(*paths, **tok, &bytes);
+  if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
+  const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(tokens->size())));
   if (*val_fraction > 0 && val_tokens == 0) {
-    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, tokens.size()));
+    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, tokens->size()));
   }
 
   std::error_code ec;
@@ -88,31 +135,31 @@ int Prepare(const Args& args) {
   if (ec) return Fail(absl::StrCat(dir, ": cannot create the directory: ", ec.message()));
   if (absl::Status s = CheckNoShards(dir); !s.ok()) return Fail(std::string(s.message()));
 
-  const std::span<const uint16_t> all(tokens);
+  const std::span<const uint16_t> all(*tokens);
   auto train = data::WriteShards(dir, "train", all.first(all.size() - val_tokens), *shard_tokens);
   if (!train.ok()) return Fail(std::string(train.status().message()));
-  std::vector<data::ShardFile> val;
-  if (val_tokens > 0) {
-    auto written = data::WriteShards(dir, "val", all.last(val_tokens), *shard_tokens);
-    if (!written.ok()) return Fail(std::string(written.status().message()));
-    val = *std::move(written);
-  }
-  std::printf("read %zu file(s), %zu bytes = %zu tokens (one per byte, vocabulary 256)\n", paths->size(), tokens.size(),
-              tokens.size());
-  std::printf("wrote %zu train shard(s), %zu tokens:\n", train->size(), tokens.size() - val_tokens);
+  auto val = WriteSplit(dir, "val", all.last(val_tokens), *shard_tokens);
+  if (!val.ok()) return Fail(std::string(val.status().message()));
+  const data::ShardsInfo info = DescribeTokenizer(args, **tok);
+  if (absl::Status s = data::WriteShardsInfo(dir, info); !s.ok()) return Fail(std::string(s.message()));
+  std::printf("read %zu file(s), %zu bytes = %zu tokens (%s%s%s, vocabulary %d)\n", paths->size(), bytes,
+              tokens->size(), info.tokenizer_kind.c_str(), info.tokenizer_path.empty() ? "" : " ",
+              info.tokenizer_path.c_str(), info.vocab_size);
+  std::printf("wrote %zu train shard(s), %zu tokens:\n", train->size(), tokens->size() - val_tokens);
   PrintShards(*train);
-  if (!val.empty()) {
-    std::printf("wrote %zu val shard(s), %zu tokens:\n", val.size(), val_tokens);
-    PrintShards(val);
+  if (!val->empty()) {
+    std::printf("wrote %zu val shard(s), %zu tokens:\n", val->size(), val_tokens);
+    PrintShards(*val);
   }
-  std::printf("train on them with: data: {shards: {paths: [\"%s/train_*.bin\"]}}\n", dir.c_str());
+  std::printf("train on them with: data: {shards: {paths: [\"%s/train_*.bin\"]}} and model.transformer.vocabSize %d\n",
+              dir.c_str(), info.vocab_size);
   return 0;
 }
 
 }  // namespace
 
 int DataCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("data", argv, {{"output", true, 'o'}, {"val-fraction"}, {"shard-tokens"}});
+  absl::StatusOr<Args> args = ParseArgs("data", argv, {{"output", true, 'o'}, {"tokenizer"}, {"val-fraction"}, {"shard-tokens"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->positional.empty() || args->positional[0] != "prepare") return Fail(kUsage);
   return Prepare(*args);

@@ -1,0 +1,173 @@
+// `data prepare --tokenizer` and `generate --tokenizer` with a small tokenizer.json written
+// here, run as the CLI runs them; and a job's datasets refusing shards whose recorded
+// vocabulary is not the model's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "commands.h"
+#include "gradsync/ckpt/weights_file.h"
+#include "gradsync/data/shards_info.h"
+#include "gradsync/data/token_dataset.h"
+#include "gradsync/data/token_shard.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/tokenizer/tokenizer.h"
+
+namespace gradsync::cli {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// GPT-2's byte-level spelling of byte b.
+std::string ByteLevel(int b) {
+  const bool itself = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+  int cp = b;
+  if (!itself) {
+    cp = 0x100;
+    for (int x = 0; x < b; ++x) {
+      if (!((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) ++cp;
+    }
+  }
+  std::string out;
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+  return absl::StrReplaceAll(out, {{"\\", "\\\\"}, {"\"", "\\\""}});
+}
+
+// A byte-level tokenizer.json: the 256 bytes, "he" (256) and "ll" (257), and an added token
+// with id `added_id`; vocabulary added_id + 1.
+std::string TokenizerJson(int added_id) {
+  std::string vocab;
+  for (int b = 0; b < 256; ++b) absl::StrAppend(&vocab, "\"", ByteLevel(b), "\":", b, ",");
+  absl::StrAppend(&vocab, R"("he":256,"ll":257)");
+  return absl::StrCat(R"({"normalizer":null,"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},)",
+                      R"("added_tokens":[{"id":)", added_id, R"(,"content":"<|end|>","special":true}],)",
+                      R"("decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{)", vocab,
+                      R"(},"merges":["h e","l l"]}})");
+}
+
+class TokenizerCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / absl::StrCat("tokenizer_commands_test_", ::getpid(), "_",
+                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& content) {
+    std::ofstream(dir_ / name, std::ios::binary) << content;
+    return (dir_ / name).string();
+  }
+
+  // A gpt2-flavour transformer of vocabulary `vocab`, saved as a weights file. With `always` >=
+  // 0 every parameter is zero but lnf.bias[0] = 1 and wte[always][0] = 10: whatever the input,
+  // the final hidden state is e0 and the tied head gives `always` the only non-zero logit.
+  std::string SaveModel(int vocab, int always = -1) {
+    v1::JobSpec spec;
+    spec.mutable_model()->set_preset("gpt-tiny");
+    v1::TransformerConfig* t = spec.mutable_model()->mutable_transformer();
+    t->set_layers(1);
+    t->set_heads(2);
+    t->set_kv_heads(2);
+    t->set_width(16);
+    t->set_mlp_width(32);
+    t->set_seq_len(8);
+    t->set_vocab_size(vocab);
+    absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (always >= 0) {
+      const nn::ParamLayout& layout = (*model)->layout();
+      std::span<float> params = (*model)->params();
+      std::fill(params.begin(), params.end(), 0.0f);
+      for (int i = 0; i < layout.size(); ++i) {
+        const nn::ParamInfo& p = layout.param(i);
+        if (p.name == "lnf.bias") params[p.offset] = 1.0f;
+        if (p.name == "wte") params[p.offset + static_cast<int64_t>(always) * 16] = 10.0f;
+      }
+    }
+    const std::string path = (dir_ / absl::StrCat("weights_", vocab, "_", always, ".bin")).string();
+    EXPECT_TRUE(ckpt::SaveWeights(path, spec.model(), (*model)->layout(), (*model)->params()).ok());
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TokenizerCommandsTest, DataPrepareWritesTheTokenizersIdsAndRecordsIt) {
+  const std::string tokenizer = Write("tokenizer.json", TokenizerJson(258));
+  const std::string text = "hello hello<|end|>" + std::string(40, 'x');
+  const std::string input = Write("in.txt", text);
+  const std::string out = (dir_ / "shards").string();
+  ASSERT_EQ(DataCommand({"prepare", input, "-o", out, "--tokenizer", tokenizer}), 0);
+
+  auto loaded = tokenizer::LoadTokenizer(tokenizer);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const std::vector<int32_t> want = *(*loaded)->Encode(text);
+  absl::StatusOr<std::vector<uint16_t>> shard = data::ReadShard(out + "/train_000000.bin", 259);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_EQ(std::vector<int32_t>(shard->begin(), shard->end()), want);
+  EXPECT_EQ(want[0], 256);  // "he", not bytes
+  absl::StatusOr<std::optional<data::ShardsInfo>> info = data::ReadShardsInfo(out);
+  ASSERT_TRUE(info.ok() && info->has_value()) << info.status();
+  EXPECT_EQ((*info)->tokenizer_kind, "hf-tokenizer-json");
+  EXPECT_EQ((*info)->vocab_size, 259);
+  EXPECT_EQ(fs::path((*info)->tokenizer_path), fs::absolute(tokenizer));
+
+  // A model of another vocabulary cannot train on these shards: the error names both sizes.
+  absl::StatusOr<std::unique_ptr<data::TokenDataset>> mismatch =
+      data::TokenDataset::Load({out + "/train_*.bin"}, /*shards=*/true, 8, 300);
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mismatch.status().message(), HasSubstr("vocabulary 259"));
+  EXPECT_THAT(mismatch.status().message(), HasSubstr("the model's vocabulary is 300"));
+  EXPECT_TRUE(data::TokenDataset::Load({out + "/train_*.bin"}, true, 8, 259).ok());
+}
+
+TEST_F(TokenizerCommandsTest, DataPrepareRefusesVocabulariesBeyondUint16) {
+  const std::string tokenizer = Write("tokenizer.json", TokenizerJson(70000));
+  const std::string out = (dir_ / "shards").string();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(DataCommand({"prepare", Write("in.txt", "hello"), "-o", out, "--tokenizer", tokenizer}), 2);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("has a vocabulary of 70001 ids; llm.c shards hold uint16 tokens, so at most 65536"));
+  EXPECT_FALSE(fs::exists(out + "/train_000000.bin"));
+}
+
+TEST_F(TokenizerCommandsTest, GenerateRefusesAModelOfAnotherVocabularyNamingBothSizes) {
+  const std::string tokenizer = Write("tokenizer.json", TokenizerJson(258));
+  const std::string bytes_model = SaveModel(256);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(GenerateCommand({"--weights", bytes_model, "--prompt", "hello", "--tokenizer", tokenizer}), 1);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("the model's vocabulary has 256 tokens but the tokenizer " + tokenizer + " has 259"));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(GenerateCommand({"--weights", SaveModel(259), "--prompt", "hello"}), 1);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("has 259 tokens but gradsync generate without --tokenizer"));
+}
+
+TEST_F(TokenizerCommandsTest, GenerateDecodesWithTheTokenizer) {
+  const std::string tokenizer = Write("tokenizer.json", TokenizerJson(258));
+  ::testing::internal::CaptureStdout();
+  const int rc = GenerateCommand({"--weights", SaveModel(259, /*always=*/258), "--prompt", "hello", "--tokenizer",
+                                  tokenizer, "--tokens", "3", "--temperature", "0"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  // Id 258 is the added token: decoded by the tokenizer, not printed as a byte.
+  EXPECT_EQ(out, "hello<|end|><|end|><|end|>\n");
+}
+
+}  // namespace
+}  // namespace gradsync::cli
