@@ -146,7 +146,10 @@ class Cluster:
         mounts = [f"{self.prefix}-checkpoints:/var/lib/gradsync/checkpoints",
                   f"{self.data_dir}:{self.data_dir}:ro",
                   self._secret("cluster"), self._secret("metrics")]
-        self._run(role, f"gradsync/worker-cpu:{self.tag}", env, mounts, docker_args=self.worker_docker_args)
+        # As in Compose and Kubernetes, a worker that exits with a failure (the abort watchdog's
+        # status 70) is started again.
+        self._run(role, f"gradsync/worker-cpu:{self.tag}", env, mounts,
+                  docker_args=["--restart", "on-failure"] + self.worker_docker_args)
 
     # ---- looking at it -----------------------------------------------------------------------
     def ip(self, role):
