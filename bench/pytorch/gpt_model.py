@@ -62,12 +62,15 @@ class Gpt(nn.Module):
                 std = 0.02 / math.sqrt(2 * layers) if name.endswith("proj.weight") else 0.02
                 nn.init.normal_(p, std=std)
 
-    def forward(self, tokens, targets):
+    def logits(self, tokens):
         t = tokens.shape[1]
         x = self.wte(tokens) + self.wpe(torch.arange(t, device=tokens.device))
         for block in self.blocks:
             x = block(x)
-        logits = self.ln_f(x) @ self.wte.weight.t()  # tied output projection
+        return self.ln_f(x) @ self.wte.weight.t()  # tied output projection
+
+    def forward(self, tokens, targets):
+        logits = self.logits(tokens)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
     def optimizer(self, lr=1e-4, weight_decay=0.1, **kwargs):
