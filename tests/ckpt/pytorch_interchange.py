@@ -22,6 +22,7 @@ A transposed, permuted or misnamed tensor changes logits by their whole scale. E
 import argparse
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -263,7 +264,30 @@ def check_job(gradsync, work):
     after = gradsync_logits(gradsync, os.path.join(state, "artifacts", jobs[0], "weights.bin"))
     same = torch.equal(after, gradsync_logits(gradsync, start, set_args("llama", vocab)))
     print(f"{'ok' if same else 'FAIL'}: a job from model.initFrom ends with the imported weights, bit for bit")
-    return compare("llama: the job's final weights against PyTorch's", after, theirs) and same
+    return compare("llama: the job's final weights against PyTorch's", after, theirs) and same and \
+        check_init_optimizer(gradsync, work, spec, os.path.join(state, "artifacts", jobs[0], "checkpoints"))
+
+
+def check_init_optimizer(gradsync, work, spec, checkpoints):
+    """model.initOptimizer takes a finished job's checkpoint with its AdamW state; a source without
+    one is refused, naming the field."""
+    spec["model"]["initFrom"] = os.path.join(checkpoints, sorted(os.listdir(checkpoints))[-1])
+    spec["model"]["initOptimizer"] = True
+    with open(os.path.join(work, "continue.json"), "w") as f:
+        json.dump(spec, f)
+    run = subprocess.run([gradsync, "run", "continue.json", "--workers", "1", "--state-dir",
+                          os.path.join(work, "state2"), "-o", "json"], cwd=work, capture_output=True, text=True,
+                         timeout=240)
+    continued = run.returncode == 0
+    spec["model"]["initFrom"] = "start.safetensors"
+    with open(os.path.join(work, "refused.json"), "w") as f:
+        json.dump(spec, f)
+    run = subprocess.run([gradsync, "run", "refused.json", "--workers", "1", "--state-dir",
+                          os.path.join(work, "state3")], cwd=work, capture_output=True, text=True, timeout=240)
+    refused = run.returncode != 0 and "model.initOptimizer" in run.stdout + run.stderr
+    print(f"{'ok' if continued else 'FAIL'}: a job continues from a checkpoint with its optimizer state")
+    print(f"{'ok' if refused else 'FAIL'}: model.initOptimizer from weights without optimizer state is refused")
+    return continued and refused
 
 
 def main():
@@ -272,7 +296,8 @@ def main():
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
     args.gradsync = os.path.abspath(args.gradsync)
-    os.makedirs(args.workdir, exist_ok=True)
+    shutil.rmtree(args.workdir, ignore_errors=True)  # one job per state directory, from this run
+    os.makedirs(args.workdir)
     torch.manual_seed(0)
     ok = True
     for flavour in ("gpt2", "llama"):
