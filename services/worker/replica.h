@@ -37,6 +37,11 @@ class Replica {
   // Clips the gradients to a global norm of max_norm (none when max_norm <= 0) and takes one
   // AdamW step at learning rate lr. Returns the norm before clipping.
   virtual absl::StatusOr<double> Step(double lr, double max_norm) = 0;
+  // From now on the clipping norm covers the parameters `params` (layout indices) alone, the
+  // scale still applying to every gradient: the synchronised parameters, so that every rank
+  // clips by the same factor while the ignored ones (ddp.ignoreParams) hold each rank's own
+  // gradients. FAILED_PRECONDITION where the replica cannot (the GPU's clip covers every one).
+  virtual absl::Status SetClipScope(std::vector<int> params) = 0;
 
   // A host copy of the parameters.
   virtual absl::StatusOr<std::vector<float>> HostParams() = 0;

@@ -1,4 +1,6 @@
 // The CPU replica: the host model of libs/nn, AdamW and clipping on the host, Gloo.
+#include <cmath>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,9 +20,14 @@ class CpuReplica final : public Replica {
   comm::Communicator& comm() override { return *comm_; }
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {
-    const double norm = nn::ClipGlobalNorm(model_->grads(), max_norm);
+    const double norm = clip_scope_.empty() ? nn::ClipGlobalNorm(model_->grads(), max_norm) : ClipScoped(max_norm);
     optimizer_.Step(model_->params(), model_->grads(), lr);
     return norm;
+  }
+
+  absl::Status SetClipScope(std::vector<int> params) override {
+    clip_scope_ = std::move(params);
+    return absl::OkStatus();
   }
 
   absl::StatusOr<std::vector<float>> HostParams() override {
@@ -45,9 +52,27 @@ class CpuReplica final : public Replica {
   std::string Describe() const override { return absl::StrCat("cpu, fp32, ", comm_->backend()); }
 
  private:
+  // ClipGlobalNorm with the norm over clip_scope_'s parameters.
+  double ClipScoped(double max_norm) {
+    const nn::ParamLayout& layout = model_->layout();
+    double sum_sq = 0;
+    for (int i : clip_scope_) {
+      const double n = nn::GlobalNorm(layout.View(std::span<const float>(model_->grads()), i));
+      sum_sq += n * n;
+    }
+    const double norm = std::sqrt(sum_sq);
+    if (max_norm > 0.0 && norm > max_norm) {
+      for (float& g : model_->grads()) g *= static_cast<float>(max_norm / norm);
+    }
+    return norm;
+  }
+
+
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<nn::Model> model_;
   nn::AdamW optimizer_;
+  // Empty: every parameter.
+  std::vector<int> clip_scope_;
 };
 
 }  // namespace

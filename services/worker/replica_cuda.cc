@@ -50,6 +50,12 @@ class CudaReplica final : public Replica {
     return clip_->ReadNorm();
   }
 
+  absl::Status SetClipScope(std::vector<int>) override {
+    return absl::FailedPreconditionError(
+        "ddp.ignoreParams with training.gradClip: the GPU clips by the norm of every gradient, ignored ones "
+        "included, so the ranks would clip by different factors and diverge; set training.gradClip to 0");
+  }
+
   absl::StatusOr<std::vector<float>> HostParams() override {
     std::vector<float> host(model_->params().size());
     if (absl::Status s = ToHost(model_->params(), host); !s.ok()) return s;

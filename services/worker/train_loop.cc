@@ -52,6 +52,19 @@ std::string SynchronisedDigest(const ddp::Reducer& reducer, const nn::ParamLayou
   return absl::StrFormat("fnv1a64:%016x", h);
 }
 
+// With ignored parameters, each rank holds its own gradients for them: a clipping norm over them
+// would scale each rank's synchronised gradients differently. The norm covers the synchronised ones.
+absl::Status ScopeClipping(const ddp::Reducer& reducer, double grad_clip, Replica& replica) {
+  if (grad_clip <= 0) return absl::OkStatus();
+  std::vector<int> synced;
+  const int n = replica.model().layout().size();
+  for (int i = 0; i < n; ++i) {
+    if (!reducer.ignored(i)) synced.push_back(i);
+  }
+  if (static_cast<int>(synced.size()) == n) return absl::OkStatus();
+  return replica.SetClipScope(std::move(synced));
+}
+
 }  // namespace
 
 TrainLoop::TrainLoop(const TrainConfig& config, Replica& replica, const TrainHooks& hooks)
@@ -98,6 +111,7 @@ absl::Status TrainLoop::Resume() {
     if (absl::Status s = InitFromWeights(config_, replica_); !s.ok()) return s;
   }
   if (absl::Status s = BroadcastParams(*reducer_, model.params(), replica_.comm()); !s.ok()) return s;
+  if (absl::Status s = ScopeClipping(*reducer_, config_.grad_clip, replica_); !s.ok()) return s;
 
   shard_ = config_.Shard(dataset_->size());
   total_ = at_.step + ddp::StepsRemaining(shard_, at_.data, at_.step, config_.max_steps, config_.epochs);
