@@ -1,0 +1,164 @@
+// The validation loss end to end with real processes: `gradsync data prepare --val-fraction`
+// writes val_*.bin beside the train shards, a local cluster finds them by default, and jobs of 1
+// and 3 ranks report the same validation loss, equal to one computed here from the weights file,
+// one window at a time, on the same shards. The value is in the -o json summary, the job's result
+// (gradsync get), the metrics endpoint and the SVG report. (The progress lines and the job's
+// progress, which depend on when heartbeats fall, are tested without processes: tests/cli,
+// tests/worker, tests/coordinator.)
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli_harness.h"
+#include "gradsync/ckpt/weights_file.h"
+#include "gradsync/core/rng.h"
+#include "gradsync/data/token_shard.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gradsync/nn/model.h"
+#include "gradsync/v1/job.pb.h"
+#include "gtest/gtest.h"
+#include "http_client.h"
+
+namespace gradsync::testing {
+namespace {
+
+constexpr int kSeqLen = 32;
+
+// A number field of a JSON object, at full precision (NaN when absent).
+double JsonNumber(const std::string& json, const std::string& key) {
+  google::protobuf::Struct s;
+  if (!google::protobuf::util::JsonStringToMessage(json, &s).ok()) return NAN;
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? NAN : it->second.number_value();
+}
+
+// Text of words in a random order: something a model can learn a little of.
+std::string Words(int bytes) {
+  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "dog ", "ran ", "far. "};
+  Rng rng(11);
+  std::string out;
+  while (static_cast<int>(out.size()) < bytes) out += words[rng.Below(10)];
+  return out;
+}
+
+// The mean loss of the weights in `weights_path` over every target position of `val_files`, each
+// window scored alone: nothing of the worker's validation set, partition or all-reduce.
+double OneWindowAtATime(const std::string& weights_path, const std::vector<std::string>& val_files) {
+  absl::StatusOr<ckpt::WeightsFile> weights = ckpt::LoadWeights(weights_path);
+  EXPECT_TRUE(weights.ok()) << weights.status();
+  v1::JobSpec spec;
+  *spec.mutable_model() = weights->model;
+  absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
+  EXPECT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->params().size(), weights->values.size());
+  std::copy(weights->values.begin(), weights->values.end(), (*model)->params().begin());
+  double sum = 0;
+  int64_t count = 0;
+  for (const std::string& path : val_files) {
+    absl::StatusOr<std::vector<uint16_t>> tokens = data::ReadShard(path, 256);
+    EXPECT_TRUE(tokens.ok()) << tokens.status();
+    for (size_t start = 0; start + 1 < tokens->size(); start += kSeqLen) {
+      nn::Batch b;
+      b.size = 1;
+      for (size_t t = start; t < std::min(start + kSeqLen, tokens->size() - 1); ++t) {
+        b.tokens.push_back((*tokens)[t]);
+        b.targets.push_back((*tokens)[t + 1]);
+      }
+      absl::StatusOr<nn::LossSum> loss = (*model)->Evaluate(b);
+      EXPECT_TRUE(loss.ok()) << loss.status();
+      sum += loss->sum;
+      count += loss->count;
+    }
+  }
+  return sum / static_cast<double>(count);
+}
+
+TEST(Validation, OneAndThreeRanksReportTheLossOfTheWeightsOnTheValShards) {
+  const std::string dir = MakeTempDir();
+  std::ofstream(dir + "/text.txt") << Words(40000);
+  CommandResult prepared = RunBinary({"gradsync", "data", "prepare", dir + "/text.txt", "-o", dir + "/shards",
+                                      "--val-fraction", "0.1", "--shard-tokens", "2500"});
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.err;
+  const std::vector<std::string> val_files = {dir + "/shards/val_000000.bin", dir + "/shards/val_000001.bin"};
+  for (const auto& f : val_files) ASSERT_TRUE(std::filesystem::exists(f)) << prepared.out;
+
+  const std::string cluster = dir + "/cluster";
+  CommandResult up = RunBinary(
+      {"gradsync", "local", "up", "--workers", "3", "--state-dir", cluster, "--data-root", dir + "/shards"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  // Down whatever happens: the cluster's daemons would otherwise outlive the test.
+  absl::Cleanup down = [&] { RunBinary({"gradsync", "local", "down", "--state-dir", cluster}); };
+  const std::map<std::string, std::string> endpoints = ParseFlatJson(up.out);
+  std::string token = ReadFile(cluster + "/tokens/metrics.token");
+  token = token.substr(0, token.find('\n'));
+
+  std::map<int, double> by_world;
+  std::map<int, std::vector<float>> weights;
+  for (int world : {1, 3}) {
+    // A learning rate of 1e-30 moves no weight (it is far below half an ulp of any of them), so
+    // both jobs evaluate the same model and only the evaluation differs between world sizes.
+    CommandResult job = RunBinary(
+        {"gradsync", "submit", ExamplePath("gpt-tiny-shards.yaml"), "--state-dir", cluster, "--set",
+         "data.shards.paths=[\"" + dir + "/shards/train_*.bin\"]", "--set",
+         absl::StrCat("model.transformer={layers: 1, heads: 2, width: 32, mlpWidth: 64, seqLen: ", kSeqLen, "}"),
+         "--set", absl::StrCat("training.worldSize=", world), "--set", "training.microBatch=4", "--set",
+         "training.maxSteps=4", "--set", "training.epochs=0", "--set", "training.evalEvery=2", "--set",
+         "training.lr=1e-30", "--wait", "-o", "json"});
+    ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+    const std::map<std::string, std::string> summary = ParseFlatJson(job.out);
+    const double loss = JsonNumber(job.out, "validationLoss");
+    ASSERT_TRUE(std::isfinite(loss)) << "the -o json summary has validationLoss: " << job.out;
+    by_world[world] = loss;
+
+    // The weights, scored here on the same shards.
+    const double want = OneWindowAtATime(summary.at("weightsPath"), val_files);
+    EXPECT_NEAR(loss, want, 1e-5 * want) << "world size " << world << " (fp32 forward on other shapes)";
+    weights[world] = ckpt::LoadWeights(summary.at("weightsPath"))->values;
+
+    // The job's progress (REST/gRPC), the metrics endpoint and the SVG report.
+    const std::string id = summary.at("id");
+    CommandResult got = RunBinary({"gradsync", "get", id, "--state-dir", cluster, "-o", "json"});
+    v1::Job stored;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(got.out, &stored).ok()) << got.out;
+    EXPECT_EQ(stored.result().validation_loss(), loss);
+    EXPECT_EQ(std::vector<std::string>(stored.spec().data().validation().paths().begin(),
+                                       stored.spec().data().validation().paths().end()),
+              std::vector<std::string>{dir + "/shards/val_*.bin"})
+        << "the job names the val shards found beside its train shards";
+    const std::string metrics_http = endpoints.at("metricsHttp");
+    const HttpResponse scrape = HttpRequest("GET", std::stoi(metrics_http.substr(metrics_http.rfind(':') + 1)),
+                                            "/metrics", {{"Authorization", "Bearer " + token}});
+    const std::string series = absl::StrCat("gradsync_validation_loss{training_job=\"", id, "\"} ");
+    const size_t at = scrape.body.find(series);
+    ASSERT_NE(at, std::string::npos) << scrape.body;
+    double scraped = NAN;
+    ASSERT_TRUE(absl::SimpleAtod(scrape.body.substr(at + series.size(), 40).substr(
+                                     0, scrape.body.substr(at + series.size(), 40).find('\n')),
+                                 &scraped));
+    EXPECT_NEAR(scraped, loss, 1e-12 * loss);
+    const std::string svg = dir + "/" + id + ".svg";
+    CommandResult report = RunBinary({"gradsync", "report", id, "-o", svg, "--state-dir", cluster});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    const std::string picture = ReadFile(svg);
+    EXPECT_NE(picture.find("validation (whole set)"), std::string::npos) << "the legend names the series";
+    EXPECT_NE(picture.find("<circle"), std::string::npos) << "a marker at each evaluation";
+  }
+  double moved = 0;
+  ASSERT_EQ(weights[1].size(), weights[3].size());
+  for (size_t i = 0; i < weights[1].size(); ++i) {
+    moved = std::max(moved, static_cast<double>(std::fabs(weights[1][i] - weights[3][i])));
+  }
+  EXPECT_LT(moved, 1e-20) << "the premise: both jobs hold the same model";
+  // Every batch of windows is the same at both world sizes (ddp/eval_partition.h); only the order
+  // of the double additions of the batches' and the ranks' sums differs: 1e-12 relative is
+  // thousands of ulps of room.
+  EXPECT_NEAR(by_world[1], by_world[3], 1e-12 * by_world[1]);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
