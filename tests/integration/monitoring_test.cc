@@ -77,13 +77,25 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   const std::string promtool = PrometheusBin("promtool");
   if (prometheus.empty()) GTEST_SKIP() << "prometheus unavailable (apt-get download prometheus failed)";
   const std::string dir = MakeTempDir();
-  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster"});
+  // Token shards with validation shards beside them, for the dashboard's validation loss.
+  std::ofstream(dir + "/text.txt") << std::string(4000, 'a') + std::string(4000, 'b');
+  ASSERT_EQ(RunBinary({"gradsync", "data", "prepare", dir + "/text.txt", "-o", dir + "/shards", "--val-fraction", "0.2"})
+                .exit_code,
+            0);
+  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster",
+                                "--data-root", dir + "/shards"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto endpoints = ParseFlatJson(up.out);
   CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir + "/cluster",
                                  "--set", "training.maxSteps=120", "--set", "training.epochs=0", "--set",
                                  "checkpoint.everySteps=50", "--wait", "-o", "json"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  CommandResult validated = RunBinary(
+      {"gradsync", "submit", ExamplePath("gpt-tiny-shards.yaml"), "--state-dir", dir + "/cluster", "--set",
+       "data.shards.paths=[\"" + dir + "/shards/train_*.bin\"]", "--set",
+       "model.transformer={layers: 1, heads: 2, width: 32, mlpWidth: 64, seqLen: 32}", "--set", "training.maxSteps=10",
+       "--set", "training.epochs=0", "--set", "training.evalEvery=5", "--wait", "-o", "json"});
+  ASSERT_EQ(validated.exit_code, 0) << validated.out << validated.err;
   // Every /metrics of the cluster wants its metrics token, as Prometheus sends it.
   const std::string token_file = dir + "/cluster/tokens/metrics.token";
   std::string token = ReadFile(token_file);
