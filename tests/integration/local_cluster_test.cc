@@ -143,6 +143,12 @@ TEST(LocalCluster, CtrlCStopsEveryChild) {
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(dir + "/cli.log");
   for (pid_t p : pids) EXPECT_FALSE(ProcessAlive(p)) << "child " << p << " survived";
+  // The job was cancelled, not cut off: its ranks saved the weights at the next step boundary.
+  int saved = 0;
+  for (const auto& job : std::filesystem::directory_iterator(dir + "/artifacts")) {
+    saved += ckpt::LoadWeights((job.path() / "weights.bin").string()).ok();
+  }
+  EXPECT_EQ(saved, 1) << ReadFile(dir + "/cli.log");
 }
 
 TEST(LocalCluster, UpSubmitPendingCancelDown) {
