@@ -148,7 +148,8 @@ int Prepare(const Args& args) {
   std::printf("wrote %zu train shard(s), %zu tokens:\n", train->size(), tokens->size() - val_tokens);
   PrintShards(*train);
   if (!val->empty()) {
-    std::printf("wrote %zu val shard(s), %zu tokens:\n", val->size(), val_tokens);
+    std::printf("wrote %zu val shard(s), %zu tokens (a job training on the train shards validates on them):\n",
+                val->size(), val_tokens);
     PrintShards(*val);
   }
   std::printf("train on them with: data: {shards: {paths: [\"%s/train_*.bin\"]}} and model.transformer.vocabSize %d\n",
