@@ -28,11 +28,11 @@
 
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/ckpt/weights_file.h"
 #include "gradsync/nn/param_layout.h"
