@@ -94,21 +94,26 @@ absl::StatusOr<ImportedWeights> FromSafetensors(const std::string& path, Safeten
   return out;
 }
 
-absl::StatusOr<ImportedWeights> FromCheckpoint(const std::string& dir, const nn::ParamLayout& layout) {
+// Rank 0's part of a committed checkpoint: its parameters are the replicas' (and its copy of
+// any ignored parameter is the one weights files keep).
+absl::StatusOr<RankState> RankZeroState(const std::string& dir) {
   absl::StatusOr<v1::CheckpointManifest> manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
   for (const v1::CheckpointPart& part : manifest->parts()) {
-    if (part.rank() != 0) continue;
-    absl::StatusOr<RankState> state = ReadRankPart(dir, part);
-    if (!state.ok()) return state.status();
-    if (absl::Status s = CompareLayouts(dir, state->layout, layout); !s.ok()) return s;
-    ImportedWeights out;
-    out.kind = "checkpoint";
-    out.params = state->params;
-    out.checkpoint = *std::move(state);
-    return out;
+    if (part.rank() == 0) return ReadRankPart(dir, part);
   }
   return absl::DataLossError(absl::StrCat(dir, ": the manifest lists no part for rank 0"));
+}
+
+absl::StatusOr<ImportedWeights> FromCheckpoint(const std::string& dir, const nn::ParamLayout& layout) {
+  absl::StatusOr<RankState> state = RankZeroState(dir);
+  if (!state.ok()) return state.status();
+  if (absl::Status s = CompareLayouts(dir, state->layout, layout); !s.ok()) return s;
+  ImportedWeights out;
+  out.kind = "checkpoint";
+  out.params = state->params;
+  out.checkpoint = *std::move(state);
+  return out;
 }
 
 // The file to read for `path`: itself, or the safetensors file of an export directory. Sets
@@ -127,15 +132,9 @@ absl::StatusOr<std::string> SourceFile(const std::string& path, bool* checkpoint
 }
 
 absl::StatusOr<WeightsFile> WeightsFromCheckpoint(const std::string& dir) {
-  absl::StatusOr<v1::CheckpointManifest> manifest = ReadManifest(dir);
-  if (!manifest.ok()) return manifest.status();
-  for (const v1::CheckpointPart& part : manifest->parts()) {
-    if (part.rank() != 0) continue;
-    absl::StatusOr<RankState> state = ReadRankPart(dir, part);
-    if (!state.ok()) return state.status();
-    return WeightsFile{state->model, state->layout, std::move(state->params)};
-  }
-  return absl::DataLossError(absl::StrCat(dir, ": the manifest lists no part for rank 0"));
+  absl::StatusOr<RankState> state = RankZeroState(dir);
+  if (!state.ok()) return state.status();
+  return WeightsFile{state->model, state->layout, std::move(state->params)};
 }
 
 // The model a file describes itself: llm.c's header, or the metadata of gradsync's exports.
