@@ -1,64 +1,11 @@
 #include "data_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
-#include "absl/cleanup/cleanup.h"
-#include "absl/strings/str_cat.h"
+#include "gradsync/core/bounded_file.h"
 
 namespace gradsync::data {
-namespace {
-
-std::string Limit(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 20) && bytes % (int64_t{1} << 20) == 0) return absl::StrCat(bytes >> 20, " MiB");
-  return absl::StrCat(bytes, " bytes");
-}
-
-// The open file's size, if it is a regular file of at most max_bytes.
-absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t max_bytes) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return absl::InternalError(absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a data file"));
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": is not a regular file (a device, fifo or socket cannot be a data file)"));
-  }
-  if (st.st_size > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": is larger than a data file may be (", Limit(max_bytes), ")"));
-  }
-  return static_cast<int64_t>(st.st_size);
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadDataFile(const std::string& path, int64_t max_bytes) {
-  // O_NONBLOCK: opening a fifo must not wait for a writer (the type check then refuses it).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  absl::Cleanup close_fd = [fd] { ::close(fd); };
-  const absl::StatusOr<int64_t> size = CheckOpenFile(fd, path, max_bytes);
-  if (!size.ok()) return size.status();
-  // Read until end of file, never past max_bytes: a file that grows while it is read is refused
-  // like one that was too large from the start.
-  std::string bytes;
-  bytes.reserve(static_cast<size_t>(*size));
-  char chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
-    if (n == 0) return bytes;
-    if (static_cast<int64_t>(bytes.size()) + n > max_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": is larger than a data file may be (", Limit(max_bytes), ")"));
-    }
-    bytes.append(chunk, static_cast<size_t>(n));
-  }
+  return ReadBoundedFile(path, max_bytes, "a data file");
 }
 
 }  // namespace gradsync::data

@@ -1,0 +1,23 @@
+// The one way a service reads a whole file that a user names (a data file, a tokenizer): the
+// path may name anything the process can open (a directory, /dev/zero, a fifo, a file of
+// terabytes), and each must end in a clear error, never a hang, a stream exception or a read
+// without bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gradsync {
+
+// The whole of the regular file at `path`, at most `max_bytes` long, the type and size checked on
+// the open file before a byte is read. `what` names the kind of file in errors ("a data file").
+// INVALID_ARGUMENT for a directory, anything else that is not a regular file (a device, a fifo, a
+// socket) or a file over `max_bytes`, also one that grows beyond it while read; NOT_FOUND when it
+// cannot be opened; INTERNAL on a read error. Every message names the path and the problem only:
+// never the file's contents or its size.
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what);
+
+}  // namespace gradsync
