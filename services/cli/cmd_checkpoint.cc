@@ -147,7 +147,8 @@ bool IsDir(const std::string& path) {
 bool IsExportDir(const std::string& path) {
   std::error_code ec;
   const std::filesystem::path dir(path);
-  return std::filesystem::exists(dir / ckpt::kSafetensorsFile, ec) && !std::filesystem::exists(dir / ckpt::kManifestFile, ec);
+  return std::filesystem::exists(dir / ckpt::kSafetensorsFile, ec) &&
+         !std::filesystem::exists(dir / ckpt::kManifestFile, ec);
 }
 
 // Whether `path` is a file that starts as a rank part does.

@@ -74,9 +74,9 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> ShardTokenizer(const Args&
   absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> t = tokenizer::LoadTokenizer(args.Get("tokenizer"));
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("--tokenizer: ", t.status().message()));
   if ((*t)->vocab_size() > data::kMaxShardVocab) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tokenizer: ", args.Get("tokenizer"), " has a vocabulary of ", (*t)->vocab_size(),
-        " ids; llm.c shards hold uint16 tokens, so at most ", data::kMaxShardVocab));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tokenizer: ", args.Get("tokenizer"), " has a vocabulary of ", (*t)->vocab_size(),
+                     " ids; llm.c shards hold uint16 tokens, so at most ", data::kMaxShardVocab));
   }
   return t;
 }
@@ -127,7 +127,8 @@ int Prepare(const Args& args) {
   if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
   const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(tokens->size())));
   if (*val_fraction > 0 && val_tokens == 0) {
-    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, tokens->size()));
+    return Fail(
+        absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, tokens->size()));
   }
 
   std::error_code ec;
@@ -160,7 +161,8 @@ int Prepare(const Args& args) {
 }  // namespace
 
 int DataCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("data", argv, {{"output", true, 'o'}, {"tokenizer"}, {"val-fraction"}, {"shard-tokens"}});
+  absl::StatusOr<Args> args =
+      ParseArgs("data", argv, {{"output", true, 'o'}, {"tokenizer"}, {"val-fraction"}, {"shard-tokens"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->positional.empty() || args->positional[0] != "prepare") return Fail(kUsage);
   return Prepare(*args);

@@ -157,9 +157,8 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const Args& 
 }  // namespace
 
 int GenerateCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("generate", argv,
-                {{"weights"}, {"prompt"}, {"tokenizer"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
+  absl::StatusOr<Args> args = ParseArgs(
+      "generate", argv, {{"weights"}, {"prompt"}, {"tokenizer"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (!args->positional.empty() || !args->Has("weights") || !args->Has("prompt")) return Fail(kUsage);
   const std::string prompt = args->Get("prompt");

@@ -140,7 +140,8 @@ int CancelCommand(const std::vector<std::string>& argv) {
     // (the coordinator bounds it, --cancel_grace_ms).
     std::fprintf(stderr, "%s %s: %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str(),
                  job->state_reason().c_str());
-    job = client.Watch(job->name(), [](const v1::Job&) {}, nullptr);
+    job = client.Watch(
+        job->name(), [](const v1::Job&) {}, nullptr);
     if (!job.ok()) return Fail(job.status());
   }
   std::printf("%s %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str());

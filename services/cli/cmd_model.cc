@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "args.h"
 #include "commands.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "gradsync/ckpt/interchange.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/presets.h"
@@ -107,8 +107,8 @@ absl::StatusOr<std::vector<int32_t>> ParseTokens(const std::string& text) {
   for (absl::string_view piece : absl::StrSplit(text, ',')) {
     int32_t t = 0;
     if (!absl::SimpleAtoi(piece, &t) || t < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--tokens: expected token ids separated by commas, got \"",
-                                                     piece, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tokens: expected token ids separated by commas, got \"", piece, "\""));
     }
     tokens.push_back(t);
   }
@@ -153,7 +153,8 @@ int Logits(const Args& args) {
   std::string out = absl::StrCat("{\"vocab\": ", vocab, ", \"logits\": [");
   for (size_t t = 0; t < tokens->size(); ++t) {
     absl::StrAppend(&out, t > 0 ? ",\n" : "\n", "[");
-    for (size_t v = 0; v < vocab; ++v) absl::StrAppendFormat(&out, "%s%.9g", v > 0 ? "," : "", (*logits)[t * vocab + v]);
+    for (size_t v = 0; v < vocab; ++v)
+      absl::StrAppendFormat(&out, "%s%.9g", v > 0 ? "," : "", (*logits)[t * vocab + v]);
     out += "]";
   }
   out += "]}\n";
@@ -164,8 +165,7 @@ int Logits(const Args& args) {
 }  // namespace
 
 int ModelCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("model", argv, {{"set"}, {"output", true, 'o'}, {"tokens"}, {"preset"}});
+  absl::StatusOr<Args> args = ParseArgs("model", argv, {{"set"}, {"output", true, 'o'}, {"tokens"}, {"preset"}});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (!args->positional.empty() && args->positional[0] == "logits") return Logits(*args);
   if (args->positional.size() != 2 || args->positional[0] != "describe") {

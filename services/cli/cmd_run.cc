@@ -153,7 +153,8 @@ int RunCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "interrupted: the job stops at the next step boundary and saves its weights\n");
     // The cluster stays up until the ranks have saved (the coordinator bounds the wait).
     if (auto cancelled = client.Cancel(created->name()); cancelled.ok() && !IsTerminal(cancelled->state())) {
-      (void)client.Watch(created->name(), [](const v1::Job&) {}, nullptr);
+      (void)client.Watch(
+          created->name(), [](const v1::Job&) {}, nullptr);
     }
     std::fprintf(stderr, "stopping the local cluster\n");
     code = 130;

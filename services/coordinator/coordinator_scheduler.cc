@@ -125,7 +125,8 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
       rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), options_.clock());
   std::vector<std::string> where;
   for (size_t r = 0; r < gang.size(); ++r) {
-    v1::Assignment assignment = AssignmentFor(rt->job(), r, gang.size(), dir, resume, placements[r], options_.data_roots);
+    v1::Assignment assignment =
+        AssignmentFor(rt->job(), r, gang.size(), dir, resume, placements[r], options_.data_roots);
     assignment.set_artifact_root(options_.artifact_root);
     gang[r]->Assign(std::move(assignment));
     assignment_waits_.Wake(gang[r]->id());

@@ -1,8 +1,8 @@
 #include "abort_watchdog.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/log.h"
@@ -66,9 +66,7 @@ absl::Duration AbortWatchdog::EffectiveGrace() const {
   return EffectiveGraceLocked();
 }
 
-absl::Duration AbortWatchdog::EffectiveGraceLocked() const {
-  return std::max(grace_, kStepsOfGrace * slowest_step_);
-}
+absl::Duration AbortWatchdog::EffectiveGraceLocked() const { return std::max(grace_, kStepsOfGrace * slowest_step_); }
 
 void AbortWatchdog::Watch() {
   absl::MutexLock lock(&mu_);

@@ -12,12 +12,12 @@
 #include <string>
 #include <thread>
 
+#include "abort_watchdog.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "abort_watchdog.h"
 #include "activity.h"
 #include "fault_injection.h"
 #include "gradsync/comm/communicator.h"

@@ -130,8 +130,8 @@ void Agent::AbortGeneration() {
 
 std::string Agent::DescribeStuckGeneration() {
   if (!mu_.TryLock()) return "the agent's state is locked (a thread holding it is stuck)";
-  std::string where = absl::StrCat("job ", current_.job_id(), " generation ", current_.generation(), " rank ",
-                                   current_.rank(), ", ");
+  std::string where =
+      absl::StrCat("job ", current_.job_id(), " generation ", current_.generation(), " rank ", current_.rank(), ", ");
   if (comm_ == nullptr) {
     absl::StrAppend(&where, "its communicator already gone (stuck tearing the replica down or after)");
   } else {

@@ -16,15 +16,13 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const TrainConfig& 
   evaluator->set_ = *std::move(set);
   evaluator->every_ = config.eval_every;
   if (evaluator->enabled()) {
-    evaluator->shard_ = ddp::EvalShardFor(evaluator->set_->windows(), std::max(1, config.sampler.micro_batch),
-                                          world_size, config.rank);
+    evaluator->shard_ =
+        ddp::EvalShardFor(evaluator->set_->windows(), std::max(1, config.sampler.micro_batch), world_size, config.rank);
   }
   return evaluator;
 }
 
-bool Evaluator::Due(int64_t step, bool last) const {
-  return enabled() && (last || (every_ > 0 && step % every_ == 0));
-}
+bool Evaluator::Due(int64_t step, bool last) const { return enabled() && (last || (every_ > 0 && step % every_ == 0)); }
 
 absl::StatusOr<Evaluation> Evaluator::Evaluate(int64_t step, nn::Model& model, comm::Communicator& comm) {
   // Each batch's sum comes from the model in double; the batches are the same at every world size.

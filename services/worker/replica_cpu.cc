@@ -67,7 +67,6 @@ class CpuReplica final : public Replica {
     return norm;
   }
 
-
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<nn::Model> model_;
   nn::AdamW optimizer_;

@@ -26,8 +26,8 @@ absl::Status InitFromWeights(const TrainConfig& config, Replica& replica) {
   ckpt::RankState state;
   if (model.init_optimizer()) {
     if (!imported->checkpoint.has_value() || imported->checkpoint->adam_m.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("model.initOptimizer: ", model.init_from(), " (",
-                                                     imported->kind, ") holds no optimizer state"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.initOptimizer: ", model.init_from(), " (", imported->kind, ") holds no optimizer state"));
     }
     state = *std::move(imported->checkpoint);
   } else {

@@ -45,8 +45,8 @@ void TrainLoop::LogProgress(const StepFigures& f) {
   if (config_.rank != 0 || !due) return;
   const double secs = absl::ToDoubleSeconds(absl::Now() - window_start_);
   const double sps = secs > 0 ? static_cast<double>(window_samples_) / secs : 0.0;
-  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s%s", at_.step,
-                                  total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps,
+  GS_LOG(INFO) << absl::StrFormat("step %d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f samples/s%s",
+                                  at_.step, total_, epoch_, f.mean_loss, f.lr, f.grad_norm, sps,
                                   f.validation_loss ? absl::StrFormat(" | val loss %.4f", *f.validation_loss) : "");
   if (hooks_.on_progress) {
     v1::JobProgress p;

@@ -32,9 +32,8 @@ class SafetensorsTest : public testing::TempDirTest {};
 
 TEST_F(SafetensorsTest, RoundTripsTensorsAndMetadata) {
   const std::string path = FreshDir("out") + "/model.safetensors";
-  const std::vector<NamedTensor> tensors = {{"a.weight", {2, 3}, {1, 2, 3, 4, 5, 6}},
-                                            {"a.bias", {3}, {-1, 0.5f, 1e-30f}},
-                                            {"empty", {0, 4}, {}}};
+  const std::vector<NamedTensor> tensors = {
+      {"a.weight", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"a.bias", {3}, {-1, 0.5f, 1e-30f}}, {"empty", {0, 4}, {}}};
   ASSERT_TRUE(WriteSafetensors(path, tensors, {{"format", "pt"}, {"note", "say \"hi\"\n"}}).ok());
   absl::StatusOr<SafetensorsFile> read = ReadSafetensors(path);
   ASSERT_TRUE(read.ok()) << read.status();
@@ -82,17 +81,19 @@ TEST_F(SafetensorsTest, RefusesTruncatedFiles) {
 
 TEST_F(SafetensorsTest, RefusesGapsOverlapsAndUncoveredData) {
   const auto gap = ParseSafetensors(
-      Bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-            Floats({1, 2, 3})),
+      Bytes(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+          Floats({1, 2, 3})),
       "m");
   EXPECT_THAT(gap.status().message(), HasSubstr("tensor \"b\": data_offsets begin at byte 8 where byte 4"));
   const auto overlap = ParseSafetensors(
-      Bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-            Floats({1, 2})),
+      Bytes(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          Floats({1, 2})),
       "m");
   EXPECT_THAT(overlap.status().message(), HasSubstr("tensor \"b\": data_offsets begin at byte 4 where byte 8"));
-  const auto extra = ParseSafetensors(
-      Bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", Floats({1, 2})), "m");
+  const auto extra =
+      ParseSafetensors(Bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", Floats({1, 2})), "m");
   EXPECT_THAT(extra.status().message(), HasSubstr("cover 4 bytes of data, the file holds 8"));
   const auto backwards =
       ParseSafetensors(Bytes(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", Floats({1})), "m");

@@ -68,7 +68,8 @@ class WeightsCliTest : public testing::TempDirTest {
 // Before: the weights reader streamed the directory and generate died of an uncaught
 // std::__ios_failure (exit 134).
 TEST_F(WeightsCliTest, GenerateReadsACommittedCheckpointDirectory) {
-  const Result r = Cli(cli::GenerateCommand, {"--weights", dir_, "--prompt", "ab", "--tokens", "3", "--temperature", "0"});
+  const Result r =
+      Cli(cli::GenerateCommand, {"--weights", dir_, "--prompt", "ab", "--tokens", "3", "--temperature", "0"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 2), "ab");
   const Result missing = Cli(cli::GenerateCommand, {"--weights", FreshDir("empty"), "--prompt", "ab"});

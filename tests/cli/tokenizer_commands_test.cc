@@ -155,7 +155,8 @@ TEST_F(TokenizerCommandsTest, GenerateRefusesAModelOfAnotherVocabularyNamingBoth
               HasSubstr("the model's vocabulary has 256 tokens but the tokenizer " + tokenizer + " has 259"));
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(GenerateCommand({"--weights", SaveModel(259), "--prompt", "hello"}), 1);
-  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("has 259 tokens but gradsync generate without --tokenizer"));
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("has 259 tokens but gradsync generate without --tokenizer"));
 }
 
 TEST_F(TokenizerCommandsTest, GenerateDecodesWithTheTokenizer) {

@@ -32,7 +32,7 @@ struct RunResult {
 
 // `gradsync run EXAMPLE -o json` with `sets` (each a --set), in a fresh state directory.
 RunResult RunExample(const std::string& example, const std::vector<std::string>& sets,
-               const std::vector<std::string>& extra = {}) {
+                     const std::vector<std::string>& extra = {}) {
   RunResult r;
   r.state_dir = MakeTempDir();
   std::vector<std::string> args = {"gradsync", "run", ExamplePath(example), "-o", "json", "--state-dir", r.state_dir};
@@ -76,8 +76,8 @@ std::vector<float> ParamValues(const nn::ParamLayout& layout, const std::vector<
 // 40 steps, a checkpoint every 20 and one kept: the last step's checkpoint is committed once (not
 // twice as a multiple of everySteps and as the last), and retention still applies.
 TEST(JobEnd, AFinishedJobLeavesACommittedCheckpointAtItsLastStep) {
-  const RunResult r = RunExample("mlp.yaml", {"training.maxSteps=40", "training.epochs=0", "checkpoint.everySteps=20",
-                                        "checkpoint.keep=1"});
+  const RunResult r = RunExample(
+      "mlp.yaml", {"training.maxSteps=40", "training.epochs=0", "checkpoint.everySteps=20", "checkpoint.keep=1"});
   ASSERT_EQ(r.cmd.exit_code, 0) << Diagnose(r);
   EXPECT_EQ(r.summary.at("state"), "SUCCEEDED");
   const std::string root = r.state_dir + "/artifacts/" + r.summary.at("id") + "/checkpoints";
@@ -89,7 +89,7 @@ TEST(JobEnd, AFinishedJobLeavesACommittedCheckpointAtItsLastStep) {
 // weights file holds rank 0's copy of the ignored parameter; the checkpoint keeps each rank's own.
 TEST(JobEnd, TheDemoWithAnIgnoredParameterSucceedsAndSavesRankZerosCopy) {
   const RunResult r = RunExample("demo.yaml", {"training.maxSteps=4", "training.microBatch=2", "training.logEvery=1",
-                                         "ddp.ignoreParams=[\"lnf.weight\"]"});
+                                               "ddp.ignoreParams=[\"lnf.weight\"]"});
   ASSERT_EQ(r.cmd.exit_code, 0) << Diagnose(r);
   EXPECT_EQ(r.summary.at("state"), "SUCCEEDED") << r.cmd.out;
   EXPECT_EQ(Num(r.summary, "globalStep"), 4);
@@ -120,10 +120,10 @@ TEST(JobEnd, AFailedJobsSummaryReportsTheStepAndLossesReached) {
   children.Start(WorkerArgs(address, {"--name=a"}), dir + "/a.log");
   const pid_t b = children.Start(WorkerArgs(address, {"--name=b"}), dir + "/b.log");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.maxSteps=10000000", "--set", "training.epochs=0", "--set",
-                                    "training.logEvery=1", "--set", "training.maxRestarts=0", "--set",
-                                    "checkpoint.everySteps=20"});
+  CommandResult submit =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                 "training.maxSteps=10000000", "--set", "training.epochs=0", "--set", "training.logEvery=1", "--set",
+                 "training.maxRestarts=0", "--set", "checkpoint.everySteps=20"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   // Rank 0's progress, not a checkpoint's step (ProgressStep reads the first "step" of the job).
@@ -136,8 +136,8 @@ TEST(JobEnd, AFailedJobsSummaryReportsTheStepAndLossesReached) {
   const CommandResult watched = RunBinary({"gradsync", "watch", job, "-o", "json", "--address", address});
   const std::map<std::string, std::string> summary = ParseFlatJson(watched.out);
   ASSERT_EQ(summary.count("state"), 1u) << watched.out << watched.err;
-  EXPECT_EQ(summary.at("state"), "FAILED") << watched.out
-                                           << RunBinary({"gradsync", "get", job, "-o", "json", "--address", address}).out;
+  EXPECT_EQ(summary.at("state"), "FAILED")
+      << watched.out << RunBinary({"gradsync", "get", job, "-o", "json", "--address", address}).out;
   EXPECT_GE(Num(summary, "globalStep"), seen) << watched.out;
   EXPECT_GT(Num(summary, "initialLoss"), 0) << watched.out;
   EXPECT_GT(Num(summary, "finalLoss"), 0) << watched.out;
@@ -154,9 +154,9 @@ TEST(JobEnd, CancellingARunningJobWritesItsWeightsAndACheckpointAtTheNextStepBou
   children.Start(WorkerArgs(address, {"--name=a"}), dir + "/a.log");
   children.Start(WorkerArgs(address, {"--name=b"}), dir + "/b.log");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.maxSteps=10000000", "--set", "training.epochs=0", "--set",
-                                    "training.logEvery=1"});
+  CommandResult submit =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                 "training.maxSteps=10000000", "--set", "training.epochs=0", "--set", "training.logEvery=1"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) > 0; });
@@ -164,8 +164,8 @@ TEST(JobEnd, CancellingARunningJobWritesItsWeightsAndACheckpointAtTheNextStepBou
   CommandResult cancel = RunBinary({"gradsync", "cancel", job, "--address", address});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_EQ(cancel.out, job + " CANCELLED\n") << cancel.err;
-  const std::map<std::string, std::string> done = ParseFlatJson(
-      RunBinary({"gradsync", "get", job, "-o", "json", "--address", address}).out);
+  const std::map<std::string, std::string> done =
+      ParseFlatJson(RunBinary({"gradsync", "get", job, "-o", "json", "--address", address}).out);
   EXPECT_EQ(done.at("state"), "CANCELLED");
   EXPECT_NE(done.at("stateReason").find("cancelled by request: stopped at step"), std::string::npos)
       << done.at("stateReason");
@@ -175,8 +175,7 @@ TEST(JobEnd, CancellingARunningJobWritesItsWeightsAndACheckpointAtTheNextStepBou
   const std::vector<v1::CheckpointManifest> committed = ckpt::ListCommitted(job_dir + "/checkpoints");
   ASSERT_EQ(committed.size(), 1u) << ReadFile(dir + "/coordinator.log");
   EXPECT_GT(committed[0].step(), 0);
-  EXPECT_NE(done.at("stateReason").find(absl::StrCat("stopped at step ", committed[0].step(), ",")),
-            std::string::npos)
+  EXPECT_NE(done.at("stateReason").find(absl::StrCat("stopped at step ", committed[0].step(), ",")), std::string::npos)
       << "the checkpoint is at the step the ranks stopped at: " << done.at("stateReason");
 }
 

@@ -79,11 +79,12 @@ TEST(Monitoring, PrometheusScrapesALocalClusterAndEveryDashboardQueryHasData) {
   const std::string dir = MakeTempDir();
   // Token shards with validation shards beside them, for the dashboard's validation loss.
   std::ofstream(dir + "/text.txt") << std::string(4000, 'a') + std::string(4000, 'b');
-  ASSERT_EQ(RunBinary({"gradsync", "data", "prepare", dir + "/text.txt", "-o", dir + "/shards", "--val-fraction", "0.2"})
-                .exit_code,
-            0);
-  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster",
-                                "--data-root", dir + "/shards"});
+  ASSERT_EQ(
+      RunBinary({"gradsync", "data", "prepare", dir + "/text.txt", "-o", dir + "/shards", "--val-fraction", "0.2"})
+          .exit_code,
+      0);
+  CommandResult up = RunBinary(
+      {"gradsync", "local", "up", "--workers", "2", "--state-dir", dir + "/cluster", "--data-root", dir + "/shards"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   auto endpoints = ParseFlatJson(up.out);
   CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir + "/cluster",

@@ -14,11 +14,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli_harness.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "gradsync/ckpt/weights_file.h"
 #include "gradsync/core/rng.h"
 #include "gradsync/data/token_shard.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
@@ -88,8 +88,8 @@ TEST(Validation, OneAndThreeRanksReportTheLossOfTheWeightsOnTheValShards) {
   for (const auto& f : val_files) ASSERT_TRUE(std::filesystem::exists(f)) << prepared.out;
 
   const std::string cluster = dir + "/cluster";
-  CommandResult up = RunBinary(
-      {"gradsync", "local", "up", "--workers", "3", "--state-dir", cluster, "--data-root", dir + "/shards"});
+  CommandResult up =
+      RunBinary({"gradsync", "local", "up", "--workers", "3", "--state-dir", cluster, "--data-root", dir + "/shards"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   // Down whatever happens: the cluster's daemons would otherwise outlive the test.
   absl::Cleanup down = [&] { RunBinary({"gradsync", "local", "down", "--state-dir", cluster}); };
@@ -103,12 +103,30 @@ TEST(Validation, OneAndThreeRanksReportTheLossOfTheWeightsOnTheValShards) {
     // A learning rate of 1e-30 moves no weight (it is far below half an ulp of any of them), so
     // both jobs evaluate the same model and only the evaluation differs between world sizes.
     CommandResult job = RunBinary(
-        {"gradsync", "submit", ExamplePath("gpt-tiny-shards.yaml"), "--state-dir", cluster, "--set",
-         "data.shards.paths=[\"" + dir + "/shards/train_*.bin\"]", "--set",
+        {"gradsync",
+         "submit",
+         ExamplePath("gpt-tiny-shards.yaml"),
+         "--state-dir",
+         cluster,
+         "--set",
+         "data.shards.paths=[\"" + dir + "/shards/train_*.bin\"]",
+         "--set",
          absl::StrCat("model.transformer={layers: 1, heads: 2, width: 32, mlpWidth: 64, seqLen: ", kSeqLen, "}"),
-         "--set", absl::StrCat("training.worldSize=", world), "--set", "training.microBatch=4", "--set",
-         "training.maxSteps=4", "--set", "training.epochs=0", "--set", "training.evalEvery=2", "--set",
-         "training.lr=1e-30", "--wait", "-o", "json"});
+         "--set",
+         absl::StrCat("training.worldSize=", world),
+         "--set",
+         "training.microBatch=4",
+         "--set",
+         "training.maxSteps=4",
+         "--set",
+         "training.epochs=0",
+         "--set",
+         "training.evalEvery=2",
+         "--set",
+         "training.lr=1e-30",
+         "--wait",
+         "-o",
+         "json"});
     ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
     const std::map<std::string, std::string> summary = ParseFlatJson(job.out);
     const double loss = JsonNumber(job.out, "validationLoss");
@@ -137,9 +155,9 @@ TEST(Validation, OneAndThreeRanksReportTheLossOfTheWeightsOnTheValShards) {
     const size_t at = scrape.body.find(series);
     ASSERT_NE(at, std::string::npos) << scrape.body;
     double scraped = NAN;
-    ASSERT_TRUE(absl::SimpleAtod(scrape.body.substr(at + series.size(), 40).substr(
-                                     0, scrape.body.substr(at + series.size(), 40).find('\n')),
-                                 &scraped));
+    ASSERT_TRUE(absl::SimpleAtod(
+        scrape.body.substr(at + series.size(), 40).substr(0, scrape.body.substr(at + series.size(), 40).find('\n')),
+        &scraped));
     EXPECT_NEAR(scraped, loss, 1e-12 * loss);
     const std::string svg = dir + "/" + id + ".svg";
     CommandResult report = RunBinary({"gradsync", "report", id, "-o", svg, "--state-dir", cluster});

@@ -126,8 +126,7 @@ TEST_F(DefaultValidationTest, FindsNothingWhereTheRuleDoesNotApply) {
   v1::JobSpec explicit_paths = TinyShardsSpec("prepared/train_*.bin");
   explicit_paths.mutable_data()->mutable_validation()->add_paths("trainonly/train_000000.bin");
   ASSERT_TRUE(ConfineDataPaths(Roots(), &explicit_paths).ok());
-  EXPECT_THAT(explicit_paths.data().validation().paths(),
-              ElementsAre((root() / "trainonly/train_000000.bin").string()))
+  EXPECT_THAT(explicit_paths.data().validation().paths(), ElementsAre((root() / "trainonly/train_000000.bin").string()))
       << "named shards replace the default and are resolved like the training paths";
 }
 

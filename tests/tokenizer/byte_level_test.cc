@@ -27,7 +27,7 @@ TEST(ByteLevel, EveryByteComesBack) {
 
 TEST(ByteLevel, RefusesCharactersOutsideTheAlphabet) {
   EXPECT_EQ(FromByteLevel("<|endoftext|>"), "<|endoftext|>");
-  EXPECT_FALSE(FromByteLevel(" x").has_value());          // a space is spelt U+0120
+  EXPECT_FALSE(FromByteLevel(" x").has_value());             // a space is spelt U+0120
   EXPECT_FALSE(FromByteLevel("\xE2\x96\x81x").has_value());  // SentencePiece's U+2581
 }
 
@@ -35,10 +35,10 @@ TEST(ByteLevel, RefusesCharactersOutsideTheAlphabet) {
 TEST(Utf8, IllFormedSequencesReadAsReplacementCharacters) {
   const std::string fffd = "\xEF\xBF\xBD";
   EXPECT_EQ(unicode::ToValidUtf8("a\x80z"), "a" + fffd + "z");
-  EXPECT_EQ(unicode::ToValidUtf8("a\xE2\x82z"), "a" + fffd + "z");            // truncated: one
-  EXPECT_EQ(unicode::ToValidUtf8("a\xF0\x9F\x98z"), "a" + fffd + "z");        // truncated: one
-  EXPECT_EQ(unicode::ToValidUtf8("a\xC0\xAFz"), "a" + fffd + fffd + "z");     // overlong: two
-  EXPECT_EQ(unicode::ToValidUtf8("\xED\xA0\x80"), fffd + fffd + fffd);        // surrogate: three
+  EXPECT_EQ(unicode::ToValidUtf8("a\xE2\x82z"), "a" + fffd + "z");                 // truncated: one
+  EXPECT_EQ(unicode::ToValidUtf8("a\xF0\x9F\x98z"), "a" + fffd + "z");             // truncated: one
+  EXPECT_EQ(unicode::ToValidUtf8("a\xC0\xAFz"), "a" + fffd + fffd + "z");          // overlong: two
+  EXPECT_EQ(unicode::ToValidUtf8("\xED\xA0\x80"), fffd + fffd + fffd);             // surrogate: three
   EXPECT_EQ(unicode::ToValidUtf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // > U+10FFFF
   EXPECT_EQ(unicode::ToValidUtf8("end\xE2\x82"), "end" + fffd);
   const std::string valid = "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80" + fffd;
@@ -48,11 +48,11 @@ TEST(Utf8, IllFormedSequencesReadAsReplacementCharacters) {
 TEST(Unicode, Classes) {
   EXPECT_TRUE(unicode::IsLetter(U'é'));
   EXPECT_TRUE(unicode::IsLetter(U'語'));
-  EXPECT_TRUE(unicode::IsLetter(char32_t{0x02B0}));  // a modifier letter (Lm)
+  EXPECT_TRUE(unicode::IsLetter(char32_t{0x02B0}));   // a modifier letter (Lm)
   EXPECT_FALSE(unicode::IsLetter(char32_t{0x0301}));  // a combining mark (Mn) is not
-  EXPECT_TRUE(unicode::IsNumber(char32_t{0x0663}));  // Arabic-Indic three (Nd)
-  EXPECT_TRUE(unicode::IsNumber(char32_t{0x216B}));  // Roman numeral twelve (Nl)
-  EXPECT_TRUE(unicode::IsNumber(char32_t{0x00BD}));  // one half (No)
+  EXPECT_TRUE(unicode::IsNumber(char32_t{0x0663}));   // Arabic-Indic three (Nd)
+  EXPECT_TRUE(unicode::IsNumber(char32_t{0x216B}));   // Roman numeral twelve (Nl)
+  EXPECT_TRUE(unicode::IsNumber(char32_t{0x00BD}));   // one half (No)
   EXPECT_FALSE(unicode::IsNumber(U'x'));
   EXPECT_TRUE(unicode::IsWhiteSpace(char32_t{0x0085}));   // White_Space, though not JavaScript's \s
   EXPECT_FALSE(unicode::IsWhiteSpace(char32_t{0xFEFF}));  // JavaScript's \s, though not White_Space

@@ -69,7 +69,8 @@ class TokenizerTest : public ::testing::Test {
   }
 
   // A GPT-2-shaped tokenizer.json with the pre-tokenizer given.
-  std::string HfJson(const std::string& pre_tokenizer = R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":true})") {
+  std::string HfJson(
+      const std::string& pre_tokenizer = R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":true})") {
     std::string merges;
     for (const auto& [a, b] : vocab_.merges) absl::StrAppend(&merges, merges.empty() ? "" : ",", Quote(a + " " + b));
     return absl::StrCat(R"({"normalizer":null,"pre_tokenizer":)", pre_tokenizer, ",",
@@ -176,8 +177,9 @@ TEST_F(TokenizerTest, HuggingFaceRefusalsNameTheField) {
   const std::vector<Case> cases = {
       {with(R"("normalizer":null)", R"("normalizer":{"type":"NFC"})"), R"(normalizer.type: "NFC" is not supported)"},
       {HfJson(R"({"type":"Metaspace"})"), R"(pre_tokenizer.type: "Metaspace" is not supported)"},
-      {HfJson(R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\d+"},"behavior":"Isolated"},)"
-              R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})"),
+      {HfJson(
+           R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\d+"},"behavior":"Isolated"},)"
+           R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})"),
        "pre_tokenizer.pretokenizers[0].pattern.Regex: only the split patterns"},
       {HfJson(R"({"type":"Whitespace"})"), R"(pre_tokenizer.type: "Whitespace" is not supported)"},
       {with(R"("type":"BPE")", R"("type":"WordPiece")"), R"(model.type: "WordPiece" is not supported)"},

@@ -30,8 +30,9 @@ struct Expiry {
 
 TEST(AbortWatchdog, FiresWhenAnAbortedGenerationOutlivesItsGraceSayingWhereItIs) {
   Expiry expiry;
-  AbortWatchdog watchdog(absl::Milliseconds(100), [] { return "waiting in collective #7"; },
-                         [&expiry](const std::string& why) { expiry(why); });
+  AbortWatchdog watchdog(
+      absl::Milliseconds(100), [] { return "waiting in collective #7"; },
+      [&expiry](const std::string& why) { expiry(why); });
   watchdog.GenerationStarted();
   watchdog.StepBegan();
   watchdog.AbortRequested();
@@ -43,7 +44,8 @@ TEST(AbortWatchdog, FiresWhenAnAbortedGenerationOutlivesItsGraceSayingWhereItIs)
 
 TEST(AbortWatchdog, NeverFiresForAGenerationThatStopped) {
   Expiry expiry;
-  AbortWatchdog watchdog(absl::Milliseconds(100), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
+  AbortWatchdog watchdog(
+      absl::Milliseconds(100), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
   watchdog.GenerationStarted();
   watchdog.AbortRequested();
   watchdog.GenerationEnded();
@@ -55,7 +57,8 @@ TEST(AbortWatchdog, NeverFiresForAGenerationThatStopped) {
 }
 
 TEST(AbortWatchdog, TheGraceIsAtLeastAFewOfTheSlowestSteps) {
-  AbortWatchdog watchdog(absl::Milliseconds(10), [] { return ""; }, [](const std::string&) {});
+  AbortWatchdog watchdog(
+      absl::Milliseconds(10), [] { return ""; }, [](const std::string&) {});
   watchdog.GenerationStarted();
   EXPECT_EQ(watchdog.EffectiveGrace(), absl::Milliseconds(10));
   watchdog.StepBegan();
@@ -69,7 +72,8 @@ TEST(AbortWatchdog, TheGraceIsAtLeastAFewOfTheSlowestSteps) {
 
 TEST(AbortWatchdog, AZeroGraceIsOff) {
   Expiry expiry;
-  AbortWatchdog watchdog(absl::ZeroDuration(), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
+  AbortWatchdog watchdog(
+      absl::ZeroDuration(), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
   watchdog.GenerationStarted();
   watchdog.AbortRequested();
   EXPECT_FALSE(expiry.fired.WaitForNotificationWithTimeout(absl::Milliseconds(500)));

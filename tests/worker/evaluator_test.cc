@@ -177,7 +177,8 @@ TrainRun TrainTwoRanks(const v1::JobSpec& spec, const std::string& job) {
 
 TEST_F(EvaluatorTest, EvaluatingLeavesTrainingBitwiseUnchanged) {
   const TrainRun with = TrainTwoRanks(Spec(2), "with-eval");
-  const TrainRun without = TrainTwoRanks(Spec(2, {"data.validation.disabled=true", "data.validation.paths=[]"}), "no-eval");
+  const TrainRun without =
+      TrainTwoRanks(Spec(2, {"data.validation.disabled=true", "data.validation.paths=[]"}), "no-eval");
   ASSERT_EQ(with.train_losses.size(), 5u);
   EXPECT_EQ(with.train_losses, without.train_losses) << "every step's training loss, bit for bit";
   EXPECT_EQ(with.digest, without.digest) << "the final parameters, bit for bit";

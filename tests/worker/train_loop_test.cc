@@ -173,8 +173,8 @@ TEST(TrainLoop, TheLastStepWritesOneCheckpoint) {
       RunBothRanks("final-5", false, GradSync::kAllReduce, {"checkpoint.everySteps=5"}, (root / "a").string());
   EXPECT_EQ(every5[0].checkpoints, (std::vector<int64_t>{5, 10, 13}));
   EXPECT_EQ(every5[1].checkpoints, every5[0].checkpoints);
-  const std::vector<RankRun> at_end = RunBothRanks("final-13", false, GradSync::kAllReduce,
-                                                   {"checkpoint.everySteps=13"}, (root / "b").string());
+  const std::vector<RankRun> at_end =
+      RunBothRanks("final-13", false, GradSync::kAllReduce, {"checkpoint.everySteps=13"}, (root / "b").string());
   EXPECT_EQ(at_end[0].checkpoints, (std::vector<int64_t>{13})) << "the last step, a multiple, writes once";
   EXPECT_TRUE(RunBothRanks("no-root", false)[0].checkpoints.empty());
   fs::remove_all(root);

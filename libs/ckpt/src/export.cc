@@ -103,8 +103,8 @@ absl::StatusOr<WeightsFormat> ParseWeightsFormat(absl::string_view name, absl::s
 
 absl::Status ExportWeights(const WeightsFile& weights, WeightsFormat format, const std::string& out) {
   if (static_cast<int64_t>(weights.values.size()) != weights.layout.total_numel()) {
-    return absl::InvalidArgumentError(absl::StrCat(weights.values.size(), " values for a layout of ",
-                                                   weights.layout.total_numel()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(weights.values.size(), " values for a layout of ", weights.layout.total_numel()));
   }
   switch (format) {
     case WeightsFormat::kHf: return ExportSafetensors(weights, SlotNames::kHf, out);

@@ -34,8 +34,8 @@ absl::Status CompareLayouts(const std::string& path, const nn::ParamLayout& got,
       return Mismatch(path, absl::StrCat("tensor ", i, " is \"", g.name, "\"; the model's is \"", w.name, "\""));
     }
     if (g.shape != w.shape) {
-      return Mismatch(path, absl::StrCat("tensor \"", g.name, "\" has shape ", ShapeText(g.shape),
-                                         "; the model needs ", ShapeText(w.shape)));
+      return Mismatch(path, absl::StrCat("tensor \"", g.name, "\" has shape ", ShapeText(g.shape), "; the model needs ",
+                                         ShapeText(w.shape)));
     }
   }
   return absl::OkStatus();
@@ -52,8 +52,9 @@ absl::Status CheckTiedHead(const std::string& path, const NamedTensor& head, con
                            std::span<const float> params) {
   const std::span<const float> embedding = layout.View(params, 0);
   if (head.shape != layout.param(0).shape || !std::equal(embedding.begin(), embedding.end(), head.values.begin())) {
-    return Mismatch(path, absl::StrCat("tensor \"", head.name, "\" differs from the token embedding; gradsync ties "
-                                                               "the output projection to it"));
+    return Mismatch(path, absl::StrCat("tensor \"", head.name,
+                                       "\" differs from the token embedding; gradsync ties "
+                                       "the output projection to it"));
   }
   return absl::OkStatus();
 }
@@ -143,8 +144,8 @@ absl::StatusOr<v1::ModelSpec> DescribedModel(const std::string& path, std::strin
   if (file == nullptr) return LlmcModel(bytes, path);
   const auto it = file->metadata.find(kModelMetadataKey);
   if (it == file->metadata.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": the file does not say which model it holds (no \"", kModelMetadataKey, "\" metadata); name the model"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the file does not say which model it holds (no \"",
+                                                   kModelMetadataKey, "\" metadata); name the model"));
   }
   v1::ModelSpec model;
   if (!google::protobuf::util::JsonStringToMessage(it->second, &model).ok()) {

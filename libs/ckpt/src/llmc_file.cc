@@ -49,9 +49,8 @@ absl::StatusOr<nn::TransformerDims> LlmcDims(const v1::ModelSpec& model) {
     return absl::InvalidArgumentError("model.transformer.kvHeads: llm.c's GPT-2 has no grouped-query attention");
   }
   if (d->mlp_width != 4 * d->width) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.transformer.mlpWidth: llm.c's GPT-2 has 4 x width (", 4 * d->width, "), got ",
-                     d->mlp_width));
+    return absl::InvalidArgumentError(absl::StrCat("model.transformer.mlpWidth: llm.c's GPT-2 has 4 x width (",
+                                                   4 * d->width, "), got ", d->mlp_width));
   }
   return d;
 }
@@ -130,7 +129,8 @@ absl::Status ReadLlmcCheckpoint(std::string_view bytes, const std::string& path,
   }
   std::memcpy(h.data(), bytes.data(), sizeof(h));
   if (h[1] != kVersionFp32 && h[1] != kVersionBf16) {
-    return absl::DataLossError(absl::StrCat(path, ": llm.c checkpoint version ", h[1], "; gradsync reads 3 (fp32) and 5 (bf16)"));
+    return absl::DataLossError(
+        absl::StrCat(path, ": llm.c checkpoint version ", h[1], "; gradsync reads 3 (fp32) and 5 (bf16)"));
   }
   const HeaderField fields[] = {{2, "max_seq_len", d->seq_len, "model.transformer.seqLen"},
                                 {3, "vocab_size", d->vocab, "model.transformer.vocabSize"},
@@ -140,8 +140,7 @@ absl::Status ReadLlmcCheckpoint(std::string_view bytes, const std::string& path,
   for (const HeaderField& f : fields) {
     if (h[f.index] != f.model_value) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": llm.c header ", f.name, " is ", h[f.index],
-                                                     "; the model has ", f.model_value, " (", f.spec_field,
-                                                     ")"));
+                                                     "; the model has ", f.model_value, " (", f.spec_field, ")"));
     }
   }
   const int64_t vp = h[7];

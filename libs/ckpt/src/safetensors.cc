@@ -118,18 +118,17 @@ class HeaderParser {
     }
     const uint64_t want = numel * DtypeBytes(e.dtype);
     if (e.end - e.begin != want) {
-      return Fail(name, absl::StrCat("data_offsets [", e.begin, ", ", e.end, ") hold ", e.end - e.begin,
-                                     " bytes; shape [", absl::StrJoin(e.shape, ", "), "] of ", e.dtype, " needs ",
-                                     want));
+      return Fail(name,
+                  absl::StrCat("data_offsets [", e.begin, ", ", e.end, ") hold ", e.end - e.begin, " bytes; shape [",
+                               absl::StrJoin(e.shape, ", "), "] of ", e.dtype, " needs ", want));
     }
     return e;
   }
 
   // Sorted by offset, the entries must tile [0, data_bytes).
   absl::Status CheckTiling(std::vector<Entry>& entries) const {
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-    });
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
     uint64_t at = 0;
     for (const Entry& e : entries) {
       if (e.begin != at) {
@@ -139,8 +138,8 @@ class HeaderParser {
       at = e.end;
     }
     if (at != data_bytes_) {
-      return absl::DataLossError(absl::StrCat(source_, ": the tensors cover ", at, " bytes of data, the file holds ",
-                                              data_bytes_));
+      return absl::DataLossError(
+          absl::StrCat(source_, ": the tensors cover ", at, " bytes of data, the file holds ", data_bytes_));
     }
     return absl::OkStatus();
   }
@@ -197,8 +196,8 @@ absl::Status WriteSafetensors(const std::string& path, std::span<const NamedTens
     int64_t numel = 1;
     for (int64_t d : t.shape) numel *= d;
     if (numel != static_cast<int64_t>(t.values.size()) || t.name == kMetadataKey || !names.insert(t.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": tensor \"", t.name,
-                                                     "\" repeats, is reserved or has values that do not fit its shape"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor \"", t.name, "\" repeats, is reserved or has values that do not fit its shape"));
     }
     const uint64_t end = offset + 4 * t.values.size();
     absl::StrAppend(&header, header.size() > 1 ? "," : "", Quote(t.name), ":{\"dtype\":\"F32\",\"shape\":[",

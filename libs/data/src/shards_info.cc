@@ -22,7 +22,8 @@ std::string InfoPath(const std::string& dir) { return (std::filesystem::path(dir
 
 absl::Status WriteShardsInfo(const std::string& dir, const ShardsInfo& info) {
   google::protobuf::Value root;
-  auto& tokenizer = *(*root.mutable_struct_value()->mutable_fields())["tokenizer"].mutable_struct_value()->mutable_fields();
+  auto& tokenizer =
+      *(*root.mutable_struct_value()->mutable_fields())["tokenizer"].mutable_struct_value()->mutable_fields();
   tokenizer["kind"].set_string_value(info.tokenizer_kind);
   tokenizer["path"].set_string_value(info.tokenizer_path);
   tokenizer["vocabSize"].set_number_value(info.vocab_size);
@@ -72,11 +73,11 @@ absl::Status CheckShardsVocab(const std::string& shard_path, int model_vocab_siz
   absl::StatusOr<std::optional<ShardsInfo>> info = ReadShardsInfo(dir.empty() ? "." : dir);
   if (!info.ok()) return info.status();
   if (!info->has_value() || (*info)->vocab_size == model_vocab_size) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      shard_path, ": its shards were tokenized with ", (*info)->tokenizer_kind,
-      (*info)->tokenizer_path.empty() ? "" : absl::StrCat(" ", (*info)->tokenizer_path), " (vocabulary ",
-      (*info)->vocab_size, ", ", InfoPath(dir.empty() ? "." : dir), ") but the model's vocabulary is ",
-      model_vocab_size, " (model.transformer.vocabSize)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(shard_path, ": its shards were tokenized with ", (*info)->tokenizer_kind,
+                   (*info)->tokenizer_path.empty() ? "" : absl::StrCat(" ", (*info)->tokenizer_path), " (vocabulary ",
+                   (*info)->vocab_size, ", ", InfoPath(dir.empty() ? "." : dir), ") but the model's vocabulary is ",
+                   model_vocab_size, " (model.transformer.vocabSize)"));
 }
 
 }  // namespace gradsync::data

@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
     const auto& [a, b] = merges[i];
     const auto left = ids.find(a), right = ids.find(b), made = ids.find(a + b);
     if (left == ids.end() || right == ids.end() || made == ids.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(origin.merges, "[", i, "]: merges tokens, or makes one, that ",
-                                                     origin.vocab, " lacks"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin.merges, "[", i, "]: merges tokens, or makes one, that ", origin.vocab, " lacks"));
     }
     // A pair listed twice keeps its last rank, as GPT-2's dict(zip(merges, ranks)) and Hugging
     // Face's map of merges do.

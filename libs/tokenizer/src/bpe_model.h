@@ -30,9 +30,9 @@ class BpeModel {
   // order. With `ignore_merges`, a piece that is a token as a whole is that token (Llama-3).
   // INVALID_ARGUMENT naming the origin when a byte has no token of its own, or a merge names a
   // token (or makes one) the vocabulary lacks, naming the merge's index.
-  static absl::StatusOr<std::unique_ptr<BpeModel>> Create(const std::vector<std::pair<std::string, int32_t>>& vocab,
-                                                          const std::vector<std::pair<std::string, std::string>>& merges,
-                                                          bool ignore_merges, const Origin& origin);
+  static absl::StatusOr<std::unique_ptr<BpeModel>> Create(
+      const std::vector<std::pair<std::string, int32_t>>& vocab,
+      const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges, const Origin& origin);
 
   // Appends the ids of one pre-tokenized piece (raw bytes). Thread-safe.
   void EncodePiece(std::string_view piece, std::vector<int32_t>* ids) const;

@@ -23,8 +23,9 @@ class Fields {
 
   absl::Status Unsupported(const std::string& field, const Value& value) const {
     const std::string& name = value.string_value();
-    const bool quotable = !name.empty() && name.size() <= 40 &&
-                          std::all_of(name.begin(), name.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
+    const bool quotable = !name.empty() && name.size() <= 40 && std::all_of(name.begin(), name.end(), [](char c) {
+      return absl::ascii_isalnum(c) || c == '_';
+    });
     return Error(field, quotable ? absl::StrCat("\"", name, "\" is not supported") : "this value is not supported");
   }
 
@@ -67,8 +68,8 @@ absl::Status ParsePreTokenizerStep(const Value& step, const std::string& field, 
     const Value* list = Member(s, "pretokenizers");
     if (list == nullptr || !list->has_list_value()) return f.Error(field + ".pretokenizers", "must be a list");
     for (int i = 0; i < list->list_value().values_size(); ++i) {
-      absl::Status status = ParsePreTokenizerStep(list->list_value().values(i),
-                                                  absl::StrCat(field, ".pretokenizers[", i, "]"), f, config, byte_level);
+      absl::Status status = ParsePreTokenizerStep(
+          list->list_value().values(i), absl::StrCat(field, ".pretokenizers[", i, "]"), f, config, byte_level);
       if (!status.ok()) return status;
     }
     return absl::OkStatus();
@@ -76,18 +77,20 @@ absl::Status ParsePreTokenizerStep(const Value& step, const std::string& field, 
   if (*byte_level) return f.Error(field, "a step after ByteLevel is not supported");
   if (name == "Split") {
     const Value* pattern = Member(s, "pattern");
-    const Value* regex = pattern != nullptr && pattern->has_struct_value() ? Member(pattern->struct_value(), "Regex")
-                                                                           : nullptr;
+    const Value* regex =
+        pattern != nullptr && pattern->has_struct_value() ? Member(pattern->struct_value(), "Regex") : nullptr;
     if (regex == nullptr) return f.Error(field + ".pattern", "only a Regex pattern is supported");
     const std::optional<SplitPattern> known = RecognizePattern(regex->string_value());
     if (!known) {
-      return f.Error(field + ".pattern.Regex",
-                     "only the split patterns of GPT-2, Llama-3 and Qwen2 are supported, spelt as their files spell them");
+      return f.Error(
+          field + ".pattern.Regex",
+          "only the split patterns of GPT-2, Llama-3 and Qwen2 are supported, spelt as their files spell them");
     }
     if (config->split) return f.Error(field, "a second split pattern is not supported");
     const Value* behavior = Member(s, "behavior");
     if (behavior == nullptr || behavior->string_value() != "Isolated") {
-      return behavior == nullptr ? f.Error(field + ".behavior", "must be Isolated") : f.Unsupported(field + ".behavior", *behavior);
+      return behavior == nullptr ? f.Error(field + ".behavior", "must be Isolated")
+                                 : f.Unsupported(field + ".behavior", *behavior);
     }
     if (Flag(s, "invert", false)) return f.Error(field + ".invert", "true is not supported");
     config->split = known;
@@ -113,13 +116,15 @@ absl::Status ParsePreTokenizer(const Struct& root, const Fields& f, HfConfig* co
   if (pre == nullptr) return f.Error("pre_tokenizer", "a ByteLevel pre-tokenizer is needed (it is null)");
   bool byte_level = false;
   absl::Status status = ParsePreTokenizerStep(*pre, "pre_tokenizer", f, config, &byte_level);
-  if (status.ok() && !byte_level) return f.Error("pre_tokenizer", "has no ByteLevel step; only byte-level BPE is supported");
+  if (status.ok() && !byte_level)
+    return f.Error("pre_tokenizer", "has no ByteLevel step; only byte-level BPE is supported");
   return status;
 }
 
 absl::Status ParseDecoder(const Struct& root, const Fields& f) {
   const Value* decoder = Member(root, "decoder");
-  const Value* type = decoder != nullptr && decoder->has_struct_value() ? Member(decoder->struct_value(), "type") : nullptr;
+  const Value* type =
+      decoder != nullptr && decoder->has_struct_value() ? Member(decoder->struct_value(), "type") : nullptr;
   if (type == nullptr) return f.Error("decoder", "a ByteLevel decoder is needed");
   if (type->string_value() != "ByteLevel") return f.Unsupported("decoder.type", *type);
   return absl::OkStatus();
@@ -145,8 +150,8 @@ absl::Status ParseMerges(const Value& merges, const Fields& f, HfConfig* config)
         return f.Error(absl::StrCat("model.merges[", i, "]"), "a merge is two tokens separated by one space");
       }
       config->merges.emplace_back(s.substr(0, space), s.substr(space + 1));
-    } else if (m.has_list_value() && m.list_value().values_size() == 2 &&
-               m.list_value().values(0).has_string_value() && m.list_value().values(1).has_string_value()) {
+    } else if (m.has_list_value() && m.list_value().values_size() == 2 && m.list_value().values(0).has_string_value() &&
+               m.list_value().values(1).has_string_value()) {
       config->merges.emplace_back(m.list_value().values(0).string_value(), m.list_value().values(1).string_value());
     } else {
       return f.Error(absl::StrCat("model.merges[", i, "]"), "a merge is \"A B\" or [\"A\", \"B\"]");
@@ -198,7 +203,8 @@ absl::Status ParseAddedTokens(const Struct& root, const Fields& f, HfConfig* con
     const Value* id = Member(t, "id");
     const Value* content = Member(t, "content");
     if (id == nullptr || !Id(*id)) return f.Error(field + ".id", "must be an id, an integer from 0");
-    if (content == nullptr || content->string_value().empty()) return f.Error(field + ".content", "must be a non-empty string");
+    if (content == nullptr || content->string_value().empty())
+      return f.Error(field + ".content", "must be a non-empty string");
     if (Flag(t, "single_word", false)) return f.Error(field + ".single_word", "true is not supported");
     config->added_tokens.push_back(
         {*Id(*id), content->string_value(), Flag(t, "lstrip", false), Flag(t, "rstrip", false)});

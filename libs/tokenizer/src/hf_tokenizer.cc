@@ -65,8 +65,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHuggingFaceTokenizer(const std::s
   if (!json.ok()) return json.status();
   absl::StatusOr<HfConfig> config = ParseHfConfig(*json, path);
   if (!config.ok()) return config.status();
-  absl::StatusOr<std::unique_ptr<BpeModel>> bpe = BpeModel::Create(
-      config->vocab, config->merges, config->ignore_merges, {path + ": model.vocab", path + ": model.merges"});
+  absl::StatusOr<std::unique_ptr<BpeModel>> bpe = BpeModel::Create(config->vocab, config->merges, config->ignore_merges,
+                                                                   {path + ": model.vocab", path + ": model.merges"});
   if (!bpe.ok()) return bpe.status();
   // Added tokens take their ids over from the model's, as in Hugging Face's id_to_token.
   DecodeTable table;

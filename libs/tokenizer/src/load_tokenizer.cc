@@ -28,22 +28,18 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadDirectory(const fs::path& dir) {
     return LoadGpt2Tokenizer(dir / kGpt2Encoder, dir / kGpt2Merges);
   }
   if (Exists(dir / kSentencePieceFile)) return LoadSentencePieceTokenizer(dir / kSentencePieceFile);
-  return absl::NotFoundError(absl::StrCat(dir.string(), ": holds no ", kHfFile, ", ", kGpt2Encoder, " + ",
-                                          kGpt2Merges, " or ", kSentencePieceFile));
+  return absl::NotFoundError(absl::StrCat(dir.string(), ": holds no ", kHfFile, ", ", kGpt2Encoder, " + ", kGpt2Merges,
+                                          " or ", kSentencePieceFile));
 }
 
 }  // namespace
 
 std::string_view KindName(TokenizerKind kind) {
   switch (kind) {
-    case TokenizerKind::kBytes:
-      return "bytes";
-    case TokenizerKind::kGpt2Bpe:
-      return "gpt2-bpe";
-    case TokenizerKind::kHuggingFace:
-      return "hf-tokenizer-json";
-    case TokenizerKind::kSentencePiece:
-      return "sentencepiece";
+    case TokenizerKind::kBytes: return "bytes";
+    case TokenizerKind::kGpt2Bpe: return "gpt2-bpe";
+    case TokenizerKind::kHuggingFace: return "hf-tokenizer-json";
+    case TokenizerKind::kSentencePiece: return "sentencepiece";
   }
   return "unknown";
 }
@@ -59,9 +55,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path
   if (p.extension() == ".json") return LoadHuggingFaceTokenizer(path);
   if (p.extension() == ".model") return LoadSentencePieceTokenizer(path);
   if (!Exists(p)) return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, ": cannot tell the tokenizer's kind: name a tokenizer.json (or any *.json), GPT-2's encoder.json or "
-            "vocab.bpe, a SentencePiece *.model, or a directory holding one of them"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(path,
+                   ": cannot tell the tokenizer's kind: name a tokenizer.json (or any *.json), GPT-2's encoder.json or "
+                   "vocab.bpe, a SentencePiece *.model, or a directory holding one of them"));
 }
 
 }  // namespace gradsync::tokenizer

@@ -7,8 +7,7 @@
 namespace gradsync::tokenizer {
 namespace {
 
-constexpr std::string_view kGpt2Regex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kLlama3Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kQwen2Regex =
@@ -57,8 +56,7 @@ class Scanner {
     // [^\r\n\p{L}\p{N}]?\p{L}+
     const CharClass c = classes_[i];
     if (c == CharClass::kLetter) return RunOf(i, CharClass::kLetter);
-    if (!IsNewline(chars_[i]) && c != CharClass::kNumber && i + 1 < size() &&
-        classes_[i + 1] == CharClass::kLetter) {
+    if (!IsNewline(chars_[i]) && c != CharClass::kNumber && i + 1 < size() && classes_[i + 1] == CharClass::kLetter) {
       return RunOf(i + 1, CharClass::kLetter);
     }
     // \p{N}{1,k}
@@ -128,15 +126,9 @@ std::vector<std::string_view> SplitText(std::string_view text, SplitPattern patt
   for (size_t i = 0; i < scanner.size();) {
     size_t end = 0;
     switch (pattern) {
-      case SplitPattern::kGpt2:
-        end = scanner.MatchGpt2(i);
-        break;
-      case SplitPattern::kLlama3:
-        end = scanner.MatchLlama3(i, 3);
-        break;
-      case SplitPattern::kQwen2:
-        end = scanner.MatchLlama3(i, 1);
-        break;
+      case SplitPattern::kGpt2: end = scanner.MatchGpt2(i); break;
+      case SplitPattern::kLlama3: end = scanner.MatchLlama3(i, 3); break;
+      case SplitPattern::kQwen2: end = scanner.MatchLlama3(i, 1); break;
     }
     pieces.push_back(text.substr(scanner.offset(i), scanner.offset(end) - scanner.offset(i)));
     i = end;
