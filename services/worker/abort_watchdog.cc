@@ -38,6 +38,7 @@ AbortWatchdog::~AbortWatchdog() {
 
 void AbortWatchdog::GenerationStarted() {
   absl::MutexLock lock(&mu_);
+  running_ = true;
   aborted_at_ = absl::InfiniteFuture();
   last_step_ = absl::InfinitePast();
   slowest_step_ = absl::ZeroDuration();
@@ -53,11 +54,12 @@ void AbortWatchdog::StepBegan() {
 void AbortWatchdog::AbortRequested() {
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  if (aborted_at_ == absl::InfiniteFuture()) aborted_at_ = now;
+  if (running_ && aborted_at_ == absl::InfiniteFuture()) aborted_at_ = now;
 }
 
 void AbortWatchdog::GenerationEnded() {
   absl::MutexLock lock(&mu_);
+  running_ = false;
   aborted_at_ = absl::InfiniteFuture();
 }
 

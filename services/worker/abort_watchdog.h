@@ -40,7 +40,8 @@ class AbortWatchdog {
   void GenerationStarted();
   // A step starts: the gap since the last one counts towards the slowest step.
   void StepBegan();
-  // The generation is asked to abort; the first call of a generation starts the grace.
+  // The generation is asked to abort; the first call of a generation starts the grace. Between
+  // generations (an idle worker forgotten by a restarted coordinator, a shutdown) it does nothing.
   void AbortRequested();
   // The generation has stopped, replica and all.
   void GenerationEnded();
@@ -58,6 +59,7 @@ class AbortWatchdog {
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool expired_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time aborted_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time last_step_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Duration slowest_step_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();

@@ -56,6 +56,19 @@ TEST(AbortWatchdog, NeverFiresForAGenerationThatStopped) {
   EXPECT_FALSE(expiry.fired.WaitForNotificationWithTimeout(absl::Milliseconds(500)));
 }
 
+// An idle worker is aborted too (forgotten by a restarted coordinator, or shutting down): with no
+// generation to stop, the watchdog must not end the process.
+TEST(AbortWatchdog, AnAbortBetweenGenerationsNeverFires) {
+  Expiry expiry;
+  AbortWatchdog watchdog(absl::Milliseconds(100), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
+  watchdog.AbortRequested();  // before any generation
+  EXPECT_FALSE(expiry.fired.WaitForNotificationWithTimeout(absl::Seconds(1)));
+  watchdog.GenerationStarted();
+  watchdog.GenerationEnded();
+  watchdog.AbortRequested();  // after one
+  EXPECT_FALSE(expiry.fired.WaitForNotificationWithTimeout(absl::Seconds(1)));
+}
+
 TEST(AbortWatchdog, TheGraceIsAtLeastAFewOfTheSlowestSteps) {
   AbortWatchdog watchdog(
       absl::Milliseconds(10), [] { return ""; }, [](const std::string&) {});
