@@ -304,10 +304,29 @@ def coordinator_replaced(k):
             log(f"GenerationAdopted: {adopted[0]['message']}")
 
 
+def sharded_spec(k, spec_path):
+    """The spec at spec_path rewritten to train on `gradsync data prepare` shards of its corpus, whose
+    val_*.bin shards the coordinator finds as the validation set, evaluated every 20 steps."""
+    shards = os.path.join(k.cluster.data_dir, "shards")
+    r = subprocess.run([os.path.join(k.args.build_dir, "bin", "gradsync"), "data", "prepare",
+                        os.path.join(k.cluster.data_dir, "corpus.txt"), "-o", shards, "--val-fraction", "0.1"],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise AssertionError(f"gradsync data prepare failed ({r.returncode}):\n{r.stdout}\n{r.stderr[-3000:]}")
+    with open(spec_path) as f:
+        spec = json.load(f)
+    spec["data"] = {"shards": {"paths": [os.path.join(shards, "train_*.bin")]}}
+    spec["training"]["evalEvery"] = 20
+    with open(spec_path, "w") as f:
+        json.dump(spec, f, indent=2)
+    return spec_path
+
+
 def prometheus(k):
     """Prometheus in its container scrapes every service by DNS name, and every query of the
-    Grafana dashboard returns data."""
-    job_id = k.cluster.submit(k.spec(world_size=3, steps=60, checkpoint_every=20))
+    Grafana dashboard returns data. The job trains on shards with a held-out set, so the loss
+    panel's validation series is there too."""
+    job_id = k.cluster.submit(sharded_spec(k, k.spec(world_size=3, steps=60, checkpoint_every=20)))
     k.cluster.wait_done(job_id)
 
     def query(expr):
