@@ -1,8 +1,9 @@
 // Token shards (llm.c's .bin format) as a worker's dataset loader reads them (ReadShard), and the
 // loader itself (TokenDataset::Load) over the same file.
 //
-// Input: one mode byte, two bytes of vocabulary size, then the file. Mode bit 0 sets the header's
-// token count to what the file holds, so the fuzzer reaches the token checks behind it.
+// Input: one mode byte, three bytes of vocabulary size (up to 2^24, past uint16), then the file.
+// Mode bit 0 sets the header's token count to what the file holds at the width its magic names,
+// so the fuzzer reaches the token checks behind it.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -16,17 +17,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::QuietLibraryLogs();
   fuzz::ByteReader in(data, size);
   const auto mode = in.Get<uint8_t>();
-  const int vocab = 1 + in.Get<uint16_t>();
+  const int vocab = 1 + static_cast<int>(in.Get<uint16_t>()) + (static_cast<int>(in.Get<uint8_t>()) << 16);
   std::string file = in.Rest();
   constexpr size_t kHeaderBytes = data::kShardHeaderInts * sizeof(int32_t);
   if ((mode & 1) && file.size() >= kHeaderBytes) {
-    const auto count = static_cast<int32_t>((file.size() - kHeaderBytes) / sizeof(uint16_t));
+    int32_t magic = 0;
+    std::memcpy(&magic, file.data(), sizeof(magic));
+    const size_t width = magic == data::kUint32Shard.magic ? 4 : 2;
+    const auto count = static_cast<int32_t>((file.size() - kHeaderBytes) / width);
     std::memcpy(file.data() + 2 * sizeof(int32_t), &count, sizeof(count));
   }
   const std::string path = fuzz::WriteScratchFile("shard.bin", file);
-  const absl::StatusOr<std::vector<uint16_t>> tokens = data::ReadShard(path, vocab);
+  const absl::StatusOr<data::TokenStream> tokens = data::ReadShard(path, vocab);
   if (tokens.ok()) {
-    for (uint16_t t : *tokens) GRADSYNC_FUZZ_CHECK(t < vocab, "a token outside the vocabulary");
+    for (uint32_t t : tokens->ToVector())
+      GRADSYNC_FUZZ_CHECK(t < static_cast<uint32_t>(vocab), "a token outside the vocabulary");
   }
   const int seq_len = 1 + (mode >> 1);
   const auto dataset = data::TokenDataset::Load({path}, /*shards=*/true, seq_len, vocab);

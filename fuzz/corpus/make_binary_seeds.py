@@ -84,9 +84,15 @@ def weights(params):
     return buf, buf + struct.pack("<Q", fnv1a64(buf))
 
 
-def shard(tokens):
-    header = [20240520, 1, len(tokens)] + [0] * 253
-    return struct.pack("<256i", *header) + struct.pack("<%dH" % len(tokens), *tokens)
+def shard(tokens, wide=False):
+    """A uint16 shard (magic 20240520, version 1), or with `wide` a uint32 one (20240801, 7)."""
+    header = ([20240801, 7] if wide else [20240520, 1]) + [len(tokens)] + [0] * 253
+    return struct.pack("<256i", *header) + struct.pack("<%d%s" % (len(tokens), "I" if wide else "H"), *tokens)
+
+
+def vocab(n):
+    """fuzz_shard's vocabulary bytes for a vocabulary of n: n - 1 as 2 bytes, then its high byte."""
+    return struct.pack("<HB", (n - 1) & 0xFFFF, (n - 1) >> 16)
 
 
 def report(job=0, gen=1, world=2, rank=0, step=0, seconds=10, buckets=0):
@@ -125,10 +131,13 @@ def main():
     write("fuzz_weights", "huge_rank", b"\x01" + body[:rank_at] + struct.pack("<I", 0xFFFFFFF0) + body[rank_at + 4:])
     write("fuzz_weights", "truncated", b"\x00" + whole[:40])
 
-    write("fuzz_shard", "valid", b"\x06" + struct.pack("<H", 255) + shard(list(range(40))))
-    write("fuzz_shard", "token_over_vocab", b"\x00" + struct.pack("<H", 9) + shard([1, 2, 300]))
-    write("fuzz_shard", "count_too_large", b"\x00" + struct.pack("<H", 255) + shard([1, 2, 3])[:-2])
-    write("fuzz_shard", "count_fixed_up", b"\x01" + struct.pack("<H", 255) + shard([5] * 9) + b"\x07\x00")
+    write("fuzz_shard", "valid", b"\x06" + vocab(256) + shard(list(range(40))))
+    write("fuzz_shard", "valid_uint32", b"\x06" + vocab(128256) + shard([70000 + i for i in range(40)], wide=True))
+    write("fuzz_shard", "token_over_vocab", b"\x00" + vocab(10) + shard([1, 2, 300]))
+    write("fuzz_shard", "token_over_vocab_uint32", b"\x00" + vocab(70000) + shard([1, 2, 70000], wide=True))
+    write("fuzz_shard", "count_too_large", b"\x00" + vocab(256) + shard([1, 2, 3])[:-2])
+    write("fuzz_shard", "count_fixed_up", b"\x01" + vocab(256) + shard([5] * 9) + b"\x07\x00")
+    write("fuzz_shard", "count_fixed_up_uint32", b"\x01" + vocab(256) + shard([5] * 9, wide=True) + b"\x07\x00\x00\x00")
     steps = b"".join(report(rank=r, step=t, seconds=10 + 20 * r, buckets=t % 3) for t in range(4) for r in range(2))
     write("fuzz_step_reducer", "two_ranks_four_steps", steps + b"\x01\x00\x00" + b"\x02")
     partial = report(world=3, rank=0) + report(world=3, rank=2) + b"\x00\x3c" + b"\x01\x00\x05"

@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "  DIR/train_000000.bin ... and, with F > 0, DIR/val_000000.bin ... holding the last F of the\n"
     "  tokens. N tokens at most per shard (default 100000000). PATH: a tokenizer.json, GPT-2's\n"
     "  encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without it, one\n"
-    "  token per byte (vocabulary 256). DIR/shards.json records the tokenizer.\n";
+    "  token per byte (vocabulary 256). Tokens are uint16 when the vocabulary has at most 65536\n"
+    "  ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n";
 constexpr int kDefaultShardTokens = 100'000'000;
 
 int Fail(const std::string& message) {
@@ -68,32 +69,28 @@ void PrintShards(const std::vector<data::ShardFile>& files) {
   }
 }
 
-// The tokenizer --tokenizer names (bytes without it), refused when its ids do not fit a shard.
+// The tokenizer --tokenizer names (bytes without it).
 absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> ShardTokenizer(const Args& args) {
   if (!args.Has("tokenizer")) return tokenizer::MakeByteTokenizer();
   absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> t = tokenizer::LoadTokenizer(args.Get("tokenizer"));
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("--tokenizer: ", t.status().message()));
-  if ((*t)->vocab_size() > data::kMaxShardVocab) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tokenizer: ", args.Get("tokenizer"), " has a vocabulary of ", (*t)->vocab_size(),
-                     " ids; llm.c shards hold uint16 tokens, so at most ", data::kMaxShardVocab));
-  }
   return t;
 }
 
-// The ids of the files, concatenated in order, as shard tokens; `bytes` counts what was read.
-absl::StatusOr<std::vector<uint16_t>> Tokenize(const std::vector<std::string>& paths, const tokenizer::Tokenizer& t,
-                                               size_t* bytes) {
-  std::vector<uint16_t> tokens;
+// The ids of the files, concatenated in order, at the narrowest width that holds the
+// tokenizer's vocabulary; `bytes` counts what was read.
+absl::StatusOr<data::TokenStream> Tokenize(const std::vector<std::string>& paths, const tokenizer::Tokenizer& t,
+                                           size_t* bytes) {
+  std::vector<uint32_t> tokens;
   for (const std::string& path : paths) {
     absl::StatusOr<std::string> text = data::ReadTextFile(path);
     if (!text.ok()) return text.status();
     *bytes += text->size();
     absl::StatusOr<std::vector<int32_t>> ids = t.Encode(*text);
     if (!ids.ok()) return absl::Status(ids.status().code(), absl::StrCat(path, ": ", ids.status().message()));
-    tokens.insert(tokens.end(), ids->begin(), ids->end());  // ShardTokenizer checked every id fits
+    tokens.insert(tokens.end(), ids->begin(), ids->end());  // ids lie in [0, vocab_size)
   }
-  return tokens;
+  return data::TokenStream::OfWidth(tokens, data::WidthForVocab(t.vocab_size()));
 }
 
 data::ShardsInfo DescribeTokenizer(const Args& args, const tokenizer::Tokenizer& t) {
@@ -104,8 +101,8 @@ data::ShardsInfo DescribeTokenizer(const Args& args, const tokenizer::Tokenizer&
 }
 
 absl::StatusOr<std::vector<data::ShardFile>> WriteSplit(const std::string& dir, const char* prefix,
-                                                        std::span<const uint16_t> tokens, int shard_tokens) {
-  if (tokens.empty()) return std::vector<data::ShardFile>();
+                                                        const data::TokenStream& tokens, int shard_tokens) {
+  if (tokens.size() == 0) return std::vector<data::ShardFile>();
   return data::WriteShards(dir, prefix, tokens, shard_tokens);
 }
 
@@ -123,12 +120,12 @@ int Prepare(const Args& args) {
   absl::StatusOr<std::vector<std::string>> paths = data::ExpandPaths(patterns);
   if (!paths.ok()) return Fail(std::string(paths.status().message()));
   size_t bytes = 0;
-  absl::StatusOr<std::vector<uint16_t>> tokens = Tokenize(*paths, **tok, &bytes);
+  absl::StatusOr<data::TokenStream> tokens = Tokenize(*paths, **tok, &bytes);
   if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
-  const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(tokens->size())));
+  const auto total = static_cast<size_t>(tokens->size());
+  const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(total)));
   if (*val_fraction > 0 && val_tokens == 0) {
-    return Fail(
-        absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, tokens->size()));
+    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, total));
   }
 
   std::error_code ec;
@@ -136,17 +133,18 @@ int Prepare(const Args& args) {
   if (ec) return Fail(absl::StrCat(dir, ": cannot create the directory: ", ec.message()));
   if (absl::Status s = CheckNoShards(dir); !s.ok()) return Fail(std::string(s.message()));
 
-  const std::span<const uint16_t> all(*tokens);
-  auto train = data::WriteShards(dir, "train", all.first(all.size() - val_tokens), *shard_tokens);
+  const auto train_tokens = static_cast<int64_t>(total - val_tokens);
+  auto train = data::WriteShards(dir, "train", tokens->Slice(0, train_tokens), *shard_tokens);
   if (!train.ok()) return Fail(std::string(train.status().message()));
-  auto val = WriteSplit(dir, "val", all.last(val_tokens), *shard_tokens);
+  auto val = WriteSplit(dir, "val", tokens->Slice(train_tokens, static_cast<int64_t>(val_tokens)), *shard_tokens);
   if (!val.ok()) return Fail(std::string(val.status().message()));
   const data::ShardsInfo info = DescribeTokenizer(args, **tok);
   if (absl::Status s = data::WriteShardsInfo(dir, info); !s.ok()) return Fail(std::string(s.message()));
-  std::printf("read %zu file(s), %zu bytes = %zu tokens (%s%s%s, vocabulary %d)\n", paths->size(), bytes,
-              tokens->size(), info.tokenizer_kind.c_str(), info.tokenizer_path.empty() ? "" : " ",
-              info.tokenizer_path.c_str(), info.vocab_size);
-  std::printf("wrote %zu train shard(s), %zu tokens:\n", train->size(), tokens->size() - val_tokens);
+  std::printf("read %zu file(s), %zu bytes = %zu tokens (%s%s%s, vocabulary %d)\n", paths->size(), bytes, total,
+              info.tokenizer_kind.c_str(), info.tokenizer_path.empty() ? "" : " ", info.tokenizer_path.c_str(),
+              info.vocab_size);
+  std::printf("wrote %zu train shard(s) of %s tokens, %zu tokens:\n", train->size(),
+              tokens->width() == data::TokenWidth::kUint16 ? "uint16" : "uint32", total - val_tokens);
   PrintShards(*train);
   if (!val->empty()) {
     std::printf("wrote %zu val shard(s), %zu tokens (a job training on the train shards validates on them):\n",

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "commands.h"
 #include "gradsync/ckpt/weights_file.h"
 #include "gradsync/data/shards_info.h"
@@ -20,6 +19,7 @@
 #include "gradsync/data/token_shard.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/tokenizer/tokenizer.h"
+#include "tokenizer_json.h"
 
 namespace gradsync::cli {
 namespace {
@@ -27,37 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-// GPT-2's byte-level spelling of byte b.
-std::string ByteLevel(int b) {
-  const bool itself = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-  int cp = b;
-  if (!itself) {
-    cp = 0x100;
-    for (int x = 0; x < b; ++x) {
-      if (!((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) ++cp;
-    }
-  }
-  std::string out;
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return absl::StrReplaceAll(out, {{"\\", "\\\\"}, {"\"", "\\\""}});
-}
-
-// A byte-level tokenizer.json: the 256 bytes, "he" (256) and "ll" (257), and an added token
-// with id `added_id`; vocabulary added_id + 1.
-std::string TokenizerJson(int added_id) {
-  std::string vocab;
-  for (int b = 0; b < 256; ++b) absl::StrAppend(&vocab, "\"", ByteLevel(b), "\":", b, ",");
-  absl::StrAppend(&vocab, R"("he":256,"ll":257)");
-  return absl::StrCat(R"({"normalizer":null,"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},)",
-                      R"("added_tokens":[{"id":)", added_id, R"(,"content":"<|end|>","special":true}],)",
-                      R"("decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{)", vocab,
-                      R"(},"merges":["h e","l l"]}})");
-}
+using testing::TokenizerJson;
 
 class TokenizerCommandsTest : public ::testing::Test {
  protected:
@@ -117,9 +87,11 @@ TEST_F(TokenizerCommandsTest, DataPrepareWritesTheTokenizersIdsAndRecordsIt) {
   auto loaded = tokenizer::LoadTokenizer(tokenizer);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const std::vector<int32_t> want = *(*loaded)->Encode(text);
-  absl::StatusOr<std::vector<uint16_t>> shard = data::ReadShard(out + "/train_000000.bin", 259);
+  absl::StatusOr<data::TokenStream> shard = data::ReadShard(out + "/train_000000.bin", 259);
   ASSERT_TRUE(shard.ok()) << shard.status();
-  EXPECT_EQ(std::vector<int32_t>(shard->begin(), shard->end()), want);
+  EXPECT_EQ(shard->width(), data::TokenWidth::kUint16);
+  const std::vector<uint32_t> got = shard->ToVector();
+  EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()), want);
   EXPECT_EQ(want[0], 256);  // "he", not bytes
   absl::StatusOr<std::optional<data::ShardsInfo>> info = data::ReadShardsInfo(out);
   ASSERT_TRUE(info.ok() && info->has_value()) << info.status();
@@ -136,14 +108,21 @@ TEST_F(TokenizerCommandsTest, DataPrepareWritesTheTokenizersIdsAndRecordsIt) {
   EXPECT_TRUE(data::TokenDataset::Load({out + "/train_*.bin"}, true, 8, 259).ok());
 }
 
-TEST_F(TokenizerCommandsTest, DataPrepareRefusesVocabulariesBeyondUint16) {
+TEST_F(TokenizerCommandsTest, DataPrepareWritesUint32ShardsForVocabulariesBeyondUint16) {
   const std::string tokenizer = Write("tokenizer.json", TokenizerJson(70000));
   const std::string out = (dir_ / "shards").string();
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(DataCommand({"prepare", Write("in.txt", "hello"), "-o", out, "--tokenizer", tokenizer}), 2);
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_THAT(err, HasSubstr("has a vocabulary of 70001 ids; llm.c shards hold uint16 tokens, so at most 65536"));
-  EXPECT_FALSE(fs::exists(out + "/train_000000.bin"));
+  const std::string text = "hello<|end|>" + std::string(20, 'x');
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(DataCommand({"prepare", Write("in.txt", text), "-o", out, "--tokenizer", tokenizer}), 0);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), HasSubstr("train shard(s) of uint32 tokens"));
+  absl::StatusOr<data::TokenStream> shard = data::ReadShard(out + "/train_000000.bin", 70001);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_EQ(shard->width(), data::TokenWidth::kUint32);
+  const std::vector<uint32_t> got = shard->ToVector();
+  const std::vector<int32_t> want = *(*tokenizer::LoadTokenizer(tokenizer))->Encode(text);
+  EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()), want);
+  EXPECT_EQ(want[3], 70000);  // he, ll, o, <|end|>: the wide id itself, not its low 16 bits
+  EXPECT_EQ(std::filesystem::file_size(out + "/train_000000.bin"), 1024 + 4 * want.size());
 }
 
 TEST_F(TokenizerCommandsTest, GenerateRefusesAModelOfAnotherVocabularyNamingBothSizes) {

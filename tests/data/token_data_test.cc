@@ -42,22 +42,55 @@ TEST_F(TokenDataTest, ShardsRoundTripInLlmcFormat) {
   EXPECT_EQ(std::filesystem::file_size(Path("a.bin")), 256 * 4 + 5 * 2);
   auto back = ReadShard(Path("a.bin"), 50257);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(*back, tokens);
+  EXPECT_EQ(back->width(), TokenWidth::kUint16);
+  EXPECT_EQ(back->ToVector(), std::vector<uint32_t>(tokens.begin(), tokens.end()));
+}
+
+// Vocabularies past uint16 (Llama 3's 128,256 ids) take llm.c's uint32 layout: magic 20240801,
+// version 7, four bytes a token. A dataset over such a shard hands the wide ids to the model.
+TEST_F(TokenDataTest, WideVocabulariesRoundTripAsUint32Shards) {
+  const std::vector<uint32_t> tokens = {1, 65535, 65536, 128255, 7, 100000, 3};
+  ASSERT_TRUE(WriteShard(Path("wide.bin"), tokens).ok());
+  EXPECT_EQ(std::filesystem::file_size(Path("wide.bin")), 256 * 4 + 7 * 4);
+  std::ifstream in(Path("wide.bin"), std::ios::binary);
+  int32_t header[3];
+  in.read(reinterpret_cast<char*>(header), sizeof(header));
+  EXPECT_EQ(header[0], 20240801);
+  EXPECT_EQ(header[1], 7);
+  EXPECT_EQ(header[2], 7);
+  auto back = ReadShard(Path("wide.bin"), 128256);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->width(), TokenWidth::kUint32);
+  EXPECT_EQ(back->ToVector(), tokens);
+  EXPECT_NE(ReadShard(Path("wide.bin"), 100000).status().message().find("outside the vocabulary of 100000"),
+            std::string::npos);
+
+  auto ds = TokenDataset::Load({Path("wide.bin")}, /*shards=*/true, 3, 128256);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  nn::Batch b;
+  const std::vector<int64_t> idx = {1, 0};
+  (*ds)->Fill(idx, &b);
+  EXPECT_EQ(b.tokens, (std::vector<int32_t>{128255, 7, 100000, 1, 65535, 65536}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{7, 100000, 3, 65535, 65536, 128255}));
 }
 
 TEST_F(TokenDataTest, BadShardsAreRefusedNamingFileAndProblem) {
   const std::string body(10, '\1');
   WriteBytes("magic.bin", Header(123, 1, 5) + body);
-  WriteBytes("version.bin", Header(kShardMagic, 7, 5) + body);
-  WriteBytes("short.bin", Header(kShardMagic, 1, 50) + body);
-  WriteBytes("long.bin", Header(kShardMagic, 1, 2) + body);
-  WriteBytes("empty.bin", Header(kShardMagic, 1, 0));
+  WriteBytes("version.bin", Header(kUint16Shard.magic, 7, 5) + body);
+  WriteBytes("version32.bin", Header(kUint32Shard.magic, 1, 5) + body);
+  WriteBytes("short.bin", Header(kUint16Shard.magic, 1, 50) + body);
+  WriteBytes("short32.bin", Header(kUint32Shard.magic, 7, 5) + body);  // 5 uint32 need 20 bytes
+  WriteBytes("long.bin", Header(kUint16Shard.magic, 1, 2) + body);
+  WriteBytes("empty.bin", Header(kUint16Shard.magic, 1, 0));
   WriteBytes("header.bin", "tiny");
   ASSERT_TRUE(WriteShard(Path("vocab.bin"), std::vector<uint16_t>{1, 2, 300, 4}).ok());
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"magic.bin", "not a token shard (its header lacks the magic number 20240520)"},
-      {"version.bin", "unsupported shard version (version 1 is supported)"},
+      {"magic.bin", "not a token shard (its header lacks the magic number 20240520 or 20240801)"},
+      {"version.bin", "unsupported shard version (magic 20240520 goes with version 1)"},
+      {"version32.bin", "unsupported shard version (magic 20240801 goes with version 7)"},
       {"short.bin", "truncated: the file holds fewer tokens than its header announces"},
+      {"short32.bin", "truncated: the file holds fewer tokens than its header announces"},
       {"long.bin", "bytes follow the tokens the header announces"},
       {"empty.bin", "holds no tokens"},
       {"header.bin", "shorter than a shard's header of 1024 bytes"},
@@ -75,7 +108,7 @@ TEST_F(TokenDataTest, BadShardsAreRefusedNamingFileAndProblem) {
 TEST_F(TokenDataTest, WriteShardsSplitsInOrderWithLlmcNames) {
   std::vector<uint16_t> tokens(10);
   for (int i = 0; i < 10; ++i) tokens[i] = static_cast<uint16_t>(i);
-  auto written = WriteShards(dir_.string(), "train", tokens, 4);
+  auto written = WriteShards(dir_.string(), "train", TokenStream(tokens), 4);
   ASSERT_TRUE(written.ok()) << written.status();
   ASSERT_EQ(written->size(), 3u);
   EXPECT_EQ((*written)[0].path, Path("train_000000.bin"));
@@ -84,14 +117,15 @@ TEST_F(TokenDataTest, WriteShardsSplitsInOrderWithLlmcNames) {
   EXPECT_EQ((*written)[2].tokens, 3);
   auto last = ReadShard(Path("train_000002.bin"), 256);
   ASSERT_TRUE(last.ok()) << last.status();
-  EXPECT_EQ(*last, (std::vector<uint16_t>{7, 8, 9}));
+  EXPECT_EQ(last->ToVector(), (std::vector<uint32_t>{7, 8, 9}));
   auto ds = TokenDataset::Load({Path("train_*.bin")}, /*shards=*/true, 2, 256);
   ASSERT_TRUE(ds.ok()) << ds.status();
   EXPECT_EQ((*ds)->total_tokens(), 10);
 
-  EXPECT_EQ(WriteShards(dir_.string(), "val", {}, 4).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WriteShards(dir_.string(), "val", tokens, 0).status().code(), absl::StatusCode::kInvalidArgument);
-  const absl::Status no_dir = WriteShards(Path("absent"), "val", tokens, 4).status();
+  EXPECT_EQ(WriteShards(dir_.string(), "val", TokenStream(), 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteShards(dir_.string(), "val", TokenStream(tokens), 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const absl::Status no_dir = WriteShards(Path("absent"), "val", TokenStream(tokens), 4).status();
   EXPECT_NE(no_dir.message().find(Path("absent")), std::string::npos) << no_dir;
 }
 
@@ -142,11 +176,11 @@ TEST_F(TokenDataTest, DataTooSmallOrMissingFailsAtLoad) {
 TEST_F(TokenDataTest, ShardErrorsNeverQuoteTheFilesContentsOrSize) {
   const std::string body(2 * 4321, '\x7f');                     // 4321 tokens of 0x7f7f = 32639
   WriteBytes("magic.bin", Header(1094861636, 1, 4321) + body);  // magic "DCBA"
-  WriteBytes("version.bin", Header(kShardMagic, 777001, 4321) + body);
-  WriteBytes("short.bin", Header(kShardMagic, 1, 98765) + body);
-  WriteBytes("long.bin", Header(kShardMagic, 1, 1234) + body);
+  WriteBytes("version.bin", Header(kUint16Shard.magic, 777001, 4321) + body);
+  WriteBytes("short.bin", Header(kUint16Shard.magic, 1, 98765) + body);
+  WriteBytes("long.bin", Header(kUint16Shard.magic, 1, 1234) + body);
   WriteBytes("header.bin", std::string(777, 'Q'));
-  WriteBytes("vocab.bin", Header(kShardMagic, 1, 4321) + body);
+  WriteBytes("vocab.bin", Header(kUint16Shard.magic, 1, 4321) + body);
   const std::vector<std::string> secrets = {"1094861636", "DCBA", "777001", "98765", "4321", "1234",
                                             "777",        "QQQQ", "32639",  "8642",  "9666", "6174"};
   for (const char* file : {"magic.bin", "version.bin", "short.bin", "long.bin", "header.bin", "vocab.bin"}) {

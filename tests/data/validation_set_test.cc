@@ -45,6 +45,21 @@ class ValidationSetTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+// A uint32 shard (a vocabulary past 65,536) is scored on its own ids, not their low 16 bits.
+TEST_F(ValidationSetTest, Uint32ShardsKeepTheirWideIds) {
+  const std::vector<uint32_t> tokens = {151935, 70000, 65536, 2, 100000};
+  const std::string path = (dir_ / "val_wide.bin").string();
+  ASSERT_TRUE(WriteShard(path, tokens).ok());
+  auto set = ValidationSet::Load({path}, 3, 151936);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_EQ((*set)->windows(), 2);
+  nn::Batch batch;
+  (*set)->Fill(0, 2, &batch);
+  EXPECT_EQ(batch.tokens, std::vector<int32_t>({151935, 70000, 65536, 2, 0, 0}));
+  EXPECT_EQ(batch.targets,
+            std::vector<int32_t>({70000, 65536, 2, 100000, kernels::cpu::kIgnoreIndex, kernels::cpu::kIgnoreIndex}));
+}
+
 TEST_F(ValidationSetTest, EveryTargetPositionOnceWithItsInput) {
   // Files of 11 (10 targets: two full windows of 5), 7 (6 targets: one full, one of 1) and 2 tokens.
   const std::vector<std::vector<uint16_t>> files = {Stream(11, 7, 1), Stream(7, 7, 2), Stream(2, 7, 3)};

@@ -5,6 +5,7 @@
 // (gradsync get), the metrics endpoint and the SVG report. (The progress lines and the job's
 // progress, which depend on when heartbeats fall, are tested without processes: tests/cli,
 // tests/worker, tests/coordinator.)
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
 #include "http_client.h"
+#include "tokenizer_json.h"
 
 namespace gradsync::testing {
 namespace {
@@ -60,14 +62,15 @@ double OneWindowAtATime(const std::string& weights_path, const std::vector<std::
   double sum = 0;
   int64_t count = 0;
   for (const std::string& path : val_files) {
-    absl::StatusOr<std::vector<uint16_t>> tokens = data::ReadShard(path, 256);
-    EXPECT_TRUE(tokens.ok()) << tokens.status();
-    for (size_t start = 0; start + 1 < tokens->size(); start += kSeqLen) {
+    absl::StatusOr<data::TokenStream> stream = data::ReadShard(path, weights->model.transformer().vocab_size());
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    const std::vector<uint32_t> tokens = stream->ToVector();
+    for (size_t start = 0; start + 1 < tokens.size(); start += kSeqLen) {
       nn::Batch b;
       b.size = 1;
-      for (size_t t = start; t < std::min(start + kSeqLen, tokens->size() - 1); ++t) {
-        b.tokens.push_back((*tokens)[t]);
-        b.targets.push_back((*tokens)[t + 1]);
+      for (size_t t = start; t < std::min(start + kSeqLen, tokens.size() - 1); ++t) {
+        b.tokens.push_back(static_cast<int32_t>(tokens[t]));
+        b.targets.push_back(static_cast<int32_t>(tokens[t + 1]));
       }
       absl::StatusOr<nn::LossSum> loss = (*model)->Evaluate(b);
       EXPECT_TRUE(loss.ok()) << loss.status();
@@ -176,6 +179,63 @@ TEST(Validation, OneAndThreeRanksReportTheLossOfTheWeightsOnTheValShards) {
   // of the double additions of the batches' and the ranks' sums differs: 1e-12 relative is
   // thousands of ulps of room.
   EXPECT_NEAR(by_world[1], by_world[3], 1e-12 * by_world[1]);
+}
+
+// A vocabulary past 65,536 ids (Llama 3's, Qwen2's) end to end: `data prepare` writes llm.c's
+// uint32 shards, and two ranks train on them and report the validation loss of the weights they
+// end with, scored here from the shards' own wide ids.
+TEST(Validation, AVocabularyPastUint16PreparesUint32ShardsThatTwoRanksTrainOn) {
+  const std::string dir = MakeTempDir();
+  std::ofstream(dir + "/tokenizer.json") << TokenizerJson(70000);  // "<|end|>" is id 70000
+  std::string text;
+  Rng rng(5);
+  while (text.size() < 40000)
+    absl::StrAppend(&text, "he", std::string(1, static_cast<char>('a' + rng.Below(4))), "<|end|>");
+  std::ofstream(dir + "/text.txt") << text;
+  CommandResult prepared = RunBinary({"gradsync", "data", "prepare", dir + "/text.txt", "-o", dir + "/shards",
+                                      "--tokenizer", dir + "/tokenizer.json", "--val-fraction", "0.1"});
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.err;
+  EXPECT_NE(prepared.out.find("of uint32 tokens"), std::string::npos) << prepared.out;
+  const std::string val = dir + "/shards/val_000000.bin";
+  absl::StatusOr<data::TokenStream> val_tokens = data::ReadShard(val, 70001);
+  ASSERT_TRUE(val_tokens.ok()) << val_tokens.status();
+  ASSERT_EQ(val_tokens->width(), data::TokenWidth::kUint32);
+  const std::vector<uint32_t> ids = val_tokens->ToVector();
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 70000u), ids.end());
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 256u), ids.end());  // "he"
+
+  CommandResult job =
+      RunBinary({"gradsync",
+                 "run",
+                 ExamplePath("gpt-tiny-shards.yaml"),
+                 "--state-dir",
+                 dir + "/state",
+                 "--workers",
+                 "2",
+                 "--set",
+                 "data.shards.paths=[\"" + dir + "/shards/train_*.bin\"]",
+                 "--set",
+                 absl::StrCat("model.transformer={layers: 1, heads: 2, width: 32, mlpWidth: 64, seqLen: ", kSeqLen,
+                              ", vocabSize: 70001}"),
+                 "--set",
+                 "training.microBatch=4",
+                 "--set",
+                 "training.maxSteps=30",
+                 "--set",
+                 "training.epochs=0",
+                 "--set",
+                 "training.evalEvery=30",
+                 "--set",
+                 "training.lr=0.01",
+                 "-o",
+                 "json"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  const double loss = JsonNumber(job.out, "validationLoss");
+  ASSERT_TRUE(std::isfinite(loss)) << "the -o json summary has validationLoss: " << job.out;
+  const double want = OneWindowAtATime(ParseFlatJson(job.out).at("weightsPath"), {val});
+  EXPECT_NEAR(loss, want, 1e-5 * want);
+  // Untrained, every id is about as likely: ln(70001) = 11.16. The text is nearly periodic.
+  EXPECT_LT(loss, 0.5 * std::log(70001.0)) << "the ranks learned nothing of the wide ids";
 }
 
 }  // namespace

@@ -27,12 +27,12 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
     }
     auto tokens = shards ? ReadShard(path, vocab_size) : ReadTextTokens(path);
     if (!tokens.ok()) return tokens.status();
-    total += static_cast<int64_t>(tokens->size());
+    total += tokens->size();
     if (total > kMaxDatasetTokens) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": the files up to this one hold more than the ",
                                                      kMaxDatasetTokens, " tokens a dataset may hold"));
     }
-    const int64_t windows = (static_cast<int64_t>(tokens->size()) - 1) / seq_len;
+    const int64_t windows = (tokens->size() - 1) / seq_len;
     if (windows <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": too short to fill one sample of ", seq_len + 1, " tokens"));
@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
 
 int64_t TokenDataset::total_tokens() const {
   int64_t n = 0;
-  for (const auto& f : files_) n += static_cast<int64_t>(f.size());
+  for (const TokenStream& f : files_) n += f.size();
   return n;
 }
 
@@ -64,11 +64,8 @@ void TokenDataset::Fill(std::span<const int64_t> indices, nn::Batch* out) const 
     }
     const auto file = std::upper_bound(windows_end_.begin(), windows_end_.end(), indices[b]) - windows_end_.begin();
     const int64_t window = indices[b] - (file == 0 ? 0 : windows_end_[file - 1]);
-    const uint16_t* src = files_[file].data() + window * seq_len_;
-    for (int t = 0; t < seq_len_; ++t) {
-      out->tokens[b * seq_len_ + t] = src[t];
-      out->targets[b * seq_len_ + t] = src[t + 1];
-    }
+    files_[file].CopyTo(window * seq_len_, seq_len_, out->tokens.data() + b * seq_len_);
+    files_[file].CopyTo(window * seq_len_ + 1, seq_len_, out->targets.data() + b * seq_len_);
   }
 }
 

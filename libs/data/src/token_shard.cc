@@ -13,53 +13,39 @@
 
 namespace gradsync::data {
 
-// Shard errors say what is wrong and never quote what the file holds (its header fields, its size,
-// a token): a spec may name any file the worker can read, and the error goes back to its author.
-absl::StatusOr<std::vector<uint16_t>> ReadShard(const std::string& path, int vocab_size) {
-  auto bytes = ReadDataFile(path, kMaxDataFileBytes);
-  if (!bytes.ok()) return bytes.status();
-  constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
-  if (bytes->size() < kHeaderBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": shorter than a shard's header of ", kHeaderBytes, " bytes"));
+namespace {
+
+constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
+
+// The layout a header's magic names, or nullptr.
+const ShardFormat* FormatOfMagic(int32_t magic) {
+  for (const ShardFormat* f : {&kUint16Shard, &kUint32Shard}) {
+    if (f->magic == magic) return f;
   }
-  int32_t header[3];
-  std::memcpy(header, bytes->data(), sizeof(header));
-  if (header[0] != kShardMagic) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a token shard (its header lacks the magic number ", kShardMagic, ")"));
-  }
-  if (header[1] != kShardVersion) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": unsupported shard version (version ", kShardVersion, " is supported)"));
-  }
-  const int64_t count = header[2];
-  const int64_t body = static_cast<int64_t>(bytes->size() - kHeaderBytes);
-  if (count <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": shard holds no tokens"));
-  if (body < count * 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": truncated: the file holds fewer tokens than its header announces"));
-  }
-  if (body > count * 2) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": bytes follow the tokens the header announces"));
-  }
-  std::vector<uint16_t> tokens(count);
-  std::memcpy(tokens.data(), bytes->data() + kHeaderBytes, count * sizeof(uint16_t));
-  for (int64_t i = 0; i < count; ++i) {
-    if (tokens[i] >= vocab_size) {
+  return nullptr;
+}
+
+template <class T>
+absl::StatusOr<TokenStream> CopyTokens(const std::string& path, const std::string& bytes, int64_t count,
+                                       int vocab_size) {
+  std::vector<T> tokens(static_cast<size_t>(count));
+  std::memcpy(tokens.data(), bytes.data() + kHeaderBytes, tokens.size() * sizeof(T));
+  for (const T t : tokens) {
+    if (static_cast<int64_t>(t) >= vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": holds a token outside the vocabulary of ", vocab_size));
     }
   }
-  return tokens;
+  return TokenStream(std::move(tokens));
 }
 
-absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens) {
+template <class T>
+absl::Status WriteShardAs(const std::string& path, const ShardFormat& format, std::span<const T> tokens) {
   if (tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokens.size(), " tokens do not fit a shard's count"));
   }
   std::vector<int32_t> header(kShardHeaderInts, 0);
-  header[0] = kShardMagic;
-  header[1] = kShardVersion;
+  header[0] = format.magic;
+  header[1] = format.version;
   header[2] = static_cast<int32_t>(tokens.size());
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -85,22 +71,69 @@ absl::Status WriteShard(const std::string& path, std::span<const uint16_t> token
   return absl::OkStatus();
 }
 
+}  // namespace
+
+// Shard errors say what is wrong and never quote what the file holds (its header fields, its size,
+// a token): a spec may name any file the worker can read, and the error goes back to its author.
+absl::StatusOr<TokenStream> ReadShard(const std::string& path, int vocab_size) {
+  auto bytes = ReadDataFile(path, kMaxDataFileBytes);
+  if (!bytes.ok()) return bytes.status();
+  if (bytes->size() < kHeaderBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": shorter than a shard's header of ", kHeaderBytes, " bytes"));
+  }
+  int32_t header[3];
+  std::memcpy(header, bytes->data(), sizeof(header));
+  const ShardFormat* format = FormatOfMagic(header[0]);
+  if (format == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a token shard (its header lacks the magic number ",
+                                                   kUint16Shard.magic, " or ", kUint32Shard.magic, ")"));
+  }
+  if (header[1] != format->version) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported shard version (magic ", format->magic,
+                                                   " goes with version ", format->version, ")"));
+  }
+  const int64_t count = header[2];
+  const int64_t width = format->width == TokenWidth::kUint16 ? 2 : 4;
+  const int64_t body = static_cast<int64_t>(bytes->size() - kHeaderBytes);
+  if (count <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": shard holds no tokens"));
+  if (body < count * width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": truncated: the file holds fewer tokens than its header announces"));
+  }
+  if (body > count * width) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": bytes follow the tokens the header announces"));
+  }
+  if (format->width == TokenWidth::kUint16) return CopyTokens<uint16_t>(path, *bytes, count, vocab_size);
+  return CopyTokens<uint32_t>(path, *bytes, count, vocab_size);
+}
+
+absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens) {
+  return WriteShardAs(path, kUint16Shard, tokens);
+}
+
+absl::Status WriteShard(const std::string& path, std::span<const uint32_t> tokens) {
+  return WriteShardAs(path, kUint32Shard, tokens);
+}
+
 absl::StatusOr<std::vector<ShardFile>> WriteShards(const std::string& dir, const std::string& prefix,
-                                                   std::span<const uint16_t> tokens, int64_t shard_tokens) {
+                                                   const TokenStream& tokens, int64_t shard_tokens) {
   if (shard_tokens <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("shard size must be positive, got ", shard_tokens));
   }
-  if (tokens.empty()) return absl::InvalidArgumentError(absl::StrCat("no tokens for the ", prefix, " shards"));
+  if (tokens.size() == 0) return absl::InvalidArgumentError(absl::StrCat("no tokens for the ", prefix, " shards"));
   // Equal sizes (within one token) rather than full shards and a remainder: a short last shard
   // could hold less than one training window, and TokenDataset refuses such a file.
-  const size_t total = tokens.size();
+  const auto total = static_cast<size_t>(tokens.size());
   const size_t count = (total + static_cast<size_t>(shard_tokens) - 1) / static_cast<size_t>(shard_tokens);
   std::vector<ShardFile> written;
   size_t start = 0;
   for (size_t i = 0; i < count; ++i) {
     const size_t n = total / count + (i < total % count ? 1 : 0);
     ShardFile file{absl::StrCat(dir, "/", prefix, "_", absl::Dec(i, absl::kZeroPad6), ".bin"), static_cast<int64_t>(n)};
-    if (absl::Status s = WriteShard(file.path, tokens.subspan(start, n)); !s.ok()) return s;
+    const absl::Status s =
+        tokens.Visit([&](const auto& v) { return WriteShard(file.path, std::span(v).subspan(start, n)); });
+    if (!s.ok()) return s;
     written.push_back(std::move(file));
     start += n;
   }
@@ -114,12 +147,12 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   return bytes;
 }
 
-absl::StatusOr<std::vector<uint16_t>> ReadTextTokens(const std::string& path) {
+absl::StatusOr<TokenStream> ReadTextTokens(const std::string& path) {
   auto bytes = ReadTextFile(path);
   if (!bytes.ok()) return bytes.status();
   std::vector<uint16_t> tokens(bytes->size());
   for (size_t i = 0; i < bytes->size(); ++i) tokens[i] = static_cast<unsigned char>((*bytes)[i]);
-  return tokens;
+  return TokenStream(std::move(tokens));
 }
 
 absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& patterns) {

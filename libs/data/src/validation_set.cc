@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<ValidationSet>> ValidationSet::Load(const std::ve
     if (absl::Status s = CheckShardsVocab(path, vocab_size); !s.ok()) return s;
     auto tokens = ReadShard(path, vocab_size);
     if (!tokens.ok()) return tokens.status();
-    const auto n = static_cast<int64_t>(tokens->size());
+    const int64_t n = tokens->size();
     total += n;
     if (total > kMaxDatasetTokens) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": the files up to this one hold more than the ",
@@ -47,14 +47,12 @@ void ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) const {
   for (int64_t b = 0; b < count; ++b) {
     const int64_t index = first + b;
     const auto file = std::upper_bound(windows_end_.begin(), windows_end_.end(), index) - windows_end_.begin();
-    const std::vector<uint16_t>& tokens = files_[file];
+    const TokenStream& tokens = files_[file];
     const int64_t start = (index - (file == 0 ? 0 : windows_end_[file - 1])) * T;
     // Positions whose target lies in the file; the rest keep token 0 and the ignore index.
-    const int64_t valid = std::min<int64_t>(T, static_cast<int64_t>(tokens.size()) - 1 - start);
-    for (int64_t t = 0; t < valid; ++t) {
-      out->tokens[b * T + t] = tokens[start + t];
-      out->targets[b * T + t] = tokens[start + t + 1];
-    }
+    const int64_t valid = std::min<int64_t>(T, tokens.size() - 1 - start);
+    tokens.CopyTo(start, valid, out->tokens.data() + b * T);
+    tokens.CopyTo(start + 1, valid, out->targets.data() + b * T);
   }
 }
 

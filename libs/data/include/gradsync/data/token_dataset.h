@@ -9,10 +9,12 @@
 
 #include "absl/status/statusor.h"
 #include "gradsync/data/dataset.h"
+#include "gradsync/data/token_stream.h"
 
 namespace gradsync::data {
 
-// The most tokens one TokenDataset loads from all its files together: 2^31 (4 GiB in memory).
+// The most tokens one TokenDataset loads from all its files together: 2^31 (4 GiB in memory as
+// uint16, 8 GiB as uint32).
 // With the cap on each file (token_shard.h), what Load reads is bounded whatever the paths match.
 inline constexpr int64_t kMaxDatasetTokens = int64_t{1} << 31;
 
@@ -33,7 +35,7 @@ class TokenDataset : public Dataset {
 
  private:
   int seq_len_ = 0;
-  std::vector<std::vector<uint16_t>> files_;
+  std::vector<TokenStream> files_;
   // windows_end_[f]: the windows of files 0..f together (file f's are the indices from
   // windows_end_[f - 1]); one number per file, not one entry per window.
   std::vector<int64_t> windows_end_;

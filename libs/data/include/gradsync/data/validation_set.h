@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/data/token_stream.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -39,7 +40,7 @@ class ValidationSet {
  private:
   int seq_len_ = 0;
   int64_t targets_ = 0;
-  std::vector<std::vector<uint16_t>> files_;
+  std::vector<TokenStream> files_;
   // windows_end_[f]: the windows of files 0..f together.
   std::vector<int64_t> windows_end_;
 };
