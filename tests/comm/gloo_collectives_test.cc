@@ -2,6 +2,7 @@
 // each all-reduce transport: TCP, and shared memory with the default slot and with a slot so
 // small that a buffer takes many rounds.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -97,6 +98,77 @@ TEST_P(GlooCollectives, EveryCollectiveGivesTheExactResult) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldByCountByTransport, GlooCollectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(0, 1, 7, 100003),
+                                            ::testing::ValuesIn(kTransports)),
+                         [](const auto& info) {
+                           return absl::StrCat("world", std::get<0>(info.param), "_count", std::get<1>(info.param), "_",
+                                               TestName(std::get<2>(info.param)));
+                         });
+
+// Values whose sums depend on the order of the additions, so a block summed in another order
+// than the all-reduce's would differ in its last bits.
+float Irregular(int rank, int i) { return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(rank)) * 3e3f; }
+
+// Bounds that give the blocks of a sharded buffer: even (BlockRange), and skewed, with rank 0
+// taking most and rank 1 nothing.
+std::vector<std::vector<int64_t>> BlockLayouts(int64_t count, int world) {
+  if (world == 1) return {EvenBounds(count, world)};
+  const int64_t big = count * 3 / 4;
+  std::vector<int64_t> skewed = {0, big};  // rank 0
+  if (world > 2) skewed.push_back(big);    // rank 1: nothing
+  const int rest = world + 1 - static_cast<int>(skewed.size());
+  for (int j = 0; j < rest; ++j) skewed.push_back(big + BlockRange(count - big, rest, j).second);
+  return {EvenBounds(count, world), skewed};
+}
+
+class GlooBlockCollectives : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {};
+
+// ReduceScatterBlocks leaves a rank's block bitwise equal to the all-reduce's (sharded training
+// depends on it); AllGatherBlocks leaves every rank with every block; both for uneven blocks,
+// empty ones and, through Communicator's portable forms, as other backends run them.
+TEST_P(GlooBlockCollectives, BlocksMatchTheAllReduceBitwiseAndGatherWhole) {
+  const auto [world, count, transport] = GetParam();
+  CoordinatorServer server;
+  RunRanks(
+      server, "blocks", world,
+      [&, world = world, count = count](int rank, Communicator& comm, KvClient&) {
+        std::vector<float> reduced(count);
+        for (int i = 0; i < count; ++i) reduced[i] = Irregular(rank, i);
+        ASSERT_TRUE(comm.AllReduce(std::span<float>(reduced), ReduceOp::kSum)->Wait().ok());
+        for (const std::vector<int64_t>& bounds : BlockLayouts(count, world)) {
+          for (bool portable : {false, true}) {
+            std::vector<float> data(count);
+            for (int i = 0; i < count; ++i) data[i] = Irregular(rank, i);
+            auto rs = portable ? comm.Communicator::ReduceScatterBlocks(std::span<float>(data), bounds)
+                               : comm.ReduceScatterBlocks(std::span<float>(data), bounds);
+            ASSERT_TRUE(rs->Wait().ok());
+            for (int64_t i = bounds[rank]; i < bounds[rank + 1]; ++i) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(data[i]), std::bit_cast<uint32_t>(reduced[i]))
+                  << "element " << i << " of rank " << rank << "'s block" << (portable ? " (portable)" : "");
+            }
+            std::vector<float> gathered(count, -1.0f);
+            for (int64_t i = bounds[rank]; i < bounds[rank + 1]; ++i) gathered[i] = Value(rank, static_cast<int>(i));
+            auto ag = portable ? comm.Communicator::AllGatherBlocks(std::span<float>(gathered), bounds)
+                               : comm.AllGatherBlocks(std::span<float>(gathered), bounds);
+            ASSERT_TRUE(ag->Wait().ok());
+            for (int r = 0; r < world; ++r) {
+              for (int64_t i = bounds[r]; i < bounds[r + 1]; ++i) {
+                ASSERT_EQ(gathered[i], Value(r, static_cast<int>(i))) << "element " << i << " of rank " << r;
+              }
+            }
+          }
+        }
+        const std::vector<int64_t> bad = {0, static_cast<int64_t>(count) + 1};
+        std::vector<float> data(count);
+        EXPECT_EQ(comm.ReduceScatterBlocks(std::span<float>(data), bad)->Wait().code(),
+                  absl::StatusCode::kInvalidArgument);
+        EXPECT_EQ(comm.AllGatherBlocks(std::span<float>(data), bad)->Wait().code(), absl::StatusCode::kInvalidArgument);
+        ASSERT_TRUE(comm.Barrier()->Wait().ok());
+      },
+      Transport(transport));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldByCountByTransport, GlooBlockCollectives,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(0, 1, 7, 100003),
                                             ::testing::ValuesIn(kTransports)),
                          [](const auto& info) {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bf16.h"
 #include "gloo/allgather.h"
+#include "gloo/allgatherv.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
 #include "gloo/broadcast.h"
@@ -239,6 +240,46 @@ class GlooCommunicator : public Communicator {
     });
   }
 
+  std::shared_ptr<Work> ReduceScatterBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
+    if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size(), "reducescatter"); !s.ok()) {
+      return CompletedWork(s);
+    }
+    return Submit("reducescatter", [this, data, begin = bounds[rank()], end = bounds[rank() + 1]](uint32_t tag) {
+      if (data.empty() || size() == 1) return;
+      if (shm_ != nullptr) {
+        const absl::Status s = shm_->ReduceScatter(data.data(), data.size(), sizeof(float), &SumInto<float>,
+                                                   static_cast<size_t>(begin), static_cast<size_t>(end), Deadline());
+        if (!s.ok()) throw ShmFailure(s);
+        return;
+      }
+      // Over TCP, Gloo's ring all-reduce: the additions in its order, so the block's bytes are
+      // what AllReduce gives (a ring reduce-scatter would add in another order).
+      RunAllReduce(data.data(), data.size(), &SumInto<float>, tag);
+    });
+  }
+
+  std::shared_ptr<Work> AllGatherBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
+    if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size(), "allgather"); !s.ok()) {
+      return CompletedWork(s);
+    }
+    return Submit("allgather", [this, data, bounds = std::vector<int64_t>(bounds.begin(), bounds.end())](uint32_t tag) {
+      if (data.empty() || size() == 1) return;
+      if (shm_ != nullptr) {
+        const absl::Status s = shm_->AllGather(data.data(), data.size(), sizeof(float), bounds, Deadline());
+        if (!s.ok()) throw ShmFailure(s);
+        return;
+      }
+      std::vector<size_t> elements(static_cast<size_t>(size()));
+      for (int r = 0; r < size(); ++r) elements[r] = static_cast<size_t>(bounds[r + 1] - bounds[r]);
+      gloo::AllgathervOptions opts(context_);
+      const InflightGuard guard(this);
+      opts.setTag(tag);
+      // No input: in place, this rank's block of the output is its contribution.
+      opts.setOutput<float>(Track(context_->createUnboundBuffer(data.data(), data.size_bytes())), elements);
+      gloo::allgatherv(opts);
+    });
+  }
+
   std::shared_ptr<Work> Barrier() override {
     return Submit("barrier", [this](uint32_t tag) {
       gloo::BarrierOptions opts(context_);
@@ -248,12 +289,14 @@ class GlooCommunicator : public Communicator {
   }
 
  private:
+  // When a shared-memory collective starting now gives up on a silent peer.
+  absl::Time Deadline() const { return absl::Now() + absl::FromChrono(context_->getTimeout()); }
+
   template <typename T>
   void RunAllReduce(T* data, size_t count, void (*fn)(void*, const void*, const void*, size_t), uint32_t tag) {
     if (count == 0 || size() == 1) return;
     if (shm_ != nullptr) {
-      const absl::Status s =
-          shm_->Run(data, count, sizeof(T), fn, absl::Now() + absl::FromChrono(context_->getTimeout()));
+      const absl::Status s = shm_->Run(data, count, sizeof(T), fn, Deadline());
       if (!s.ok()) throw ShmFailure(s);
       return;
     }

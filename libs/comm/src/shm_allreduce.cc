@@ -115,15 +115,14 @@ std::byte* ShmAllReduce::result() const {
   return segment_.data() + DataOffset(ranks_) + static_cast<size_t>(ranks_) * slot_bytes_;
 }
 
-absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn fn, absl::Time deadline) {
+template <class RoundFn>
+absl::Status ShmAllReduce::Rounds(size_t count, size_t elem, RoundFn round) {
   // Once the group has ended, this rank's slot may still be read by a peer finishing a round:
   // write nothing more.
   if (const uint32_t by = header()->aborted.load(std::memory_order_acquire); by != 0) return EndedBy(by);
-  auto* bytes = static_cast<std::byte*>(data);
   const size_t per_round = slot_bytes_ / elem;
   for (size_t offset = 0; offset < count; offset += per_round) {
-    const size_t c = std::min(per_round, count - offset);
-    if (absl::Status s = Round(bytes + offset * elem, c, elem, fn, deadline); !s.ok()) {
+    if (absl::Status s = round(offset, std::min(per_round, count - offset)); !s.ok()) {
       AbortAs(rank_);  // the others may still read this rank's slot: no rank goes on alone
       return s;
     }
@@ -131,24 +130,77 @@ absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn f
   return absl::OkStatus();
 }
 
-absl::Status ShmAllReduce::Round(std::byte* chunk, size_t count, size_t elem, ReduceFn fn, absl::Time deadline) {
+absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn fn, absl::Time deadline) {
+  auto* bytes = static_cast<std::byte*>(data);
+  return Rounds(count, elem, [&](size_t offset, size_t c) {
+    std::byte* chunk = bytes + offset * elem;
+    const auto [lo, hi] = BlockRange(static_cast<int64_t>(c), ranks_, rank_);
+    return Round([&] { std::memcpy(slot(rank_), chunk, c * elem); },
+                 [&] { ReduceInto(result(), static_cast<size_t>(lo), static_cast<size_t>(hi), elem, fn); },
+                 [&] { std::memcpy(chunk, result(), c * elem); }, deadline);
+  });
+}
+
+absl::Status ShmAllReduce::ReduceScatter(void* data, size_t count, size_t elem, ReduceFn fn, size_t begin, size_t end,
+                                         absl::Time deadline) {
+  auto* bytes = static_cast<std::byte*>(data);
+  return Rounds(count, elem, [&](size_t offset, size_t c) {
+    std::byte* chunk = bytes + offset * elem;
+    // This rank's block within the round, relative to its chunk.
+    const size_t lo = std::clamp(begin, offset, offset + c) - offset;
+    const size_t hi = std::clamp(end, offset, offset + c) - offset;
+    return Round([&] { std::memcpy(slot(rank_), chunk, c * elem); },
+                 [&] { ReduceInto(chunk, lo, hi, elem, fn); }, [] {}, deadline);
+  });
+}
+
+absl::Status ShmAllReduce::AllGather(void* data, size_t count, size_t elem, std::span<const int64_t> bounds,
+                                     absl::Time deadline) {
+  auto* bytes = static_cast<std::byte*>(data);
+  return Rounds(count, elem, [&](size_t offset, size_t c) {
+    std::byte* chunk = bytes + offset * elem;
+    // Rank j's block within the round, relative to its chunk.
+    auto block = [&](int j) {
+      const size_t lo = std::clamp(static_cast<size_t>(bounds[j]), offset, offset + c) - offset;
+      const size_t hi = std::clamp(static_cast<size_t>(bounds[j + 1]), offset, offset + c) - offset;
+      return std::pair(lo * elem, (hi - lo) * elem);
+    };
+    return Round(
+        [&] {
+          const auto [at, n] = block(rank_);
+          std::memcpy(slot(rank_) + at, chunk + at, n);
+        },
+        [&] {
+          for (int j = 0; j < ranks_; ++j) {
+            const auto [at, n] = block(j);
+            if (j != rank_) std::memcpy(chunk + at, slot(j) + at, n);
+          }
+        },
+        [] {}, deadline);
+  });
+}
+
+void ShmAllReduce::ReduceInto(std::byte* out, size_t lo, size_t hi, size_t elem, ReduceFn fn) const {
+  if (hi <= lo) return;
+  // Every element is summed in rank order, whichever collective and rank sums it: a
+  // reduce-scatter's block holds the bytes an all-reduce gives.
+  const size_t at = lo * elem, n = hi - lo;
+  fn(out + at, slot(0) + at, slot(1) + at, n);
+  for (int j = 2; j < ranks_; ++j) fn(out + at, out + at, slot(j) + at, n);
+}
+
+template <class Publish, class Consume, class Finish>
+absl::Status ShmAllReduce::Round(Publish publish, Consume consume, Finish finish, absl::Time deadline) {
   const uint32_t round = ++round_;
-  std::memcpy(slot(rank_), chunk, count * elem);
+  publish();
   words(rank_)->arrived.store(round, std::memory_order_release);
   FutexWakeAll(&words(rank_)->arrived);
   if (absl::Status s = WaitAll(&RankWords::arrived, round, deadline, "arrive"); !s.ok()) return s;
-
-  const auto [lo, hi] = BlockRange(static_cast<int64_t>(count), ranks_, rank_);
-  if (hi > lo) {
-    const size_t at = static_cast<size_t>(lo) * elem, n = static_cast<size_t>(hi - lo);
-    std::byte* out = result() + at;
-    fn(out, slot(0) + at, slot(1) + at, n);
-    for (int j = 2; j < ranks_; ++j) fn(out, out, slot(j) + at, n);
-  }
+  consume();
   words(rank_)->reduced.store(round, std::memory_order_release);
   FutexWakeAll(&words(rank_)->reduced);
   if (absl::Status s = WaitAll(&RankWords::reduced, round, deadline, "reduce"); !s.ok()) return s;
-  std::memcpy(chunk, result(), count * elem);
+  finish();
   return absl::OkStatus();
 }
 

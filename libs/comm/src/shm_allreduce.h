@@ -1,4 +1,5 @@
-// All-reduce among ranks that share a host, through one shared-memory segment.
+// All-reduce (and reduce-scatter, all-gather) among ranks that share a host, through one
+// shared-memory segment.
 //
 // Every rank owns a slot of S bytes; a result buffer of S bytes follows. A buffer larger than S
 // goes in rounds of at most S bytes. One round, with n ranks and c elements:
@@ -29,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -50,8 +52,18 @@ class ShmAllReduce {
                                                               size_t slot_bytes, uint64_t token);
 
   // In place over `count` elements of `elem` bytes. DEADLINE_EXCEEDED naming the ranks that did
-  // not arrive; ABORTED after any rank's Abort(). Only one thread calls Run at a time.
+  // not arrive; ABORTED after any rank's Abort(). Only one thread calls these at a time.
   absl::Status Run(void* data, size_t count, size_t elem, ReduceFn fn, absl::Time deadline);
+  // Reduce-scatter in place: elements [begin, end) of `data` end as the sums, bitwise what Run
+  // gives them (every element is summed in rank order); the rest of `data` is left as it was.
+  // Per round every rank copies its chunk in and reduces only its block: c written, c/n x n read.
+  absl::Status ReduceScatter(void* data, size_t count, size_t elem, ReduceFn fn, size_t begin, size_t end,
+                             absl::Time deadline);
+  // All-gather in place: rank j's elements [bounds[j], bounds[j + 1]) of `data` are its input,
+  // and every rank ends with all of them. Per round each rank copies its block in and the others'
+  // out: about c written and c read per rank.
+  absl::Status AllGather(void* data, size_t count, size_t elem, std::span<const int64_t> bounds,
+                         absl::Time deadline);
 
   // Ends the collective in flight on every rank of the segment, and all later ones.
   void Abort();
@@ -65,7 +77,15 @@ class ShmAllReduce {
   struct RankWords;
 
   ShmAllReduce(ShmSegment segment, int rank, int ranks, size_t slot_bytes);
-  absl::Status Round(std::byte* chunk, size_t count, size_t elem, ReduceFn fn, absl::Time deadline);
+  // Runs round(offset, count) for each chunk of at most a slot, aborting the group on failure.
+  template <class RoundFn>
+  absl::Status Rounds(size_t count, size_t elem, RoundFn round);
+  // One round: publish() writes this rank's slot, every rank arrives, consume() reads the slots,
+  // every rank has consumed, finish() (which may read the result).
+  template <class Publish, class Consume, class Finish>
+  absl::Status Round(Publish publish, Consume consume, Finish finish, absl::Time deadline);
+  // Sums elements [lo, hi) of the chunk over every slot, in rank order, into out.
+  void ReduceInto(std::byte* out, size_t lo, size_t hi, size_t elem, ReduceFn fn) const;
   // Waits until every rank's counter (arrived or reduced) reaches `round`.
   absl::Status WaitAll(std::atomic<uint32_t> RankWords::*counter, uint32_t round, absl::Time deadline,
                        const char* phase);

@@ -51,7 +51,4 @@ class WorkQueue {
   std::thread thread_;
 };
 
-// A Work that is already complete.
-std::shared_ptr<Work> CompletedWork(absl::Status status);
-
 }  // namespace gradsync::comm

@@ -15,6 +15,11 @@
 //   ReduceScatter  as AllReduce (an all-reduce that keeps this rank's block: Gloo's own
 //                  reduce-scatter is wrong for uneven blocks); the optimum is (n-1)/n x B
 //   AllGather      n-1 steps, (n-1)/n x B sent per rank (B = the gathered size)
+//   ReduceScatterBlocks  through shared memory: B copied in, B/n x n read, no result copied
+//                  out; over TCP, as AllReduce (its order of additions is Gloo's ring's)
+//   AllGatherBlocks  n-1 steps, (n-1)/n x B sent per rank (Gloo's allgatherv); through shared
+//                  memory, B/n copied in and (n-1)/n x B copied out per rank. Elsewhere (NCCL,
+//                  staged) one broadcast per block, and ReduceScatterBlocks is an AllReduce
 //   Broadcast      B from the root to each other rank
 //   Barrier        a round of empty messages
 #pragma once
@@ -23,6 +28,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -81,6 +87,16 @@ class Communicator {
   // evenly as possible, the first in.size() % size() ranks taking one element more; `out` must
   // have exactly this rank's block size (see BlockRange).
   virtual std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) = 0;
+  // Blocks of a flat buffer of any sizes (sharded data parallel): `bounds` holds size() + 1
+  // non-decreasing offsets from 0 to data.size(), the same on every rank; rank r's block is
+  // elements [bounds[r], bounds[r + 1]), possibly empty. `bounds` is copied.
+  //
+  // Sums `data` across ranks in place into this rank's block; the rest of `data` is unspecified
+  // afterwards. On Gloo the block holds the very bytes AllReduce would give it (the same order of
+  // additions), so sharded training matches unsharded bit for bit.
+  virtual std::shared_ptr<Work> ReduceScatterBlocks(std::span<float> data, std::span<const int64_t> bounds);
+  // In place: each rank's block of `data` is its input, and every rank ends with all of them.
+  virtual std::shared_ptr<Work> AllGatherBlocks(std::span<float> data, std::span<const int64_t> bounds);
   virtual std::shared_ptr<Work> Barrier() = 0;
 
   // Fails the collective in flight (a peer may be dead and never answer) and every later one with
@@ -95,6 +111,13 @@ class Communicator {
 
 // The [begin, end) element range of `rank`'s block when `count` elements are split over `ranks`.
 std::pair<int64_t, int64_t> BlockRange(int64_t count, int ranks, int rank);
+// The ranks + 1 bounds of BlockRange's blocks, for the *Blocks collectives.
+std::vector<int64_t> EvenBounds(int64_t count, int ranks);
+// OK when `bounds` are valid blocks of `count` elements over `ranks` (see ReduceScatterBlocks);
+// INVALID_ARGUMENT naming `what` otherwise.
+absl::Status CheckBounds(std::span<const int64_t> bounds, int64_t count, int ranks, const char* what);
+// A Work already finished with `status`.
+std::shared_ptr<Work> CompletedWork(absl::Status status);
 
 struct GlooOptions {
   // Address this rank's TCP endpoints bind to and advertise (a host name or IP).
