@@ -1,9 +1,11 @@
-// The CPU replica: the host model of libs/nn, AdamW and clipping on the host, Gloo.
+// The CPU replica: the host model of libs/nn, AdamW and clipping on the host, Gloo; sharded data
+// parallel (ddp.sharding "optimizer" and "gradients").
 #include <cmath>
 #include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/kernels/cpu/global_norm.h"
 #include "gradsync/nn/optimizer.h"
 #include "replica.h"
 
@@ -11,21 +13,35 @@ namespace gradsync::worker {
 namespace internal {
 namespace {
 
+// With sharding (ddp.sharding other than "none") rank r owns elements [bounds_[r], bounds_[r+1])
+// of the flat parameters: it keeps AdamW's moments for them alone, updates them alone, and the
+// updated shards are all-gathered into every rank's parameters.
 class CpuReplica final : public Replica {
  public:
-  CpuReplica(std::unique_ptr<comm::Communicator> comm, std::unique_ptr<nn::Model> model, const nn::AdamWConfig& adamw)
-      : comm_(std::move(comm)), model_(std::move(model)), optimizer_(model_->layout(), adamw) {}
+  CpuReplica(std::unique_ptr<comm::Communicator> comm, std::unique_ptr<nn::Model> model, const nn::AdamWConfig& adamw,
+             spec::Sharding sharding)
+      : comm_(std::move(comm)),
+        model_(std::move(model)),
+        sharding_(sharding),
+        bounds_(comm::EvenBounds(model_->layout().total_numel(), comm_->size())),
+        optimizer_(model_->layout(), adamw, sharded() ? bounds_[comm_->rank()] : 0,
+                   sharded() ? bounds_[comm_->rank() + 1] : model_->layout().total_numel()) {}
 
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {
-    const double norm = clip_scope_.empty() ? nn::ClipGlobalNorm(model_->grads(), max_norm) : ClipScoped(max_norm);
+    absl::StatusOr<double> norm = clip_scope_.empty() ? ClipByShards(max_norm) : ClipScoped(max_norm);
+    if (!norm.ok()) return norm.status();
     optimizer_.Step(model_->params(), model_->grads(), lr);
+    if (sharded()) {
+      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
+    }
     return norm;
   }
 
   absl::Status SetClipScope(std::vector<int> params) override {
+    if (sharded()) return absl::FailedPreconditionError("ddp.sharding shards every parameter; none is rank-local");
     clip_scope_ = std::move(params);
     return absl::OkStatus();
   }
@@ -34,25 +50,67 @@ class CpuReplica final : public Replica {
     return std::vector<float>(model_->params().begin(), model_->params().end());
   }
 
+  // Sharded, the moments are gathered whole for the checkpoint (every rank saves at the same
+  // step, so every rank takes part).
   absl::Status SaveState(ckpt::RankState* state) override {
     state->params.assign(model_->params().begin(), model_->params().end());
-    state->adam_m.assign(optimizer_.first_moment().begin(), optimizer_.first_moment().end());
-    state->adam_v.assign(optimizer_.second_moment().begin(), optimizer_.second_moment().end());
+    if (absl::Status s = Whole(optimizer_.first_moment(), &state->adam_m); !s.ok()) return s;
+    if (absl::Status s = Whole(optimizer_.second_moment(), &state->adam_v); !s.ok()) return s;
     state->adam_step = optimizer_.step_count();
     return absl::OkStatus();
   }
 
   absl::Status LoadState(const ckpt::RankState& state) override {
+    const auto total = static_cast<size_t>(model_->layout().total_numel());
+    if (state.adam_m.size() != total || state.adam_v.size() != total) {
+      return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", state.adam_m.size(), "/",
+                                                     state.adam_v.size(), " elements does not fit a model of ", total));
+    }
+    const int64_t begin = optimizer_.begin(), n = optimizer_.end() - begin;
     // The moments first: Restore checks their sizes, so a refused state changes nothing.
-    if (absl::Status s = optimizer_.Restore(state.adam_m, state.adam_v, state.adam_step); !s.ok()) return s;
+    if (absl::Status s = optimizer_.Restore(std::span<const float>(state.adam_m).subspan(begin, n),
+                                            std::span<const float>(state.adam_v).subspan(begin, n), state.adam_step);
+        !s.ok()) {
+      return s;
+    }
     std::copy(state.params.begin(), state.params.end(), model_->params().begin());
     return absl::OkStatus();
   }
 
-  std::string Describe() const override { return absl::StrCat("cpu, fp32, ", comm_->backend()); }
+  std::string Describe() const override {
+    return absl::StrCat("cpu, fp32, ", comm_->backend(),
+                        sharded() ? absl::StrCat(", sharding ", spec::Name(sharding_)) : std::string());
+  }
 
  private:
-  // ClipGlobalNorm with the norm over clip_scope_'s parameters.
+  bool sharded() const { return sharding_ != spec::Sharding::kNone; }
+
+  // The global norm as every sharding mode computes it, so that the clip factor has the same bits
+  // whoever holds which gradients: each shard's sum of squares in double, the sums added in rank
+  // order. Holding only its shard's reduced gradients ("gradients"), a rank all-reduces a vector
+  // holding its own sum at its rank's index and zeros elsewhere, which is exact in any order of
+  // additions. Scales what this rank's optimizer reads.
+  absl::StatusOr<double> ClipByShards(double max_norm) {
+    const std::span<float> grads = model_->grads();
+    std::vector<double> sums(static_cast<size_t>(comm_->size()), 0.0);
+    for (int r = 0; r < comm_->size(); ++r) {
+      if (sharding_ == spec::Sharding::kGradients && r != comm_->rank()) continue;
+      sums[r] = kernels::cpu::SumOfSquares(grads.data() + bounds_[r], bounds_[r + 1] - bounds_[r]);
+    }
+    if (sharding_ == spec::Sharding::kGradients && comm_->size() > 1) {
+      if (absl::Status s = comm_->AllReduceSum(std::span<double>(sums)); !s.ok()) return s;
+    }
+    double total = 0;
+    for (const double x : sums) total += x;
+    const double norm = std::sqrt(total);
+    if (max_norm > 0.0 && norm > max_norm) {
+      kernels::cpu::Scale(grads.data() + optimizer_.begin(), optimizer_.end() - optimizer_.begin(),
+                          static_cast<float>(max_norm / norm));
+    }
+    return norm;
+  }
+
+  // ClipGlobalNorm with the norm over clip_scope_'s parameters (ddp.ignoreParams, never sharded).
   double ClipScoped(double max_norm) {
     const nn::ParamLayout& layout = model_->layout();
     double sum_sq = 0;
@@ -67,8 +125,22 @@ class CpuReplica final : public Replica {
     return norm;
   }
 
+  // This rank's part of a moment as the whole buffer: a copy, or, sharded, gathered.
+  absl::Status Whole(std::span<const float> mine, std::vector<float>* out) {
+    if (!sharded()) {
+      out->assign(mine.begin(), mine.end());
+      return absl::OkStatus();
+    }
+    out->assign(static_cast<size_t>(model_->layout().total_numel()), 0.0f);
+    std::copy(mine.begin(), mine.end(), out->begin() + optimizer_.begin());
+    return comm_->AllGatherBlocks(std::span<float>(*out), bounds_)->Wait();
+  }
+
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<nn::Model> model_;
+  const spec::Sharding sharding_;
+  // The ranks' shards of the flat buffer (comm::EvenBounds), also with sharding off (the norm).
+  const std::vector<int64_t> bounds_;
   nn::AdamW optimizer_;
   // Empty: every parameter.
   std::vector<int> clip_scope_;
@@ -84,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& c, 
   if (!model.ok()) return model.status();
   auto comm = comm::ConnectGloo(options.kv, c.rank, c.world_size, GlooOptionsOf(c, options));
   if (!comm.ok()) return comm.status();
-  return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), c.adamw);
+  return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), c.adamw, c.sharding);
 }
 
 comm::GlooOptions GlooOptionsOf(const TrainConfig& c, const ReplicaOptions& options) {
@@ -98,7 +170,15 @@ comm::GlooOptions GlooOptionsOf(const TrainConfig& c, const ReplicaOptions& opti
 }  // namespace internal
 
 absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const TrainConfig& c, const ReplicaOptions& options) {
-  if (c.placement.device == spec::Device::kCuda) return internal::CreateCudaReplica(c, options);
+  if (c.placement.device == spec::Device::kCuda) {
+    if (c.sharding != spec::Sharding::kNone) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("ddp.sharding \"", spec::Name(c.sharding),
+                       "\" runs on CPU ranks so far, and this rank was placed on a GPU; set model.device to \"cpu\" "
+                       "or ddp.sharding to \"none\""));
+    }
+    return internal::CreateCudaReplica(c, options);
+  }
   return internal::CreateCpuReplica(c, options);
 }
 

@@ -9,6 +9,7 @@ struct Choices {
   spec::LrSchedule lr_schedule;
   spec::GradCompression grad_compression;
   spec::Transport transport;
+  spec::Sharding sharding;
   spec::Placement placement;
 };
 
@@ -18,12 +19,13 @@ absl::StatusOr<Choices> ReadChoices(const v1::Assignment& a) {
   const auto lr_schedule = spec::ParseLrSchedule(spec.training().lr_schedule());
   const auto grad_compression = spec::ParseGradCompression(spec.ddp().grad_compression());
   const auto transport = spec::ParseTransport(spec.ddp().transport());
+  const auto sharding = spec::ParseSharding(spec.ddp().sharding());
   const auto placement = spec::ParsePlacement(a.placement());
-  for (const absl::Status& s :
-       {last_batch.status(), lr_schedule.status(), grad_compression.status(), transport.status(), placement.status()}) {
+  for (const absl::Status& s : {last_batch.status(), lr_schedule.status(), grad_compression.status(),
+                                transport.status(), sharding.status(), placement.status()}) {
     if (!s.ok()) return s;
   }
-  return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *placement};
+  return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *sharding, *placement};
 }
 
 void SetTraining(const v1::TrainingSpec& t, TrainConfig* c) {
@@ -81,6 +83,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.weights_path = a.weights_path();
   SetDdp(spec.ddp(), choices->grad_compression, &c);
   c.shared_memory = choices->transport != spec::Transport::kTcp;
+  c.sharding = choices->sharding;
   return c;
 }
 

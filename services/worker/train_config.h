@@ -78,6 +78,9 @@ struct TrainConfig {
   ddp::ReducerOptions reducer;
   absl::Duration comm_timeout = absl::Minutes(5);
   bool shared_memory = true;
+  // Sharded data parallel (ddp.sharding): what each rank keeps of the optimizer state and the
+  // reduced gradients (the replica's shard of the flat buffer; the reducer's shard_bounds).
+  spec::Sharding sharding = spec::Sharding::kNone;
 
   // The sampler's configuration for a dataset of num_samples.
   ddp::ShardConfig Shard(int64_t num_samples) const;

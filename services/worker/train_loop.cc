@@ -88,7 +88,12 @@ absl::Status TrainLoop::Prepare() {
   auto evaluator = Evaluator::Create(config_, replica_.comm().size());
   if (!evaluator.ok()) return evaluator.status();
   evaluator_ = *std::move(evaluator);
-  auto reducer = ddp::Reducer::Create(model.layout(), model.grads(), &replica_.comm(), config_.reducer);
+  ddp::ReducerOptions reducer_options = config_.reducer;
+  if (config_.sharding == spec::Sharding::kGradients) {
+    // The replica's shards (replica_cpu.cc): a rank keeps the reduced gradients of its own.
+    reducer_options.shard_bounds = comm::EvenBounds(model.layout().total_numel(), replica_.comm().size());
+  }
+  auto reducer = ddp::Reducer::Create(model.layout(), model.grads(), &replica_.comm(), reducer_options);
   if (!reducer.ok()) return reducer.status();
   reducer_ = *std::move(reducer);
   if (hooks_.kv == nullptr) return absl::OkStatus();

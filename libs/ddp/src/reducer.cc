@@ -120,7 +120,17 @@ void Reducer::MarkReady(int first, int last) {
 
 void Reducer::Launch(int b) {
   const Bucket& bucket = buckets_[b];
-  work_[b] = comm_->AllReduce(grads_.subspan(bucket.offset, bucket.numel), comm::ReduceOp::kSum, options_.wire);
+  const std::span<float> data = grads_.subspan(bucket.offset, bucket.numel);
+  if (options_.shard_bounds.empty()) {
+    work_[b] = comm_->AllReduce(data, comm::ReduceOp::kSum, options_.wire);
+  } else {
+    // Each shard's part of the bucket, relative to the bucket.
+    std::vector<int64_t> bounds(options_.shard_bounds.size());
+    for (size_t r = 0; r < bounds.size(); ++r) {
+      bounds[r] = std::clamp(options_.shard_bounds[r], bucket.offset, bucket.offset + bucket.numel) - bucket.offset;
+    }
+    work_[b] = comm_->ReduceScatterBlocks(data, bounds);
+  }
   timeline_.events.push_back({StepTimeline::EventKind::kBucketLaunched, b});
 }
 

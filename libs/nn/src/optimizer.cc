@@ -10,17 +10,28 @@
 
 namespace gradsync::nn {
 
-AdamW::AdamW(const ParamLayout& layout, AdamWConfig config)
-    : layout_(layout), config_(config), m_(layout.total_numel(), 0.0f), v_(layout.total_numel(), 0.0f) {}
+AdamW::AdamW(const ParamLayout& layout, AdamWConfig config) : AdamW(layout, config, 0, layout.total_numel()) {}
+
+AdamW::AdamW(const ParamLayout& layout, AdamWConfig config, int64_t begin, int64_t end)
+    : layout_(layout),
+      config_(config),
+      begin_(begin),
+      end_(end),
+      m_(static_cast<size_t>(end - begin), 0.0f),
+      v_(static_cast<size_t>(end - begin), 0.0f) {}
 
 void AdamW::Step(std::span<float> params, std::span<const float> grads, double lr) {
   ++t_;
   kernels::AdamWHyper hyper = config_.Hyper(lr, t_);
-  // One kernel call per parameter, because the decay flag is per parameter.
+  // One kernel call per parameter (its part within the range), because the decay flag is per
+  // parameter. The update is elementwise, so a parameter split between shards updates exactly
+  // as it would whole.
   for (const ParamInfo& p : layout_.params()) {
+    const int64_t lo = std::max(p.offset, begin_), hi = std::min(p.offset + p.numel, end_);
+    if (hi <= lo) continue;
     hyper.decay = p.weight_decay;
-    kernels::cpu::AdamWUpdate(params.data() + p.offset, grads.data() + p.offset, m_.data() + p.offset,
-                              v_.data() + p.offset, p.numel, hyper);
+    kernels::cpu::AdamWUpdate(params.data() + lo, grads.data() + lo, m_.data() + (lo - begin_),
+                              v_.data() + (lo - begin_), hi - lo, hyper);
   }
 }
 

@@ -26,6 +26,10 @@ constexpr Choice<Backend> kBackends[] = {{"auto", Backend::kAuto}, {"gloo", Back
 constexpr Choice<GradCompression> kGradCompressions[] = {{"none", GradCompression::kNone},
                                                          {"bf16", GradCompression::kBf16}};
 constexpr Choice<Transport> kTransports[] = {{"auto", Transport::kAuto}, {"tcp", Transport::kTcp}};
+constexpr Choice<Sharding> kShardings[] = {{"none", Sharding::kNone},
+                                           {"optimizer", Sharding::kOptimizer},
+                                           {"gradients", Sharding::kGradients},
+                                           {"full", Sharding::kFull}};
 
 // What a placement may hold: the coordinator has resolved every "auto".
 constexpr Choice<Device> kPlacedDevices[] = {{"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
@@ -86,6 +90,10 @@ absl::StatusOr<Transport> ParseTransport(absl::string_view text, absl::string_vi
   return Parse<Transport>(kTransports, text, field);
 }
 
+absl::StatusOr<Sharding> ParseSharding(absl::string_view text, absl::string_view field) {
+  return Parse<Sharding>(kShardings, text, field);
+}
+
 std::string Name(Device value) { return NameIn<Device>(kDevices, value); }
 std::string Name(Precision value) { return NameIn<Precision>(kPrecisions, value); }
 std::string Name(LastBatch value) { return NameIn<LastBatch>(kLastBatches, value); }
@@ -93,6 +101,7 @@ std::string Name(LrSchedule value) { return NameIn<LrSchedule>(kLrSchedules, val
 std::string Name(Backend value) { return NameIn<Backend>(kBackends, value); }
 std::string Name(GradCompression value) { return NameIn<GradCompression>(kGradCompressions, value); }
 std::string Name(Transport value) { return NameIn<Transport>(kTransports, value); }
+std::string Name(Sharding value) { return NameIn<Sharding>(kShardings, value); }
 
 absl::StatusOr<Placement> ParsePlacement(const gradsync::v1::Placement& placement) {
   Placement p;

@@ -46,6 +46,7 @@ constexpr int64_t kDefaultEvalEvery = 100;
 constexpr Backend kDefaultBackend = Backend::kAuto;
 constexpr Transport kDefaultTransport = Transport::kAuto;
 constexpr GradCompression kDefaultGradCompression = GradCompression::kNone;
+constexpr Sharding kDefaultSharding = Sharding::kNone;
 constexpr double kDefaultBucketCapMb = 25;
 constexpr double kDefaultTimeoutSeconds = 300;
 
@@ -105,6 +106,7 @@ void FillDdp(gradsync::v1::DdpSpec* ddp) {
   if (ddp->backend().empty()) ddp->set_backend(Name(kDefaultBackend));
   if (ddp->transport().empty()) ddp->set_transport(Name(kDefaultTransport));
   if (ddp->grad_compression().empty()) ddp->set_grad_compression(Name(kDefaultGradCompression));
+  if (ddp->sharding().empty()) ddp->set_sharding(Name(kDefaultSharding));
   if (ddp->bucket_cap_mb() == 0) ddp->set_bucket_cap_mb(kDefaultBucketCapMb);
   if (ddp->timeout_seconds() == 0) ddp->set_timeout_seconds(kDefaultTimeoutSeconds);
 }

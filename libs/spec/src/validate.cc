@@ -199,6 +199,25 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   if (training.has_max_restarts()) check->Between("training.maxRestarts", training.max_restarts(), 0, kMaxRestarts);
 }
 
+void CheckSharding(const gradsync::v1::DdpSpec& ddp, Checker* check) {
+  const Sharding sharding = Checked(ParseSharding(ddp.sharding()), Sharding::kNone, check);
+  if (sharding == Sharding::kNone) return;
+  const std::string got = internal::Quote(ddp.sharding());
+  // Ignored parameters keep each rank's own values; a shard's owner would overwrite them.
+  check->Require(ddp.ignore_params().empty(), "ddp.sharding",
+                 "shards every parameter's optimizer state, and ddp.ignoreParams keeps some parameters "
+                 "rank-local; use one or the other",
+                 got);
+  const bool bf16 =
+      ParseGradCompression(ddp.grad_compression()).value_or(GradCompression::kNone) == GradCompression::kBf16;
+  check->Require(sharding != Sharding::kGradients || !bf16, "ddp.sharding",
+                 "\"gradients\" reduce-scatters in fp32; ddp.gradCompression \"bf16\" goes with \"none\" or "
+                 "\"optimizer\"",
+                 got);
+  check->Require(sharding != Sharding::kFull, "ddp.sharding",
+                 "\"full\" (parameters sharded too) is not available yet; \"optimizer\" and \"gradients\" are", got);
+}
+
 void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsync::v1::DdpSpec& ddp, Checker* check) {
   const Backend backend = Checked(ParseBackend(ddp.backend()), Backend::kAuto, check);
   // NCCL reduces GPU memory: it needs every rank's model on a GPU of its own.
@@ -214,6 +233,7 @@ void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsyn
   check->Number("ddp.timeoutSeconds", ddp.timeout_seconds(), kZeroExclusive, &max_seconds);
   check->Merge(ParseGradCompression(ddp.grad_compression()).status());
   check->Merge(ParseTransport(ddp.transport()).status());
+  CheckSharding(ddp, check);
 }
 
 void CheckCheckpoint(const gradsync::v1::CheckpointSpec& checkpoint, Checker* check) {

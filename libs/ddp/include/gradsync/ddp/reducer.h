@@ -30,6 +30,11 @@ struct ReducerOptions {
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;
   comm::WireType wire = comm::WireType::kFloat32;
+  // Empty: every bucket is all-reduced, each rank ending with the whole sum. Otherwise the
+  // world size + 1 bounds of the ranks' shards of the gradient buffer (ddp.sharding
+  // "gradients"): each bucket is reduce-scattered, a rank keeping the sum of its shard's part of
+  // it, bitwise what the all-reduce gives there; the wire is fp32.
+  std::vector<int64_t> shard_bounds;
   // Exact parameter names, or prefixes ending in "." (e.g. "layers.0."), left out of buckets.
   std::vector<std::string> ignore_params;
   absl::Duration timeout = absl::Minutes(5);

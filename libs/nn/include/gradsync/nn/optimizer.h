@@ -35,9 +35,17 @@ struct AdamWConfig {
 class AdamW {
  public:
   AdamW(const ParamLayout& layout, AdamWConfig config);
+  // The optimizer of one shard, elements [begin, end) of the flat parameters (sharded data
+  // parallel): its moments cover the shard alone, and Step updates it alone, element for element
+  // as the whole optimizer would.
+  AdamW(const ParamLayout& layout, AdamWConfig config, int64_t begin, int64_t end);
 
-  // One update of `params` from `grads` at learning rate `lr`. Deterministic.
+  // One update of `params` from `grads` (both the whole flat buffers) at learning rate `lr`,
+  // within this optimizer's range. Deterministic.
   void Step(std::span<float> params, std::span<const float> grads, double lr);
+
+  int64_t begin() const { return begin_; }
+  int64_t end() const { return end_; }
 
   int64_t step_count() const { return t_; }
   std::span<const float> first_moment() const { return m_; }
@@ -50,6 +58,7 @@ class AdamW {
  private:
   const ParamLayout& layout_;
   AdamWConfig config_;
+  int64_t begin_ = 0, end_ = 0;
   std::vector<float> m_, v_;
   int64_t t_ = 0;
 };

@@ -30,6 +30,8 @@ enum class GradCompression { kNone, kBf16 };
 // ddp.transport: "auto" (Gloo's all-reduce through shared memory where every rank can map it) or
 // "tcp".
 enum class Transport { kAuto, kTcp };
+// ddp.sharding: "none", "optimizer" (ZeRO-1), "gradients" (ZeRO-2), "full" (ZeRO-3).
+enum class Sharding { kNone, kOptimizer, kGradients, kFull };
 
 // Each reads the text of its spec field. INVALID_ARGUMENT otherwise, in ValidateJobSpec's words:
 //   "model.device: must be one of auto, cpu, cuda, got \"tpu\""
@@ -42,6 +44,7 @@ absl::StatusOr<Backend> ParseBackend(absl::string_view text, absl::string_view f
 absl::StatusOr<GradCompression> ParseGradCompression(absl::string_view text,
                                                      absl::string_view field = "ddp.gradCompression");
 absl::StatusOr<Transport> ParseTransport(absl::string_view text, absl::string_view field = "ddp.transport");
+absl::StatusOr<Sharding> ParseSharding(absl::string_view text, absl::string_view field = "ddp.sharding");
 
 // The spec's text of a value: what its Parse function reads back.
 std::string Name(Device value);
@@ -51,6 +54,7 @@ std::string Name(LrSchedule value);
 std::string Name(Backend value);
 std::string Name(GradCompression value);
 std::string Name(Transport value);
+std::string Name(Sharding value);
 
 // A gradsync.v1.Placement (the coordinator's resolution of the spec's "auto" choices for one rank)
 // as enums. Never kAuto: the device is kCpu or kCuda, the backend kGloo or kNccl, the precision
