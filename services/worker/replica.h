@@ -27,6 +27,15 @@
 
 namespace gradsync::worker {
 
+// The bytes one rank holds for the model's training state, wherever it computes (host memory on
+// the CPU, the GPU's on a GPU): what ddp.sharding divides.
+struct MemoryFootprint {
+  int64_t params = 0;     // the parameters, with a bf16 compute copy where there is one
+  int64_t grads = 0;      // the gradient buffer backward writes
+  int64_t optimizer = 0;  // AdamW's moments (this rank's shard of them when sharded)
+  int64_t total() const { return params + grads + optimizer; }
+};
+
 class Replica {
  public:
   virtual ~Replica() = default;
@@ -52,6 +61,8 @@ class Replica {
 
   // Where and how it computes, e.g. "cpu, fp32, gloo" or "NVIDIA H100 (cuda:0), bf16, nccl".
   virtual std::string Describe() const = 0;
+  // What it holds now (buffers' sizes, not the allocator's overheads).
+  virtual MemoryFootprint Memory() const = 0;
 };
 
 // What the worker brings, apart from the assignment.

@@ -77,6 +77,12 @@ class CpuReplica final : public Replica {
     return absl::OkStatus();
   }
 
+  MemoryFootprint Memory() const override {
+    const auto floats = static_cast<int64_t>(sizeof(float));
+    return {model_->layout().total_numel() * floats, model_->layout().total_numel() * floats,
+            2 * (optimizer_.end() - optimizer_.begin()) * floats};
+  }
+
   std::string Describe() const override {
     return absl::StrCat("cpu, fp32, ", comm_->backend(),
                         sharded() ? absl::StrCat(", sharding ", spec::Name(sharding_)) : std::string());

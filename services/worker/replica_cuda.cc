@@ -88,6 +88,12 @@ class CudaReplica final : public Replica {
 
   std::string Describe() const override { return description_; }
 
+  MemoryFootprint Memory() const override {
+    const int64_t n = model_->layout().total_numel();
+    // fp32 master weights, plus the bf16 copy the kernels read in bf16; fp32 gradients and moments.
+    return {n * 4 + (bf16_ ? n * 2 : 0), n * 4, 2 * n * 4};
+  }
+
  private:
   absl::Status Use() const { return CudaStatus(cudaSetDevice(gpu_), "cudaSetDevice"); }
 
@@ -113,6 +119,7 @@ class CudaReplica final : public Replica {
   std::unique_ptr<nn::cuda::CudaGradClip> clip_;
   std::unique_ptr<nn::cuda::CudaAdamW> adamw_;
   std::string description_;
+  bool bf16_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& c, const ReplicaOptions& options) {
@@ -131,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
   mo.stream = r->stream_.get();
   mo.precision =
       c.placement.precision == spec::Precision::kFp32 ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
+  r->bf16_ = mo.precision == nn::cuda::Precision::kBf16;
   auto model = nn::cuda::CreateCudaModel(c.spec, mo);
   if (!model.ok()) return model.status();
   r->model_ = *std::move(model);
