@@ -33,6 +33,9 @@ struct BenchArgs {
   std::string spec_path;
   std::vector<std::string> overrides;
   int steps = 30;
+  // Steps run without gradient communication after the measured ones; -1: as many as `steps`,
+  // 0: none (large models, where each step takes seconds).
+  int local_steps = -1;
 };
 
 int AllReduceRank(const BenchArgs& args);

@@ -1,11 +1,16 @@
 // gradsync-bench ddp: a model's step time with gradient communication and without (every
 // micro-step in no_sync mode), so the difference is the communication the overlap failed to
-// hide. Also the reducer's own account: communication time and exposed time per step.
+// hide. Also the reducer's own account: communication time and exposed time per step; and each
+// rank's memory: its process's peak RSS and the bytes its replica holds for the model's state.
 //
 // Each rank runs what a worker runs: the coordinator's placement (PlaceRanks) for --device and
 // --backend, the worker's TrainConfig built from the assignment, its replica, and its training
 // loop, stepped here. With one NCCL rank, the difference is the reducer's own overhead.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +21,7 @@
 #include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_spec.h"
 #include "placement.h"
+#include "proc_stats.h"
 #include "rank_env.h"
 #include "replica.h"
 #include "train_loop.h"
@@ -35,10 +41,23 @@ struct Figures {
   double tokens = 0;
 };
 
+// One rank's memory in bytes: its process's resident memory before the replica was built and at
+// its peak (VmHWM, after every step ran), and what its replica holds (Replica::Memory).
+struct RankMemory {
+  double start_rss = 0;
+  double peak_rss = 0;
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+};
+constexpr int kMemoryFields = 5;
+
 int Fail(const absl::Status& s, int code) {
   std::fprintf(stderr, "%s\n", s.ToString().c_str());
   return code;
 }
+
+int LocalSteps(const BenchArgs& args) { return args.local_steps < 0 ? args.steps : args.local_steps; }
 
 // The spec with --device and --backend as its model.device and ddp.backend, long enough for the
 // warm-up and both measured runs, and without checkpoints.
@@ -48,7 +67,7 @@ absl::StatusOr<v1::JobSpec> BenchSpec(const BenchArgs& args) {
   if (!spec.ok()) return spec.status();
   spec->mutable_model()->set_device(args.device);
   spec->mutable_ddp()->set_backend(args.backend);
-  spec->mutable_training()->set_max_steps(kWarmupSteps + 2 * args.steps);
+  spec->mutable_training()->set_max_steps(kWarmupSteps + args.steps + LocalSteps(args));
   spec->mutable_training()->set_epochs(0);
   spec->mutable_checkpoint()->set_every_steps(0);
   spec->mutable_checkpoint()->set_every_seconds(0);
@@ -97,27 +116,62 @@ absl::StatusOr<Figures> Measure(worker::TrainLoop& loop, worker::GradSync sync, 
   return Figures{v[0] / per_rank_step, v[1] / per_rank_step, v[2] / per_rank_step, v[3] / steps, v[4] / steps};
 }
 
+// Every rank's memory, on every rank: each fills its own row of a sum.
+absl::StatusOr<std::vector<RankMemory>> GatherMemory(worker::Replica& replica, double start_rss,
+                                                     comm::Communicator& comm) {
+  auto proc = ReadProcStats(::getpid());
+  if (!proc.ok()) return proc.status();
+  const worker::MemoryFootprint held = replica.Memory();
+  std::vector<double> rows(static_cast<size_t>(kMemoryFields) * comm.size(), 0.0);
+  const double mine[kMemoryFields] = {start_rss, static_cast<double>(proc->peak_rss_bytes),
+                                      static_cast<double>(held.params), static_cast<double>(held.grads),
+                                      static_cast<double>(held.optimizer)};
+  std::copy_n(mine, kMemoryFields, rows.begin() + kMemoryFields * comm.rank());
+  if (absl::Status s = comm.AllReduceSum(std::span<double>(rows)); !s.ok()) return s;
+  std::vector<RankMemory> all;
+  for (int r = 0; r < comm.size(); ++r) {
+    const double* row = rows.data() + kMemoryFields * r;
+    all.push_back({row[0], row[1], row[2], row[3], row[4]});
+  }
+  return all;
+}
+
+void PrintMemory(const std::vector<RankMemory>& ranks) {
+  constexpr double kMiB = 1 << 20;
+  std::printf("memory per rank (MiB)     peak RSS  RSS at start    params     grads  optimizer\n");
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankMemory& m = ranks[r];
+    std::printf("rank %-20zu %9.1f %13.1f %9.1f %9.1f %10.1f\n", r, m.peak_rss / kMiB, m.start_rss / kMiB,
+                m.params / kMiB, m.grads / kMiB, m.optimizer / kMiB);
+  }
+}
+
 void Print(const worker::TrainLoop& loop, worker::Replica& replica, const worker::TrainConfig& config,
-           const Figures& with, const Figures& without) {
+           const Figures& with, const std::optional<Figures>& without) {
   std::printf("# gradsync-bench ddp: %s, %d ranks x micro-batch %d x %d micro-steps, %zu buckets, on %s\n",
               replica.model().Describe().c_str(), config.world_size, config.sampler.micro_batch,
               config.sampler.grad_accum_steps, loop.reducer().buckets().size(), replica.Describe().c_str());
-  for (const auto& [name, f] :
-       {std::pair{"step with communication   ", with}, {"step without communication", without}}) {
+  const auto line = [](const char* name, const Figures& f) {
     std::printf("%s  %8.2f ms  (%.0f samples/s, %.0f tokens/s)\n", name, f.step_seconds * 1e3,
                 f.samples / f.step_seconds, f.tokens / f.step_seconds);
-  }
+  };
+  line("step with communication   ", with);
+  if (without.has_value()) line("step without communication", *without);
   std::printf("communication per step      %8.2f ms  (sum over buckets)\n", with.comm_seconds * 1e3);
   std::printf("exposed per step            %8.2f ms  (%.1f%% of the step)\n", with.exposed_seconds * 1e3,
               100.0 * with.exposed_seconds / with.step_seconds);
-  std::printf("step-time overhead          %8.1f%%\n",
-              100.0 * (with.step_seconds - without.step_seconds) / with.step_seconds);
+  if (without.has_value()) {
+    std::printf("step-time overhead          %8.1f%%\n",
+                100.0 * (with.step_seconds - without->step_seconds) / with.step_seconds);
+  }
 }
 
 }  // namespace
 
 int DdpRank(const BenchArgs& args) {
   kernels::cpu::SetBlasThreads(1);
+  auto start = ReadProcStats(::getpid());
+  if (!start.ok()) return Fail(start.status(), 1);
   absl::StatusOr<v1::JobSpec> spec = BenchSpec(args);
   if (!spec.ok()) return Fail(spec.status(), 2);
   auto hosts = BenchRanks(*spec, args.ranks);
@@ -147,12 +201,18 @@ int DdpRank(const BenchArgs& args) {
   std::vector<Figures> runs;
   for (const auto& [sync, steps] : {std::pair{worker::GradSync::kAllReduce, kWarmupSteps},
                                     {worker::GradSync::kAllReduce, args.steps},
-                                    {worker::GradSync::kLocalOnly, args.steps}}) {
+                                    {worker::GradSync::kLocalOnly, LocalSteps(args)}}) {
+    if (steps == 0) continue;
     absl::StatusOr<Figures> f = Measure(**loop, sync, steps, &sum, comm);
     if (!f.ok()) return Fail(f.status(), 1);
     runs.push_back(*f);
   }
-  if (args.rank == 0) Print(**loop, **replica, *config, runs[1], runs[2]);
+  auto memory = GatherMemory(**replica, static_cast<double>(start->rss_bytes), comm);
+  if (!memory.ok()) return Fail(memory.status(), 1);
+  if (args.rank == 0) {
+    Print(**loop, **replica, *config, runs[1], runs.size() > 2 ? std::optional<Figures>(runs[2]) : std::nullopt);
+    PrintMemory(*memory);
+  }
   return 0;
 }
 

@@ -19,11 +19,12 @@ constexpr char kUsage[] =
     "                                [--min SIZE] [--max SIZE] [--iters N] [--warmup N] [--wire fp32|bf16]\n"
     "                                [--transport auto|tcp]\n"
     "       gradsync-bench ddp [--spec FILE] [--set path=value ...] [--ranks N] [--steps N]\n"
-    "                          [--backend gloo|nccl] [--device cpu|cuda]\n"
+    "                          [--local-steps N] [--backend gloo|nccl] [--device cpu|cuda]\n"
     "  --backend nccl means --device cuda; rank r uses GPU r mod (GPUs visible), and NCCL needs a\n"
     "  GPU per rank. --device cuda with gloo stages device memory through pinned host buffers.\n"
     "  --transport auto: Gloo all-reduces through shared memory (the ranks share this host); tcp:\n"
-    "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp).\n"
+    "  over loopback TCP. The ddp bench takes ddp.transport from the spec (--set ddp.transport=tcp);\n"
+    "  --local-steps (default --steps; 0 skips them) steps without gradient communication follow.\n"
     "  Rank r runs bound to its even share of the CPUs unless --no-cpu-binding (or fewer CPUs than ranks).\n"
     "       gradsync-bench scale [--workers N,N,...] [--step-seconds S] [--settle-seconds S] [--channels N]\n"
     "                            [--no-watch] [--ranks N,N,...] [--gloo-bytes-cap SIZE] [--only "
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
                                         {"spec"},
                                         {"set"},
                                         {"steps"},
+                                        {"local-steps"},
                                         {"rank"},
                                         {"coordinator"},
                                         {"cluster-token-file"},
@@ -75,7 +77,8 @@ int main(int argc, char** argv) {
   BenchArgs b;
   for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
                                      std::tuple{"iters", &b.iters, 1, 100000}, std::tuple{"warmup", &b.warmup, 0, 1000},
-                                     std::tuple{"steps", &b.steps, 1, 100000}}) {
+                                     std::tuple{"steps", &b.steps, 1, 100000},
+                                     std::tuple{"local-steps", &b.local_steps, 0, 100000}}) {
     auto v = args->GetInt(name, *field, lo, hi);
     if (!v.ok()) return Fail(v.status());
     *field = *v;

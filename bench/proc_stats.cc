@@ -32,24 +32,34 @@ bool ReadCpuSeconds(pid_t pid, double* seconds) {
   return true;
 }
 
-// VmRSS and Threads of /proc/<pid>/status.
+// A "<name>:   <n> kB" line of /proc/<pid>/status, in bytes.
+bool ReadKilobytes(absl::string_view line, absl::string_view name, int64_t* bytes) {
+  if (!absl::ConsumePrefix(&line, name)) return false;
+  absl::ConsumeSuffix(&line, " kB");
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &n)) return false;
+  *bytes = n * 1024;
+  return true;
+}
+
+// VmRSS, VmHWM and Threads of /proc/<pid>/status.
 bool ReadStatus(pid_t pid, ProcStats* out) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
-  bool rss = false, threads = false;
+  bool rss = false, peak = false, threads = false;
   while (std::getline(in, line)) {
     absl::string_view v = line;
     int64_t n = 0;
-    if (absl::ConsumePrefix(&v, "VmRSS:")) {
-      absl::ConsumeSuffix(&v, " kB");
-      rss = absl::SimpleAtoi(absl::StripAsciiWhitespace(v), &n);
-      out->rss_bytes = n * 1024;
+    if (ReadKilobytes(v, "VmRSS:", &out->rss_bytes)) {
+      rss = true;
+    } else if (ReadKilobytes(v, "VmHWM:", &out->peak_rss_bytes)) {
+      peak = true;
     } else if (absl::ConsumePrefix(&v, "Threads:")) {
       threads = absl::SimpleAtoi(absl::StripAsciiWhitespace(v), &n);
       out->threads = static_cast<int>(n);
     }
   }
-  return rss && threads;
+  return rss && peak && threads;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ namespace gradsync::bench {
 struct ProcStats {
   double cpu_seconds = 0;  // user + system, all threads
   int64_t rss_bytes = 0;
+  int64_t peak_rss_bytes = 0;  // VmHWM: the most resident memory the process has held
   int threads = 0;
 };
 

@@ -7,6 +7,25 @@ import argparse
 import os
 
 
+# gradsync's model presets (libs/nn/src/presets.cc): flavour, layers, heads, kv-heads (0: as many
+# as heads), width, mlp-width, seq-len, vocab.
+PRESETS = {
+    "gpt-tiny": ("gpt2", 4, 4, 0, 128, 512, 128, 256),
+    "gpt2-124m": ("gpt2", 12, 12, 0, 768, 3072, 1024, 50257),
+    "minimind-26m": ("llama", 8, 8, 2, 512, 1408, 512, 256),
+}
+
+
+def apply_preset(args):
+    """Sets args.flavour, kv_heads and the model's shape from args.preset; --seq-len and --vocab,
+    when given, still win, as `--set model.transformer.seqLen=...` does for gradsync."""
+    flavour, layers, heads, kv_heads, width, mlp_width, seq_len, vocab = PRESETS[args.preset]
+    args.flavour, args.layers, args.heads, args.width, args.mlp_width = flavour, layers, heads, width, mlp_width
+    args.kv_heads = kv_heads or heads
+    args.seq_len = args.seq_len or seq_len
+    args.vocab = args.vocab or vocab
+
+
 def add_model_args(parser):
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--heads", type=int, default=4)
