@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<TrainLoop>> TrainLoop::Start(const TrainConfig& c
 
 // The data, the reducer, and the layout check: every rank fails at once on a mismatch.
 absl::Status TrainLoop::Prepare() {
+  memory_.Start(config_.placement.device == spec::Device::kCuda);
   nn::Model& model = replica_.model();
   if (absl::Status s = CheckDataConfined(config_); !s.ok()) return s;
   auto dataset = data::CreateDataset(config_.spec);
@@ -157,6 +158,7 @@ absl::StatusOr<TrainOutcome> TrainLoop::Finish() {
     }
     out.result.set_weights_path(config_.weights_path);
   }
+  *out.result.add_memory() = memory_.Sample(config_.rank, replica_.Memory());
   return out;
 }
 

@@ -8,7 +8,8 @@
 //           hooks, rank 0's log line and progress, and a checkpoint when due or asked for (always
 //           after the last step, with a checkpoint root), and the validation loss when due
 //           (evaluator.h);
-//   Finish  the digest of the synchronised parameters, rank 0's weights file, the result.
+//   Finish  the digest of the synchronised parameters, rank 0's weights file, the result (with
+//           this rank's memory: memory_meter.h).
 //
 // Train runs it to the end (the worker); gradsync-bench ddp drives it step by step. Every rank of
 // the generation runs it alike. Plain types in, statuses out; no RPC here.
@@ -33,6 +34,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
+#include "memory_meter.h"
 #include "replica.h"
 #include "train_checkpoint.h"
 #include "train_config.h"
@@ -171,6 +173,8 @@ class TrainLoop {
   int64_t steady_samples_ = 0;
   absl::Time train_start_;
   absl::Time last_checkpoint_;
+  // This rank's memory, for each step report and the result.
+  MemoryMeter memory_;
   v1::JobResult result_;
 };
 

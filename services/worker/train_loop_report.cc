@@ -1,5 +1,5 @@
 // What TrainLoop tells the world after a step: a checkpoint when due, rank 0's log line and
-// progress, and every rank's step report.
+// progress, and every rank's step report (with its memory).
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "gradsync/core/log.h"
@@ -82,6 +82,7 @@ void TrainLoop::ReportStep(const StepFigures& f) {
   report.set_learning_rate(f.lr);
   if (f.validation_loss) report.set_validation_loss(*f.validation_loss);
   FillTimeline(reducer_->timeline(), &report);
+  *report.mutable_memory() = memory_.Sample(config_.rank, replica_.Memory());
   hooks_.on_step(report);
 }
 

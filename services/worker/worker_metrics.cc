@@ -39,7 +39,17 @@ WorkerMetrics::WorkerMetrics()
       steps_(prometheus::BuildCounter()
                  .Name("gradsync_worker_steps_total")
                  .Help("Optimizer steps this rank completed.")
-                 .Register(*registry_)) {}
+                 .Register(*registry_)),
+      memory_(prometheus::BuildGauge()
+                  .Name("gradsync_worker_memory_bytes")
+                  .Help("Bytes this rank holds for its parameters, gradients and optimizer state (kind), where it "
+                        "computes.")
+                  .Register(*registry_)),
+      peak_memory_(prometheus::BuildGauge()
+                       .Name("gradsync_worker_peak_memory_bytes")
+                       .Help("This rank's peak memory: the process's resident set (kind rss) since training "
+                             "started; on a GPU the most device memory seen in use (kind device).")
+                       .Register(*registry_)) {}
 
 void WorkerMetrics::RecordStep(const v1::StepReport& r) {
   const prometheus::Labels labels = {{"training_job", r.job_id()}, {"rank", absl::StrCat(r.rank())}};
@@ -52,6 +62,20 @@ void WorkerMetrics::RecordStep(const v1::StepReport& r) {
     l["bucket"] = absl::StrCat(b.index());
     bucket_.Add(l, DurationBuckets()).Observe(b.done_seconds() - b.started_seconds());
   }
+  if (r.has_memory()) RecordMemory(labels, r.memory());
+}
+
+void WorkerMetrics::RecordMemory(const prometheus::Labels& labels, const v1::RankMemory& m) {
+  auto set = [&labels](prometheus::Family<prometheus::Gauge>& family, const char* kind, int64_t bytes) {
+    prometheus::Labels l = labels;
+    l["kind"] = kind;
+    family.Add(l).Set(static_cast<double>(bytes));
+  };
+  set(memory_, "params", m.param_bytes());
+  set(memory_, "grads", m.grad_bytes());
+  set(memory_, "optimizer", m.optimizer_bytes());
+  set(peak_memory_, "rss", m.peak_rss_bytes());
+  if (m.peak_device_bytes() > 0) set(peak_memory_, "device", m.peak_device_bytes());
 }
 
 void WorkerMetrics::RecordRendezvous(const std::string& job, int rank, double seconds) {

@@ -83,6 +83,10 @@ struct RankRun {
   // The parameters after Finish, and the steps of the checkpoints the rank wrote.
   std::vector<float> params;
   std::vector<int64_t> checkpoints;
+  // The memory of the last step report and of the result, and what the replica holds at the end.
+  v1::RankMemory step_memory;
+  v1::JobResult result;
+  MemoryFootprint held;
 };
 
 // Both ranks, each on its thread: Train when `by_hand` is false, else the loop stepped here with
@@ -106,7 +110,10 @@ std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync
       TrainHooks hooks;
       hooks.kv = kv.get();
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
-      hooks.on_step = [&](const v1::StepReport&) { ++run.reports; };
+      hooks.on_step = [&](const v1::StepReport& r) {
+        ++run.reports;
+        run.step_memory = r.memory();
+      };
       hooks.on_checkpoint = [&](const v1::ReportCheckpointRequest& r) { run.checkpoints.push_back(r.step()); };
       absl::StatusOr<TrainOutcome> outcome;
       if (by_hand) {
@@ -124,6 +131,8 @@ std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync
       ASSERT_TRUE(outcome.ok()) << outcome.status();
       EXPECT_EQ(outcome->result.global_step(), 13);
       run.digest = outcome->param_digest;
+      run.result = outcome->result;
+      run.held = (*replica)->Memory();
       absl::StatusOr<std::vector<float>> params = (*replica)->HostParams();
       ASSERT_TRUE(params.ok()) << params.status();
       run.params = *std::move(params);
@@ -144,6 +153,27 @@ TEST(TrainLoop, StepsToTheEndWithTheRanksIdenticalAsTrainDoes) {
 
   const std::vector<RankRun> train = RunBothRanks("train", false);
   EXPECT_EQ(train[0].digest, loop[0].digest) << "Train is the loop run to the end";
+}
+
+// Every step report and the result carry the rank's memory: what its replica holds (here each
+// rank's half of AdamW's state) and its process's peak.
+TEST(TrainLoop, StepReportsAndTheResultCarryTheRanksMemory) {
+  const std::vector<RankRun> runs = RunBothRanks("memory", false, GradSync::kAllReduce, {"ddp.sharding=optimizer"});
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(absl::StrCat("rank ", rank));
+    const RankRun& run = runs[rank];
+    ASSERT_GT(run.held.optimizer, 0);
+    EXPECT_LT(run.held.optimizer, 2 * run.held.params) << "a shard of the moments, not all of them";
+    ASSERT_EQ(run.result.memory_size(), 1) << "its own; the coordinator gathers the others";
+    for (const v1::RankMemory& m : {run.step_memory, run.result.memory(0)}) {
+      EXPECT_EQ(m.rank(), rank);
+      EXPECT_EQ(m.param_bytes(), run.held.params);
+      EXPECT_EQ(m.grad_bytes(), run.held.grads);
+      EXPECT_EQ(m.optimizer_bytes(), run.held.optimizer);
+      EXPECT_GT(m.peak_rss_bytes(), 0);
+      EXPECT_EQ(m.peak_device_bytes(), 0);
+    }
+  }
 }
 
 TEST(TrainLoop, LocalOnlyStepsLeaveTheRanksApart) {

@@ -1,0 +1,10 @@
+// DeviceBytesInUse in a build without CUDA (memory_meter.h): there is no device to ask.
+#include "memory_meter.h"
+
+namespace gradsync::worker {
+
+absl::StatusOr<int64_t> DeviceBytesInUse() {
+  return absl::FailedPreconditionError("device memory: this worker was built without CUDA");
+}
+
+}  // namespace gradsync::worker
