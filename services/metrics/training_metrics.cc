@@ -40,6 +40,12 @@ struct TrainingMetrics::RankHandles {
   prometheus::Histogram* exposed_communication;
   prometheus::Counter* allreduce_bytes;
   prometheus::Counter* stragglers;
+  // Null until the rank reports its memory (the device peak: until it reports one).
+  prometheus::Gauge* param_bytes = nullptr;
+  prometheus::Gauge* grad_bytes = nullptr;
+  prometheus::Gauge* optimizer_bytes = nullptr;
+  prometheus::Gauge* peak_rss_bytes = nullptr;
+  prometheus::Gauge* peak_device_bytes = nullptr;
 };
 
 struct TrainingMetrics::JobHandles {
@@ -107,6 +113,12 @@ TrainingMetrics::TrainingMetrics(size_t max_label_sets)
                              "Bytes of gradient buckets the rank all-reduced.")),
       stragglers_(Build(prometheus::BuildCounter(), *registry_, "gradsync_straggler_total",
                         "Steps in which the rank was slower than the median rank by the straggler factor.")),
+      rank_memory_(Build(prometheus::BuildGauge(), *registry_, "gradsync_rank_memory_bytes",
+                         "Bytes the rank holds for its parameters, gradients and optimizer state (kind), where it "
+                         "computes, at its newest report.")),
+      rank_peak_memory_(Build(prometheus::BuildGauge(), *registry_, "gradsync_rank_peak_memory_bytes",
+                              "The rank's peak memory: its process's resident set since training started (kind rss); "
+                              "on a GPU the most device memory seen in use (kind device).")),
       invalid_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_invalid_reports_total",
                              "Step reports rejected as malformed.")
                            .Add({})),
@@ -185,6 +197,23 @@ void TrainingMetrics::RecordReport(const v1::StepReport& report, telemetry::Repo
   rank->allreduce_duration->Observe(report.communication_seconds());
   rank->exposed_communication->Observe(report.exposed_communication_seconds());
   rank->allreduce_bytes->Increment(static_cast<double>(BucketBytes(report)));
+  if (report.has_memory()) RecordMemory(*rank, report);
+}
+
+void TrainingMetrics::RecordMemory(RankHandles& rank, const v1::StepReport& report) {
+  const v1::RankMemory& m = report.memory();
+  auto gauge = [&](prometheus::Family<prometheus::Gauge>& family, prometheus::Gauge*& g, const char* kind) {
+    if (g == nullptr) g = &family.Add({{"training_job", report.job_id()}, {"rank", absl::StrCat(report.rank())},
+                                       {"kind", kind}});
+    return g;
+  };
+  gauge(rank_memory_, rank.param_bytes, "params")->Set(static_cast<double>(m.param_bytes()));
+  gauge(rank_memory_, rank.grad_bytes, "grads")->Set(static_cast<double>(m.grad_bytes()));
+  gauge(rank_memory_, rank.optimizer_bytes, "optimizer")->Set(static_cast<double>(m.optimizer_bytes()));
+  gauge(rank_peak_memory_, rank.peak_rss_bytes, "rss")->Set(static_cast<double>(m.peak_rss_bytes()));
+  if (m.peak_device_bytes() > 0) {
+    gauge(rank_peak_memory_, rank.peak_device_bytes, "device")->Set(static_cast<double>(m.peak_device_bytes()));
+  }
 }
 
 void TrainingMetrics::RecordInvalidReport() { invalid_reports_.Increment(); }
@@ -229,6 +258,12 @@ void TrainingMetrics::ForgetJob(const std::string& job_id) {
     exposed_communication_.Remove(r.exposed_communication);
     allreduce_bytes_.Remove(r.allreduce_bytes);
     stragglers_.Remove(r.stragglers);
+    for (prometheus::Gauge* g : {r.param_bytes, r.grad_bytes, r.optimizer_bytes}) {
+      if (g != nullptr) rank_memory_.Remove(g);
+    }
+    for (prometheus::Gauge* g : {r.peak_rss_bytes, r.peak_device_bytes}) {
+      if (g != nullptr) rank_peak_memory_.Remove(g);
+    }
   }
   loss_.Remove(job.loss);
   step_.Remove(job.step);

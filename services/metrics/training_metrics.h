@@ -59,6 +59,8 @@ class TrainingMetrics {
   // The series of a job or of one of its ranks, made when missing; null when there is no room.
   JobHandles* Job(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   RankHandles* Rank(JobHandles& job, const std::string& job_id, int32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the rank's memory gauges from `report`'s memory.
+  void RecordMemory(RankHandles& rank, const v1::StepReport& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_label_sets_;
 
@@ -86,6 +88,10 @@ class TrainingMetrics {
   prometheus::Family<prometheus::Histogram>& exposed_communication_;
   prometheus::Family<prometheus::Counter>& allreduce_bytes_;
   prometheus::Family<prometheus::Counter>& stragglers_;
+  // Rank level with a kind: {training_job, rank, kind}; made at the rank's first report that
+  // carries its memory (device at the first with a device peak).
+  prometheus::Family<prometheus::Gauge>& rank_memory_;
+  prometheus::Family<prometheus::Gauge>& rank_peak_memory_;
   // No labels.
   prometheus::Counter& invalid_reports_;
   prometheus::Counter& refused_reports_;
