@@ -80,6 +80,14 @@ absl::StatusOr<v1::JobResult> Generation::AgreedResult() const {
   }
   v1::JobResult agreed = first.result();
   agreed.set_param_digest(first.param_digest());
+  // Rank 0's figures, but every rank's own memory (each reports its own), in rank order.
+  agreed.clear_memory();
+  for (const auto& [rank, r] : results_) {
+    if (r.result().memory().empty()) continue;
+    v1::RankMemory* m = agreed.add_memory();
+    *m = r.result().memory(0);
+    m->set_rank(rank);
+  }
   return agreed;
 }
 

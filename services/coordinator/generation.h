@@ -46,7 +46,8 @@ class Generation {
   // Records a rank's successful outcome; true once every rank has reported one.
   bool AddResult(const v1::ReportResultRequest& result);
   // Once every rank reported: the job's result when every rank's parameters have rank 0's digest,
-  // else FAILED_PRECONDITION saying which ranks diverged ("replica divergence: ...").
+  // else FAILED_PRECONDITION saying which ranks diverged ("replica divergence: ..."). Rank 0's
+  // figures, with each rank's memory (its result's first entry) in rank order.
   absl::StatusOr<v1::JobResult> AgreedResult() const;
 
   // Set when the job checkpoints in order to grow: the commit ends this generation.

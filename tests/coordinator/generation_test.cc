@@ -68,6 +68,27 @@ TEST(GenerationTest, ResultsAgreeOnlyWhenEveryDigestIsRankZeros) {
   diverge.AddResult(Result(1, "b"));
   EXPECT_THAT(diverge.AgreedResult().status().message(), HasSubstr("replica divergence: ranks 0 and 1 differ"));
 }
+// Rank 0's figures stand for the job, but memory is each rank's own: under ddp.sharding the ranks
+// hold different shards.
+TEST(GenerationTest, TheAgreedResultGathersEveryRanksMemoryInRankOrder) {
+  Generation gen("j", 1, {"w0", "w1", "w2"}, kStart);
+  for (int rank : {2, 0, 1}) {
+    v1::ReportResultRequest r = Result(rank, "d");
+    v1::RankMemory* m = r.mutable_result()->add_memory();
+    m->set_rank(rank == 2 ? 0 : rank);  // a rank names itself wrongly: its report's rank counts
+    m->set_optimizer_bytes(100 + rank);
+    m->set_peak_rss_bytes(1000 + rank);
+    gen.AddResult(r);
+  }
+  auto result = gen.AgreedResult();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->memory_size(), 3);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(result->memory(rank).rank(), rank);
+    EXPECT_EQ(result->memory(rank).optimizer_bytes(), 100 + rank);
+    EXPECT_EQ(result->memory(rank).peak_rss_bytes(), 1000 + rank);
+  }
+}
 
 TEST(WorkerLeaseTest, AWorkerThatNeverTookItsAssignmentIsFreedWhenItsGenerationEnds) {
   WorkerPool pool;
