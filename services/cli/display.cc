@@ -31,7 +31,52 @@ std::string ValidationText(const v1::JobProgress& p) {
   return absl::StrFormat(" | val loss %.4f (step %d)", p.validation_loss(), p.validation_step());
 }
 
+// Each figure's largest value over the ranks: what the fullest rank holds (shards differ by a
+// float or so when the parameter count does not divide).
+v1::RankMemory MostOnAnyRank(const v1::JobResult& r) {
+  v1::RankMemory most;
+  for (const v1::RankMemory& m : r.memory()) {
+    most.set_param_bytes(std::max(most.param_bytes(), m.param_bytes()));
+    most.set_grad_bytes(std::max(most.grad_bytes(), m.grad_bytes()));
+    most.set_optimizer_bytes(std::max(most.optimizer_bytes(), m.optimizer_bytes()));
+    most.set_peak_rss_bytes(std::max(most.peak_rss_bytes(), m.peak_rss_bytes()));
+    most.set_peak_device_bytes(std::max(most.peak_device_bytes(), m.peak_device_bytes()));
+  }
+  return most;
+}
+
+std::string MemoryText(const v1::JobResult& r) {
+  if (r.memory().empty()) return "";
+  const v1::RankMemory m = MostOnAnyRank(r);
+  return absl::StrFormat("  memory      %s params, %s grads, %s optimizer on the fullest rank; peak RSS %s%s\n",
+                         HumanBytes(m.param_bytes()), HumanBytes(m.grad_bytes()), HumanBytes(m.optimizer_bytes()),
+                         HumanBytes(m.peak_rss_bytes()),
+                         m.peak_device_bytes() > 0 ? ", device " + HumanBytes(m.peak_device_bytes()) : "");
+}
+
+// Each rank's memory as numbers (not protobuf JSON's int64 strings), peakDeviceBytes on GPU ranks.
+google::protobuf::Value MemoryJson(const v1::JobResult& r) {
+  google::protobuf::Value list;
+  for (const v1::RankMemory& m : r.memory()) {
+    auto& f = *list.mutable_list_value()->add_values()->mutable_struct_value()->mutable_fields();
+    f["rank"].set_number_value(m.rank());
+    f["paramBytes"].set_number_value(static_cast<double>(m.param_bytes()));
+    f["gradBytes"].set_number_value(static_cast<double>(m.grad_bytes()));
+    f["optimizerBytes"].set_number_value(static_cast<double>(m.optimizer_bytes()));
+    f["peakRssBytes"].set_number_value(static_cast<double>(m.peak_rss_bytes()));
+    if (m.peak_device_bytes() > 0) f["peakDeviceBytes"].set_number_value(static_cast<double>(m.peak_device_bytes()));
+  }
+  return list;
+}
+
 }  // namespace
+
+std::string HumanBytes(int64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  if (bytes < (1 << 20)) return absl::StrFormat("%.1f KiB", bytes / 1024.0);
+  if (bytes < (1LL << 30)) return absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+  return absl::StrFormat("%.2f GiB", bytes / 1073741824.0);
+}
 
 ProgressView::ProgressView(FILE* out) : out_(out), tty_(::isatty(::fileno(out)) != 0) {}
 
@@ -112,6 +157,7 @@ std::string SummaryText(const v1::Job& job) {
   absl::StrAppend(&out, absl::StrFormat("  loss        %.4f -> %.4f\n", r.initial_loss(), r.final_loss()));
   if (r.has_validation_loss()) absl::StrAppend(&out, absl::StrFormat("  val loss    %.4f\n", r.validation_loss()));
   absl::StrAppend(&out, absl::StrFormat("  throughput  %s samples/s (steady state)\n", Rate(r.samples_per_second())));
+  absl::StrAppend(&out, MemoryText(r));
   absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", r.param_digest()));
   absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
   return out;
@@ -135,6 +181,7 @@ std::string SummaryJson(const v1::Job& job, const std::string& log_dir) {
   f["tokensPerSecond"].set_number_value(r.tokens_per_second());
   f["worldSize"].set_number_value(r.world_size());
   f["trainSeconds"].set_number_value(r.train_seconds());
+  if (!r.memory().empty()) f["memory"] = MemoryJson(r);
   if (!log_dir.empty()) f["logDir"].set_string_value(log_dir);
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;

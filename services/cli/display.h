@@ -1,6 +1,7 @@
 // How the CLI shows jobs: live progress, events, the end-of-run summary (text or JSON), tables.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -42,12 +43,17 @@ class ProgressView {
   std::vector<std::pair<double, double>> losses_;
 };
 
+// "512 B", "8.4 KiB", "120.0 MiB", "1.25 GiB".
+std::string HumanBytes(int64_t bytes);
+
 // Multi-line human summary of a finished job.
 std::string SummaryText(const v1::Job& job);
 
 // One JSON object: name, id, state, stateReason, globalStep, initialLoss, finalLoss,
 // validationLoss (only when the job evaluated), paramDigest, weightsPath, samplesPerSecond,
-// tokensPerSecond, worldSize, trainSeconds (+ `extra` fields).
+// tokensPerSecond, worldSize, trainSeconds, memory (each rank's v1::RankMemory with numbers for
+// values: rank, paramBytes, gradBytes, optimizerBytes, peakRssBytes, and peakDeviceBytes on a GPU
+// rank; absent when the ranks reported none), logDir (when given).
 std::string SummaryJson(const v1::Job& job, const std::string& log_dir = "");
 
 // A job as protobuf JSON.
