@@ -107,6 +107,8 @@ Value StateValue(const ckpt::RankState& s) {
   f["adamStep"].set_number_value(static_cast<double>(s.adam_step));
   f["optimizerState"].set_bool_value(!s.adam_m.empty());
   f["params"].set_number_value(static_cast<double>(s.layout.total_numel()));
+  f["shardBegin"].set_number_value(static_cast<double>(s.shard_begin));
+  f["shardElements"].set_number_value(static_cast<double>(s.params.size()));
   f["model"] = MessageValue(s.model);
   ListValue* tensors = f["tensors"].mutable_list_value();
   for (const nn::ParamInfo& p : s.layout.params()) {
@@ -128,6 +130,10 @@ std::string StateText(const ckpt::RankState& s) {
                         s.adam_m.empty() ? "none" : absl::StrCat("AdamW moments, step ", s.adam_step));
   absl::StrAppendFormat(&out, "  %-11s %s\n", "model", s.model.preset().empty() ? "-" : s.model.preset());
   absl::StrAppendFormat(&out, "  %-11s %d tensors, %d parameters\n", "params", s.layout.size(), s.layout.total_numel());
+  if (!s.whole()) {
+    absl::StrAppendFormat(&out, "  %-11s elements [%d, %d) of the flat buffers\n", "shard", s.shard_begin,
+                          s.shard_begin + static_cast<int64_t>(s.params.size()));
+  }
   size_t width = 0;
   for (const nn::ParamInfo& p : s.layout.params()) width = std::max(width, p.name.size());
   for (const nn::ParamInfo& p : s.layout.params()) {
@@ -173,9 +179,9 @@ absl::StatusOr<ckpt::RankState> LoadWeightsState(const std::string& path) {
   return s;
 }
 
-// Rank 0's state from a checkpoint directory (checked against its manifest), a part file or a
-// weights file. An uncommitted directory's rank-00000.bin is read on its own checks, with a note
-// on stderr.
+// The whole state from a checkpoint directory (every part checked against its manifest, rank 0's
+// values where parts overlap), a part file (its shard) or a weights file. An uncommitted
+// directory's rank-00000.bin is read on its own checks, with a note on stderr.
 absl::StatusOr<ckpt::RankState> LoadRankZero(const std::string& path) {
   if (!IsDir(path)) return IsRankPart(path) ? ckpt::ReadRankPart(path) : LoadWeightsState(path);
   if (IsExportDir(path)) return LoadWeightsState(path);
@@ -186,10 +192,8 @@ absl::StatusOr<ckpt::RankState> LoadRankZero(const std::string& path) {
     return ckpt::ReadRankPart((std::filesystem::path(path) / ckpt::PartFileName(0)).string());
   }
   if (!manifest.ok()) return manifest.status();
-  for (const v1::CheckpointPart& part : manifest->parts()) {
-    if (part.rank() == 0) return ckpt::ReadRankPart(path, part);
-  }
-  return absl::DataLossError(absl::StrCat(path, ": the manifest lists no part for rank 0"));
+  manifest->set_dir(path);
+  return ckpt::ReadCheckpointState(*manifest, 0);
 }
 
 // --- inspect ------------------------------------------------------------------------------------

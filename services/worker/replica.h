@@ -54,9 +54,12 @@ class Replica {
 
   // A host copy of the parameters.
   virtual absl::StatusOr<std::vector<float>> HostParams() = 0;
-  // Fills the parameters and the optimizer state of `state` (host copies).
-  virtual absl::Status SaveState(ckpt::RankState* state) = 0;
-  // Loads parameters and optimizer state from `state`, whose sizes the caller has checked.
+  // Fills `state` with elements [begin, end) of the parameters and the optimizer state (host
+  // copies), and its shard_begin. Sharded (ddp.sharding), the range must be this rank's shard:
+  // INVALID_ARGUMENT otherwise.
+  virtual absl::Status SaveState(int64_t begin, int64_t end, ckpt::RankState* state) = 0;
+  // Loads parameters and optimizer state from the whole `state`, whose sizes the caller has
+  // checked; sharded, this rank keeps its shard of the moments.
   virtual absl::Status LoadState(const ckpt::RankState& state) = 0;
 
   // Where and how it computes, e.g. "cpu, fp32, gloo" or "NVIDIA H100 (cuda:0), bf16, nccl".

@@ -50,12 +50,21 @@ class CpuReplica final : public Replica {
     return std::vector<float>(model_->params().begin(), model_->params().end());
   }
 
-  // Sharded, the moments are gathered whole for the checkpoint (every rank saves at the same
-  // step, so every rank takes part).
-  absl::Status SaveState(ckpt::RankState* state) override {
-    state->params.assign(model_->params().begin(), model_->params().end());
-    if (absl::Status s = Whole(optimizer_.first_moment(), &state->adam_m); !s.ok()) return s;
-    if (absl::Status s = Whole(optimizer_.second_moment(), &state->adam_v); !s.ok()) return s;
+  absl::Status SaveState(int64_t begin, int64_t end, ckpt::RankState* state) override {
+    // The moments this rank holds cover [optimizer_.begin(), optimizer_.end()).
+    if (begin < optimizer_.begin() || end > optimizer_.end() || begin > end) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint shard [", begin, ", ", end, ") is not within [",
+                                                     optimizer_.begin(), ", ", optimizer_.end(),
+                                                     "), the optimizer state this rank holds"));
+    }
+    const auto from = [&](std::span<const float> v, int64_t offset) { return v.subspan(begin - offset, end - begin); };
+    const std::span<const float> params = from(model_->params(), 0);
+    const std::span<const float> m = from(optimizer_.first_moment(), optimizer_.begin());
+    const std::span<const float> v = from(optimizer_.second_moment(), optimizer_.begin());
+    state->shard_begin = begin;
+    state->params.assign(params.begin(), params.end());
+    state->adam_m.assign(m.begin(), m.end());
+    state->adam_v.assign(v.begin(), v.end());
     state->adam_step = optimizer_.step_count();
     return absl::OkStatus();
   }
@@ -129,17 +138,6 @@ class CpuReplica final : public Replica {
       for (float& g : model_->grads()) g *= static_cast<float>(max_norm / norm);
     }
     return norm;
-  }
-
-  // This rank's part of a moment as the whole buffer: a copy, or, sharded, gathered.
-  absl::Status Whole(std::span<const float> mine, std::vector<float>* out) {
-    if (!sharded()) {
-      out->assign(mine.begin(), mine.end());
-      return absl::OkStatus();
-    }
-    out->assign(static_cast<size_t>(model_->layout().total_numel()), 0.0f);
-    std::copy(mine.begin(), mine.end(), out->begin() + optimizer_.begin());
-    return comm_->AllGatherBlocks(std::span<float>(*out), bounds_)->Wait();
   }
 
   std::unique_ptr<comm::Communicator> comm_;

@@ -62,14 +62,21 @@ class CudaReplica final : public Replica {
     return host;
   }
 
-  absl::Status SaveState(ckpt::RankState* state) override {
-    state->params.resize(model_->params().size());
-    state->adam_m.resize(adamw_->first_moment().size());
-    state->adam_v.resize(adamw_->second_moment().size());
+  absl::Status SaveState(int64_t begin, int64_t end, ckpt::RankState* state) override {
+    const auto total = static_cast<int64_t>(model_->params().size());
+    if (begin < 0 || end > total || begin > end) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint shard [", begin, ", ", end, ") is not within the ", total, " parameters"));
+    }
+    const auto n = static_cast<size_t>(end - begin);
+    state->shard_begin = begin;
+    state->params.resize(n);
+    state->adam_m.resize(n);
+    state->adam_v.resize(n);
     state->adam_step = adamw_->step_count();
-    if (absl::Status s = ToHost(model_->params(), state->params); !s.ok()) return s;
-    if (absl::Status s = ToHost(adamw_->first_moment(), state->adam_m); !s.ok()) return s;
-    return ToHost(adamw_->second_moment(), state->adam_v);
+    if (absl::Status s = ToHost(model_->params().subspan(begin, n), state->params); !s.ok()) return s;
+    if (absl::Status s = ToHost(adamw_->first_moment().subspan(begin, n), state->adam_m); !s.ok()) return s;
+    return ToHost(adamw_->second_moment().subspan(begin, n), state->adam_v);
   }
 
   absl::Status LoadState(const ckpt::RankState& state) override {

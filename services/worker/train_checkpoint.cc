@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/comm/communicator.h"
 
 namespace gradsync::worker {
 
@@ -15,7 +16,12 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c
   ckpt::RankState state;
   state.model = c.spec.model();
   state.layout = replica.model().layout();
-  if (absl::Status s = replica.SaveState(&state); !s.ok()) return s;
+  // This rank's shard of one copy of the state, which the ranks write between them; with
+  // rank-local parameters (ddp.ignoreParams) the whole of its own.
+  const int64_t total = state.layout.total_numel();
+  const auto [begin, end] = c.reducer.ignore_params.empty() ? comm::BlockRange(total, c.world_size, c.rank)
+                                                            : std::pair<int64_t, int64_t>(0, total);
+  if (absl::Status s = replica.SaveState(begin, end, &state); !s.ok()) return s;
   state.step = at.step;
   state.epoch = at.data.epoch;
   state.cursor = at.data.cursor;
@@ -43,13 +49,9 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c
 
 absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m, int rank, Replica& replica) {
   const nn::Model& model = replica.model();
-  const int source = rank < m.world_size() ? rank : 0;
-  const auto part =
-      std::find_if(m.parts().begin(), m.parts().end(), [&](const v1::CheckpointPart& p) { return p.rank() == source; });
-  if (part == m.parts().end()) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", m.dir(), " has no part for rank ", source));
-  }
-  auto state = ckpt::ReadRankPart(m.dir(), *part);
+  // Every part, laid into the whole state: any world size resumes from any other's checkpoint,
+  // and this rank's own values win where parts overlap (its rank-local parameters).
+  auto state = ckpt::ReadCheckpointState(m, rank);
   if (!state.ok()) return state.status();
   if (state->params.size() != model.params().size() || state->layout.Hash() != model.layout().Hash()) {
     return absl::FailedPreconditionError(absl::StrCat("checkpoint ", m.dir(), " holds another model (",

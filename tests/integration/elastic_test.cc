@@ -2,7 +2,8 @@
 // to two when a second registers, shrinks back to one when that worker is killed with SIGKILL,
 // and finishes. Every worker keeps a sample audit log; from it the test proves exact-once data
 // coverage across the resize and the kill: the steps that count (each generation's steps up to
-// the checkpoint the next one resumed from) train every sample of every epoch exactly once.
+// the checkpoint the next one resumed from) train every sample of every epoch exactly once. So
+// also with sharded optimizer state, which each resize reshards.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -60,7 +61,13 @@ std::map<int, std::map<int, std::vector<StepSamples>>> ReadSampleLogs(const std:
 
 bool Has(const std::string& out, const std::string& what) { return out.find(what) != std::string::npos; }
 
-TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
+// Unsharded, and with ddp.sharding "optimizer": each resize resumes the sharded checkpoint of
+// another world size, whose shards the new ranks lay out again.
+class Elastic : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(Sharding, Elastic, ::testing::Values("none", "optimizer"));
+
+TEST_P(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
   const std::string dir = MakeTempDir();
   const std::string samples = dir + "/samples";
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
@@ -99,7 +106,9 @@ TEST(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
                                     "--set",
                                     "checkpoint.everySteps=100",
                                     "--set",
-                                    "training.logEvery=5"});
+                                    "training.logEvery=5",
+                                    "--set",
+                                    "ddp.sharding=" + GetParam()});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
 

@@ -1,7 +1,7 @@
 // Sharded data parallel (ddp.sharding) with real processes: every mode trains to the very
 // parameters and optimizer state of unsharded training, at world sizes 1 to 4, over shared memory
 // and TCP, with a parameter count no world size divides, buckets that shards cut through,
-// gradient accumulation and clipping that bites.
+// gradient accumulation and clipping that bites; each rank checkpoints its 1/N of the state.
 #include <bit>
 #include <string>
 #include <vector>
@@ -18,6 +18,7 @@ namespace {
 // What a run ends with: its weights and its last checkpoint's moments.
 struct Trained {
   std::vector<float> params, adam_m, adam_v;
+  std::vector<int64_t> part_elements;  // each rank's part of the last checkpoint
   std::string log;
 };
 
@@ -67,8 +68,16 @@ Trained Train(const std::string& sharding, int world, const std::string& transpo
   t.params = weights->values;
   const std::vector<v1::CheckpointManifest> committed =
       ckpt::ListCommitted(dir + "/artifacts/" + summary.at("id") + "/checkpoints");
-  if (committed.empty() || committed.back().parts().empty()) return t;
-  absl::StatusOr<ckpt::RankState> state = ckpt::ReadRankPart(committed.back().dir(), committed.back().parts(0));
+  if (committed.empty()) return t;
+  // Each rank wrote its shard, one copy between them: the parts' shards tile the parameters.
+  int64_t next = 0;
+  for (const v1::CheckpointPart& part : committed.back().parts()) {
+    if (part.shard_begin() != next)
+      t.log += absl::StrCat("\nrank ", part.rank(), "'s part starts at ", part.shard_begin());
+    next = part.shard_begin() + part.shard_elements();
+    t.part_elements.push_back(part.shard_elements());
+  }
+  absl::StatusOr<ckpt::RankState> state = ckpt::ReadCheckpointState(committed.back(), 0);
   if (!state.ok()) return t;
   t.adam_m = state->adam_m;
   t.adam_v = state->adam_v;
@@ -89,6 +98,12 @@ TEST(Sharding, EveryModeTrainsBitwiseLikeUnshardedAtWorldSizesOneToFour) {
     const Trained none = Train("none", world);
     ASSERT_EQ(none.params.size(), 2143u) << none.log;
     ASSERT_EQ(none.adam_m.size(), 2143u) << none.log;
+    ASSERT_EQ(none.part_elements.size(), static_cast<size_t>(world)) << none.log;
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(none.part_elements[r], 2143 / world + (r < 2143 % world ? 1 : 0))
+          << "rank " << r << " writes its 1/" << world << " of the state, not a whole copy\n"
+          << none.log;
+    }
     for (const std::string mode : {"optimizer", "gradients"}) {
       SCOPED_TRACE(absl::StrCat(mode, " at world size ", world));
       const Trained sharded = Train(mode, world);

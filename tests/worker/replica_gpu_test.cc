@@ -127,7 +127,8 @@ TEST(GpuReplica, SavedStateLoadsAndContinuesBitwise) {
   (*second)->model().InitParams(77);
   TrainSteps(**first, 3);
   ckpt::RankState state;
-  ASSERT_TRUE((*first)->SaveState(&state).ok());
+  const auto total = static_cast<int64_t>((*first)->model().params().size());
+  ASSERT_TRUE((*first)->SaveState(0, total, &state).ok());
   EXPECT_EQ(state.adam_step, 3);
   ASSERT_TRUE((*second)->LoadState(state).ok());
   const StepResult a = TrainSteps(**first, 2), b = TrainSteps(**second, 2);

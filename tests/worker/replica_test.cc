@@ -77,7 +77,8 @@ TEST(Replica, SavedStateLoadsIntoAFreshReplicaAndContinuesBitwise) {
   for (int s = 0; s < 3; ++s) TrainStep(**first, TinyBatch(2, s));
 
   ckpt::RankState state;
-  ASSERT_TRUE((*first)->SaveState(&state).ok());
+  const auto total = static_cast<int64_t>((*first)->model().params().size());
+  ASSERT_TRUE((*first)->SaveState(0, total, &state).ok());
   EXPECT_EQ(state.adam_step, 3);
   EXPECT_EQ(state.adam_m.size(), state.params.size());
   ASSERT_TRUE((*second)->LoadState(state).ok());

@@ -31,9 +31,10 @@ absl::StatusOr<std::vector<TensorDiff>> DiffParams(const RankState& a, const Ran
     return absl::FailedPreconditionError(
         absl::StrCat("the states have ", pa.size(), " and ", pb.size(), " parameters"));
   }
-  if (a.params.size() != static_cast<size_t>(a.layout.total_numel()) ||
-      b.params.size() != static_cast<size_t>(b.layout.total_numel())) {
-    return absl::FailedPreconditionError("parameter values do not match the layout");
+  if (!a.whole() || !b.whole()) {
+    return absl::FailedPreconditionError(
+        "a state holds one shard of the parameters (a part of a sharded checkpoint): compare checkpoint "
+        "directories, whose parts are read together");
   }
   std::vector<TensorDiff> out;
   out.reserve(pa.size());

@@ -95,15 +95,13 @@ absl::StatusOr<ImportedWeights> FromSafetensors(const std::string& path, Safeten
   return out;
 }
 
-// Rank 0's part of a committed checkpoint: its parameters are the replicas' (and its copy of
-// any ignored parameter is the one weights files keep).
+// A committed checkpoint's whole state, rank 0's values where parts overlap (its copy of any
+// ignored parameter is the one weights files keep).
 absl::StatusOr<RankState> RankZeroState(const std::string& dir) {
   absl::StatusOr<v1::CheckpointManifest> manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
-  for (const v1::CheckpointPart& part : manifest->parts()) {
-    if (part.rank() == 0) return ReadRankPart(dir, part);
-  }
-  return absl::DataLossError(absl::StrCat(dir, ": the manifest lists no part for rank 0"));
+  manifest->set_dir(dir);
+  return ReadCheckpointState(*manifest, 0);
 }
 
 absl::StatusOr<ImportedWeights> FromCheckpoint(const std::string& dir, const nn::ParamLayout& layout) {

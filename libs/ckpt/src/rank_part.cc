@@ -18,7 +18,9 @@ namespace gradsync::ckpt {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'A', 'R', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+// Whole parts: no shard fields.
+constexpr uint32_t kWholeVersion = 1;
 // Magic, version and the recorded file size.
 constexpr size_t kHeaderBytes = sizeof(kMagic) + sizeof(uint32_t) + sizeof(uint64_t);
 constexpr size_t kTrailerBytes = sizeof(uint64_t);
@@ -57,20 +59,23 @@ std::string EncodeMeta(const RankState& s) {
     Put<uint32_t>(&out, static_cast<uint32_t>(p.shape.size()));
     for (int64_t d : p.shape) Put<int64_t>(&out, d);
   }
-  Put<uint64_t>(&out, static_cast<uint64_t>(s.adam_m.size()));
+  Put<uint64_t>(&out, static_cast<uint64_t>(s.shard_begin));
+  Put<uint64_t>(&out, static_cast<uint64_t>(s.params.size()));
+  Put<uint8_t>(&out, s.adam_m.empty() ? 0 : 1);
   return out;
 }
 
 absl::Status CheckShapes(const std::string& dir, const RankState& s) {
-  const auto total = static_cast<size_t>(s.layout.total_numel());
-  if (s.params.size() != total) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint part for ", dir, ": ", s.params.size(), " parameter values for a layout of ", total));
+  const int64_t total = s.layout.total_numel();
+  if (s.shard_begin < 0 || s.shard_begin > total || static_cast<int64_t>(s.params.size()) > total - s.shard_begin) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint part for ", dir, ": ", s.params.size(),
+                                                   " parameter values from element ", s.shard_begin,
+                                                   " do not fit a layout of ", total));
   }
-  if (s.adam_m.size() != s.adam_v.size() || (!s.adam_m.empty() && s.adam_m.size() != total)) {
+  if (s.adam_m.size() != s.adam_v.size() || (!s.adam_m.empty() && s.adam_m.size() != s.params.size())) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint part for ", dir, ": optimizer moments of ",
-                                                   s.adam_m.size(), " and ", s.adam_v.size(),
-                                                   " values for a layout of ", total));
+                                                   s.adam_m.size(), " and ", s.adam_v.size(), " values for ",
+                                                   s.params.size(), " parameter values"));
   }
   if (s.world_size < 1 || s.rank < 0 || s.rank >= s.world_size) {
     return absl::InvalidArgumentError(
@@ -155,10 +160,34 @@ class PartReader {
   absl::Status status_;
 };
 
-absl::Status DecodeBody(PartReader& r, RankState* s) {
+// The shard fields (version 2), or a whole part's moment count (version 1): the shard and
+// whether it carries moments.
+void DecodeShard(PartReader& r, uint32_t version, uint64_t total, uint64_t* begin, uint64_t* count, bool* moments) {
+  if (version == kWholeVersion) {
+    uint64_t n = 0;
+    r.Get(&n, "optimizer moment count");
+    if (r.status().ok() && n != 0 && n != total)
+      r.Fail(absl::StrCat(n, " optimizer moment values for ", total, " parameters"));
+    *begin = 0;
+    *count = total;
+    *moments = n != 0;
+    return;
+  }
+  uint8_t with_moments = 0;
+  r.Get(begin, "shard begin");
+  r.Get(count, "shard elements");
+  r.Get(&with_moments, "optimizer state flag");
+  if (r.status().ok() && (*begin > total || *count > total - *begin)) {
+    r.Fail(absl::StrCat("a shard of ", *count, " elements from ", *begin, " lies outside the ", total, " parameters"));
+  }
+  if (r.status().ok() && with_moments > 1) r.Fail("unreadable optimizer state flag");
+  *moments = with_moments == 1;
+}
+
+absl::Status DecodeBody(PartReader& r, uint32_t version, RankState* s) {
   std::string model;
   uint32_t count = 0;
-  uint64_t total = 0, hash = 0, moments = 0;
+  uint64_t total = 0, hash = 0;
   r.GetString(&s->job_id, "job id");
   r.Get(&s->generation, "generation");
   r.Get(&s->rank, "rank");
@@ -199,13 +228,13 @@ absl::Status DecodeBody(PartReader& r, RankState* s) {
     r.Fail(absl::StrCat("the parameter shapes do not match the recorded layout (", s->layout.total_numel(),
                         " elements, header says ", total, ")"));
   }
-  r.Get(&moments, "optimizer moment count");
-  if (r.status().ok() && moments != 0 && moments != total) {
-    r.Fail(absl::StrCat(moments, " optimizer moment values for ", total, " parameters"));
-  }
-  r.GetArray(&s->params, total, "parameters");
-  r.GetArray(&s->adam_m, moments, "first moments");
-  r.GetArray(&s->adam_v, moments, "second moments");
+  uint64_t begin = 0, shard = 0;
+  bool moments = false;
+  DecodeShard(r, version, total, &begin, &shard, &moments);
+  s->shard_begin = static_cast<int64_t>(begin);
+  r.GetArray(&s->params, shard, "parameters");
+  r.GetArray(&s->adam_m, moments ? shard : 0, "first moments");
+  r.GetArray(&s->adam_v, moments ? shard : 0, "second moments");
   if (r.status().ok() && !r.at_end()) r.Fail("unexpected bytes before the checksum");
   return r.status();
 }
@@ -234,9 +263,9 @@ absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* fil
   uint64_t recorded = 0;
   std::memcpy(&version, header + sizeof(kMagic), sizeof(version));
   std::memcpy(&recorded, header + sizeof(kMagic) + sizeof(version), sizeof(recorded));
-  if (version != kVersion) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": unsupported checkpoint part version ", version, " (this build reads ", kVersion, ")"));
+  if (version != kVersion && version != kWholeVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": unsupported checkpoint part version ", version,
+                                            " (this build reads ", kWholeVersion, " and ", kVersion, ")"));
   }
   if (size < recorded) {
     return absl::DataLossError(absl::StrCat(path, ": truncated (", size, " of ", recorded, " bytes)"));
@@ -249,7 +278,7 @@ absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* fil
   PartReader r(f.get(), path, size - kHeaderBytes - kTrailerBytes);
   r.Hash(std::as_bytes(std::span(header)));
   RankState state;
-  if (absl::Status s = DecodeBody(r, &state); !s.ok()) {
+  if (absl::Status s = DecodeBody(r, version, &state); !s.ok()) {
     // Corruption explains most structural errors; say so when the checksum agrees.
     r.Drain();
     absl::Status checksum = r.CheckTrailer(file_digest);
@@ -294,6 +323,8 @@ absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const R
   part.set_file(file);
   part.set_bytes(static_cast<int64_t>(bytes));
   part.set_checksum(DigestText(file_hash));
+  part.set_shard_begin(state.shard_begin);
+  part.set_shard_elements(static_cast<int64_t>(state.params.size()));
   return part;
 }
 

@@ -3,16 +3,23 @@
 // (WriteManifest) last. A directory is a committed checkpoint only when its manifest exists, so
 // a crash at any moment leaves either the previous committed checkpoint or the new one.
 //
+// Parts are sharded: rank r of N writes elements [begin, end) of the flat parameter and moment
+// buffers, comm::BlockRange(total, N, r), so the ranks write one copy of the state between
+// them, in parallel, whatever ddp.sharding is. ReadCheckpointState lays the shards of every part
+// into whole buffers, so any world size resumes from any checkpoint (a job that grows or shrinks
+// reshards). A rank with rank-local parameters (ddp.ignoreParams) writes a whole part.
+//
 // A rank part, "rank-%05d.bin" (little-endian):
-//   "GSCKPART" | u32 version (1) | u64 file bytes (trailer included)
+//   "GSCKPART" | u32 version (2) | u64 file bytes (trailer included)
 //   u32 length | job id | i32 generation | i32 rank | i32 world size
 //   i64 step | i32 epoch | i64 cursor | u64 seed | i64 adam step
 //   u32 length | serialized gradsync.v1.ModelSpec
 //   u32 parameter count | u64 total elements | u64 layout hash
 //   per parameter: u32 name length | name | u8 weight decay | u32 rank | i64 dims[rank]
-//   u64 optimizer moment elements (0: no optimizer state, otherwise the total)
-//   f32 params[total] | f32 adam_m[moments] | f32 adam_v[moments]
+//   u64 shard begin | u64 shard elements | u8 1 with optimizer state, 0 without
+//   f32 params[shard] | f32 adam_m[shard] | f32 adam_v[shard] (the moments only with state)
 //   u64 FNV-1a of every byte before it
+// Version 1 parts (whole: no shard fields, then u64 moment elements, 0 or the total) still read.
 //
 // Every function may be called from any thread; concurrent writers must use different files
 // (one part per rank; one manifest writer, the coordinator).
@@ -30,12 +37,16 @@
 
 namespace gradsync::ckpt {
 
-// Everything one rank needs to resume exactly where it stopped.
+// One rank's part of a checkpoint, or (whole()) everything a rank needs to resume exactly where
+// it stopped.
 struct RankState {
   v1::ModelSpec model;
   nn::ParamLayout layout;
-  std::vector<float> params;  // layout.total_numel() values
-  std::vector<float> adam_m;  // empty (no optimizer state) or layout.total_numel() values
+  // Elements [shard_begin, shard_begin + params.size()) of the flat buffers: all of them in a
+  // whole state, a rank's shard in a sharded part.
+  int64_t shard_begin = 0;
+  std::vector<float> params;  // the shard's values
+  std::vector<float> adam_m;  // empty (no optimizer state) or as many values as params
   std::vector<float> adam_v;  // same size as adam_m
   int64_t adam_step = 0;      // the optimizer's step count (bias correction)
   int64_t step = 0;           // optimizer steps completed
@@ -46,6 +57,8 @@ struct RankState {
   uint64_t seed = 0;
   std::string job_id;
   int32_t generation = 0;
+
+  bool whole() const { return shard_begin == 0 && static_cast<int64_t>(params.size()) == layout.total_numel(); }
 };
 
 inline constexpr char kManifestFile[] = "MANIFEST.json";
@@ -71,6 +84,14 @@ absl::StatusOr<RankState> ReadRankPart(const std::string& path);
 // As above for the file `part` names in `dir`, and also checks it against the manifest: its size,
 // its whole-file checksum and the rank it holds (DATA_LOSS naming the file otherwise).
 absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::CheckpointPart& part);
+
+// The whole state of the committed checkpoint `m` (in m.dir()): every part read and checked
+// against the manifest (ReadRankPart), its shard laid into whole buffers. Where parts overlap
+// (whole parts of version 1, rank-local parameters), `prefer_rank`'s values win; the run fields
+// (rank, world size, generation) are that part's, or rank 0's when the checkpoint has no such
+// rank. ReadRankPart's errors; DATA_LOSS naming the checkpoint when parts disagree on the model,
+// leave elements uncovered, or some carry optimizer state and others not.
+absl::StatusOr<RankState> ReadCheckpointState(const v1::CheckpointManifest& m, int prefer_rank);
 
 // Writes `dir`/MANIFEST.json (protobuf JSON mapping) atomically: this commits the checkpoint.
 // INTERNAL / PERMISSION_DENIED naming the path on I/O errors.
