@@ -6,7 +6,8 @@
 # Usage: bench/compare_sharding.sh [BUILD_DIR (default build)]
 #   PRESET=gpt-tiny|minimind-26m|gpt2-124m (default gpt-tiny)  BATCH=sequences per rank (default 8)
 #   STEPS=timed steps after 3 warm-up steps (default 30)  RUNS=rounds of all five (default 1)
-#   SEQ_LEN=N overrides the preset's sequence length on both sides.
+#   SEQ_LEN=N, VOCAB=N override the preset's sequence length and vocabulary on both sides (the
+#   bench trains on examples/jobs/demo.yaml's text, whose bytes want VOCAB=256 for gpt2-124m).
 # Needs `apt-get install python3-torch libopenblas0` (Debian's PyTorch, run by /usr/bin/python3).
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ BATCH=${BATCH:-8}
 STEPS=${STEPS:-30}
 RUNS=${RUNS:-1}
 SEQ_LEN=${SEQ_LEN:-}
+VOCAB=${VOCAB:-}
 PY=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
 export OPENBLAS_NUM_THREADS=1     # as compare.sh: one BLAS thread per process from the start
@@ -25,6 +27,10 @@ torch_seq=""
 if [ -n "$SEQ_LEN" ]; then
   ours_seq="--set model.transformer.seqLen=$SEQ_LEN"
   torch_seq="--seq-len $SEQ_LEN"
+fi
+if [ -n "$VOCAB" ]; then
+  ours_seq="$ours_seq --set model.transformer.vocabSize=$VOCAB"
+  torch_seq="$torch_seq --vocab $VOCAB"
 fi
 
 # Runs the rest; prints "<tokens/s> <peak RSS MiB of rank 0> <of rank 1>" from its output, whose
@@ -46,16 +52,18 @@ printf '%-34s %12s %14s %14s\n' "" "tokens/s" "rank 0 MiB" "rank 1 MiB"
 run=1
 while [ "$run" -le "$RUNS" ]; do
   for mode in none optimizer gradients; do
-    # shellcheck disable=SC2086 # $ours_seq is two words or none
-    set -- $(measure "step with communication" 3 "$BUILD/bin/gradsync-bench" ddp --ranks 2 \
+    # shellcheck disable=SC2086 # $ours_seq is words or none
+    figures=$(measure "step with communication" 3 "$BUILD/bin/gradsync-bench" ddp --ranks 2 \
       --spec examples/jobs/demo.yaml --set model.preset="$PRESET" --set training.microBatch="$BATCH" \
-      $ours_seq --set ddp.sharding="$mode" --steps "$STEPS" --local-steps 0)
+      $ours_seq --set ddp.sharding="$mode" --steps "$STEPS" --local-steps 0) || exit 1
+    set -- $figures
     printf '%-34s %12s %14s %14s\n' "gradsync sharding=$mode" "$1" "$2" "$3"
   done
   for optimizer in adamw zero; do
     # shellcheck disable=SC2086
-    set -- $(measure "tokens/s" 5 $PY bench/pytorch/zero_train.py --ranks 2 --preset "$PRESET" \
-      --batch "$BATCH" $torch_seq --steps "$STEPS" --warmup 3 --threads 1 --optimizer "$optimizer")
+    figures=$(measure "tokens/s" 5 $PY bench/pytorch/zero_train.py --ranks 2 --preset "$PRESET" \
+      --batch "$BATCH" $torch_seq --steps "$STEPS" --warmup 3 --threads 1 --optimizer "$optimizer") || exit 1
+    set -- $figures
     printf '%-34s %12s %14s %14s\n' "pytorch DDP + $optimizer" "$1" "$2" "$3"
   done
   run=$((run + 1))

@@ -9,6 +9,7 @@ time over ranks and the total tokens per second of all ranks.
 """
 import os
 import socket
+import sys
 import time
 
 import options
@@ -62,6 +63,10 @@ def run(rank, args, port):
         print(f"step {step_seconds * 1e3:.1f} ms")
         print(f"{tokens_per_step / step_seconds:.0f} tokens/s (all ranks)")
     dist.destroy_process_group()
+    # Leave without tearing DDP down: PyTorch 1.13 can deadlock there (~Reducer joins a Gloo
+    # thread that waits for the GIL this thread holds), and a rank that never exits hangs spawn.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def free_port():

@@ -14,6 +14,7 @@ second of all ranks and each rank's peak resident memory (VmHWM).
 """
 import os
 import socket
+import sys
 import time
 
 import options
@@ -109,6 +110,10 @@ def run(rank, args, port):
         for r, peak in enumerate(peaks):
             print(f"rank {r} peak RSS {peak.item() / 2**20:.1f} MiB")
     dist.destroy_process_group()
+    # Leave without tearing DDP down: PyTorch 1.13 can deadlock there (~Reducer joins a Gloo
+    # thread that waits for the GIL this thread holds), and a rank that never exits hangs spawn.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def free_port():
