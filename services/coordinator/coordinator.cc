@@ -170,6 +170,12 @@ void Coordinator::Shutdown() {
   kv_.Shutdown();
   writer_.stored().Shutdown();
   if (lease_thread_.joinable()) lease_thread_.join();
+  verifier_.Shutdown();
+}
+
+void Coordinator::OnCheckpointVerdict() {
+  StateLock lock(this);
+  if (!shutdown_) ScheduleLocked();
 }
 
 absl::Status Coordinator::StoreHealth() { return writer_.stored().health(); }

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "assignment_waits.h"
+#include "checkpoint_verifier.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "job_runtime.h"
@@ -242,6 +243,8 @@ class Coordinator {
   std::vector<JobSnapshot> TakeChangesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A checkpoint verdict arrived: jobs that waited for it may start.
+  void OnCheckpointVerdict();
   // Starts the job's next generation on `gang`, rank r on gang[r] computing as placements[r].
   void AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& gang, const std::vector<v1::Placement>& placements)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -296,6 +299,8 @@ class Coordinator {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread lease_thread_;
+  // Verifies checkpoints on a thread of its own, never under mu_; a verdict reschedules.
+  CheckpointVerifier verifier_{[this] { OnCheckpointVerdict(); }};
 };
 
 // Holds the coordinator's lock for one call that may change jobs. Releasing it takes snapshots of

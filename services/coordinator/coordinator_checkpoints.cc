@@ -31,8 +31,9 @@ void Coordinator::RestartOrFailLocked(JobRuntime* rt, const std::string& type, c
 }
 
 absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const v1::ReportCheckpointRequest& req) {
-  std::string root;
+  std::string root, committed;
   int keep = 0;
+  int64_t epoch = 0;
   v1::ReportCheckpointResponse resp;
   {
     StateLock lock(this);
@@ -60,12 +61,16 @@ absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const
     }
     keep = rt->keep();
     root = std::filesystem::path(m->dir()).parent_path().string();
+    committed = m->dir();
+    epoch = rt->job().restarts();
     CommitCheckpointLocked(rt, *m);
     // Until the job that lists the new checkpoint is stored, the old ones are what a restart
     // resumes from: they stay.
     if (absl::Status s = lock.Commit(); !s.ok()) return s;
     resp.set_committed(true);
   }
+  // Verified now, off the lock, so that a restart finds the verdict waiting.
+  verifier_.Check(committed, epoch);
   // Deleting old checkpoints can take a while: outside the lock.
   if (absl::Status s = ckpt::ApplyRetention(root, keep); !s.ok()) {
     GS_LOG(WARNING) << "checkpoint retention in " << root << ": " << s;

@@ -52,7 +52,9 @@ void Coordinator::ScheduleLocked() {
     const Generation* running = rt.generation();
     const PoolView pool{idle.size(), workers_.size(), workers_.Returning(id, running ? running->number() : 0)};
     std::string reason;
-    if (!rt.ReadyToStart(pool, now, options_.rendezvous_last_call, &reason)) {
+    const std::string checkpoints = (std::filesystem::path(rt.Dir(options_.artifact_root)) / "checkpoints").string();
+    if (!rt.ReadyToStart(pool, now, options_.rendezvous_last_call, &reason) ||
+        !rt.ResumeVerified(checkpoints, verifier_, &reason)) {
       still_pending.push_back(id);
       if (rt.SetReason(reason)) TouchLocked(&rt);
       continue;
@@ -122,7 +124,7 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
   const std::string dir = rt->Dir(options_.artifact_root);
   // After StartGeneration: a corrupt checkpoint is set aside under the new generation's number.
   const std::optional<v1::CheckpointManifest> resume =
-      rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), options_.clock());
+      rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), verifier_, options_.clock());
   std::vector<std::string> where;
   for (size_t r = 0; r < gang.size(); ++r) {
     v1::Assignment assignment =

@@ -184,7 +184,21 @@ void JobRuntime::CommitCheckpoint(const v1::CheckpointManifest& m) {
   checkpoint_bytes_total_ += m.total_bytes();
 }
 
-std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(const std::string& checkpoint_root, absl::Time now) {
+bool JobRuntime::ResumeVerified(const std::string& checkpoint_root, CheckpointVerifier& verifier, std::string* reason) {
+  for (auto it = job_.checkpoints().rbegin(); it != job_.checkpoints().rend(); ++it) {
+    if (!spec::PathIsWithin(it->dir(), checkpoint_root)) continue;  // ResumePoint drops it
+    const CheckpointVerifier::Result r = verifier.Check(it->dir(), job_.restarts());
+    if (r.verdict == CheckpointVerifier::Verdict::kVerified) return true;
+    if (r.verdict == CheckpointVerifier::Verdict::kPending) {
+      *reason = absl::StrCat("verifying the checkpoint at step ", it->step(), " before resuming from it");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(const std::string& checkpoint_root,
+                                                              CheckpointVerifier& verifier, absl::Time now) {
   auto* list = job_.mutable_checkpoints();
   while (!list->empty()) {
     const v1::CheckpointManifest& newest = *list->rbegin();
@@ -197,7 +211,7 @@ std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(const std::string&
       list->RemoveLast();
       continue;
     }
-    absl::Status ok = ckpt::VerifyCheckpoint(newest.dir());
+    const absl::Status ok = verifier.CheckNow(newest.dir(), job_.restarts()).status;
     if (ok.ok()) return newest;
     const int64_t bad = newest.step();
     // Set the directory aside under a name that is no step directory: retention and `checkpoint

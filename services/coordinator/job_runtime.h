@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "checkpoint_verifier.h"
 #include "generation.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -122,11 +123,15 @@ class JobRuntime {
   // Since this coordinator started, for metrics.
   int64_t checkpoints_committed() const { return checkpoints_committed_; }
   int64_t checkpoint_bytes_total() const { return checkpoint_bytes_total_; }
-  // The newest committed checkpoint whose files verify. A corrupt one is set aside (renamed, so
-  // retention and `checkpoint list` skip it) and dropped from the job with a CheckpointCorrupt
-  // event at `now`; one outside `checkpoint_root` (the job's own, Dir()/checkpoints) is dropped
-  // untouched. Reads the checkpoint files.
-  std::optional<v1::CheckpointManifest> ResumePoint(const std::string& checkpoint_root, absl::Time now);
+  // Whether `verifier` has reached a verdict on the checkpoint the job would resume from (the
+  // newest that is not known corrupt), asking for one otherwise; if not, `reason` says so.
+  bool ResumeVerified(const std::string& checkpoint_root, CheckpointVerifier& verifier, std::string* reason);
+  // The newest committed checkpoint whose files verify, by `verifier`'s verdicts (verifying on
+  // this thread only one that changed since). A corrupt one is set aside (renamed, so retention
+  // and `checkpoint list` skip it) and dropped from the job with a CheckpointCorrupt event at
+  // `now`; one outside `checkpoint_root` (the job's own, Dir()/checkpoints) is dropped untouched.
+  std::optional<v1::CheckpointManifest> ResumePoint(const std::string& checkpoint_root, CheckpointVerifier& verifier,
+                                                    absl::Time now);
 
  private:
   v1::Job job_;

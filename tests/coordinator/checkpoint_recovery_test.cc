@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/time/clock.h"
 #include "coordinator.h"
 #include "coordinator_test_util.h"
 #include "gradsync/ckpt/checkpoint.h"
@@ -30,7 +31,12 @@ class CheckpointRecoveryTest : public ::testing::Test {
     return ReportTestCheckpoint(*c_, worker_, a, step);
   }
 
-  v1::Assignment Take() { return **c_->NextAssignment(worker_, absl::ZeroDuration()); }
+  // The next assignment; a restart waits for its checkpoint's verification, on another thread.
+  v1::Assignment Take() {
+    absl::StatusOr<std::optional<v1::Assignment>> a = c_->NextAssignment(worker_, absl::Seconds(20));
+    EXPECT_TRUE(a.ok() && a->has_value()) << "no assignment within 20 s";
+    return a.ok() && a->has_value() ? **a : v1::Assignment();
+  }
 
   // The worker reports that `generation` of job `id` broke, as a failed collective does.
   absl::Status FailGeneration(const std::string& id, int generation) {
@@ -87,10 +93,15 @@ TEST_F(CheckpointRecoveryTest, ACorruptCheckpointFallsBackToThePreviousOneWithAn
   ASSERT_TRUE(FailGeneration(id, 1).ok());
   const v1::Assignment resumed = Take();
   EXPECT_EQ(resumed.resume_from().step(), 10) << "the corrupt step-20 checkpoint must be skipped";
-  auto job = c_->GetJob(id);
+  // The job as stored, which the verifier's thread writes once it releases the lock.
   bool said = false;
-  for (const auto& e : job->events())
-    said = said || (e.type() == "CheckpointCorrupt" && e.message().find("step 20") != std::string::npos);
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); !said && absl::Now() < deadline;) {
+    const absl::StatusOr<v1::Job> job = c_->GetJob(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    for (const auto& e : job->events())
+      said = said || (e.type() == "CheckpointCorrupt" && e.message().find("step 20") != std::string::npos);
+    if (!said) absl::SleepFor(absl::Milliseconds(10));
+  }
   EXPECT_TRUE(said) << "an event must say the checkpoint was corrupt";
   EXPECT_FALSE(fs::exists(newest)) << "set aside";
   EXPECT_TRUE(fs::exists(newest + ".corrupt-g2/" + ckpt::PartFileName(0))) << "kept for inspection";

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "absl/time/clock.h"
 #include "coordinator.h"
 #include "coordinator_test_util.h"
 #include "gtest/gtest.h"
@@ -163,8 +164,13 @@ TEST_F(ElasticTest, GrowsIntoIdleWorkersThroughACheckpointWithoutCountingARestar
   EXPECT_EQ(Get(job).state(), v1::RESTARTING);
   EXPECT_EQ(Beat(w0, &a0).action(), v1::HeartbeatResponse::ABORT);
   Beat(w0);  // back in the pool
-  const v1::Job grown = Get(job);
-  ASSERT_EQ(grown.state(), v1::RUNNING);
+  // It starts once the checkpoint it resumes from is verified, on the verifier's thread.
+  v1::Job grown = Get(job);
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10);
+       grown.state() != v1::RUNNING && absl::Now() < deadline; grown = Get(job)) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(grown.state(), v1::RUNNING) << grown.state_reason();
   EXPECT_EQ(grown.generation(), 2);
   EXPECT_EQ(grown.restarts(), 0);
   const v1::Assignment b0 = Take(w0), b1 = Take(w1);
