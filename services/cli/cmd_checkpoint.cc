@@ -13,6 +13,7 @@
 #include "args.h"
 #include "commands.h"
 #include "connection.h"
+#include "display.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -49,13 +50,6 @@ int Failure(const absl::Status& s) {
 // --- formatting -------------------------------------------------------------------------------
 
 std::string Shape(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
-
-std::string HumanBytes(int64_t bytes) {
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  if (bytes < (1 << 20)) return absl::StrFormat("%.1f KiB", bytes / 1024.0);
-  if (bytes < (1LL << 30)) return absl::StrFormat("%.1f MiB", bytes / 1048576.0);
-  return absl::StrFormat("%.2f GiB", bytes / 1073741824.0);
-}
 
 std::string CommitTime(const v1::CheckpointManifest& m) {
   if (!m.has_commit_time() || m.commit_time().seconds() == 0) return "-";
