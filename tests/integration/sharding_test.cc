@@ -19,6 +19,7 @@ namespace {
 struct Trained {
   std::vector<float> params, adam_m, adam_v;
   std::vector<int64_t> part_elements;  // each rank's part of the last checkpoint
+  std::string checkpoint;              // its directory
   std::string log;
 };
 
@@ -77,6 +78,7 @@ Trained Train(const std::string& sharding, int world, const std::string& transpo
     next = part.shard_begin() + part.shard_elements();
     t.part_elements.push_back(part.shard_elements());
   }
+  t.checkpoint = committed.back().dir();
   absl::StatusOr<ckpt::RankState> state = ckpt::ReadCheckpointState(committed.back(), 0);
   if (!state.ok()) return t;
   t.adam_m = state->adam_m;
@@ -125,6 +127,11 @@ TEST(Sharding, OverTcpEveryModeTrainsBitwiseLikeUnsharded) {
     ASSERT_FALSE(sharded.params.empty()) << sharded.log;
     ExpectBitwise(sharded.params, none.params, "parameters");
     ExpectBitwise(sharded.adam_m, none.adam_m, "AdamW's first moment");
+    // The CLI reads the sharded checkpoints whole, and finds them equal.
+    CommandResult diff =
+        RunBinary({"gradsync", "checkpoint", "diff", none.checkpoint, sharded.checkpoint, "-o", "json"});
+    EXPECT_EQ(diff.exit_code, 0) << diff.out << diff.err;
+    EXPECT_NE(diff.out.find("\"identical\": true"), std::string::npos) << diff.out;
   }
 }
 
