@@ -75,10 +75,10 @@ int main(int argc, char** argv) {
                                         {"no-cpu-binding", false}});
   if (!args.ok()) return Fail(args.status());
   BenchArgs b;
-  for (auto [name, field, lo, hi] : {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
-                                     std::tuple{"iters", &b.iters, 1, 100000}, std::tuple{"warmup", &b.warmup, 0, 1000},
-                                     std::tuple{"steps", &b.steps, 1, 100000},
-                                     std::tuple{"local-steps", &b.local_steps, 0, 100000}}) {
+  for (auto [name, field, lo, hi] :
+       {std::tuple{"ranks", &b.ranks, 1, 64}, std::tuple{"rank", &b.rank, 0, 63},
+        std::tuple{"iters", &b.iters, 1, 100000}, std::tuple{"warmup", &b.warmup, 0, 1000},
+        std::tuple{"steps", &b.steps, 1, 100000}, std::tuple{"local-steps", &b.local_steps, 0, 100000}}) {
     auto v = args->GetInt(name, *field, lo, hi);
     if (!v.ok()) return Fail(v.status());
     *field = *v;

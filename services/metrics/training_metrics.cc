@@ -203,8 +203,8 @@ void TrainingMetrics::RecordReport(const v1::StepReport& report, telemetry::Repo
 void TrainingMetrics::RecordMemory(RankHandles& rank, const v1::StepReport& report) {
   const v1::RankMemory& m = report.memory();
   auto gauge = [&](prometheus::Family<prometheus::Gauge>& family, prometheus::Gauge*& g, const char* kind) {
-    if (g == nullptr) g = &family.Add({{"training_job", report.job_id()}, {"rank", absl::StrCat(report.rank())},
-                                       {"kind", kind}});
+    if (g == nullptr)
+      g = &family.Add({{"training_job", report.job_id()}, {"rank", absl::StrCat(report.rank())}, {"kind", kind}});
     return g;
   };
   gauge(rank_memory_, rank.param_bytes, "params")->Set(static_cast<double>(m.param_bytes()));

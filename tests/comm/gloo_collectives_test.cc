@@ -107,7 +107,9 @@ INSTANTIATE_TEST_SUITE_P(WorldByCountByTransport, GlooCollectives,
 
 // Values whose sums depend on the order of the additions, so a block summed in another order
 // than the all-reduce's would differ in its last bits.
-float Irregular(int rank, int i) { return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(rank)) * 3e3f; }
+float Irregular(int rank, int i) {
+  return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(rank)) * 3e3f;
+}
 
 // Bounds that give the blocks of a sharded buffer: even (BlockRange), and skewed, with rank 0
 // taking most and rank 1 nothing.

@@ -61,8 +61,7 @@ TEST_F(MemoryMetricsTest, GaugesCarryEachRanksNewestMemory) {
   EXPECT_EQ(SampleValue(text, R"(gradsync_rank_memory_bytes{kind="grads",rank="0",training_job="j"})"), 8000);
   EXPECT_EQ(SampleValue(text, R"(gradsync_rank_memory_bytes{kind="optimizer",rank="0",training_job="j"})"), 5344);
   EXPECT_EQ(SampleValue(text, R"(gradsync_rank_memory_bytes{kind="optimizer",rank="1",training_job="j"})"), 5336);
-  EXPECT_EQ(SampleValue(text, R"(gradsync_rank_peak_memory_bytes{kind="rss",rank="0",training_job="j"})"),
-            100'000'001)
+  EXPECT_EQ(SampleValue(text, R"(gradsync_rank_peak_memory_bytes{kind="rss",rank="0",training_job="j"})"), 100'000'001)
       << "step 1's";
   EXPECT_EQ(SampleValue(text, R"(gradsync_rank_peak_memory_bytes{kind="device",rank="1",training_job="j"})"),
             2'000'000'000);

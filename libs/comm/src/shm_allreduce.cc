@@ -149,8 +149,8 @@ absl::Status ShmAllReduce::ReduceScatter(void* data, size_t count, size_t elem, 
     // This rank's block within the round, relative to its chunk.
     const size_t lo = std::clamp(begin, offset, offset + c) - offset;
     const size_t hi = std::clamp(end, offset, offset + c) - offset;
-    return Round([&] { std::memcpy(slot(rank_), chunk, c * elem); },
-                 [&] { ReduceInto(chunk, lo, hi, elem, fn); }, [] {}, deadline);
+    return Round([&] { std::memcpy(slot(rank_), chunk, c * elem); }, [&] { ReduceInto(chunk, lo, hi, elem, fn); },
+                 [] {}, deadline);
   });
 }
 

@@ -62,8 +62,7 @@ class ShmAllReduce {
   // All-gather in place: rank j's elements [bounds[j], bounds[j + 1]) of `data` are its input,
   // and every rank ends with all of them. Per round each rank copies its block in and the others'
   // out: about c written and c read per rank.
-  absl::Status AllGather(void* data, size_t count, size_t elem, std::span<const int64_t> bounds,
-                         absl::Time deadline);
+  absl::Status AllGather(void* data, size_t count, size_t elem, std::span<const int64_t> bounds, absl::Time deadline);
 
   // Ends the collective in flight on every rank of the segment, and all later ones.
   void Abort();
