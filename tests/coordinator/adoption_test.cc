@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "coordinator.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/rpc/server.h"
@@ -335,8 +336,13 @@ TEST_F(AdoptionTest, ARankNotBackWithinTheGraceRestartsTheJobFromItsCheckpoint) 
   EXPECT_EQ(Beat(w0).action(), v1::HeartbeatResponse::ABORT);
   EXPECT_TRUE(Finish(w0, "ABORTED: the generation was aborted").ok());
   EXPECT_FALSE(Register("h2").reg.worker_id().empty());
+  // It starts once the restart's verification of the checkpoint lands (on the verifier's thread).
   job = Get(id);
-  EXPECT_EQ(job.state(), v1::RUNNING);
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10);
+       job.state() != v1::RUNNING && absl::Now() < deadline; job = Get(id)) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(job.state(), v1::RUNNING) << job.state_reason();
   EXPECT_EQ(job.generation(), 2);
   EXPECT_TRUE(HasEvent(job, "Scheduled", "resuming from the checkpoint at step 10")) << job.DebugString();
 }
