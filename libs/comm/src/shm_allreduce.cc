@@ -134,9 +134,10 @@ absl::Status ShmAllReduce::Run(void* data, size_t count, size_t elem, ReduceFn f
   auto* bytes = static_cast<std::byte*>(data);
   return Rounds(count, elem, [&](size_t offset, size_t c) {
     std::byte* chunk = bytes + offset * elem;
-    const auto [lo, hi] = BlockRange(static_cast<int64_t>(c), ranks_, rank_);
-    return Round([&] { std::memcpy(slot(rank_), chunk, c * elem); },
-                 [&] { ReduceInto(result(), static_cast<size_t>(lo), static_cast<size_t>(hi), elem, fn); },
+    // Plain variables: clang before 16 lets no lambda capture a structured binding.
+    const std::pair<int64_t, int64_t> block = BlockRange(static_cast<int64_t>(c), ranks_, rank_);
+    const auto lo = static_cast<size_t>(block.first), hi = static_cast<size_t>(block.second);
+    return Round([&] { std::memcpy(slot(rank_), chunk, c * elem); }, [&] { ReduceInto(result(), lo, hi, elem, fn); },
                  [&] { std::memcpy(chunk, result(), c * elem); }, deadline);
   });
 }
