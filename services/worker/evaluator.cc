@@ -16,8 +16,12 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const TrainConfig& 
   evaluator->set_ = *std::move(set);
   evaluator->every_ = config.eval_every;
   if (evaluator->enabled()) {
-    evaluator->shard_ =
-        ddp::EvalShardFor(evaluator->set_->windows(), std::max(1, config.sampler.micro_batch), world_size, config.rank);
+    const int64_t batch = std::max(1, config.sampler.micro_batch);
+    evaluator->shard_ = ddp::EvalShardFor(evaluator->set_->windows(), batch, world_size, config.rank);
+    for (int r = 0; r < world_size; ++r) {
+      const ddp::EvalShard shard = ddp::EvalShardFor(evaluator->set_->windows(), batch, world_size, r);
+      evaluator->max_batches_ = std::max(evaluator->max_batches_, (shard.windows() + batch - 1) / batch);
+    }
   }
   return evaluator;
 }
@@ -27,7 +31,10 @@ bool Evaluator::Due(int64_t step, bool last) const { return enabled() && (last |
 absl::StatusOr<Evaluation> Evaluator::Evaluate(int64_t step, nn::Model& model, comm::Communicator& comm) {
   // Each batch's sum comes from the model in double; the batches are the same at every world size.
   std::vector<double> sums = {0.0, 0.0};
-  for (int64_t first = shard_.first; first < shard_.end; first += shard_.batch) {
+  // Every rank evaluates as many batches as the one with the most, the extra ones empty: a model
+  // whose parameters live sharded gathers them in each, from every rank.
+  for (int64_t k = 0; k < max_batches_; ++k) {
+    const int64_t first = std::min(shard_.end, shard_.first + k * shard_.batch);
     set_->Fill(first, std::min(shard_.batch, shard_.end - first), &batch_);
     absl::StatusOr<nn::LossSum> loss = model.Evaluate(batch_);
     if (!loss.ok()) return loss.status();

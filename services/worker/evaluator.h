@@ -56,6 +56,8 @@ class Evaluator {
  private:
   std::unique_ptr<data::ValidationSet> set_;
   ddp::EvalShard shard_;
+  // The most batches any rank has (each evaluates that many, some empty).
+  int64_t max_batches_ = 0;
   int64_t every_ = 0;
   nn::Batch batch_;
   std::optional<Evaluation> last_;

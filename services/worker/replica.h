@@ -52,7 +52,17 @@ class Replica {
   // gradients. FAILED_PRECONDITION where the replica cannot (the GPU's clip covers every one).
   virtual absl::Status SetClipScope(std::vector<int> params) = 0;
 
-  // A host copy of the parameters.
+  // Fills the parameters from `seed` (nn::Model::InitParams). Where each rank keeps only its
+  // shard of them (params_sharded()), one parameter at a time, never holding the whole model.
+  virtual void InitParams(uint64_t seed) { model().InitParams(seed); }
+  // ddp.sharding "full": each rank keeps only its shard of params(), the model gathering each
+  // layer's parameters while it computes with them. No rank has them whole to broadcast.
+  virtual bool params_sharded() const { return false; }
+  // Zeroes the gradients before a step. Where a rank keeps only its shard of the reduced
+  // gradients (ddp.sharding "gradients" and "full"), the buffer's pages go back to the system.
+  virtual void ZeroGrads() { model().ZeroGrads(); }
+
+  // A host copy of the whole parameters. With params_sharded() a collective: every rank calls it.
   virtual absl::StatusOr<std::vector<float>> HostParams() = 0;
   // Fills `state` with elements [begin, end) of the parameters and the optimizer state (host
   // copies), and its shard_begin. Sharded (ddp.sharding), the range must be this rank's shard:
@@ -64,7 +74,8 @@ class Replica {
 
   // Where and how it computes, e.g. "cpu, fp32, gloo" or "NVIDIA H100 (cuda:0), bf16, nccl".
   virtual std::string Describe() const = 0;
-  // What it holds now (buffers' sizes, not the allocator's overheads).
+  // What it holds between steps (buffers' sizes, not the allocator's overheads); with
+  // ddp.sharding "full", its parameters add the most it held gathered during a step.
   virtual MemoryFootprint Memory() const = 0;
 };
 

@@ -1,10 +1,11 @@
 // The CPU replica: the host model of libs/nn, AdamW and clipping on the host, Gloo; sharded data
-// parallel (ddp.sharding "optimizer" and "gradients").
+// parallel (ddp.sharding "optimizer", "gradients" and "full").
 #include <cmath>
 #include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/ddp/param_gather.h"
 #include "gradsync/kernels/cpu/global_norm.h"
 #include "gradsync/nn/optimizer.h"
 #include "replica.h"
@@ -14,8 +15,10 @@ namespace internal {
 namespace {
 
 // With sharding (ddp.sharding other than "none") rank r owns elements [bounds_[r], bounds_[r+1])
-// of the flat parameters: it keeps AdamW's moments for them alone, updates them alone, and the
-// updated shards are all-gathered into every rank's parameters.
+// of the flat parameters: it keeps AdamW's moments for them alone and updates them alone. With
+// "optimizer" and "gradients" the updated shards are all-gathered into every rank's parameters;
+// with "full" they stay where they are, the model gathering each layer's parameters through
+// gather_ as it computes, and the rest of params() holds no memory between layers.
 class CpuReplica final : public Replica {
  public:
   CpuReplica(std::unique_ptr<comm::Communicator> comm, std::unique_ptr<nn::Model> model, const nn::AdamWConfig& adamw,
@@ -25,16 +28,40 @@ class CpuReplica final : public Replica {
         sharding_(sharding),
         bounds_(comm::EvenBounds(model_->layout().total_numel(), comm_->size())),
         optimizer_(model_->layout(), adamw, sharded() ? bounds_[comm_->rank()] : 0,
-                   sharded() ? bounds_[comm_->rank() + 1] : model_->layout().total_numel()) {}
+                   sharded() ? bounds_[comm_->rank() + 1] : model_->layout().total_numel()) {
+    if (params_sharded()) {
+      gather_ = std::make_unique<ddp::ParamGather>(model_.get(), comm_.get(), bounds_);
+      model_->set_param_gate(gather_.get());
+    }
+  }
+
+  ~CpuReplica() override {
+    model_->set_param_gate(nullptr);
+    gather_.reset();  // waits for gathers in flight, before the communicator goes
+  }
 
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
+  bool params_sharded() const override { return sharding_ == spec::Sharding::kFull; }
+
+  void InitParams(uint64_t seed) override {
+    if (!params_sharded()) return model_->InitParams(seed);
+    for (int p = 0; p < model_->layout().size(); ++p) {
+      model_->InitParamRange(seed, p, p + 1);
+      gather_->DiscardUnowned(p, p + 1);
+    }
+  }
+
+  void ZeroGrads() override {
+    if (!grads_sharded()) return model_->ZeroGrads();
+    model_->DiscardGrads(0, model_->layout().total_numel());
+  }
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {
     absl::StatusOr<double> norm = clip_scope_.empty() ? ClipByShards(max_norm) : ClipScoped(max_norm);
     if (!norm.ok()) return norm.status();
     optimizer_.Step(model_->params(), model_->grads(), lr);
-    if (sharded()) {
+    if (sharded() && !params_sharded()) {
       if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
     }
     return norm;
@@ -47,7 +74,12 @@ class CpuReplica final : public Replica {
   }
 
   absl::StatusOr<std::vector<float>> HostParams() override {
-    return std::vector<float>(model_->params().begin(), model_->params().end());
+    if (params_sharded()) {
+      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
+    }
+    std::vector<float> params(model_->params().begin(), model_->params().end());
+    if (params_sharded()) gather_->DiscardUnowned(0, model_->layout().size());
+    return params;
   }
 
   absl::Status SaveState(int64_t begin, int64_t end, ckpt::RankState* state) override {
@@ -82,14 +114,18 @@ class CpuReplica final : public Replica {
         !s.ok()) {
       return s;
     }
-    std::copy(state.params.begin(), state.params.end(), model_->params().begin());
+    // Sharded parameters: this rank's shard alone, the rest stays given back.
+    const int64_t from = params_sharded() ? begin : 0;
+    const int64_t to = params_sharded() ? begin + n : static_cast<int64_t>(total);
+    std::copy(state.params.begin() + from, state.params.begin() + to, model_->params().begin() + from);
     return absl::OkStatus();
   }
 
   MemoryFootprint Memory() const override {
     const auto floats = static_cast<int64_t>(sizeof(float));
-    return {model_->layout().total_numel() * floats, model_->layout().total_numel() * floats,
-            2 * (optimizer_.end() - optimizer_.begin()) * floats};
+    const int64_t total = model_->layout().total_numel(), shard = optimizer_.end() - optimizer_.begin();
+    const int64_t params = params_sharded() ? shard + gather_->peak_gathered() : total;
+    return {params * floats, (grads_sharded() ? shard : total) * floats, 2 * shard * floats};
   }
 
   std::string Describe() const override {
@@ -99,20 +135,22 @@ class CpuReplica final : public Replica {
 
  private:
   bool sharded() const { return sharding_ != spec::Sharding::kNone; }
+  // A rank keeps only its shard of the reduced gradients.
+  bool grads_sharded() const { return sharding_ == spec::Sharding::kGradients || params_sharded(); }
 
   // The global norm as every sharding mode computes it, so that the clip factor has the same bits
   // whoever holds which gradients: each shard's sum of squares in double, the sums added in rank
-  // order. Holding only its shard's reduced gradients ("gradients"), a rank all-reduces a vector
+  // order. Holding only its shard's reduced gradients ("gradients", "full"), a rank all-reduces a vector
   // holding its own sum at its rank's index and zeros elsewhere, which is exact in any order of
   // additions. Scales what this rank's optimizer reads.
   absl::StatusOr<double> ClipByShards(double max_norm) {
     const std::span<float> grads = model_->grads();
     std::vector<double> sums(static_cast<size_t>(comm_->size()), 0.0);
     for (int r = 0; r < comm_->size(); ++r) {
-      if (sharding_ == spec::Sharding::kGradients && r != comm_->rank()) continue;
+      if (grads_sharded() && r != comm_->rank()) continue;
       sums[r] = kernels::cpu::SumOfSquares(grads.data() + bounds_[r], bounds_[r + 1] - bounds_[r]);
     }
-    if (sharding_ == spec::Sharding::kGradients && comm_->size() > 1) {
+    if (grads_sharded() && comm_->size() > 1) {
       if (absl::Status s = comm_->AllReduceSum(std::span<double>(sums)); !s.ok()) return s;
     }
     double total = 0;
@@ -148,6 +186,8 @@ class CpuReplica final : public Replica {
   nn::AdamW optimizer_;
   // Empty: every parameter.
   std::vector<int> clip_scope_;
+  // ddp.sharding "full": the model's gate.
+  std::unique_ptr<ddp::ParamGather> gather_;
 };
 
 }  // namespace
@@ -156,8 +196,15 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& c, 
   if (c.placement.backend == spec::Backend::kNccl) {
     return absl::FailedPreconditionError("placement: nccl reduces GPU memory and this rank computes on its CPU");
   }
-  auto model = nn::CreateModel(c.spec);
+  // Sharded parameters are initialised per shard later (Replica::InitParams).
+  auto model = nn::CreateModel(c.spec, c.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone
+                                                                           : nn::ModelInit::kFromSeed);
   if (!model.ok()) return model.status();
+  if (c.sharding == spec::Sharding::kFull && !(*model)->supports_param_gate()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ddp.sharding \"full\" needs a model that gathers its layers' parameters, and ",
+                     (*model)->Describe(), " does not"));
+  }
   auto comm = comm::ConnectGloo(options.kv, c.rank, c.world_size, GlooOptionsOf(c, options));
   if (!comm.ok()) return comm.status();
   return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), c.adamw, c.sharding);

@@ -90,9 +90,11 @@ absl::Status TrainLoop::Prepare() {
   if (!evaluator.ok()) return evaluator.status();
   evaluator_ = *std::move(evaluator);
   ddp::ReducerOptions reducer_options = config_.reducer;
-  if (config_.sharding == spec::Sharding::kGradients) {
-    // The replica's shards (replica_cpu.cc): a rank keeps the reduced gradients of its own.
+  if (config_.sharding == spec::Sharding::kGradients || config_.sharding == spec::Sharding::kFull) {
+    // The replica's shards (replica_cpu.cc): a rank keeps the reduced gradients of its own, and
+    // the rest of each bucket's memory goes back once it is reduced.
     reducer_options.shard_bounds = comm::EvenBounds(model.layout().total_numel(), replica_.comm().size());
+    reducer_options.discard_unowned = [&model](int64_t begin, int64_t end) { model.DiscardGrads(begin, end); };
   }
   auto reducer = ddp::Reducer::Create(model.layout(), model.grads(), &replica_.comm(), reducer_options);
   if (!reducer.ok()) return reducer.status();
@@ -108,7 +110,7 @@ absl::Status TrainLoop::Resume() {
   nn::Model& model = replica_.model();
   // Every rank initialises from the job seed (or the checkpoint it resumes from); rank 0's values
   // are then broadcast so replicas start identical even if that ever were not so.
-  model.InitParams(config_.seed);
+  replica_.InitParams(config_.seed);
   if (config_.resume_from.step() > 0) {
     auto restored = RestoreCheckpoint(config_.resume_from, config_.rank, replica_);
     if (!restored.ok()) return restored.status();
@@ -116,7 +118,11 @@ absl::Status TrainLoop::Resume() {
   } else if (!config_.spec.model().init_from().empty()) {
     if (absl::Status s = InitFromWeights(config_, replica_); !s.ok()) return s;
   }
-  if (absl::Status s = BroadcastParams(*reducer_, model.params(), replica_.comm()); !s.ok()) return s;
+  // Sharded parameters (ddp.sharding "full") are whole on no rank, and each rank's shard came from
+  // the same seed or checkpoint.
+  if (!replica_.params_sharded()) {
+    if (absl::Status s = BroadcastParams(*reducer_, model.params(), replica_.comm()); !s.ok()) return s;
+  }
   if (absl::Status s = ScopeClipping(*reducer_, config_.grad_clip, replica_); !s.ok()) return s;
 
   shard_ = config_.Shard(dataset_->size());
@@ -148,6 +154,8 @@ absl::StatusOr<TrainOutcome> TrainLoop::Finish() {
   out.result.set_tokens_per_second(sps * static_cast<double>(config_.tokens_per_sample));
   out.result.set_train_seconds(absl::ToDoubleSeconds(absl::Now() - train_start_));
   out.result.set_world_size(replica_.comm().size());
+  // Before the parameters are gathered whole for the weights file: the training's own peak.
+  *out.result.add_memory() = memory_.Sample(config_.rank, replica_.Memory());
   absl::StatusOr<std::vector<float>> params = replica_.HostParams();
   if (!params.ok()) return params.status();
   const nn::ParamLayout& layout = replica_.model().layout();
@@ -158,7 +166,6 @@ absl::StatusOr<TrainOutcome> TrainLoop::Finish() {
     }
     out.result.set_weights_path(config_.weights_path);
   }
-  *out.result.add_memory() = memory_.Sample(config_.rank, replica_.Memory());
   return out;
 }
 

@@ -62,7 +62,7 @@ absl::Status TrainLoop::ForwardBackward(const ddp::StepShard& shard, GradSync sy
   // The mean over every token of the global step, however the samples fall across ranks.
   const float scale = 1.0f / static_cast<float>(shard.global_count * config_.tokens_per_sample);
   const nn::GradsReadyFn on_ready = [this](int first, int last) { reducer_->MarkReady(first, last); };
-  model.ZeroGrads();
+  replica_.ZeroGrads();
   for (size_t k = 0; k < shard.micro_indices.size(); ++k) {
     // Only the last micro-step communicates; earlier ones accumulate locally (no_sync).
     reducer_->BeginStep(sync == GradSync::kAllReduce && k + 1 == shard.micro_indices.size());

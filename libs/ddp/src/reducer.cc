@@ -71,6 +71,13 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(const nn::ParamLayout& 
     }
   }
   close();
+  for (const Bucket& b : r->buckets_) {
+    if (r->options_.shard_bounds.empty()) break;
+    std::vector<int64_t>& bounds = r->bucket_bounds_.emplace_back(r->options_.shard_bounds.size());
+    for (size_t k = 0; k < bounds.size(); ++k) {
+      bounds[k] = std::clamp(r->options_.shard_bounds[k], b.offset, b.offset + b.numel) - b.offset;
+    }
+  }
   return r;
 }
 
@@ -94,6 +101,7 @@ void Reducer::BeginStep(bool sync) {
   param_ready_.assign(layout_.size(), 0);
   work_.assign(buckets_.size(), nullptr);
   next_launch_ = 0;
+  next_discard_ = 0;
   error_.clear();
   timeline_ = StepTimeline();
   timeline_.communicated = sync;
@@ -116,6 +124,7 @@ void Reducer::MarkReady(int first, int last) {
   while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0) {
     Launch(next_launch_++);
   }
+  DiscardReduced(/*all=*/false);
 }
 
 void Reducer::Launch(int b) {
@@ -124,14 +133,21 @@ void Reducer::Launch(int b) {
   if (options_.shard_bounds.empty()) {
     work_[b] = comm_->AllReduce(data, comm::ReduceOp::kSum, options_.wire);
   } else {
-    // Each shard's part of the bucket, relative to the bucket.
-    std::vector<int64_t> bounds(options_.shard_bounds.size());
-    for (size_t r = 0; r < bounds.size(); ++r) {
-      bounds[r] = std::clamp(options_.shard_bounds[r], bucket.offset, bucket.offset + bucket.numel) - bucket.offset;
-    }
-    work_[b] = comm_->ReduceScatterBlocks(data, bounds);
+    work_[b] = comm_->ReduceScatterBlocks(data, bucket_bounds_[b]);
   }
   timeline_.events.push_back({StepTimeline::EventKind::kBucketLaunched, b});
+}
+
+void Reducer::DiscardReduced(bool all) {
+  if (!options_.discard_unowned || options_.shard_bounds.empty()) return;
+  const int rank = comm_->rank();
+  while (next_discard_ < next_launch_ && (all || work_[next_discard_]->Done())) {
+    const Bucket& bucket = buckets_[next_discard_];
+    const std::vector<int64_t>& bounds = bucket_bounds_[next_discard_++];
+    const int64_t begin = bucket.offset + bounds[rank], end = bucket.offset + bounds[rank + 1];
+    if (begin > bucket.offset) options_.discard_unowned(bucket.offset, begin);
+    if (end < bucket.offset + bucket.numel) options_.discard_unowned(end, bucket.offset + bucket.numel);
+  }
 }
 
 absl::Status Reducer::FinishStep() {
@@ -166,6 +182,7 @@ absl::Status Reducer::FinishStep() {
       timeline_.communication_seconds += bt.done - bt.started;
     }
   }
+  if (status.ok()) DiscardReduced(/*all=*/true);
   timeline_.exposed_seconds = Since() - timeline_.backward_end;
   timeline_.events.push_back({StepTimeline::EventKind::kAllDone, -1});
   return status;

@@ -78,16 +78,22 @@ Mlp::Mlp(Config config) : activation_(config.activation) {
   post_.resize(num_layers());
   dpre_.resize(num_layers());
   dpost_.resize(num_layers());
+  for (int i = 0; i < num_layers(); ++i) units_.push_back({{2 * i, 2 * i + 2}});
+  for (const ParamUnit& unit : units_) forward_order_.push_back(&unit);
+  train_order_ = forward_order_;
+  for (int i = num_layers() - 1; i >= 0; --i) train_order_.push_back(&units_[i]);
 }
 
-void Mlp::InitParams(uint64_t seed) {
-  for (int i = 0; i < num_layers(); ++i) {
-    const int w = 2 * i;
-    Rng rng(HashCombine(seed, static_cast<uint64_t>(w)));
-    const double std = 1.0 / std::sqrt(static_cast<double>(dims_[i]));
-    for (float& x : layout().View(params(), w)) x = static_cast<float>(std * rng.Normal());
-    std::span<float> bias = layout().View(params(), w + 1);
-    std::fill(bias.begin(), bias.end(), 0.0f);
+void Mlp::InitParamRange(uint64_t seed, int first, int last) {
+  for (int p = first; p < last; ++p) {
+    std::span<float> values = layout().View(params(), p);
+    if (p % 2 == 1) {  // a bias
+      std::fill(values.begin(), values.end(), 0.0f);
+      continue;
+    }
+    Rng rng(HashCombine(seed, static_cast<uint64_t>(p)));
+    const double std = 1.0 / std::sqrt(static_cast<double>(dims_[p / 2]));
+    for (float& x : values) x = static_cast<float>(std * rng.Normal());
   }
 }
 
@@ -134,10 +140,11 @@ void Mlp::ActivationBackward(float* dinp, const float* inp, const float* dout, i
   }
 }
 
-void Mlp::Forward(const Batch& batch) {
+absl::Status Mlp::Forward(const Batch& batch, GatedPass& pass) {
   const int64_t n = batch.size;
   const float* input = batch.features.data();
   for (int i = 0; i < num_layers(); ++i) {
+    if (absl::Status s = pass.Next(); !s.ok()) return s;
     const float* w = layout().View(params(), 2 * i).data();
     const float* b = layout().View(params(), 2 * i + 1).data();
     pre_[i].resize(n * dims_[i + 1]);
@@ -147,17 +154,20 @@ void Mlp::Forward(const Batch& batch) {
     ActivationForward(post_[i].data(), pre_[i].data(), post_[i].size());
     input = post_[i].data();
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
-  Forward(batch);
+  GatedPass pass(param_gate(), &train_order_);
+  if (absl::Status s = Forward(batch, pass); !s.ok()) return s;
   const int64_t n = batch.size;
   const int last = num_layers() - 1;
   dpre_[last].resize(pre_[last].size());
   const k::XentSum xent =
       k::SoftmaxCrossEntropy(dpre_[last].data(), pre_[last].data(), batch.targets.data(), n, dims_.back(), loss_scale);
   for (int i = last; i >= 0; --i) {
+    if (absl::Status s = pass.Next(); !s.ok()) return s;
     const float* input = i == 0 ? batch.features.data() : post_[i - 1].data();
     float* dinput = nullptr;
     if (i > 0) {
@@ -178,7 +188,8 @@ absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scal
 
 absl::StatusOr<LossSum> Mlp::Evaluate(const Batch& batch) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
-  Forward(batch);
+  GatedPass pass(param_gate(), &forward_order_);
+  if (absl::Status s = Forward(batch, pass); !s.ok()) return s;
   const k::XentSum xent =
       k::SoftmaxCrossEntropy<float>(nullptr, pre_.back().data(), batch.targets.data(), batch.size, dims_.back(), 1.0f);
   return LossSum{xent.loss_sum, xent.count};
@@ -186,7 +197,8 @@ absl::StatusOr<LossSum> Mlp::Evaluate(const Batch& batch) {
 
 absl::StatusOr<std::vector<float>> Mlp::Predict(const Batch& batch) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/false); !s.ok()) return s;
-  Forward(batch);
+  GatedPass pass(param_gate(), &forward_order_);
+  if (absl::Status s = Forward(batch, pass); !s.ok()) return s;
   return pre_.back();
 }
 

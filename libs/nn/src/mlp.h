@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/param_gate.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
@@ -37,7 +38,7 @@ class Mlp final : public Model {
 
   // Weights ~ N(0, 1 / fan_in) (LeCun), biases 0. Each weight matrix draws from its own stream
   // seeded by (seed, parameter index), so one layer's size never shifts another's values.
-  void InitParams(uint64_t seed) override;
+  void InitParamRange(uint64_t seed, int first, int last) override;
 
   // `targets` may hold kIgnoreIndex (-1) for examples that count neither in the loss nor in the
   // gradient. Calls on_ready(2i, 2i + 2) for every layer i, last layer first, also for an empty
@@ -47,13 +48,15 @@ class Mlp final : public Model {
   absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
   // E.g. "mlp 32-128-128-10 gelu, 22K params".
   std::string Describe() const override;
+  // Units, for a gate: one per layer, forward in order and backward in reverse.
+  bool supports_param_gate() const override { return true; }
 
  private:
   int num_layers() const { return static_cast<int>(dims_.size()) - 1; }
   absl::Status CheckBatch(const Batch& batch, bool need_targets) const;
   // Runs the layers on batch.features, leaving every layer's output in pre_/post_; the logits
-  // are pre_.back().
-  void Forward(const Batch& batch);
+  // are pre_.back(). The last layer stays held by `pass`.
+  absl::Status Forward(const Batch& batch, GatedPass& pass);
   void ActivationForward(float* out, const float* inp, int64_t n) const;
   void ActivationBackward(float* dinp, const float* inp, const float* dout, int64_t n) const;
 
@@ -62,6 +65,9 @@ class Mlp final : public Model {
   // Per layer, batch x dims_[i + 1]: linear outputs (pre_), activation outputs of hidden layers
   // (post_), and their gradients. Resized per batch; capacity is kept across calls.
   std::vector<std::vector<float>> pre_, post_, dpre_, dpost_;
+  // The gate's units and the orders a training and a forward-only pass use them in.
+  std::vector<ParamUnit> units_;
+  std::vector<const ParamUnit*> train_order_, forward_order_;
 };
 
 }  // namespace gradsync::nn

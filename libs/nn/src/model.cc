@@ -14,20 +14,32 @@ namespace gradsync::nn {
 void Model::ZeroGrads() { std::fill(grads_view_.begin(), grads_view_.end(), 0.0f); }
 
 void Model::AllocateBuffers() {
-  params_.assign(layout_.total_numel(), 0.0f);
-  grads_.assign(layout_.total_numel(), 0.0f);
-  params_view_ = params_;
-  grads_view_ = grads_;
+  params_ = PageBuffer(layout_.total_numel());
+  grads_ = PageBuffer(layout_.total_numel());
+  params_view_ = params_.span();
+  grads_view_ = grads_.span();
 }
 
 void Model::UseExternalBuffers(std::span<float> params, std::span<float> grads) {
-  params_.clear();
-  grads_.clear();
+  params_ = PageBuffer();
+  grads_ = PageBuffer();
   params_view_ = params;
   grads_view_ = grads;
 }
 
-absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec) {
+void Model::DiscardParams(int64_t begin, int64_t end) { params_.Release(begin, end); }
+
+void Model::DiscardGrads(int64_t begin, int64_t end) { grads_.Release(begin, end); }
+
+int64_t Model::ResidentParamBytes() const {
+  return params_.size() == params_view_.size() ? params_.ResidentBytes(0, params_.size()) : -1;
+}
+
+int64_t Model::ResidentGradBytes() const {
+  return grads_.size() == grads_view_.size() ? grads_.ResidentBytes(0, grads_.size()) : -1;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec, ModelInit init) {
   const std::string& preset = spec.model().preset();
   std::unique_ptr<Model> model;
   if (preset == "mlp") {
@@ -42,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& 
     return absl::InvalidArgumentError(absl::StrCat("model.preset: unknown preset \"", preset,
                                                    "\"; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
   }
-  model->InitParams(spec.training().seed());
+  if (init == ModelInit::kFromSeed) model->InitParams(spec.training().seed());
   return model;
 }
 

@@ -31,6 +31,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const gradsync:
 Transformer::Transformer(const TransformerDims& dims)
     : dims_(dims), index_(AddTransformerParams(dims, &mutable_layout())) {
   AllocateBuffers();
+  BuildUnits();
   if (!dims_.gpt2()) {
     rope_cos_.resize(dims_.seq_len * dims_.head_dim / 2);
     rope_sin_.resize(rope_cos_.size());
@@ -38,13 +39,23 @@ Transformer::Transformer(const TransformerDims& dims)
   }
 }
 
+void Transformer::BuildUnits() {
+  const int L = static_cast<int>(dims_.layers);
+  units_.push_back({{0, index_.blocks_begin()}});
+  for (const TransformerBlockParams& block : index_.blocks) units_.push_back({{block.first, block.last}});
+  units_.push_back({{index_.normf_w, layout().size()}, {index_.wte, index_.wte + 1}});
+  for (const ParamUnit& unit : units_) forward_order_.push_back(&unit);
+  train_order_ = forward_order_;
+  for (int l = L - 1; l >= 0; --l) train_order_.push_back(&units_[1 + l]);
+}
+
 float* Transformer::P(int index) { return index < 0 ? nullptr : params().data() + layout().param(index).offset; }
 
 float* Transformer::G(int index) { return index < 0 ? nullptr : grads().data() + layout().param(index).offset; }
 
-void Transformer::InitParams(uint64_t seed) {
+void Transformer::InitParamRange(uint64_t seed, int first, int last) {
   const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(dims_.layers));
-  for (int i = 0; i < layout().size(); ++i) {
+  for (int i = first; i < last; ++i) {
     std::span<float> p = layout().View(params(), i);
     switch (index_.init[i]) {
       case ParamInit::kZero: std::fill(p.begin(), p.end(), 0.0f); break;
@@ -93,18 +104,22 @@ void Transformer::Resize(int64_t batch, int64_t seq_len, bool backward) {
   b.datt.resize(seq_len * seq_len);
 }
 
-void Transformer::Forward(const int32_t* tokens) {
+absl::Status Transformer::Forward(const int32_t* tokens, GatedPass& pass) {
   Buffers& b = buf_;
   const int64_t n = b.n, C = dims_.width;
+  if (absl::Status s = pass.Next(); !s.ok()) return s;
   k::EncoderForward(b.encoded.data(), tokens, P(index_.wte), P(index_.wpe), b.batch, b.seq_len, C);
   const float* x = b.encoded.data();
   for (int l = 0; l < dims_.layers; ++l) {
+    if (absl::Status s = pass.Next(); !s.ok()) return s;
     BlockForward(l, x);
     x = b.res_mlp.data() + l * n * C;
   }
+  if (absl::Status s = pass.Next(); !s.ok()) return s;
   NormForward(b.normf.data(), dims_.gpt2() ? b.normf_mean.data() : nullptr, b.normf_rstd.data(), x, index_.normf_w,
               index_.normf_b);
   k::MatmulForward<float>(b.logits.data(), b.normf.data(), P(index_.wte), nullptr, n, C, dims_.vocab);
+  return absl::OkStatus();
 }
 
 void Transformer::ReportAll(const GradsReadyFn& on_ready) const {
@@ -116,12 +131,14 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
                                                      const GradsReadyFn& on_ready) {
   absl::StatusOr<int64_t> t = CheckBatch(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
+  GatedPass pass(param_gate(), &train_order_);
   if (batch.size == 0) {
+    if (absl::Status s = pass.Drain(); !s.ok()) return s;
     ReportAll(on_ready);
     return LossSum{};
   }
   Resize(batch.size, *t, /*backward=*/true);
-  Forward(batch.tokens.data());
+  if (absl::Status s = Forward(batch.tokens.data(), pass); !s.ok()) return s;
   Buffers& b = buf_;
   const int64_t n = b.n, C = dims_.width, L = dims_.layers;
   // The gradient replaces the logits in place.
@@ -136,9 +153,11 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
                dims_.gpt2() ? b.normf_mean.data() : nullptr, b.normf_rstd.data());
   if (on_ready) on_ready(index_.normf_w, layout().size());
   for (int l = static_cast<int>(L) - 1; l >= 0; --l) {
+    if (absl::Status s = pass.Next(); !s.ok()) return s;
     BlockBackward(l, l == 0 ? b.encoded.data() : b.res_mlp.data() + (l - 1) * n * C);
     if (on_ready) on_ready(index_.blocks[l].first, index_.blocks[l].last);
   }
+  pass.Finish();
   k::EncoderBackward(G(index_.wte), G(index_.wpe), b.dres.data(), batch.tokens.data(), b.batch, b.seq_len, C);
   if (on_ready) on_ready(0, index_.blocks_begin());
   return LossSum{xent.loss_sum, xent.count};
@@ -147,9 +166,13 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
 absl::StatusOr<LossSum> Transformer::Evaluate(const Batch& batch) {
   absl::StatusOr<int64_t> t = CheckBatch(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  if (batch.size == 0) return LossSum{};
+  GatedPass pass(param_gate(), &forward_order_);
+  if (batch.size == 0) {
+    if (absl::Status s = pass.Drain(); !s.ok()) return s;
+    return LossSum{};
+  }
   Resize(batch.size, *t, /*backward=*/false);
-  Forward(batch.tokens.data());
+  if (absl::Status s = Forward(batch.tokens.data(), pass); !s.ok()) return s;
   const k::XentSum xent =
       k::SoftmaxCrossEntropy<float>(nullptr, buf_.logits.data(), batch.targets.data(), buf_.n, dims_.vocab, 1.0f);
   return LossSum{xent.loss_sum, xent.count};
@@ -158,9 +181,13 @@ absl::StatusOr<LossSum> Transformer::Evaluate(const Batch& batch) {
 absl::StatusOr<std::vector<float>> Transformer::Predict(const Batch& batch) {
   absl::StatusOr<int64_t> t = CheckBatch(batch, /*need_targets=*/false);
   if (!t.ok()) return t.status();
-  if (batch.size == 0) return std::vector<float>{};
+  GatedPass pass(param_gate(), &forward_order_);
+  if (batch.size == 0) {
+    if (absl::Status s = pass.Drain(); !s.ok()) return s;
+    return std::vector<float>{};
+  }
   Resize(batch.size, *t, /*backward=*/false);
-  Forward(batch.tokens.data());
+  if (absl::Status s = Forward(batch.tokens.data(), pass); !s.ok()) return s;
   return std::vector<float>(buf_.logits.begin(), buf_.logits.begin() + buf_.n * dims_.vocab);
 }
 

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/transformer_params.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -38,7 +39,7 @@ class Transformer final : public Model {
   // GPT-2's initialisation: matrices and embeddings ~ N(0, 0.02^2), the two residual output
   // projections of each block ~ N(0, (0.02 / sqrt(2 L))^2), biases 0, norm gains 1. Each
   // parameter draws from its own stream seeded by (seed, parameter index).
-  void InitParams(uint64_t seed) override;
+  void InitParamRange(uint64_t seed, int first, int last) override;
 
   // batch.tokens and batch.targets hold size x T values, 1 <= T <= seqLen (normally T =
   // seqLen); tokens in [0, V), targets in [0, V) or -1 (ignored). The loss sum covers every
@@ -52,6 +53,11 @@ class Transformer final : public Model {
   absl::StatusOr<std::vector<float>> Predict(const Batch& batch) override;
   // E.g. "gpt2 L4 H4 C128 M512 T128 V256, 0.84M params".
   std::string Describe() const override;
+
+  // Units, for a gate: the embeddings, each block, and the head (the final norm with the tied
+  // token embedding). Forward uses them in that order; backward the head again, then the blocks
+  // from the last to the first (the embeddings' backward needs no parameters).
+  bool supports_param_gate() const override { return true; }
 
  private:
   // Forward activations kept for backward (per-layer buffers stack L layers), and backward
@@ -76,8 +82,9 @@ class Transformer final : public Model {
   absl::StatusOr<int64_t> CheckBatch(const Batch& batch, bool need_targets) const;
   void Resize(int64_t batch, int64_t seq_len, bool backward);
   LayerView Layer(int l);
-  // Runs every layer on the tokens, leaving the logits in buf_.logits.
-  void Forward(const int32_t* tokens);
+  // Runs every layer on the tokens, leaving the logits in buf_.logits and the head held by `pass`.
+  absl::Status Forward(const int32_t* tokens, GatedPass& pass);
+  void BuildUnits();
   void BlockForward(int l, const float* x);
   // Takes the gradient of block l's output in buf_.dres and leaves that of its input there.
   void BlockBackward(int l, const float* x);
@@ -90,6 +97,10 @@ class Transformer final : public Model {
   TransformerParams index_;                 // layout indices of every parameter, and how each starts
   std::vector<float> rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]
   Buffers buf_;
+  // The gate's units (embeddings, blocks, head) and the orders a training and a forward-only
+  // pass use them in.
+  std::vector<ParamUnit> units_;
+  std::vector<const ParamUnit*> train_order_, forward_order_;
 };
 
 }  // namespace gradsync::nn

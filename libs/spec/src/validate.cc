@@ -210,12 +210,10 @@ void CheckSharding(const gradsync::v1::DdpSpec& ddp, Checker* check) {
                  got);
   const bool bf16 =
       ParseGradCompression(ddp.grad_compression()).value_or(GradCompression::kNone) == GradCompression::kBf16;
-  check->Require(sharding != Sharding::kGradients || !bf16, "ddp.sharding",
-                 "\"gradients\" reduce-scatters in fp32; ddp.gradCompression \"bf16\" goes with \"none\" or "
-                 "\"optimizer\"",
+  check->Require((sharding != Sharding::kGradients && sharding != Sharding::kFull) || !bf16, "ddp.sharding",
+                 "\"gradients\" and \"full\" reduce-scatter in fp32; ddp.gradCompression \"bf16\" goes with "
+                 "\"none\" or \"optimizer\"",
                  got);
-  check->Require(sharding != Sharding::kFull, "ddp.sharding",
-                 "\"full\" (parameters sharded too) is not available yet; \"optimizer\" and \"gradients\" are", got);
 }
 
 void CheckDdp(const gradsync::v1::ModelSpec& model, Device device, const gradsync::v1::DdpSpec& ddp, Checker* check) {

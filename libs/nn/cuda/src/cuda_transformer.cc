@@ -109,21 +109,27 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
 }
 
 template <typename T>
-absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(params_.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream()),
-      "cudaMemcpyAsync of the initial parameters"));
+absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host, int64_t offset) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(params_.data() + offset, host.data(),
+                                                           host.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                                           stream()),
+                                           "cudaMemcpyAsync of the initial parameters"));
   return Synchronize();
 }
 
 template <typename T>
-void CudaTransformer<T>::InitParams(uint64_t seed) {
+void CudaTransformer<T>::InitParamRange(uint64_t seed, int first, int last) {
+  if (first >= last) return;
   gradsync::v1::JobSpec spec = spec_;
   spec.mutable_training()->set_seed(seed);
   absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);
   absl::Status status = reference.status();
   if (status.ok()) status = UseDevice();
-  if (status.ok()) status = CopyParamsFromHost((*reference)->params());
+  if (status.ok()) {
+    const int64_t begin = layout().param(first).offset;
+    const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
+    status = CopyParamsFromHost((*reference)->params().subspan(begin, end - begin), begin);
+  }
   if (!status.ok() && pending_error_.ok()) pending_error_ = status;
 }
 

@@ -54,10 +54,10 @@ class CudaTransformer final : public CudaModel {
 
   ~CudaTransformer() override;
 
-  // Builds the CPU model's initial values for `seed` on the host and copies them to params().
-  // The interface returns nothing: a failure is kept and returned by the next call that returns
-  // a status.
-  void InitParams(uint64_t seed) override;
+  // Builds the CPU model's initial values for `seed` on the host and copies parameters
+  // [first, last) of them to params(). The interface returns nothing: a failure is kept and
+  // returned by the next call that returns a status.
+  void InitParamRange(uint64_t seed, int first, int last) override;
   void ZeroGrads() override;
   absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) override;
   absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
@@ -100,7 +100,8 @@ class CudaTransformer final : public CudaModel {
 
   CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const CudaModelOptions& options);
   absl::Status Init(const Model& reference);
-  absl::Status CopyParamsFromHost(std::span<const float> host);
+  // Copies `host` to params() from element `offset` on.
+  absl::Status CopyParamsFromHost(std::span<const float> host, int64_t offset = 0);
 
   // Weights (the bf16 copy in bf16 mode) and gradient targets (the bf16 scratch in bf16 mode)
   // of parameter `index`; null for -1.

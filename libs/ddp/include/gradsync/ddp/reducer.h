@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,6 +36,11 @@ struct ReducerOptions {
   // "gradients"): each bucket is reduce-scattered, a rank keeping the sum of its shard's part of
   // it, bitwise what the all-reduce gives there; the wire is fp32.
   std::vector<int64_t> shard_bounds;
+  // With shard_bounds: called with the element ranges of each reduce-scattered bucket outside
+  // this rank's shard once the collective is done (normally nn::Model::DiscardGrads), so a rank
+  // holds whole gradients only for the buckets not yet reduced. Checked as backward reports
+  // parameters final and at FinishStep. Empty: the buffer is kept whole.
+  std::function<void(int64_t begin, int64_t end)> discard_unowned;
   // Exact parameter names, or prefixes ending in "." (e.g. "layers.0."), left out of buckets.
   std::vector<std::string> ignore_params;
   absl::Duration timeout = absl::Minutes(5);
@@ -104,6 +110,9 @@ class Reducer {
  private:
   Reducer(const nn::ParamLayout& layout, std::span<float> grads, comm::Communicator* comm, ReducerOptions options);
   void Launch(int bucket);
+  // Hands discard_unowned the parts outside this rank's shard of the buckets reduced so far
+  // (all launched ones when `wait`, after FinishStep waited).
+  void DiscardReduced(bool all);
   double Since() const;
 
   const nn::ParamLayout& layout_;
@@ -112,6 +121,8 @@ class Reducer {
   ReducerOptions options_;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // per parameter; -1 when ignored
+  // With shard_bounds, per bucket: each rank's part of it, relative to the bucket.
+  std::vector<std::vector<int64_t>> bucket_bounds_;
 
   // Per step.
   bool sync_ = true;
@@ -120,6 +131,7 @@ class Reducer {
   std::vector<uint8_t> param_ready_;  // per parameter
   std::vector<std::shared_ptr<comm::Work>> work_;
   int next_launch_ = 0;
+  int next_discard_ = 0;  // buckets before it have had their unowned parts discarded
   std::string error_;
   StepTimeline timeline_;
 };

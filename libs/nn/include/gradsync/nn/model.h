@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/core/page_buffer.h"
+#include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/param_layout.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -52,7 +54,27 @@ class Model {
   virtual bool on_device() const { return false; }
 
   // Fills the parameters deterministically from `seed`.
-  virtual void InitParams(uint64_t seed) = 0;
+  void InitParams(uint64_t seed) { InitParamRange(seed, 0, layout_.size()); }
+  // Fills parameters [first, last) (layout indices) as InitParams would, leaving the others alone:
+  // each parameter draws from its own stream, so a rank can initialise its parameters one at a
+  // time and never hold the whole model.
+  virtual void InitParamRange(uint64_t seed, int first, int last) = 0;
+
+  // Sharded parameters (ddp.sharding "full"): from now on every pass brackets its use of each
+  // layer's parameters with `gate` (null: none, params() is whole). Only where
+  // supports_param_gate(); the gate must outlive its use.
+  virtual bool supports_param_gate() const { return false; }
+  void set_param_gate(ParamGate* gate) { gate_ = gate; }
+  ParamGate* param_gate() const { return gate_; }
+
+  // Host models: elements [begin, end) of params() or grads() read as zero afterwards, and their
+  // whole pages go back to the system (gradsync/core/page_buffer.h); what a rank does with the
+  // parts of the buffers outside its shard. No-ops on a model whose buffers it does not own.
+  void DiscardParams(int64_t begin, int64_t end);
+  void DiscardGrads(int64_t begin, int64_t end);
+  // Host models: the bytes of params() and grads() resident in memory now; -1 elsewhere.
+  int64_t ResidentParamBytes() const;
+  int64_t ResidentGradBytes() const;
 
   // Runs forward and backward on `batch`. The loss whose gradient is taken is
   // loss_scale * (sum of per-example losses); gradients are ADDED to grads() so that
@@ -83,14 +105,20 @@ class Model {
 
  private:
   ParamLayout layout_;
-  std::vector<float> params_;
-  std::vector<float> grads_;
+  PageBuffer params_;
+  PageBuffer grads_;
+  ParamGate* gate_ = nullptr;
   std::span<float> params_view_;
   std::span<float> grads_view_;
 };
 
+// Whether CreateModel fills the parameters from training.seed, or leaves them zero and
+// untouched (no memory spent on them) for the caller to fill, e.g. one shard at a time.
+enum class ModelInit { kFromSeed, kNone };
+
 // Builds the model a job spec describes (spec defaults already filled in).
 // INVALID_ARGUMENT names the field (e.g. "model.preset") when the spec asks for something unknown.
-absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec);
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec,
+                                                   ModelInit init = ModelInit::kFromSeed);
 
 }  // namespace gradsync::nn
