@@ -106,7 +106,7 @@ TEST(Sharding, EveryModeTrainsBitwiseLikeUnshardedAtWorldSizesOneToFour) {
           << "rank " << r << " writes its 1/" << world << " of the state, not a whole copy\n"
           << none.log;
     }
-    for (const std::string mode : {"optimizer", "gradients"}) {
+    for (const std::string mode : {"optimizer", "gradients", "full"}) {
       SCOPED_TRACE(absl::StrCat(mode, " at world size ", world));
       const Trained sharded = Train(mode, world);
       ASSERT_FALSE(sharded.params.empty()) << sharded.log;
@@ -121,7 +121,7 @@ TEST(Sharding, EveryModeTrainsBitwiseLikeUnshardedAtWorldSizesOneToFour) {
 TEST(Sharding, OverTcpEveryModeTrainsBitwiseLikeUnsharded) {
   const Trained none = Train("none", 3, "tcp");
   ASSERT_EQ(none.params.size(), 2143u) << none.log;
-  for (const std::string mode : {"optimizer", "gradients"}) {
+  for (const std::string mode : {"optimizer", "gradients", "full"}) {
     SCOPED_TRACE(mode);
     const Trained sharded = Train(mode, 3, "tcp");
     ASSERT_FALSE(sharded.params.empty()) << sharded.log;
