@@ -1,11 +1,11 @@
 #!/bin/sh
 # Sharded data parallel on 2 CPU ranks, gradsync against PyTorch, back to back on one model preset
 # and batch, one thread per rank: throughput and each rank's peak RSS (VmHWM) of
-#   gradsync-bench ddp --ranks 2 --set ddp.sharding=none|optimizer|gradients
+#   gradsync-bench ddp --ranks 2 --set ddp.sharding=none|optimizer|gradients|full
 #   bench/pytorch/zero_train.py --optimizer adamw|zero   (DDP over Gloo; zero: ZeroRedundancyOptimizer)
 # Usage: bench/compare_sharding.sh [BUILD_DIR (default build)]
 #   PRESET=gpt-tiny|minimind-26m|gpt2-124m (default gpt-tiny)  BATCH=sequences per rank (default 8)
-#   STEPS=timed steps after 3 warm-up steps (default 30)  RUNS=rounds of all five (default 1)
+#   STEPS=timed steps after 3 warm-up steps (default 30)  RUNS=rounds of all six (default 1)
 #   SEQ_LEN=N, VOCAB=N override the preset's sequence length and vocabulary on both sides (the
 #   bench trains on examples/jobs/demo.yaml's text, whose bytes want VOCAB=256 for gpt2-124m).
 # Needs `apt-get install python3-torch libopenblas0` (Debian's PyTorch, run by /usr/bin/python3).
@@ -51,7 +51,7 @@ echo "$PRESET, fp32, AdamW, batch $BATCH per rank, 2 ranks x 1 thread, $STEPS st
 printf '%-34s %12s %14s %14s\n' "" "tokens/s" "rank 0 MiB" "rank 1 MiB"
 run=1
 while [ "$run" -le "$RUNS" ]; do
-  for mode in none optimizer gradients; do
+  for mode in none optimizer gradients full; do
     # shellcheck disable=SC2086 # $ours_seq is words or none
     figures=$(measure "step with communication" 3 "$BUILD/bin/gradsync-bench" ddp --ranks 2 \
       --spec examples/jobs/demo.yaml --set model.preset="$PRESET" --set training.microBatch="$BATCH" \

@@ -3,7 +3,7 @@
 // and finishes. Every worker keeps a sample audit log; from it the test proves exact-once data
 // coverage across the resize and the kill: the steps that count (each generation's steps up to
 // the checkpoint the next one resumed from) train every sample of every epoch exactly once. So
-// also with sharded optimizer state, which each resize reshards.
+// also with sharded optimizer state and parameters, which each resize reshards.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -61,11 +61,11 @@ std::map<int, std::map<int, std::vector<StepSamples>>> ReadSampleLogs(const std:
 
 bool Has(const std::string& out, const std::string& what) { return out.find(what) != std::string::npos; }
 
-// Unsharded, and with ddp.sharding "optimizer": each resize resumes the sharded checkpoint of
+// Unsharded, and with ddp.sharding "optimizer" and "full": each resize resumes the sharded checkpoint of
 // another world size, whose shards the new ranks lay out again.
 class Elastic : public ::testing::TestWithParam<std::string> {};
 
-INSTANTIATE_TEST_SUITE_P(Sharding, Elastic, ::testing::Values("none", "optimizer"));
+INSTANTIATE_TEST_SUITE_P(Sharding, Elastic, ::testing::Values("none", "optimizer", "full"));
 
 TEST_P(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
   const std::string dir = MakeTempDir();

@@ -220,6 +220,34 @@ TEST(ValidateJobSpecTest, ReportsThePathOfTheBadField) {
               HasSubstr("name: must not contain control characters, got \"a\\nb\""));
 }
 
+TEST(ValidateTest, ShardingModesValidateAndRefusedCombinationsNameTheField) {
+  using S = v1::JobSpec;
+  auto valid = [](const char* mode, const char* compression) {
+    v1::JobSpec spec;
+    FillDefaults(&spec);
+    spec.mutable_ddp()->set_sharding(mode);
+    spec.mutable_ddp()->set_grad_compression(compression);
+    return ValidateJobSpec(spec);
+  };
+  for (const char* mode : {"none", "optimizer", "gradients", "full"}) EXPECT_TRUE(valid(mode, "none").ok()) << mode;
+  EXPECT_TRUE(valid("optimizer", "bf16").ok());
+  EXPECT_THAT(ValidationError([](S* s) { s->mutable_ddp()->set_sharding("zero4"); }),
+              HasSubstr("ddp.sharding: must be one of none, optimizer, gradients, full, got \"zero4\""));
+  for (const char* mode : {"gradients", "full"}) {
+    EXPECT_THAT(ValidationError([mode](S* s) {
+                  s->mutable_ddp()->set_sharding(mode);
+                  s->mutable_ddp()->set_grad_compression("bf16");
+                }),
+                HasSubstr("ddp.sharding: \"gradients\" and \"full\" reduce-scatter in fp32"))
+        << mode;
+  }
+  EXPECT_THAT(ValidationError([](S* s) {
+                s->mutable_ddp()->set_sharding("full");
+                s->mutable_ddp()->add_ignore_params("layers.0.");
+              }),
+              HasSubstr("ddp.sharding: shards every parameter's optimizer state"));
+}
+
 TEST(ElasticSpecTest, WorkerRangeDefaultsToAFixedSizeAndFollowsWhatIsSet) {
   v1::JobSpec fixed;
   fixed.mutable_training()->set_world_size(3);
