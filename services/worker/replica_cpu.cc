@@ -222,11 +222,11 @@ comm::GlooOptions GlooOptionsOf(const TrainConfig& c, const ReplicaOptions& opti
 
 absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const TrainConfig& c, const ReplicaOptions& options) {
   if (c.placement.device == spec::Device::kCuda) {
-    if (c.sharding != spec::Sharding::kNone) {
+    if (c.sharding != spec::Sharding::kNone && c.sharding != spec::Sharding::kOptimizer) {
       return absl::FailedPreconditionError(
           absl::StrCat("ddp.sharding \"", spec::Name(c.sharding),
                        "\" runs on CPU ranks so far, and this rank was placed on a GPU; set model.device to \"cpu\" "
-                       "or ddp.sharding to \"none\""));
+                       "or ddp.sharding to \"none\" or \"optimizer\""));
     }
     return internal::CreateCudaReplica(c, options);
   }

@@ -1,9 +1,15 @@
 // The GPU replica: the CUDA model of libs/nn/cuda in the placement's precision, clipping and
 // AdamW on the device, and NCCL (or Gloo staged through pinned host memory) ordered after the
 // model's stream. Built only with CUDA; replica_no_cuda.cc stands in otherwise.
+//
+// ddp.sharding "optimizer" (ZeRO-1, as llm.c does it): rank r keeps AdamW's moments for elements
+// [bounds_[r], bounds_[r+1]) of the flat parameters alone, updates them alone, and the updated
+// shards are all-gathered (AllGatherBlocks: one broadcast per block on NCCL and staged Gloo). The
+// gradients are all-reduced whole, so the clip's norm covers all of them on every rank.
 #include <cuda_runtime_api.h>
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/comm/nccl.h"
@@ -47,6 +53,9 @@ class CudaReplica final : public Replica {
     if (absl::Status s = Use(); !s.ok()) return s;
     if (absl::Status s = clip_->Compute(model_->grads(), max_norm); !s.ok()) return s;
     if (absl::Status s = adamw_->Step(model_->params(), model_->grads(), lr, clip_->scale()); !s.ok()) return s;
+    if (sharded_) {
+      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
+    }
     return clip_->ReadNorm();
   }
 
@@ -63,26 +72,38 @@ class CudaReplica final : public Replica {
   }
 
   absl::Status SaveState(int64_t begin, int64_t end, ckpt::RankState* state) override {
-    const auto total = static_cast<int64_t>(model_->params().size());
-    if (begin < 0 || end > total || begin > end) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("checkpoint shard [", begin, ", ", end, ") is not within the ", total, " parameters"));
+    // The moments this rank holds cover [adamw_->begin(), adamw_->end()).
+    if (begin < adamw_->begin() || end > adamw_->end() || begin > end) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint shard [", begin, ", ", end, ") is not within [",
+                                                     adamw_->begin(), ", ", adamw_->end(),
+                                                     "), the optimizer state this rank holds"));
     }
     const auto n = static_cast<size_t>(end - begin);
+    const auto moments_at = static_cast<size_t>(begin - adamw_->begin());
     state->shard_begin = begin;
     state->params.resize(n);
     state->adam_m.resize(n);
     state->adam_v.resize(n);
     state->adam_step = adamw_->step_count();
     if (absl::Status s = ToHost(model_->params().subspan(begin, n), state->params); !s.ok()) return s;
-    if (absl::Status s = ToHost(adamw_->first_moment().subspan(begin, n), state->adam_m); !s.ok()) return s;
-    return ToHost(adamw_->second_moment().subspan(begin, n), state->adam_v);
+    if (absl::Status s = ToHost(adamw_->first_moment().subspan(moments_at, n), state->adam_m); !s.ok()) return s;
+    return ToHost(adamw_->second_moment().subspan(moments_at, n), state->adam_v);
   }
 
   absl::Status LoadState(const ckpt::RankState& state) override {
     if (absl::Status s = Use(); !s.ok()) return s;
+    const auto total = static_cast<size_t>(model_->layout().total_numel());
+    if (state.adam_m.size() != total || state.adam_v.size() != total) {
+      return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", state.adam_m.size(), "/",
+                                                     state.adam_v.size(), " elements does not fit a model of ", total));
+    }
+    const auto begin = static_cast<size_t>(adamw_->begin()), n = static_cast<size_t>(adamw_->end()) - begin;
     // The moments first: Restore checks their sizes, so a refused state changes nothing.
-    if (absl::Status s = adamw_->Restore(state.adam_m, state.adam_v, state.adam_step); !s.ok()) return s;
+    if (absl::Status s = adamw_->Restore(std::span<const float>(state.adam_m).subspan(begin, n),
+                                         std::span<const float>(state.adam_v).subspan(begin, n), state.adam_step);
+        !s.ok()) {
+      return s;
+    }
     const std::span<float> params = model_->params();
     if (absl::Status s = CudaStatus(cudaMemcpyAsync(params.data(), state.params.data(), params.size_bytes(),
                                                     cudaMemcpyHostToDevice, stream_.get()),
@@ -97,8 +118,9 @@ class CudaReplica final : public Replica {
 
   MemoryFootprint Memory() const override {
     const int64_t n = model_->layout().total_numel();
-    // fp32 master weights, plus the bf16 copy the kernels read in bf16; fp32 gradients and moments.
-    return {n * 4 + (bf16_ ? n * 2 : 0), n * 4, 2 * n * 4};
+    // fp32 master weights, plus the bf16 copy the kernels read in bf16; fp32 gradients and moments
+    // (this rank's shard of them when sharded).
+    return {n * 4 + (bf16_ ? n * 2 : 0), n * 4, 2 * (adamw_->end() - adamw_->begin()) * 4};
   }
 
  private:
@@ -127,6 +149,9 @@ class CudaReplica final : public Replica {
   std::unique_ptr<nn::cuda::CudaAdamW> adamw_;
   std::string description_;
   bool bf16_ = false;
+  // ddp.sharding "optimizer": the ranks' shards of the flat parameters (comm::EvenBounds).
+  bool sharded_ = false;
+  std::vector<int64_t> bounds_;
 };
 
 absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& c, const ReplicaOptions& options) {
@@ -152,7 +177,12 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
   auto clip = nn::cuda::CudaGradClip::Create(r->stream_.get());
   if (!clip.ok()) return clip.status();
   r->clip_ = *std::move(clip);
-  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get());
+  const int64_t total = r->model_->layout().total_numel();
+  r->sharded_ = c.sharding == spec::Sharding::kOptimizer;
+  r->bounds_ = comm::EvenBounds(total, c.world_size);
+  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get(),
+                                           r->sharded_ ? r->bounds_[c.rank] : 0,
+                                           r->sharded_ ? r->bounds_[c.rank + 1] : total);
   if (!adamw.ok()) return adamw.status();
   r->adamw_ = *std::move(adamw);
 
@@ -170,8 +200,8 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
     r->host_comm_ = *std::move(host);
     r->comm_ = comm::StageThroughHost(r->host_comm_.get(), r->gpu_, r->stream_.get());
   }
-  r->description_ =
-      absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ", r->comm_->backend());
+  r->description_ = absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ",
+                                 r->comm_->backend(), r->sharded_ ? ", sharding optimizer" : "");
   return r;
 }
 

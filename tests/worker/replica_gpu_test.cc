@@ -1,7 +1,9 @@
 // CreateReplica on a GPU (skipped without one): the CUDA replica over NCCL and over Gloo staged
 // through host memory follows the CPU replica, and its state survives a save and load exactly.
 #include <cmath>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "gloo_ranks.h"
 #include "gradsync/device/device.h"
@@ -162,6 +164,101 @@ TEST(GpuReplica, TwoRanksShareTheGpuThroughStagedGlooAndStayIdentical) {
   for (std::thread& t : ranks) t.join();
   EXPECT_FALSE(params[0].empty());
   EXPECT_TRUE(params[0] == params[1]) << "replicas diverged: " << MaxAbsDiff(params[0], params[1]);
+}
+
+// Two ranks sharing the GPU through staged Gloo, `sharding` "none" or "optimizer": each rank's
+// parameters after 3 steps on its own data, and its replica's memory account.
+struct ShardedRun {
+  std::vector<std::vector<float>> params;
+  std::vector<int64_t> optimizer_bytes;
+};
+
+ShardedRun TrainTwoRanksOnTheGpu(const std::string& sharding) {
+  testing::CoordinatorServer server;
+  v1::Assignment a = TinyAssignment("cuda", "gloo", "fp32", 2);
+  a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
+  ShardedRun run{std::vector<std::vector<float>>(2), std::vector<int64_t>(2)};
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      auto kv = server.Kv("sharded-" + sharding);
+      v1::Assignment mine = a;
+      mine.set_rank(rank);
+      auto r = CreateReplica(ConfigOf(mine), Worker(kv.get(), true));
+      ASSERT_TRUE(r.ok()) << r.status();
+      (*r)->model().InitParams(5);
+      for (int s = 0; s < 3; ++s) {
+        const nn::Batch batch = TinyBatch(2, 10 * rank + s);
+        (*r)->model().ZeroGrads();
+        ASSERT_TRUE((*r)->model().ForwardBackward(batch, 1.0f / (2.0f * batch.tokens.size()), {}).ok());
+        ASSERT_TRUE((*r)->comm().AllReduce((*r)->model().grads(), comm::ReduceOp::kSum)->Wait().ok());
+        ASSERT_TRUE((*r)->Step(1e-3, 0.5).ok());
+      }
+      run.params[rank] = *(*r)->HostParams();
+      run.optimizer_bytes[rank] = (*r)->Memory().optimizer;
+      if (sharding == "optimizer") {
+        // A checkpoint shard outside the moments this rank holds is refused.
+        ckpt::RankState state;
+        const int64_t total = (*r)->model().layout().total_numel();
+        EXPECT_EQ((*r)->SaveState(0, total, &state).code(), absl::StatusCode::kInvalidArgument);
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  return run;
+}
+
+// ddp.sharding "optimizer" on GPU ranks: AdamW is elementwise, so each rank stepping its half and
+// the halves all-gathered give the very parameters every rank stepping all of them gives.
+TEST(GpuReplica, ShardedOptimizerOnTwoRanksSharingTheGpuTrainsBitwiseLikeUnsharded) {
+  SKIP_WITHOUT_GPU();
+  const ShardedRun none = TrainTwoRanksOnTheGpu("none");
+  const ShardedRun sharded = TrainTwoRanksOnTheGpu("optimizer");
+  ASSERT_FALSE(none.params[0].empty());
+  ASSERT_EQ(sharded.params[0].size(), none.params[0].size());
+  EXPECT_TRUE(sharded.params[0] == sharded.params[1])
+      << "replicas diverged: " << MaxAbsDiff(sharded.params[0], sharded.params[1]);
+  EXPECT_TRUE(sharded.params[0] == none.params[0])
+      << "sharded differs from unsharded by up to " << MaxAbsDiff(sharded.params[0], none.params[0]);
+  const auto total = static_cast<int64_t>(none.params[0].size());
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto [begin, end] = comm::BlockRange(total, 2, rank);
+    EXPECT_EQ(sharded.optimizer_bytes[rank], 2 * 4 * (end - begin)) << "rank " << rank;
+    EXPECT_EQ(none.optimizer_bytes[rank], 2 * 4 * total) << "rank " << rank;
+  }
+}
+
+// One rank over NCCL: its shard is every parameter, and the all-gather after the step is NCCL's.
+TEST(GpuReplica, ShardedOptimizerOverNcclTrainsLikeUnsharded) {
+  SKIP_WITHOUT_GPU();
+  testing::CoordinatorServer server;
+  std::vector<std::vector<float>> params;
+  for (const char* sharding : {"none", "optimizer"}) {
+    auto kv = server.Kv(std::string("nccl-") + sharding);
+    v1::Assignment a = TinyAssignment("cuda", "nccl", "bf16");
+    a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
+    auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+    ASSERT_TRUE(r.ok()) << r.status();
+    (*r)->model().InitParams(5);
+    params.push_back(TrainSteps(**r, 3).params);
+  }
+  ASSERT_FALSE(params[0].empty());
+  EXPECT_TRUE(params[0] == params[1]) << "differs by up to " << MaxAbsDiff(params[0], params[1]);
+}
+
+// The modes that shard gradients or parameters still run on CPU ranks only, and say so (before
+// any device is touched, so this runs without a GPU too).
+TEST(GpuReplica, GradientAndFullShardingAreRefusedOnAGpuNamingTheField) {
+  testing::CoordinatorServer server;
+  for (const char* sharding : {"gradients", "full"}) {
+    auto kv = server.Kv(std::string("refused-") + sharding);
+    v1::Assignment a = TinyAssignment("cuda", "nccl", "fp32");
+    a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
+    auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(r.status().message().find("ddp.sharding"), std::string::npos) << r.status();
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "gradsync/kernels/cuda/adamw.cuh"
 #include "gradsync/kernels/cuda/cuda_check.h"
@@ -63,38 +65,44 @@ absl::Status CudaGradClip::Apply(std::span<float> grads) {
 }
 
 absl::StatusOr<std::unique_ptr<CudaAdamW>> CudaAdamW::Create(const ParamLayout& layout, AdamWConfig config,
-                                                             cudaStream_t stream) {
-  const int64_t n = layout.total_numel();
-  absl::StatusOr<float*> moments = DeviceFloats(2 * n, "the AdamW moments");
+                                                             cudaStream_t stream, int64_t begin, int64_t end) {
+  if (end < 0) end = layout.total_numel();
+  if (begin < 0 || begin > end || end > layout.total_numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("AdamW range [", begin, ", ", end, ") is not within the ",
+                                                   layout.total_numel(), " parameters"));
+  }
+  const int64_t n = end - begin;
+  // At least one float each, so that an empty shard still has valid (unused) pointers.
+  absl::StatusOr<float*> moments = DeviceFloats(2 * std::max<int64_t>(n, 1), "the AdamW moments");
   if (!moments.ok()) return moments.status();
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::CudaStatus(cudaMemsetAsync(*moments, 0, 2 * n * sizeof(float), stream),
                                               "cudaMemsetAsync of the AdamW moments"));
-  return std::unique_ptr<CudaAdamW>(new CudaAdamW(layout, config, stream, *moments));
+  return std::unique_ptr<CudaAdamW>(new CudaAdamW(layout, config, stream, begin, n, *moments));
 }
 
-CudaAdamW::CudaAdamW(const ParamLayout& layout, AdamWConfig config, cudaStream_t stream, float* moments)
-    : layout_(layout),
-      config_(config),
-      stream_(stream),
-      n_(layout.total_numel()),
-      m_(moments),
-      v_(moments + layout.total_numel()) {}
+CudaAdamW::CudaAdamW(const ParamLayout& layout, AdamWConfig config, cudaStream_t stream, int64_t begin, int64_t n,
+                     float* moments)
+    : layout_(layout), config_(config), stream_(stream), begin_(begin), n_(n), m_(moments), v_(moments + n) {}
 
 CudaAdamW::~CudaAdamW() { cudaFree(m_); }
 
 absl::Status CudaAdamW::Step(std::span<float> params, std::span<const float> grads, double lr,
                              const float* grad_scale) {
-  if (static_cast<int64_t>(params.size()) != n_ || static_cast<int64_t>(grads.size()) != n_) {
+  const int64_t total = layout_.total_numel();
+  if (static_cast<int64_t>(params.size()) != total || static_cast<int64_t>(grads.size()) != total) {
     return absl::InvalidArgumentError(
-        absl::StrCat("AdamW step on ", params.size(), " params and ", grads.size(), " grads for a layout of ", n_));
+        absl::StrCat("AdamW step on ", params.size(), " params and ", grads.size(), " grads for a layout of ", total));
   }
   kernels::AdamWHyper hyper = config_.Hyper(lr, t_ + 1);
-  // One launch per parameter, because the decay flag is per parameter (as on the CPU).
+  // One launch per parameter the range meets, because the decay flag is per parameter (as on the
+  // CPU); the moments are indexed from the range's start.
   for (const ParamInfo& p : layout_.params()) {
+    const int64_t lo = std::max(p.offset, begin_), hi = std::min(p.offset + p.numel, end());
+    if (lo >= hi) continue;
     hyper.decay = p.weight_decay;
-    GRADSYNC_CUDA_RETURN_IF_ERROR(k::AdamWUpdate<float>(params.data() + p.offset, /*model=*/nullptr,
-                                                        grads.data() + p.offset, m_ + p.offset, v_ + p.offset, p.numel,
-                                                        hyper, grad_scale, stream_));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(k::AdamWUpdate<float>(params.data() + lo, /*model=*/nullptr, grads.data() + lo,
+                                                        m_ + (lo - begin_), v_ + (lo - begin_), hi - lo, hyper,
+                                                        grad_scale, stream_));
   }
   ++t_;
   return absl::OkStatus();

@@ -62,34 +62,42 @@ class CudaGradClip {
   float* partials_;
 };
 
+// AdamW over elements [begin, end) of the flat parameters (all of them by default; a rank's
+// shard under ddp.sharding "optimizer", as nn::AdamW on the CPU): the moments cover that range
+// alone and Step updates only it.
 class CudaAdamW {
  public:
-  // The moments start at zero. INTERNAL or RESOURCE_EXHAUSTED if they cannot be allocated.
-  // `layout` must outlive the optimizer.
+  // The moments start at zero. INTERNAL or RESOURCE_EXHAUSTED if they cannot be allocated;
+  // INVALID_ARGUMENT for a range outside the layout. `layout` must outlive the optimizer.
   static absl::StatusOr<std::unique_ptr<CudaAdamW>> Create(const ParamLayout& layout, AdamWConfig config,
-                                                           cudaStream_t stream);
+                                                           cudaStream_t stream, int64_t begin = 0, int64_t end = -1);
   ~CudaAdamW();
 
-  // Queues one update of params from grads * grad_scale[0] (a device float, e.g.
-  // CudaGradClip::scale(); null means 1) at learning rate lr, one kernel per parameter. The
-  // step counter advances on the host. INVALID_ARGUMENT when the spans do not fit the layout.
+  // Queues one update of the range's params from grads * grad_scale[0] (a device float, e.g.
+  // CudaGradClip::scale(); null means 1) at learning rate lr, one kernel per parameter the range
+  // meets. The step counter advances on the host. INVALID_ARGUMENT when the spans (the whole
+  // flat buffers) do not fit the layout.
   absl::Status Step(std::span<float> params, std::span<const float> grads, double lr, const float* grad_scale);
 
   int64_t step_count() const { return t_; }
-  // Device spans of the moments, for checkpoints.
+  int64_t begin() const { return begin_; }
+  int64_t end() const { return begin_ + n_; }
+  // Device spans of the range's moments, for checkpoints.
   std::span<const float> first_moment() const { return {m_, static_cast<size_t>(n_)}; }
   std::span<const float> second_moment() const { return {v_, static_cast<size_t>(n_)}; }
 
-  // Copies saved moments (host memory) to the device and sets the step counter, so that the next
-  // Step continues the saved run. INVALID_ARGUMENT when the sizes do not fit the layout.
+  // Copies saved moments of the range (host memory) to the device and sets the step counter, so
+  // that the next Step continues the saved run. INVALID_ARGUMENT when the sizes do not fit it.
   absl::Status Restore(std::span<const float> m, std::span<const float> v, int64_t step_count);
 
  private:
-  CudaAdamW(const ParamLayout& layout, AdamWConfig config, cudaStream_t stream, float* moments);
+  CudaAdamW(const ParamLayout& layout, AdamWConfig config, cudaStream_t stream, int64_t begin, int64_t n,
+            float* moments);
 
   const ParamLayout& layout_;
   AdamWConfig config_;
   cudaStream_t stream_;
+  int64_t begin_;
   int64_t n_;
   float* m_;
   float* v_;
