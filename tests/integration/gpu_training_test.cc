@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
+#include "gradsync/ckpt/weights_file.h"
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/device/device.h"
 #include "gtest/gtest.h"
@@ -102,6 +104,32 @@ TEST(GpuTraining, TwoWorkersShareOneGpuOverGlooStagedThroughHostMemory) {
   EXPECT_NE(out["stateReason"].find("2 ranks agree"), std::string::npos) << run.out;
   EXPECT_LT(Number(out, "finalLoss"), Number(out, "initialLoss") - 0.5) << run.out;
   EXPECT_NE(Logs(dir).find("2 ranks over gloo"), std::string::npos) << "two ranks on one GPU cannot use NCCL";
+}
+
+// ddp.sharding "optimizer" end to end on one GPU shared by two ranks: each rank's checkpoint part
+// holds its half of the state, the job ends with the ranks agreeing, and the weights equal an
+// unsharded run's bit for bit (AdamW is elementwise; both runs all-reduce the same gradients).
+TEST(GpuTraining, TwoRanksOnOneGpuShardTheOptimizerAndTrainBitwiseLikeUnsharded) {
+  SKIP_WITHOUT_GPU();
+  std::map<std::string, std::vector<float>> weights;
+  for (const std::string sharding : {"none", "optimizer"}) {
+    const std::string dir = MakeTempDir();
+    CommandResult run = RunBinary(Demo({"gradsync", "run", ExamplePath("demo.yaml"), "-o", "json", "--workers", "2",
+                                        "--device", "cuda:0", "--state-dir", dir},
+                                       {"training.maxSteps=40", "checkpoint.everySteps=20", "model.precision=fp32",
+                                        "ddp.sharding=" + sharding}));
+    ASSERT_EQ(run.exit_code, 0) << sharding << ": " << run.out << run.err;
+    auto out = ParseFlatJson(run.out);
+    EXPECT_EQ(out["state"], "SUCCEEDED") << run.out;
+    absl::StatusOr<ckpt::WeightsFile> w = ckpt::LoadWeights(out["weightsPath"]);
+    ASSERT_TRUE(w.ok()) << w.status();
+    weights[sharding] = w->values;
+    if (sharding == "optimizer") {
+      EXPECT_NE(Logs(dir).find("sharding optimizer"), std::string::npos) << "the replica names its sharding";
+    }
+  }
+  ASSERT_EQ(weights["none"].size(), weights["optimizer"].size());
+  EXPECT_TRUE(weights["none"] == weights["optimizer"]) << "sharded weights differ from unsharded";
 }
 
 TEST(GpuTraining, Fp32OnTheGpuFollowsTheCpu) {
