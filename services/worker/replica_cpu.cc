@@ -197,8 +197,8 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& c, 
     return absl::FailedPreconditionError("placement: nccl reduces GPU memory and this rank computes on its CPU");
   }
   // Sharded parameters are initialised per shard later (Replica::InitParams).
-  auto model = nn::CreateModel(c.spec, c.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone
-                                                                           : nn::ModelInit::kFromSeed);
+  auto model =
+      nn::CreateModel(c.spec, c.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone : nn::ModelInit::kFromSeed);
   if (!model.ok()) return model.status();
   if (c.sharding == spec::Sharding::kFull && !(*model)->supports_param_gate()) {
     return absl::FailedPreconditionError(

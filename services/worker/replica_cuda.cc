@@ -180,9 +180,9 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
   const int64_t total = r->model_->layout().total_numel();
   r->sharded_ = c.sharding == spec::Sharding::kOptimizer;
   r->bounds_ = comm::EvenBounds(total, c.world_size);
-  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get(),
-                                           r->sharded_ ? r->bounds_[c.rank] : 0,
-                                           r->sharded_ ? r->bounds_[c.rank + 1] : total);
+  auto adamw =
+      nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get(), r->sharded_ ? r->bounds_[c.rank] : 0,
+                                  r->sharded_ ? r->bounds_[c.rank + 1] : total);
   if (!adamw.ok()) return adamw.status();
   r->adamw_ = *std::move(adamw);
 

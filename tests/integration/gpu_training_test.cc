@@ -114,10 +114,10 @@ TEST(GpuTraining, TwoRanksOnOneGpuShardTheOptimizerAndTrainBitwiseLikeUnsharded)
   std::map<std::string, std::vector<float>> weights;
   for (const std::string sharding : {"none", "optimizer"}) {
     const std::string dir = MakeTempDir();
-    CommandResult run = RunBinary(Demo({"gradsync", "run", ExamplePath("demo.yaml"), "-o", "json", "--workers", "2",
-                                        "--device", "cuda:0", "--state-dir", dir},
-                                       {"training.maxSteps=40", "checkpoint.everySteps=20", "model.precision=fp32",
-                                        "ddp.sharding=" + sharding}));
+    CommandResult run = RunBinary(
+        Demo({"gradsync", "run", ExamplePath("demo.yaml"), "-o", "json", "--workers", "2", "--device", "cuda:0",
+              "--state-dir", dir},
+             {"training.maxSteps=40", "checkpoint.everySteps=20", "model.precision=fp32", "ddp.sharding=" + sharding}));
     ASSERT_EQ(run.exit_code, 0) << sharding << ": " << run.out << run.err;
     auto out = ParseFlatJson(run.out);
     EXPECT_EQ(out["state"], "SUCCEEDED") << run.out;

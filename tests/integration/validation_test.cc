@@ -225,7 +225,8 @@ TEST(Validation, FullyShardedRanksTrainAndEvaluateBitForBitLikeUnsharded) {
          "ddp.sharding=" + sharding,
          "-o",
          "json"});
-    ASSERT_EQ(job.exit_code, 0) << sharding << ": " << job.out << job.err.substr(job.err.size() > 4000 ? job.err.size() - 4000 : 0);
+    ASSERT_EQ(job.exit_code, 0) << sharding << ": " << job.out
+                                << job.err.substr(job.err.size() > 4000 ? job.err.size() - 4000 : 0);
     losses[sharding] = JsonNumber(job.out, "validationLoss");
     ASSERT_TRUE(std::isfinite(losses[sharding])) << job.out;
     weights[sharding] = ckpt::LoadWeights(ParseFlatJson(job.out).at("weightsPath"))->values;

@@ -68,8 +68,8 @@ absl::StatusOr<std::unique_ptr<CudaAdamW>> CudaAdamW::Create(const ParamLayout& 
                                                              cudaStream_t stream, int64_t begin, int64_t end) {
   if (end < 0) end = layout.total_numel();
   if (begin < 0 || begin > end || end > layout.total_numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("AdamW range [", begin, ", ", end, ") is not within the ",
-                                                   layout.total_numel(), " parameters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("AdamW range [", begin, ", ", end, ") is not within the ", layout.total_numel(), " parameters"));
   }
   const int64_t n = end - begin;
   // At least one float each, so that an empty shard still has valid (unused) pointers.

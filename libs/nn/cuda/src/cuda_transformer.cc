@@ -110,10 +110,10 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
 
 template <typename T>
 absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host, int64_t offset) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(params_.data() + offset, host.data(),
-                                                           host.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                                           stream()),
-                                           "cudaMemcpyAsync of the initial parameters"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(params_.data() + offset, host.data(), host.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream()),
+                 "cudaMemcpyAsync of the initial parameters"));
   return Synchronize();
 }
 
