@@ -35,6 +35,7 @@ void Agent::RunAssignment(const v1::Assignment& a, const absl::Status& parsed) {
 
 void Agent::BeginGeneration(const v1::Assignment& a) {
   SetLogComponent(absl::StrCat("worker r", a.rank()));
+  SetLogContext(a.job_id(), a.rank());
   GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id() << " generation "
                << a.generation();
   abort_ = false;
@@ -192,6 +193,7 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOut
     running_.Clear();
   }
   SetLogComponent("worker");
+  ClearLogContext();
 }
 
 }  // namespace gradsync::worker

@@ -7,15 +7,6 @@
 
 namespace gradsync {
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
-
 absl::Status WriteEndpointsFile(const std::string& path, const std::map<std::string, std::string>& fields) {
   std::string json = "{";
   const char* sep = "";

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "gradsync/core/json_string.h"  // JsonString, with which the files are written
 
 namespace gradsync {
 
@@ -18,9 +19,6 @@ absl::Status WriteEndpointsFile(const std::string& path, const std::map<std::str
 // Replaces `path` with `contents` the same way (`path`.tmp, then rename). No fsync: these files
 // describe running processes and mean nothing after a crash. INTERNAL naming the file.
 absl::Status ReplaceFileAtomically(const std::string& path, std::string_view contents);
-
-// `s` as a JSON string literal: quoted, with quotes and backslashes escaped.
-std::string JsonString(std::string_view s);
 
 // "127.0.0.1:<port>", the loopback address of a locally bound port.
 std::string LoopbackAddress(int port);

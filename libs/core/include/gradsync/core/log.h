@@ -2,6 +2,13 @@
 //
 //   GS_LOG(INFO) << "worker " << id << " registered";
 //
+// Text lines read "I 2026-11-25T01:02:03.456Z [component] file.cc:12] message" (UTC, RFC 3339).
+// GRADSYNC_LOG_FORMAT=json makes each line one JSON object instead, for log collectors:
+//   {"time":"2026-11-25T01:02:03.456Z","level":"info","component":"worker r1",
+//    "source":"agent.cc:37","message":"...","job":"j-1","rank":1}
+// ("component" once set; "job" and "rank" while a log context is set). Any other value of
+// GRADSYNC_LOG_FORMAT keeps text, with one warning.
+//
 // Thread-safe: each message is formatted in full and written with one call.
 #pragma once
 
@@ -20,6 +27,15 @@ LogLevel MinLogLevel();
 // Prefix added to every line, e.g. "coordinator" or "worker r1".
 void SetLogComponent(std::string_view component);
 
+enum class LogFormat { kText, kJson };
+// Defaults to GRADSYNC_LOG_FORMAT ("text" or "json"), read at the first message.
+void SetLogFormat(LogFormat format);
+
+// The job and rank this process works for, added to every JSON line until ClearLogContext: a
+// worker sets them while it runs a generation.
+void SetLogContext(std::string_view job, int rank);
+void ClearLogContext();
+
 class LogMessage {
  public:
   LogMessage(LogLevel level, const char* file, int line);
@@ -28,7 +44,9 @@ class LogMessage {
 
  private:
   LogLevel level_;
-  std::ostringstream stream_;
+  const char* file_;
+  int line_;
+  std::ostringstream stream_;  // the message alone
 };
 
 }  // namespace gradsync
