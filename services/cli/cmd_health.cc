@@ -8,13 +8,43 @@
 #include "job_client.h"
 
 namespace gradsync::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync healthcheck HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE] "
+    "[--tls-server-name NAME]\n";
+
+// The channel the options describe. --tls-server-name without --tls-ca is refused: the probe would
+// be plaintext while its author expects a verified TLS server.
+absl::StatusOr<rpc::ChannelOptions> ProbeChannel(const Args& args) {
+  const std::string name = args.Get("tls-server-name");
+  if (absl::Status s = rpc::CheckTlsServerName(name); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls-server-name: ", s.message()));
+  }
+  if (!name.empty() && args.Get("tls-ca").empty()) {
+    return absl::InvalidArgumentError("--tls-server-name is for TLS servers: give --tls-ca too");
+  }
+  auto channel = rpc::ChannelOptions::FromFiles(args.Get("tls-ca"), "");
+  if (channel.ok()) channel->tls_server_name = name;
+  return channel;
+}
+
+// What to try when the probe ran out of time: a TLS server never answers a plaintext probe.
+std::string HealthHint(const absl::Status& status, const rpc::ChannelOptions& channel) {
+  if (status.code() != absl::StatusCode::kDeadlineExceeded) return "";
+  if (channel.tls_ca_pem.empty()) return " (for a TLS server, pass --tls-ca)";
+  return "";
+}
+
+}  // namespace
+
 int HealthCommand(const std::vector<std::string>& argv) {
-  // No environment fallback for --tls-ca: a worker's GRADSYNC_TLS_CA_FILE is about its
-  // coordinator, and a probe of the worker's own plaintext health port must not pick it up.
-  auto args = ParseArgs("healthcheck", argv, {{"service"}, {"timeout"}, {"tls-ca"}});
+  // No environment fallback for --tls-ca or --tls-server-name: a worker's GRADSYNC_TLS_CA_FILE and
+  // GRADSYNC_TLS_SERVER_NAME are about its coordinator, and a probe of the worker's own plaintext
+  // health port must not pick them up.
+  auto args = ParseArgs("healthcheck", argv, {{"service"}, {"timeout"}, {"tls-ca"}, {"tls-server-name"}});
   if (!args.ok() || args->positional.size() != 1) {
-    std::fprintf(stderr,
-                 "usage: gradsync healthcheck HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE]\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
   auto timeout = args->GetInt("timeout", 5, 1, 3600);
@@ -22,7 +52,7 @@ int HealthCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "%s\n", std::string(timeout.status().message()).c_str());
     return 2;
   }
-  auto channel = rpc::ChannelOptions::FromFiles(args->Get("tls-ca"), "");
+  auto channel = ProbeChannel(*args);
   if (!channel.ok()) {
     std::fprintf(stderr, "%s\n", std::string(channel.status().message()).c_str());
     return 2;
@@ -30,11 +60,9 @@ int HealthCommand(const std::vector<std::string>& argv) {
   const std::string& address = args->positional[0];
   absl::Status s = rpc::CheckHealth(address, args->Get("service"), absl::Seconds(*timeout), *channel);
   if (!s.ok()) {
-    // A TLS server never answers a plaintext probe; the deadline is all the probe sees.
-    const char* hint = s.code() == absl::StatusCode::kDeadlineExceeded && channel->tls_ca_pem.empty()
-                           ? " (for a TLS server, pass --tls-ca)"
-                           : "";
-    std::fprintf(stderr, "%s: %s%s\n", address.c_str(), std::string(s.message()).c_str(), hint);
+    s = AdviseTlsServerName(s);
+    std::fprintf(stderr, "%s: %s%s\n", address.c_str(), std::string(s.message()).c_str(),
+                 HealthHint(s, *channel).c_str());
     return 1;
   }
   std::printf("%s: SERVING\n", address.c_str());

@@ -65,7 +65,7 @@ absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<Lo
 }  // namespace
 
 std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options) {
-  for (const char* name : {"address", "token", "token-file", "tls-ca", "state-dir"}) AddOnce(options, name);
+  for (const char* name : {"address", "token", "token-file", "tls-ca", "tls-server-name", "state-dir"}) AddOnce(options, name);
   return options;
 }
 
@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
                                        : args.Get("address", EnvOr("GRADSYNC_ADDRESS", "localhost:7070"));
   options.token = *std::move(token);
   options.tls_ca_file = args.Get("tls-ca", EnvOr("GRADSYNC_TLS_CA_FILE", ""));
+  options.tls_server_name = args.Get("tls-server-name", EnvOr("GRADSYNC_TLS_SERVER_NAME", ""));
   return MakeJobClient(options);
 }
 

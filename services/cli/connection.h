@@ -1,7 +1,8 @@
 // The options that name a server and how to reach it, shared by the commands that talk to a
 // cluster:
 //   the coordinator  --address (GRADSYNC_ADDRESS), --token-file (GRADSYNC_TOKEN_FILE) or --token
-//                    (GRADSYNC_TOKEN), --tls-ca (GRADSYNC_TLS_CA_FILE);
+//                    (GRADSYNC_TOKEN), --tls-ca (GRADSYNC_TLS_CA_FILE), --tls-server-name
+//                    (GRADSYNC_TLS_SERVER_NAME);
 //   its metrics      --metrics-api (GRADSYNC_METRICS_API), --metrics-token-file
 //                    (GRADSYNC_METRICS_TOKEN_FILE);
 //   or, for a local cluster, --state-dir DIR: every address and token from DIR/endpoints.json.
@@ -18,7 +19,8 @@
 
 namespace gradsync::cli {
 
-// `options` plus "address", "token", "token-file", "tls-ca" and "state-dir", for ParseArgs.
+// `options` plus "address", "token", "token-file", "tls-ca", "tls-server-name" and "state-dir",
+// for ParseArgs.
 std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options);
 // `options` plus "metrics-api", "metrics-token-file" and "state-dir", for ParseArgs.
 std::vector<OptionSpec> WithMetricsApiOptions(std::vector<OptionSpec> options);

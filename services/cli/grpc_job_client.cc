@@ -12,11 +12,12 @@ namespace {
 
 constexpr absl::Duration kCallTimeout = absl::Seconds(15);
 
-// Adds the address to transport errors, which otherwise say little.
+// Adds the address, and what to do about a certificate naming another host, to transport errors,
+// which otherwise say little.
 absl::Status Annotate(const grpc::Status& s, const std::string& address) {
   absl::Status st = rpc::FromGrpc(s);
   if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDeadlineExceeded) {
-    return absl::Status(st.code(), absl::StrCat("coordinator at ", address, ": ", st.message()));
+    return AdviseTlsServerName(absl::Status(st.code(), absl::StrCat("coordinator at ", address, ": ", st.message())));
   }
   return st;
 }

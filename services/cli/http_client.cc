@@ -27,6 +27,37 @@ struct CurlDeleter {
 struct HeaderListDeleter {
   void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
+struct UrlDeleter {
+  void operator()(CURLU* u) const { curl_url_cleanup(u); }
+};
+
+// One part of `url` as libcurl reads it ("" when absent).
+std::string UrlPart(CURLU* url, CURLUPart part, unsigned int flags) {
+  char* text = nullptr;
+  if (curl_url_get(url, part, &text, flags) != CURLUE_OK) return "";
+  std::string out = text;
+  curl_free(text);
+  return out;
+}
+
+// `request.url` with its host replaced by `name`, and in `connect_to` the CURLOPT_CONNECT_TO entry
+// that still connects to the URL's own host and port: libcurl then verifies the certificate
+// against `name` (and sends it as SNI and Host), which is how a port-forward reaches a server
+// whose certificate names its Service.
+absl::StatusOr<std::string> UrlNamedAs(const std::string& url, const std::string& name, std::string* connect_to) {
+  std::unique_ptr<CURLU, UrlDeleter> parsed(curl_url());
+  if (parsed == nullptr) return absl::InternalError("cannot initialise libcurl");
+  if (curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) {
+    return absl::InvalidArgumentError(absl::StrCat("not a URL: ", url));
+  }
+  const std::string host = UrlPart(parsed.get(), CURLUPART_HOST, 0);
+  const std::string port = UrlPart(parsed.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  if (curl_url_set(parsed.get(), CURLUPART_HOST, name.c_str(), 0) != CURLUE_OK) {
+    return absl::InvalidArgumentError(absl::StrCat("not a host name: ", name));
+  }
+  *connect_to = absl::StrCat(name, ":", port, ":", host, ":", port);
+  return UrlPart(parsed.get(), CURLUPART_URL, 0);
+}
 
 }  // namespace
 
@@ -50,8 +81,18 @@ absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::str
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   }
   std::unique_ptr<curl_slist, HeaderListDeleter> header_list(headers);
+  std::string url = request.url;
+  std::string connect_to;
+  if (!request.tls_server_name.empty()) {
+    absl::StatusOr<std::string> named = UrlNamedAs(request.url, request.tls_server_name, &connect_to);
+    if (!named.ok()) return named.status();
+    url = *std::move(named);
+  }
+  std::unique_ptr<curl_slist, HeaderListDeleter> connect_list(
+      connect_to.empty() ? nullptr : curl_slist_append(nullptr, connect_to.c_str()));
+  if (connect_list != nullptr) curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_list.get());
   char error[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);

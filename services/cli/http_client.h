@@ -18,6 +18,9 @@ struct HttpRequest {
   std::string bearer_token;
   // PEM file of the CA to verify an https server with; empty: the system's CAs.
   std::string tls_ca_file;
+  // The name an https server's certificate is verified against (and sent as SNI and Host) while
+  // connecting to the URL's host; empty: the URL's host. Must pass rpc::CheckTlsServerName.
+  std::string tls_server_name;
   absl::Duration timeout = absl::Seconds(15);
 };
 
@@ -28,7 +31,8 @@ struct HttpResponse {
 
 // Any answer the server gives, whatever its HTTP status. UNAVAILABLE naming `server` (how the
 // caller names it, e.g. its address) when the connection or the TLS handshake fails,
-// DEADLINE_EXCEEDED when it takes longer than the timeout. Any thread may call it.
+// DEADLINE_EXCEEDED when it takes longer than the timeout, INVALID_ARGUMENT for a URL libcurl
+// cannot parse (with tls_server_name). Any thread may call it.
 absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::string& server);
 
 // `text` percent-encoded for use as one URL path segment or query value.

@@ -46,6 +46,10 @@ struct JobClientOptions {
   // PEM file of the CA that signed the server's certificate. With a gRPC address it makes the
   // channel TLS; with https it replaces the system's CAs. INVALID_ARGUMENT with http://.
   std::string tls_ca_file;
+  // The name the server's certificate must carry when it differs from the address's host (a
+  // port-forward to 127.0.0.1 of a coordinator whose certificate names its Service). Needs TLS:
+  // https://, or --tls-ca with a gRPC address; INVALID_ARGUMENT otherwise.
+  std::string tls_server_name;
 };
 
 // The client for `options.address`'s transport. INVALID_ARGUMENT for an address that is neither
@@ -54,5 +58,10 @@ struct JobClientOptions {
 absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions& options);
 
 bool IsTerminal(v1::JobState state);
+
+// `status`, with advice to pass --tls-server-name appended when it is a TLS handshake that failed
+// because the server's certificate does not name the host dialled (gRPC's and libcurl's words for
+// it); otherwise `status` unchanged.
+absl::Status AdviseTlsServerName(absl::Status status);
 
 }  // namespace gradsync::cli

@@ -79,11 +79,8 @@ absl::Status StatusFromHttpError(long http_status, const std::string& body, cons
 
 }  // namespace
 
-RestJobClient::RestJobClient(std::string address, std::string base_url, std::string token, std::string tls_ca_file)
-    : address_(std::move(address)),
-      base_url_(std::move(base_url)),
-      token_(std::move(token)),
-      tls_ca_file_(std::move(tls_ca_file)) {}
+RestJobClient::RestJobClient(std::string address, std::string base_url, std::string token, RestTls tls)
+    : address_(std::move(address)), base_url_(std::move(base_url)), token_(std::move(token)), tls_(std::move(tls)) {}
 
 absl::Status RestJobClient::Send(const std::string& method, const std::string& path, const std::string& body,
                                  google::protobuf::Message* out) {
@@ -92,9 +89,10 @@ absl::Status RestJobClient::Send(const std::string& method, const std::string& p
   request.url = base_url_ + path;
   request.body = body;
   request.bearer_token = token_;
-  request.tls_ca_file = tls_ca_file_;
+  request.tls_ca_file = tls_.ca_file;
+  request.tls_server_name = tls_.server_name;
   auto response = SendHttp(request, absl::StrCat("coordinator at ", address_));
-  if (!response.ok()) return response.status();
+  if (!response.ok()) return AdviseTlsServerName(response.status());
   if (response->status < 200 || response->status >= 300) {
     return StatusFromHttpError(response->status, response->body, request.url);
   }

@@ -9,11 +9,17 @@
 
 namespace gradsync::cli {
 
+// How an https server is verified (both unused with http).
+struct RestTls {
+  std::string ca_file;      // PEM CA file; empty: the system's CAs
+  std::string server_name;  // the name its certificate must carry; empty: the URL's host
+};
+
 class RestJobClient : public JobClient {
  public:
   // `base_url` is "http(s)://host:port" without a trailing slash; `address` is how the user wrote
-  // it. `tls_ca_file` (may be empty) verifies an https server.
-  RestJobClient(std::string address, std::string base_url, std::string token, std::string tls_ca_file);
+  // it.
+  RestJobClient(std::string address, std::string base_url, std::string token, RestTls tls);
 
   absl::StatusOr<v1::Job> Create(const v1::JobSpec& spec) override;
   absl::StatusOr<v1::Job> Get(const std::string& name) override;
@@ -35,7 +41,7 @@ class RestJobClient : public JobClient {
   std::string address_;
   std::string base_url_;
   std::string token_;
-  std::string tls_ca_file_;
+  RestTls tls_;
 };
 
 }  // namespace gradsync::cli

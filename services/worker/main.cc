@@ -46,6 +46,9 @@ ABSL_FLAG(std::string, cluster_token_file, gradsync::EnvOr("GRADSYNC_CLUSTER_TOK
           "reports (env GRADSYNC_CLUSTER_TOKEN_FILE)");
 ABSL_FLAG(std::string, tls_ca_file, gradsync::EnvOr("GRADSYNC_TLS_CA_FILE", ""),
           "PEM CA certificate: talk TLS to the coordinator, verifying it with this (env GRADSYNC_TLS_CA_FILE)");
+ABSL_FLAG(std::string, tls_server_name, gradsync::EnvOr("GRADSYNC_TLS_SERVER_NAME", ""),
+          "the name the coordinator's certificate must carry when --coordinator dials another (an IP address, a "
+          "tunnel); needs --tls_ca_file (env GRADSYNC_TLS_SERVER_NAME)");
 ABSL_FLAG(std::string, health_listen, gradsync::EnvOr("GRADSYNC_WORKER_HEALTH_LISTEN", "0.0.0.0:7072"),
           "gRPC health (grpc.health.v1) address for probes; port 0 picks a free one; empty disables "
           "(env GRADSYNC_WORKER_HEALTH_LISTEN)");
@@ -77,6 +80,23 @@ absl::StatusOr<gradsync::TokenAuth> MetricsTokenFromFlags() {
   return gradsync::TokenAuth::FromOptionalFile(path, "the metrics token");
 }
 
+// The coordinator's channel: TLS roots, the name to verify and the cluster token. A server name
+// without a CA is refused, not ignored: the channel would be plaintext while the operator expects a
+// verified coordinator, and the cluster token would go in the clear.
+absl::StatusOr<gradsync::rpc::ChannelOptions> CoordinatorChannelFromFlags() {
+  const std::string name = absl::GetFlag(FLAGS_tls_server_name);
+  if (absl::Status s = gradsync::rpc::CheckTlsServerName(name); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls_server_name: ", s.message()));
+  }
+  if (!name.empty() && absl::GetFlag(FLAGS_tls_ca_file).empty()) {
+    return absl::InvalidArgumentError("--tls_server_name is for a TLS coordinator: give --tls_ca_file too");
+  }
+  auto channel =
+      gradsync::rpc::ChannelOptions::FromFiles(absl::GetFlag(FLAGS_tls_ca_file), absl::GetFlag(FLAGS_cluster_token_file));
+  if (channel.ok()) channel->tls_server_name = name;
+  return channel;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,8 +124,7 @@ int main(int argc, char** argv) {
   }
   gradsync::worker::AgentOptions options;
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
-  auto channel = gradsync::rpc::ChannelOptions::FromFiles(absl::GetFlag(FLAGS_tls_ca_file),
-                                                          absl::GetFlag(FLAGS_cluster_token_file));
+  auto channel = CoordinatorChannelFromFlags();
   if (!channel.ok()) {
     GS_LOG(ERROR) << channel.status();
     return 2;

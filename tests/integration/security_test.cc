@@ -15,73 +15,20 @@
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gtest/gtest.h"
+#include "tls_certs.h"
 
 namespace gradsync::testing {
 namespace {
 
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
-    const std::string candidate = absl::StrCat(dir, "/", name);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-// Runs the openssl CLI in `dir`; true when it exits 0 (its output goes to dir/openssl.log).
-bool Openssl(const std::string& dir, const std::vector<std::string>& args) {
-  const std::string openssl = FindOnPath("openssl");
-  if (openssl.empty()) return false;
-  const pid_t pid = StartBinaryAt(openssl, args, dir + "/openssl.log");
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-// The extensions of a CA and of a server certificate valid for 127.0.0.1 and localhost. A config
-// of our own, so the result does not depend on the machine's openssl.cnf.
-constexpr char kOpensslConfig[] = R"([req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = gradsync test
-[ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-[server]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1,DNS:localhost
-)";
-
-// Writes `name`.pem and `name`.key: a CA certificate, self-signed.
-bool MakeCa(const std::string& dir, const std::string& name) {
-  return Openssl(dir, {"req", "-x509", "-config", dir + "/openssl.cnf", "-extensions", "ca", "-newkey", "rsa:2048",
-                       "-nodes", "-keyout", dir + "/" + name + ".key", "-out", dir + "/" + name + ".pem", "-days", "2",
-                       "-subj", "/CN=" + name});
-}
-
-// Writes server.pem and server.key, signed by ca.pem.
-bool MakeServerCert(const std::string& dir) {
-  return Openssl(dir, {"req", "-new", "-config", dir + "/openssl.cnf", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                       dir + "/server.key", "-out", dir + "/server.csr", "-subj", "/CN=localhost"}) &&
-         Openssl(dir, {"x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
-                       "-CAcreateserial", "-out", dir + "/server.pem", "-days", "2", "-extfile", dir + "/openssl.cnf",
-                       "-extensions", "server"});
-}
-
 class Security : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = MakeTempDir();
     ASSERT_FALSE(dir_.empty());
-    ASSERT_FALSE(FindOnPath("openssl").empty()) << "the openssl CLI is needed (scripts/install-deps.sh installs it)";
-    WriteFile(dir_ + "/openssl.cnf", kOpensslConfig);
-    ASSERT_TRUE(MakeCa(dir_, "ca") && MakeServerCert(dir_) && MakeCa(dir_, "other-ca"))
+    ASSERT_FALSE(FindOpenssl().empty()) << "the openssl CLI is needed (scripts/install-deps.sh installs it)";
+    ASSERT_TRUE(MakeCa(dir_, "ca") && MakeServerCert(dir_, "IP:127.0.0.1,DNS:localhost") && MakeCa(dir_, "other-ca"))
         << ReadFile(dir_ + "/openssl.log");
     // Unique per run, so a match in a log can only come from this test's tokens.
     const std::string run = absl::StrCat(::getpid(), "-", absl::ToUnixMicros(absl::Now()));

@@ -1,7 +1,9 @@
 #include "gradsync/rpc/server.h"
 
+#include <algorithm>
 #include <chrono>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/secret_file.h"
@@ -56,6 +58,21 @@ absl::StatusOr<ChannelOptions> ChannelOptions::FromFiles(const std::string& ca_f
     options.bearer_token = *std::move(token);
   }
   return options;
+}
+
+absl::Status CheckTlsServerName(const std::string& name) {
+  constexpr size_t kMaxDnsName = 253;
+  if (name.size() > kMaxDnsName) {
+    return absl::InvalidArgumentError(absl::StrCat("a name of ", name.size(), " characters; a DNS name has at most 253"));
+  }
+  // Anything else would be a URL's port or path to libcurl, or a name no certificate carries.
+  const bool allowed = std::all_of(name.begin(), name.end(),
+                                   [](char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.'; });
+  if (!allowed || absl::StartsWith(name, ".") || absl::StartsWith(name, "-")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", name, "\" is not a DNS name or IPv4 address (letters, digits, '-' and '.')"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const std::string& address,
@@ -137,6 +154,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Cha
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = options.tls_ca_pem;
     creds = grpc::SslCredentials(ssl);
+    if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
   }
   if (options.bearer_token.empty() && options.late_header == nullptr) {
     return grpc::CreateCustomChannel(address, creds, args);

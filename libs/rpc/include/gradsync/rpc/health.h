@@ -11,7 +11,8 @@ namespace gradsync::rpc {
 
 // OK when the server at `address` answers SERVING for `service` ("" is the whole server).
 // UNAVAILABLE naming the status otherwise, or the transport error; DEADLINE_EXCEEDED after
-// `timeout`.
+// `timeout`, with the channel's last transport error when it has one (a refused connection, a
+// certificate that does not name the host).
 // `channel` carries TLS roots for a TLS server. Waits through a server still starting.
 absl::Status CheckHealth(const std::string& address, const std::string& service, absl::Duration timeout,
                          const ChannelOptions& channel = {});

@@ -55,6 +55,10 @@ inline constexpr char kWorkerSessionMetadata[] = "gradsync-worker-session";
 struct ChannelOptions {
   // PEM root certificates to verify the server with; non-empty makes the channel TLS.
   std::string tls_ca_pem;
+  // The name the server's certificate is verified against, and sent as SNI, instead of the host
+  // of the address dialled: a port-forward to 127.0.0.1 of a server whose certificate names its
+  // Service. Used only with `tls_ca_pem`; callers refuse it without (see the CLI and worker flags).
+  std::string tls_server_name;
   // Sent as "authorization: Bearer <token>" with every call when non-empty.
   std::string bearer_token;
   // Sent with every call while its value is non-empty (a worker's session).
@@ -63,6 +67,11 @@ struct ChannelOptions {
   // with no PEM certificate is INVALID_ARGUMENT.
   static absl::StatusOr<ChannelOptions> FromFiles(const std::string& ca_file, const std::string& token_file);
 };
+
+// OK for "" or a name a certificate can carry: a DNS name (letters, digits, '-', '.'; at most 253
+// characters) or an IPv4 address. INVALID_ARGUMENT saying what is wrong otherwise; the caller
+// names its flag.
+absl::Status CheckTlsServerName(const std::string& name);
 
 // A channel to `address` with the options gradsync clients use (keepalive, no proxy).
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ChannelOptions& options = {});
