@@ -94,6 +94,31 @@ def checkpoint_claim(workload, mount_path):
     return claims[0] if claims else None
 
 
+def check_coordinator_probes(f, coord, sts, values, what):
+    """Without TLS, Kubernetes' gRPC probes on the gRPC port. With TLS (which those probes do not
+    speak) `gradsync healthcheck` of the gRPC port in the container, verifying the certificate with
+    tls.existingSecret's CA against the name the workers dial: never a bare TCP check."""
+    c, grpc_port = container(coord), values["coordinator"]["ports"]["grpc"]
+    dialled = [a.split("=", 1)[1] for a in container(sts)["args"] if a.startswith("--coordinator=")]
+    service = dialled[0].rsplit(":", 1)[0] if dialled else None
+    for name in ("readinessProbe", "livenessProbe"):
+        probe = c.get(name, {})
+        if not values["tls"]["enabled"]:
+            f.expect(probe.get("grpc", {}).get("port") == grpc_port, f"{what}: coordinator {name} not gRPC: {probe}")
+            continue
+        command = probe.get("exec", {}).get("command", [])
+        flags = dict(a[2:].split("=", 1) for a in command[3:] if a.startswith("--") and "=" in a)
+        f.expect(command[:3] == ["gradsync", "healthcheck", f"127.0.0.1:{grpc_port}"],
+                 f"{what}: coordinator {name} is not gradsync healthcheck of the gRPC port: {probe}")
+        f.expect(mounted_secret(coord, flags.get("tls-ca", "")) == (values["tls"]["existingSecret"], values["tls"]["caKey"]),
+                 f"{what}: coordinator {name} --tls-ca is not the CA of tls.existingSecret")
+        f.expect(flags.get("tls-server-name") == service,
+                 f"{what}: coordinator {name} verifies {flags.get('tls-server-name')}, the workers dial {service}")
+        timeout = int(flags.get("timeout", "0"))
+        f.expect(0 < timeout < probe.get("timeoutSeconds", 1),
+                 f"{what}: coordinator {name} --timeout {timeout} does not end before timeoutSeconds")
+
+
 def check_coordinator(f, docs, values, what):
     coord = one(f, docs, "Deployment", "coordinator", what)
     sts = one(f, docs, "StatefulSet", "worker", what)
@@ -105,11 +130,8 @@ def check_coordinator(f, docs, values, what):
     f.expect("--state_dir=/var/lib/gradsync/state" in args, f"{what}: --state_dir")
     for flag in ("--auth_token_file=", "--cluster_token_file="):
         f.expect(any(a.startswith(flag) for a in args), f"{what}: coordinator lacks {flag}")
-    # Kubernetes' gRPC probes speak plaintext only: over TLS the coordinator is probed over TCP.
     tls = values["tls"]["enabled"]
-    for probe in ("readinessProbe", "livenessProbe"):
-        f.expect(("tcpSocket" if tls else "grpc") in container(coord).get(probe, {}),
-                 f"{what}: coordinator {probe} does not suit tls.enabled={tls}")
+    check_coordinator_probes(f, coord, sts, values, what)
     f.expect(any(a.startswith("--tls_cert_file=") for a in args) == tls, f"{what}: coordinator TLS flags")
     f.expect(any(a.startswith("--tls_ca_file=") for a in container(sts)["args"]) == tls,
              f"{what}: worker --tls_ca_file against tls.enabled")
@@ -336,6 +358,17 @@ def check_notes(f, renderer, files, values, what):
     for text in ("gradsync submit", "/v1/jobs", "Authorization: Bearer", "GRADSYNC_TOKEN_FILE",
                  f"secret {token_source(values, 'api')[0]} ", "port-forward", f"helm test {RELEASE} "):
         f.expect(text in out, f"{what}: NOTES.txt does not mention {text!r}")
+    # With TLS every command verifies the coordinator: the CA from the TLS Secret, and the Service's
+    # name, which its certificate carries, since the port-forward is dialled at 127.0.0.1.
+    service = f"{FULLNAME}-coordinator"
+    tls_texts = (f"secret {values['tls']['existingSecret']} ", "GRADSYNC_TLS_CA_FILE=",
+                 f"GRADSYNC_TLS_SERVER_NAME={service}\n", f"--tls-ca ca.crt --tls-server-name {service}",
+                 f"--cacert ca.crt --connect-to {service}:", f"https://{service}:")
+    for text in tls_texts:
+        f.expect((text in out) == values["tls"]["enabled"],
+                 f"{what}: NOTES.txt mentions {text!r} against tls.enabled={values['tls']['enabled']}")
+    plain_rest = f"http://127.0.0.1:{values['coordinator']['ports']['rest']}/"
+    f.expect((plain_rest in out) != values["tls"]["enabled"], f"{what}: NOTES.txt's REST scheme against TLS")
 
 
 def check_refused(f, renderer, values_text, message, what):
