@@ -27,5 +27,7 @@ int DataCommand(const std::vector<std::string>& argv);
 int GenerateCommand(const std::vector<std::string>& argv);
 // gradsync export SRC --format hf|gradsync|llmc -o OUT: weights in another layout; needs no cluster.
 int ExportCommand(const std::vector<std::string>& argv);
+// gradsync version [-o json] (also gradsync --version): the version, git commit and CUDA build.
+int VersionCommand(const std::vector<std::string>& argv);
 
 }  // namespace gradsync::cli

@@ -57,6 +57,7 @@ constexpr char kUsage[] =
     "  export SRC --format hf|gradsync|llmc -o OUT\n"
     "                     weights or a committed checkpoint as safetensors (Hugging Face's or\n"
     "                     gradsync's names, with config.json) or as llm.c's GPT-2 checkpoint\n"
+    "  version [-o json]    (or --version) the version, git commit and CUDA build\n"
     "\n"
     "Job specs are YAML or JSON with the JSON names of gradsync.v1.JobSpec, e.g. training.worldSize.\n";
 
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   if (command == "data") return DataCommand(rest);
   if (command == "generate") return GenerateCommand(rest);
   if (command == "export") return ExportCommand(rest);
+  if (command == "version" || command == "--version") return VersionCommand(rest);
   std::fprintf(stderr, "gradsync: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return 2;
 }

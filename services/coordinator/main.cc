@@ -7,12 +7,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "coordinator.h"
 #include "coordinator_metrics.h"
+#include "gradsync/core/daemon_flags.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/listen_guard.h"
@@ -267,8 +266,11 @@ absl::Status Run() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("gradsync coordinator: gradsync-coordinator [--listen host:port]");
-  absl::ParseCommandLine(argc, argv);
+  gradsync::ParseDaemonFlags(argc, argv,
+                             {"gradsync-coordinator",
+                              "the job registry, gang scheduler, rendezvous store and worker leases of gradsync\n\n"
+                              "  gradsync-coordinator [--listen host:port] [flags]",
+                              "services/coordinator/"});
   gradsync::SetLogComponent("coordinator");
   gradsync::InstallShutdownHandlers();
   if (absl::Status s = Run(); !s.ok()) {

@@ -6,8 +6,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "gradsync/core/daemon_flags.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/listen_guard.h"
@@ -80,9 +79,11 @@ absl::StatusOr<gradsync::metrics::MetricsServerOptions> OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "gradsync metrics service: gradsync-metrics [--listen host:port] [--http_listen ip:port]");
-  absl::ParseCommandLine(argc, argv);
+  gradsync::ParseDaemonFlags(argc, argv,
+                             {"gradsync-metrics",
+                              "reduces workers' step reports across ranks, publishes them to Prometheus and as JSON\n\n"
+                              "  gradsync-metrics [--listen host:port] [--http_listen ip:port] [flags]",
+                              "services/metrics/"});
   gradsync::SetLogComponent("metrics");
   gradsync::InstallShutdownHandlers();
 

@@ -6,10 +6,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "agent.h"
 #include "gradsync/core/cpu_set.h"
+#include "gradsync/core/daemon_flags.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/listen_guard.h"
@@ -100,8 +99,11 @@ absl::StatusOr<gradsync::rpc::ChannelOptions> CoordinatorChannelFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("gradsync worker: gradsync-worker --coordinator host:port");
-  absl::ParseCommandLine(argc, argv);
+  gradsync::ParseDaemonFlags(argc, argv,
+                             {"gradsync-worker",
+                              "joins a coordinator's pool and trains the generations it is assigned\n\n"
+                              "  gradsync-worker --coordinator host:port [flags]",
+                              "services/worker/"});
   gradsync::SetLogComponent("worker");
   // Before any thread starts, though BindProcessToCpus binds those already running too.
   if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
