@@ -2,16 +2,12 @@
 // openssl CLI: the CLI and healthcheck verify the server with the CA, the CLI reaches it over
 // gRPC and https REST, a worker needs both the CA and the cluster token, and no token is written
 // to any log.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gtest/gtest.h"
