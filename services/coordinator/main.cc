@@ -19,6 +19,7 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/core/token_auth.h"
 #include "gradsync/http/metrics.h"
+#include "gradsync/http/process_metrics.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/spec/confined_path.h"
 #include "grpc_services.h"
@@ -190,7 +191,8 @@ absl::StatusOr<HttpServers> StartHttp(Coordinator* coordinator, const TokenAuth&
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
     auto scrape = gradsync::TokenAuth::FromOptionalFile(absl::GetFlag(FLAGS_metrics_token_file), "the metrics token");
     if (!scrape.ok()) return scrape.status();
-    auto started = gradsync::http::StartMetricsServer(listen, {metrics}, *std::move(scrape));
+    auto started =
+        gradsync::http::StartMetricsServer(listen, {metrics, gradsync::http::ProcessMetrics()}, *std::move(scrape));
     if (!started.ok()) return started.status();
     servers.metrics = *std::move(started);
     GS_LOG(INFO) << "serving /metrics on port " << servers.metrics->port();

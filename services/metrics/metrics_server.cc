@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/http/metrics.h"
+#include "gradsync/http/process_metrics.h"
 
 namespace gradsync::metrics {
 
@@ -17,7 +18,8 @@ MetricsServer::~MetricsServer() { Shutdown(absl::ZeroDuration()); }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options) {
   std::unique_ptr<MetricsServer> s(new MetricsServer(options));
-  auto exposition = http::StartMetricsServer(options.http_listen, {s->metrics_.registry()}, options.read_auth);
+  auto exposition = http::StartMetricsServer(options.http_listen, {s->metrics_.registry(), http::ProcessMetrics()},
+                                             options.read_auth);
   if (!exposition.ok()) return exposition.status();
   s->exposition_ = *std::move(exposition);
 

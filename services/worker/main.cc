@@ -17,6 +17,7 @@
 #include "gradsync/core/token_auth.h"
 #include "gradsync/device/device.h"
 #include "gradsync/http/metrics.h"
+#include "gradsync/http/process_metrics.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
 #include "worker_metrics.h"
 
@@ -157,7 +158,8 @@ int main(int argc, char** argv) {
       GS_LOG(ERROR) << scrape.status();
       return 2;
     }
-    auto server = gradsync::http::StartMetricsServer(listen, {own_metrics.registry()}, *std::move(scrape));
+    auto server = gradsync::http::StartMetricsServer(
+        listen, {own_metrics.registry(), gradsync::http::ProcessMetrics()}, *std::move(scrape));
     if (!server.ok()) {
       GS_LOG(ERROR) << "cannot serve /metrics: " << server.status();
       return 1;

@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "gradsync/http/bearer.h"
-#include "gradsync/http/process_metrics.h"
 #include "prometheus/text_serializer.h"
 
 namespace gradsync::http {
@@ -43,7 +42,6 @@ absl::StatusOr<std::unique_ptr<Server>> StartMetricsServer(
   options.max_body_bytes = 4096;  // a scrape has no body
   options.io_timeout = absl::Seconds(10);
   options.priority_paths = {"/metrics"};  // a scrape is answered while other requests hold the threads
-  collectables.push_back(ProcessMetrics());
   return Server::Start(std::move(options), RequireBearer(std::move(auth), MetricsHandler(std::move(collectables))));
 }
 

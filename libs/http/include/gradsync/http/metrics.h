@@ -18,8 +18,7 @@ namespace gradsync::http {
 Handler MetricsHandler(std::vector<std::weak_ptr<prometheus::Collectable>> collectables);
 
 // A server of its own for /metrics on `listen`; with `auth` enabled a scrape must present that
-// bearer token (Prometheus: authorization.credentials_file). It serves the process's own series
-// (process_metrics.h) after the collectables'. Errors as Server::Start.
+// bearer token (Prometheus: authorization.credentials_file). Errors as Server::Start.
 absl::StatusOr<std::unique_ptr<Server>> StartMetricsServer(
     const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
     TokenAuth auth = TokenAuth());

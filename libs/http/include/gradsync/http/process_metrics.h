@@ -1,5 +1,5 @@
-// The series every gradsync process serves about itself, beside its own: every /metrics server
-// (StartMetricsServer) includes them.
+// The series every gradsync service serves about itself beside its own: each passes ProcessMetrics()
+// with its collectables to StartMetricsServer.
 //
 //   gradsync_build_info{version,commit,cuda} 1     what the binary was built from (build_info.h)
 //   process_cpu_seconds_total                      user and system CPU time (counter)
