@@ -151,6 +151,36 @@ TEST(DaemonLogs, AnUnknownFormatFallsBackToTextWithOneWarning) {
   EXPECT_EQ(warnings, 1);
 }
 
+// A worker's JSON lines carry the job and rank of the generation it runs, and only then.
+TEST(DaemonLogs, AWorkersJsonLinesCarryJobAndRankWhileItTrains) {
+  const std::string dir = MakeTempDir();
+  ASSERT_EQ(::setenv("GRADSYNC_LOG_FORMAT", "json", 1), 0);  // inherited by the local cluster
+  const CommandResult run =
+      RunBinary({"gradsync", "run", ExamplePath("mlp.yaml"), "-o", "json", "--state-dir", dir, "--workers", "1", "--set",
+                 "training.worldSize=1", "--set", "training.maxSteps=3"});
+  ::unsetenv("GRADSYNC_LOG_FORMAT");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string job = ParseFlatJson(run.out)["id"];
+  ASSERT_FALSE(job.empty()) << run.out;
+  const std::vector<std::string> lines = Lines(ReadFile(dir + "/logs/worker-0.log"));
+  ASSERT_FALSE(lines.empty());
+  int assigned = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    google::protobuf::Struct parsed;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(lines[i], &parsed).ok()) << lines[i];
+    const auto& f = parsed.fields();
+    if (i == 0) {
+      EXPECT_EQ(f.count("job"), 0u) << "no job before the first assignment: " << lines[i];
+    }
+    if (!absl::StrContains(f.at("message").string_value(), "assigned rank")) continue;
+    ++assigned;
+    ASSERT_EQ(f.count("job"), 1u) << lines[i];
+    EXPECT_EQ(f.at("job").string_value(), job);
+    EXPECT_EQ(f.at("rank").number_value(), 0);
+  }
+  EXPECT_EQ(assigned, 1);
+}
+
 // The build and process series on one /metrics, with values a running process can have.
 void ExpectProcessSeries(const std::string& who, const std::string& address, const std::string& build_info) {
   SCOPED_TRACE(who + " /metrics at " + address);
