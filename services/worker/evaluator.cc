@@ -18,10 +18,7 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const TrainConfig& 
   if (evaluator->enabled()) {
     const int64_t batch = std::max(1, config.sampler.micro_batch);
     evaluator->shard_ = ddp::EvalShardFor(evaluator->set_->windows(), batch, world_size, config.rank);
-    for (int r = 0; r < world_size; ++r) {
-      const ddp::EvalShard shard = ddp::EvalShardFor(evaluator->set_->windows(), batch, world_size, r);
-      evaluator->max_batches_ = std::max(evaluator->max_batches_, (shard.windows() + batch - 1) / batch);
-    }
+    evaluator->max_batches_ = ddp::MostBatchesPerRank(evaluator->set_->windows(), batch, world_size);
   }
   return evaluator;
 }

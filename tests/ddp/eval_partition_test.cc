@@ -2,6 +2,7 @@
 // same for every world size, for world sizes 1..5 and window counts that divide unevenly.
 #include "gradsync/ddp/eval_partition.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -47,6 +48,21 @@ TEST(EvalPartitionTest, EveryWindowOnceForWorldSizesOneToFive) {
         }
         EXPECT_EQ(batches, batches_of_one_rank) << "the same batches at every world size; " << where;
         EXPECT_LE(most - least, batch) << "shares differ by at most one batch; " << where;
+      }
+    }
+  }
+}
+
+TEST(EvalPartitionTest, MostBatchesPerRankIsTheLargestShardsBatchCount) {
+  for (int world = 1; world <= 5; ++world) {
+    for (int64_t windows : {0, 1, 2, 7, 29, 113}) {
+      for (int64_t batch : {1, 3, 4}) {
+        int64_t most = 0;
+        for (int r = 0; r < world; ++r) {
+          most = std::max<int64_t>(most, static_cast<int64_t>(Batches(EvalShardFor(windows, batch, world, r)).size()));
+        }
+        EXPECT_EQ(MostBatchesPerRank(windows, batch, world), most)
+            << windows << " windows in batches of " << batch << " over " << world;
       }
     }
   }

@@ -137,11 +137,18 @@ TEST(GpuReplica, SavedStateLoadsAndContinuesBitwise) {
   EXPECT_TRUE(a.params == b.params) << "max difference " << MaxAbsDiff(a.params, b.params);
 }
 
-TEST(GpuReplica, TwoRanksShareTheGpuThroughStagedGlooAndStayIdentical) {
-  SKIP_WITHOUT_GPU();
+// Two ranks sharing the GPU through staged Gloo, assigned `a` (world size 2): each rank's
+// parameters after 3 steps on its own data, the gradients all-reduced and clipped to `max_norm`,
+// and its replica's memory account.
+struct TwoRanks {
+  std::vector<std::vector<float>> params;
+  std::vector<int64_t> optimizer_bytes;
+};
+
+TwoRanks TrainTwoRanksOnTheGpu(const v1::Assignment& a, double max_norm) {
   testing::CoordinatorServer server;
-  const v1::Assignment a = TinyAssignment("cuda", "gloo", "bf16", 2);
-  std::vector<std::vector<float>> params(2);
+  const bool sharded = a.spec().ddp().sharding() == "optimizer";
+  TwoRanks run{std::vector<std::vector<float>>(2), std::vector<int64_t>(2)};
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.emplace_back([&, rank] {
@@ -156,47 +163,11 @@ TEST(GpuReplica, TwoRanksShareTheGpuThroughStagedGlooAndStayIdentical) {
         (*r)->model().ZeroGrads();
         ASSERT_TRUE((*r)->model().ForwardBackward(batch, 1.0f / (2.0f * batch.tokens.size()), {}).ok());
         ASSERT_TRUE((*r)->comm().AllReduce((*r)->model().grads(), comm::ReduceOp::kSum)->Wait().ok());
-        ASSERT_TRUE((*r)->Step(1e-3, 1.0).ok());
-      }
-      params[rank] = *(*r)->HostParams();
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  EXPECT_FALSE(params[0].empty());
-  EXPECT_TRUE(params[0] == params[1]) << "replicas diverged: " << MaxAbsDiff(params[0], params[1]);
-}
-
-// Two ranks sharing the GPU through staged Gloo, `sharding` "none" or "optimizer": each rank's
-// parameters after 3 steps on its own data, and its replica's memory account.
-struct ShardedRun {
-  std::vector<std::vector<float>> params;
-  std::vector<int64_t> optimizer_bytes;
-};
-
-ShardedRun TrainTwoRanksOnTheGpu(const std::string& sharding) {
-  testing::CoordinatorServer server;
-  v1::Assignment a = TinyAssignment("cuda", "gloo", "fp32", 2);
-  a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
-  ShardedRun run{std::vector<std::vector<float>>(2), std::vector<int64_t>(2)};
-  std::vector<std::thread> ranks;
-  for (int rank = 0; rank < 2; ++rank) {
-    ranks.emplace_back([&, rank] {
-      auto kv = server.Kv("sharded-" + sharding);
-      v1::Assignment mine = a;
-      mine.set_rank(rank);
-      auto r = CreateReplica(ConfigOf(mine), Worker(kv.get(), true));
-      ASSERT_TRUE(r.ok()) << r.status();
-      (*r)->model().InitParams(5);
-      for (int s = 0; s < 3; ++s) {
-        const nn::Batch batch = TinyBatch(2, 10 * rank + s);
-        (*r)->model().ZeroGrads();
-        ASSERT_TRUE((*r)->model().ForwardBackward(batch, 1.0f / (2.0f * batch.tokens.size()), {}).ok());
-        ASSERT_TRUE((*r)->comm().AllReduce((*r)->model().grads(), comm::ReduceOp::kSum)->Wait().ok());
-        ASSERT_TRUE((*r)->Step(1e-3, 0.5).ok());
+        ASSERT_TRUE((*r)->Step(1e-3, max_norm).ok());
       }
       run.params[rank] = *(*r)->HostParams();
       run.optimizer_bytes[rank] = (*r)->Memory().optimizer;
-      if (sharding == "optimizer") {
+      if (sharded) {
         // A checkpoint shard outside the moments this rank holds is refused.
         ckpt::RankState state;
         const int64_t total = (*r)->model().layout().total_numel();
@@ -208,12 +179,26 @@ ShardedRun TrainTwoRanksOnTheGpu(const std::string& sharding) {
   return run;
 }
 
+v1::Assignment ShardedOnTwoRanks(const std::string& sharding) {
+  v1::Assignment a = TinyAssignment("cuda", "gloo", "fp32", 2);
+  a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
+  return a;
+}
+
+TEST(GpuReplica, TwoRanksShareTheGpuThroughStagedGlooAndStayIdentical) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<float>> params =
+      TrainTwoRanksOnTheGpu(TinyAssignment("cuda", "gloo", "bf16", 2), 1.0).params;
+  EXPECT_FALSE(params[0].empty());
+  EXPECT_TRUE(params[0] == params[1]) << "replicas diverged: " << MaxAbsDiff(params[0], params[1]);
+}
+
 // ddp.sharding "optimizer" on GPU ranks: AdamW is elementwise, so each rank stepping its half and
 // the halves all-gathered give the very parameters every rank stepping all of them gives.
 TEST(GpuReplica, ShardedOptimizerOnTwoRanksSharingTheGpuTrainsBitwiseLikeUnsharded) {
   SKIP_WITHOUT_GPU();
-  const ShardedRun none = TrainTwoRanksOnTheGpu("none");
-  const ShardedRun sharded = TrainTwoRanksOnTheGpu("optimizer");
+  const TwoRanks none = TrainTwoRanksOnTheGpu(ShardedOnTwoRanks("none"), 0.5);
+  const TwoRanks sharded = TrainTwoRanksOnTheGpu(ShardedOnTwoRanks("optimizer"), 0.5);
   ASSERT_FALSE(none.params[0].empty());
   ASSERT_EQ(sharded.params[0].size(), none.params[0].size());
   EXPECT_TRUE(sharded.params[0] == sharded.params[1])

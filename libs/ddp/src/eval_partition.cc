@@ -11,4 +11,9 @@ EvalShard EvalShardFor(int64_t windows, int64_t batch, int world, int rank) {
   return EvalShard{std::min(windows, first_batch * batch), std::min(windows, end_batch * batch), batch};
 }
 
+int64_t MostBatchesPerRank(int64_t windows, int64_t batch, int world) {
+  const int64_t batches = (windows + batch - 1) / batch;
+  return (batches + world - 1) / world;
+}
+
 }  // namespace gradsync::ddp

@@ -31,4 +31,9 @@ struct EvalShard {
 // windows >= 0, batch >= 1 and 0 <= rank < world.
 EvalShard EvalShardFor(int64_t windows, int64_t batch, int world, int rank);
 
+// The most batches any rank's EvalShardFor holds: ceil(N / world) of the N batches. A model whose
+// parameters live sharded gathers them in every batch, so each rank evaluates this many, padding
+// with empty batches.
+int64_t MostBatchesPerRank(int64_t windows, int64_t batch, int world);
+
 }  // namespace gradsync::ddp
