@@ -77,6 +77,21 @@ TEST(Nccl, OneRankRunsEveryCollectiveOnDeviceMemory) {
     ASSERT_TRUE(c.ReduceScatter(x.span(), block.span())->Wait().ok());
     EXPECT_EQ(block.Host(), Iota(n, 0.5f));
   }
+  // The block collectives of sharded data parallel: one rank owns the one block.
+  for (size_t n : {size_t{0}, size_t{5}, size_t{100003}}) {
+    DeviceFloats x(Iota(n, 0.25f));
+    const std::vector<int64_t> bounds = {0, static_cast<int64_t>(n)};
+    ASSERT_TRUE(c.ReduceScatterBlocks(x.span(), bounds)->Wait().ok());
+    EXPECT_EQ(x.Host(), Iota(n, 0.25f)) << "n=" << n;
+    ASSERT_TRUE(c.AllGatherBlocks(x.span(), bounds)->Wait().ok());
+    EXPECT_EQ(x.Host(), Iota(n, 0.25f)) << "n=" << n;
+  }
+  {
+    DeviceFloats x(Iota(4, 1.0f));
+    const std::vector<int64_t> short_of_the_end = {0, 3};
+    EXPECT_EQ(c.ReduceScatterBlocks(x.span(), short_of_the_end)->Wait().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(c.AllGatherBlocks(x.span(), short_of_the_end)->Wait().code(), absl::StatusCode::kInvalidArgument);
+  }
   // bf16 on the wire keeps about three significant digits.
   DeviceFloats g(Iota(1000, 0.003f));
   ASSERT_TRUE(c.AllReduce(g.span(), ReduceOp::kSum, WireType::kBFloat16)->Wait().ok());
@@ -178,6 +193,25 @@ TEST(StagedGloo, TwoRanksShareOneGpuThroughPinnedHostBuffers) {
       const std::vector<float> second = Iota(n, 2.0f);
       expected.insert(expected.end(), second.begin(), second.end());
       EXPECT_EQ(all.Host(), expected);
+    }
+    // Uneven blocks, one of them empty: rank 0 owns [0, 3), rank 1 [3, 7), and [7, 7) is nobody's
+    // left over; with bounds {0, 0, 7} rank 0 owns nothing.
+    for (const std::vector<int64_t>& bounds : {std::vector<int64_t>{0, 3, 7}, std::vector<int64_t>{0, 0, 7}}) {
+      DeviceFloats x(Iota(7, static_cast<float>(rank + 1)));
+      ASSERT_TRUE(c->ReduceScatterBlocks(x.span(), bounds)->Wait().ok());
+      const std::vector<float> sum = Iota(7, 3.0f), got = x.Host();
+      for (int64_t i = bounds[rank]; i < bounds[rank + 1]; ++i) EXPECT_EQ(got[i], sum[i]) << "rank " << rank << " " << i;
+      // Each rank's block holds its own values; the all-gather leaves every block everywhere.
+      std::vector<float> own(7, -1.0f), expected(7);
+      for (int r = 0; r < 2; ++r) {
+        for (int64_t i = bounds[r]; i < bounds[r + 1]; ++i) {
+          expected[i] = static_cast<float>(100 * (r + 1) + i);
+          if (r == rank) own[i] = expected[i];
+        }
+      }
+      DeviceFloats y(own);
+      ASSERT_TRUE(c->AllGatherBlocks(y.span(), bounds)->Wait().ok());
+      EXPECT_EQ(y.Host(), expected) << "rank " << rank;
     }
     EXPECT_NE(c->backend().find("staged"), std::string::npos);
     c.reset();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -291,25 +292,45 @@ class NcclCommunicator : public Communicator {
                                      },
                                      nullptr});
     }
-    // Uneven blocks: NCCL's reduce-scatter needs equal ones, so all-reduce a copy and keep ours.
-    const size_t bytes = in.size() * sizeof(float);
-    const int64_t first = begin;
-    auto copy = std::make_shared<float*>(nullptr);
-    return Issue("reducescatter (uneven)",
-                 {[=](cudaStream_t s) {
-                    cudaError_t e =
-                        cudaMallocAsync(reinterpret_cast<void**>(copy.get()), std::max<size_t>(bytes, 4), s);
-                    return e != cudaSuccess ? e : cudaMemcpyAsync(*copy, in.data(), bytes, cudaMemcpyDeviceToDevice, s);
-                  },
-                  [=, this](cudaStream_t s) {
-                    return ncclAllReduce(*copy, *copy, in.size(), ncclFloat, ncclSum, shared_->comm, s);
-                  },
-                  [=](cudaStream_t s) {
-                    const cudaError_t e = cudaMemcpyAsync(out.data(), *copy + first, out.size() * sizeof(float),
-                                                          cudaMemcpyDeviceToDevice, s);
-                    cudaFreeAsync(*copy, s);
-                    return e;
-                  }});
+    // Uneven blocks: NCCL's reduce-scatter needs equal ones, so one reduce per block to its
+    // owner, grouped into a single launch.
+    std::vector<int64_t> bounds = EvenBounds(static_cast<int64_t>(in.size()), size_);
+    return Issue("reducescatter (uneven)", {nullptr,
+                                            [=, this](cudaStream_t s) {
+                                              return ReduceToOwners(in.data(), out.data(), bounds, s);
+                                            },
+                                            nullptr});
+  }
+
+  // In place: one ncclReduce per non-empty block to its owner, grouped into one launch (NCCL's
+  // own reduce-scatter takes equal blocks only).
+  std::shared_ptr<Work> ReduceScatterBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
+    if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size_, "reducescatter"); !s.ok()) {
+      return CompletedWork(s);
+    }
+    std::vector<int64_t> b(bounds.begin(), bounds.end());
+    float* const mine = data.data() + b[rank_];
+    return Issue("reducescatter (blocks)", {nullptr,
+                                            [=, this](cudaStream_t s) {
+                                              return ReduceToOwners(data.data(), mine, b, s);
+                                            },
+                                            nullptr});
+  }
+
+  // In place: one ncclBroadcast per non-empty block from its owner, grouped into one launch.
+  std::shared_ptr<Work> AllGatherBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
+    if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size_, "allgather"); !s.ok()) {
+      return CompletedWork(s);
+    }
+    std::vector<int64_t> b(bounds.begin(), bounds.end());
+    return Issue("allgather (blocks)", {nullptr,
+                                        [=, this](cudaStream_t s) {
+                                          return Grouped(b, [&](int r, int64_t begin, int64_t n) {
+                                            return ncclBroadcast(data.data() + begin, data.data() + begin, n,
+                                                                 ncclFloat, r, shared_->comm, s);
+                                          });
+                                        },
+                                        nullptr});
   }
 
   std::shared_ptr<Work> Barrier() override {
@@ -330,6 +351,29 @@ class NcclCommunicator : public Communicator {
     ~PinnedDoubles() { cudaFreeHost(ptr); }
     double* ptr = nullptr;
   };
+
+  // Calls op(r, begin, count) for each non-empty block [bounds[r], bounds[r + 1]) inside one NCCL
+  // group, so the per-block collectives run as one launch.
+  template <typename Op>
+  static ncclResult_t Grouped(const std::vector<int64_t>& bounds, Op op) {
+    if (ncclResult_t r = ncclGroupStart(); r != ncclSuccess) return r;
+    ncclResult_t first = ncclSuccess;
+    for (size_t r = 0; r + 1 < bounds.size() && first == ncclSuccess; ++r) {
+      const int64_t n = bounds[r + 1] - bounds[r];
+      if (n > 0) first = op(static_cast<int>(r), bounds[r], n);
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    return first != ncclSuccess ? first : end;
+  }
+
+  // Sums each block of `in` (bounds over it) into its owner; this rank's block lands at `out`.
+  ncclResult_t ReduceToOwners(const float* in, float* out, const std::vector<int64_t>& bounds, cudaStream_t s) {
+    return Grouped(bounds, [&](int r, int64_t begin, int64_t n) {
+      // recvbuff matters only at the root; elsewhere any device pointer does.
+      float* recv = r == rank_ ? out : const_cast<float*>(in + begin);
+      return ncclReduce(in + begin, recv, n, ncclFloat, ncclSum, r, shared_->comm, s);
+    });
+  }
 
   // Orders the collective after the compute stream's queued work, enqueues its parts on the
   // communication stream, and records its completion event. Issue order is the same on every

@@ -5,13 +5,16 @@
 // kernels that produced its gradients, not for the ones queued after. Operations run one at a time
 // on this wrapper's own thread, in issue order (the host collectives included that need no
 // staging, so every rank issues the host communicator's collectives in the same order), and one
-// growing pinned buffer per direction serves them all.
+// growing pinned buffer per direction serves them all. The block collectives of sharded data
+// parallel stage only what they need: a reduce-scatter brings back this rank's block alone, and an
+// all-gather sends only this rank's block to the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -111,6 +114,27 @@ class StagedCommunicator : public Communicator {
   std::shared_ptr<Work> ReduceScatter(std::span<const float> in, std::span<float> out) override {
     return Run(in, out, [this](std::span<float> i, std::span<float> o) { return host_->ReduceScatter(i, o)->Wait(); });
   }
+  // One staged host collective for all the blocks: the whole buffer goes to the host and only
+  // this rank's reduced block comes back.
+  std::shared_ptr<Work> ReduceScatterBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
+    if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size(), "reducescatter"); !s.ok()) {
+      return CompletedWork(s);
+    }
+    std::vector<int64_t> b(bounds.begin(), bounds.end());
+    const Range all{0, static_cast<int64_t>(data.size())}, mine{b[rank()], b[rank() + 1]};
+    return RunInPlace(data, all, mine,
+                      [this, b](std::span<float> host) { return host_->ReduceScatterBlocks(host, b)->Wait(); });
+  }
+  // Only this rank's block goes to the host; the gathered buffer comes back whole.
+  std::shared_ptr<Work> AllGatherBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
+    if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size(), "allgather"); !s.ok()) {
+      return CompletedWork(s);
+    }
+    std::vector<int64_t> b(bounds.begin(), bounds.end());
+    const Range all{0, static_cast<int64_t>(data.size())}, mine{b[rank()], b[rank() + 1]};
+    return RunInPlace(data, mine, all,
+                      [this, b](std::span<float> host) { return host_->AllGatherBlocks(host, b)->Wait(); });
+  }
   std::shared_ptr<Work> Barrier() override {
     return Enqueue([this] { return host_->Barrier()->Wait(); });
   }
@@ -154,6 +178,43 @@ class StagedCommunicator : public Communicator {
                        "staging: host to device");
       }
       // Wait() returns after this: compute work queued after it sees the result.
+      if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: host to device");
+      return s;
+    });
+  }
+
+  // Elements [begin, end) of a buffer.
+  struct Range {
+    int64_t begin;
+    int64_t end;
+  };
+
+  // In place over one pinned host buffer as large as `data`: device `to_host` -> host,
+  // `collective` on the whole host buffer, host `to_device` -> device.
+  std::shared_ptr<Work> RunInPlace(std::span<float> data, Range to_host, Range to_device,
+                                   std::function<absl::Status(std::span<float>)> collective) {
+    absl::StatusOr<std::shared_ptr<Recorded>> ready =
+        setup_.ok() ? Recorded::On(stream_) : absl::StatusOr<std::shared_ptr<Recorded>>(setup_);
+    return Enqueue([=, this]() -> absl::Status {
+      if (!ready.ok()) return ready.status();
+      if (absl::Status s = CudaStatus(cudaSetDevice(device_), "staging: set device"); !s.ok()) return s;
+      float* host = in_.Reserve(data.size());
+      if (host == nullptr) return absl::ResourceExhaustedError("staging: no pinned host memory");
+      const auto bytes = [](Range r) { return static_cast<size_t>(r.end - r.begin) * sizeof(float); };
+      absl::Status s =
+          CudaStatus(cudaStreamWaitEvent(staging_, (*ready)->get(), 0), "staging: wait for the compute stream");
+      if (s.ok()) {
+        s = CudaStatus(cudaMemcpyAsync(host + to_host.begin, data.data() + to_host.begin, bytes(to_host),
+                                       cudaMemcpyDeviceToHost, staging_),
+                       "staging: device to host");
+      }
+      if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: device to host");
+      if (s.ok()) s = collective(std::span<float>(host, data.size()));
+      if (s.ok()) {
+        s = CudaStatus(cudaMemcpyAsync(data.data() + to_device.begin, host + to_device.begin, bytes(to_device),
+                                       cudaMemcpyHostToDevice, staging_),
+                       "staging: host to device");
+      }
       if (s.ok()) s = CudaStatus(cudaStreamSynchronize(staging_), "staging: host to device");
       return s;
     });

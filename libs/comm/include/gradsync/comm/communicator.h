@@ -18,8 +18,10 @@
 //   ReduceScatterBlocks  through shared memory: B copied in, B/n x n read, no result copied
 //                  out; over TCP, as AllReduce (its order of additions is Gloo's ring's)
 //   AllGatherBlocks  n-1 steps, (n-1)/n x B sent per rank (Gloo's allgatherv); through shared
-//                  memory, B/n copied in and (n-1)/n x B copied out per rank. Elsewhere (NCCL,
-//                  staged) one broadcast per block, and ReduceScatterBlocks is an AllReduce
+//                  memory, B/n copied in and (n-1)/n x B copied out per rank. On NCCL one
+//                  grouped launch of a broadcast (reduce) per block, about B sent per rank; a
+//                  backend without its own runs one broadcast per block, and ReduceScatterBlocks
+//                  as an AllReduce
 //   Broadcast      B from the root to each other rank
 //   Barrier        a round of empty messages
 #pragma once

@@ -11,12 +11,16 @@
 // few scalars (loss, token count), staged through a device buffer.
 //
 // Costs with n ranks and B bytes are NCCL's (ring): all-reduce 2(n-1)/n x B per rank, all-gather
-// and reduce-scatter (n-1)/n x B, broadcast B. ReduceScatter with a count not divisible by n is
-// an all-reduce plus a copy of this rank's block, as in the Gloo backend.
+// and reduce-scatter (n-1)/n x B, broadcast B. Blocks of uneven sizes (ReduceScatter with a count
+// not divisible by n, ReduceScatterBlocks) are one ncclReduce per block to its owner, and
+// AllGatherBlocks one ncclBroadcast per block from its owner, each set grouped into one launch
+// (ncclGroupStart/End): about B sent per rank for either.
 //
 // Staged: a communicator over device memory that copies each buffer to pinned host memory, runs
 // a host communicator's collective (Gloo), and copies the result back. Several ranks can then
-// share one GPU, which NCCL refuses.
+// share one GPU, which NCCL refuses. Its block collectives run the host communicator's (shared
+// memory or Gloo TCP) and copy only what they need: the whole buffer in and this rank's block out
+// for a reduce-scatter, this rank's block in and the whole buffer out for an all-gather.
 #pragma once
 
 #include <cuda_runtime.h>
