@@ -187,8 +187,21 @@ class Coordinator {
       int64_t bytes_total = 0;
       double last_seconds = 0;
       int64_t last_bytes = 0;
+      // When the newest committed checkpoint was committed, seconds since the Unix epoch.
+      double last_commit_time = 0;
     };
     std::map<std::string, Checkpoints> checkpoints;
+    // Jobs not yet ended, and those that ended within the last day: each one's state and reason.
+    struct JobInfo {
+      std::string id;
+      v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+      std::string reason;
+    };
+    std::vector<JobInfo> jobs;
+    // Per job of `jobs`, since this coordinator started: stalls found (Stalled events).
+    std::map<std::string, int64_t> stalls;
+    // Workers dropped for missed heartbeats since this coordinator started.
+    int64_t workers_lost = 0;
     // Jobs whose workers are training now (RUNNING), for alerts that must ignore finished jobs.
     std::vector<std::string> running;
   };
@@ -296,6 +309,7 @@ class Coordinator {
   // Where NextAssignment waits: woken by an assignment, a lost worker or shutdown only.
   AssignmentWaits assignment_waits_ ABSL_GUARDED_BY(mu_);
   uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t workers_lost_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread lease_thread_;

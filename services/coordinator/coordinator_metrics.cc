@@ -16,6 +16,16 @@ prometheus::ClientMetric Value(double v, std::vector<prometheus::ClientMetric::L
   return m;
 }
 
+// A reason short enough for a label: its first line, at most 160 bytes (cut at a UTF-8 boundary).
+std::string Shortened(const std::string& reason) {
+  constexpr size_t kMax = 160;
+  std::string out = reason.substr(0, reason.find('\n'));
+  if (out.size() <= kMax) return out;
+  size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  return out.substr(0, cut) + "...";
+}
+
 }  // namespace
 
 std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
@@ -58,8 +68,44 @@ std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
     seconds.metric.push_back(Value(c.last_seconds, {{"training_job", job}}, false));
     size.metric.push_back(Value(static_cast<double>(c.last_bytes), {{"training_job", job}}, false));
   }
-  return {std::move(jobs),      std::move(workers), std::move(restarts), std::move(running),
-          std::move(committed), std::move(bytes),   std::move(seconds),  std::move(size)};
+  prometheus::MetricFamily last_commit{"gradsync_checkpoint_last_commit_timestamp_seconds",
+                                       "When the newest committed checkpoint was committed (Unix seconds).",
+                                       prometheus::MetricType::Gauge,
+                                       {}};
+  for (const auto& [job, c] : s.checkpoints) {
+    last_commit.metric.push_back(Value(c.last_commit_time, {{"training_job", job}}, false));
+  }
+  prometheus::MetricFamily lost{"gradsync_workers_lost_total",
+                                "Workers dropped for missed heartbeats since the coordinator started.",
+                                prometheus::MetricType::Counter,
+                                {}};
+  lost.metric.push_back(Value(static_cast<double>(s.workers_lost), {}, true));
+  prometheus::MetricFamily info{"gradsync_job_info",
+                                "1 for each job not yet ended or ended within a day, labelled with its state "
+                                "and the reason for it.",
+                                prometheus::MetricType::Gauge,
+                                {}};
+  for (const Coordinator::Snapshot::JobInfo& j : s.jobs) {
+    info.metric.push_back(Value(1,
+                                {{"training_job", j.id},
+                                 {"state", absl::AsciiStrToLower(v1::JobState_Name(j.state))},
+                                 {"reason", Shortened(j.reason)}},
+                                false));
+  }
+  prometheus::MetricFamily stalls{"gradsync_job_stalls_total",
+                                  "Stalls found in a job's generations: a rank made no progress for "
+                                  "the stall timeout.",
+                                  prometheus::MetricType::Counter,
+                                  {}};
+  for (const auto& [job, n] : s.stalls) {
+    stalls.metric.push_back(Value(static_cast<double>(n), {{"training_job", job}}, true));
+  }
+  std::vector<prometheus::MetricFamily> out;
+  for (auto* f : {&jobs, &workers, &lost, &info, &restarts, &running, &stalls, &committed, &bytes, &seconds, &size,
+                  &last_commit}) {
+    out.push_back(std::move(*f));
+  }
+  return out;
 }
 
 }  // namespace gradsync::coordinator

@@ -1,10 +1,14 @@
 // The coordinator's Prometheus metrics, computed from its state at scrape time:
 //   gradsync_jobs{state}                       gauge: jobs in each state
 //   gradsync_workers{state="idle"|"assigned"}  gauge: registered workers
+//   gradsync_workers_lost_total                counter: dropped for missed heartbeats
+//   gradsync_job_info{training_job,state,reason}   1 per job not ended, or ended within a day
+//   gradsync_job_stalls_total{training_job}    counter: stalls found, for the jobs of gradsync_job_info
 //   gradsync_job_restarts_total{training_job}  counter: restarts after failures
 //   gradsync_job_running{training_job}         1 while the job is RUNNING
 //   gradsync_checkpoints_total, gradsync_checkpoint_bytes_total{training_job}   counters
 //   gradsync_checkpoint_duration_seconds, gradsync_checkpoint_size_bytes       the last one
+//   gradsync_checkpoint_last_commit_timestamp_seconds{training_job}            when it committed
 #pragma once
 
 #include <vector>

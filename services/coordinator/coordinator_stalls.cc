@@ -46,6 +46,7 @@ void Coordinator::CheckStallsLocked() {
     if (gen == nullptr || rt.state() != v1::RUNNING || !gen->stalls().CheckStalled(now, options_.stall_timeout)) {
       continue;
     }
+    rt.CountStall();
     AddEventLocked(&rt, "Stalled", gen->stalls().Describe(now, RankNames(*gen, workers_)));
     TouchLocked(&rt);
   }

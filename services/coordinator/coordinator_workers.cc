@@ -167,8 +167,17 @@ void Coordinator::CompleteLocked(JobRuntime* rt) {
                                agreed->final_loss(), done->world_size(), agreed->param_digest()));
 }
 
+namespace {
+
+double UnixSeconds(const google::protobuf::Timestamp& t) {
+  return static_cast<double>(t.seconds()) + static_cast<double>(t.nanos()) * 1e-9;
+}
+
+}  // namespace
+
 Coordinator::Snapshot Coordinator::TakeSnapshot() {
   absl::MutexLock lock(&mu_);
+  const absl::Time now = options_.clock();
   Snapshot s;
   for (const auto& [id, rt] : jobs_) {
     ++s.jobs_by_state[rt.state()];
@@ -180,8 +189,14 @@ Coordinator::Snapshot Coordinator::TakeSnapshot() {
       c.bytes_total = rt.checkpoint_bytes_total();
       c.last_seconds = rt.job().checkpoints().rbegin()->duration_seconds();
       c.last_bytes = rt.job().checkpoints().rbegin()->total_bytes();
+      c.last_commit_time = UnixSeconds(rt.job().checkpoints().rbegin()->commit_time());
+    }
+    if (!rt.ended() || UnixSeconds(rt.job().update_time()) > absl::ToUnixSeconds(now - absl::Hours(24))) {
+      s.jobs.push_back({id, rt.state(), rt.job().state_reason()});
+      s.stalls[id] = rt.stalls();
     }
   }
+  s.workers_lost = workers_lost_;
   s.idle_workers = static_cast<int>(workers_.CountIdle());
   s.assigned_workers = static_cast<int>(workers_.size()) - s.idle_workers;
   return s;
@@ -213,6 +228,7 @@ void Coordinator::LoseWorkerLocked(const std::string& id, absl::Time now) {
   const std::string why = absl::StrFormat("worker %s (%s pid %d) lost: no heartbeat for %s", id, w.info().hostname(),
                                           w.info().pid(), absl::FormatDuration(w.SilentFor(now)));
   GS_LOG(WARNING) << why;
+  ++workers_lost_;
   if (!w.idle()) {
     JobRuntime* rt = FindJobLocked(w.job_id());
     const Generation* gen = rt == nullptr ? nullptr : rt->generation();

@@ -123,6 +123,9 @@ class JobRuntime {
   // Since this coordinator started, for metrics.
   int64_t checkpoints_committed() const { return checkpoints_committed_; }
   int64_t checkpoint_bytes_total() const { return checkpoint_bytes_total_; }
+  // Stalls found in the job's generations since this coordinator started, for metrics.
+  void CountStall() { ++stalls_; }
+  int64_t stalls() const { return stalls_; }
   // Whether `verifier` has reached a verdict on the checkpoint the job would resume from (the
   // newest that is not known corrupt), asking for one otherwise; if not, `reason` says so.
   bool ResumeVerified(const std::string& checkpoint_root, CheckpointVerifier& verifier, std::string* reason);
@@ -140,6 +143,7 @@ class JobRuntime {
   bool checkpoint_requested_ = false;
   int64_t checkpoints_committed_ = 0;
   int64_t checkpoint_bytes_total_ = 0;
+  int64_t stalls_ = 0;
   v1::JobResult reached_;
   std::optional<absl::Time> stop_deadline_;
   // Elastic jobs: when enough workers for minWorkers became idle (the last call's start).

@@ -1,9 +1,11 @@
 // Hang diagnosis from heartbeats, with a fake clock: the coordinator names the rank that holds a
 // stalled generation up and the bucket the others wait in.
 #include "coordinator.h"
+#include "coordinator_metrics.h"
 #include "coordinator_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
 
 namespace gradsync::coordinator {
 namespace {
@@ -70,6 +72,10 @@ TEST_F(StallTest, NamesTheRankBehindAndTheBucketTheOthersWaitIn) {
     Beat(w1_, 1, 3, 20, 20, "computing step 4: 2 of 5 gradient buckets launched");
   }
   EXPECT_TRUE(Events("Stalled").empty()) << "4 s without progress is within the 5 s limit";
+  CoordinatorMetrics metrics(c_.get());
+  const std::string series = "gradsync_job_stalls_total{training_job=\"" + job_ + "\"} ";
+  EXPECT_THAT(prometheus::TextSerializer().Serialize(metrics.Collect()), HasSubstr(series + "0"))
+      << "a job is listed before its first stall";
   now_ += absl::Seconds(2);
   c_->CheckLeases();
   const auto stalled = Events("Stalled");
@@ -82,6 +88,7 @@ TEST_F(StallTest, NamesTheRankBehindAndTheBucketTheOthersWaitIn) {
 
   c_->CheckLeases();
   EXPECT_EQ(Events("Stalled").size(), 1u) << "one event per stall";
+  EXPECT_THAT(prometheus::TextSerializer().Serialize(metrics.Collect()), HasSubstr(series + "1"));
   Beat(w1_, 1, 3, 23, 21, "waiting in collective #21");
   EXPECT_EQ(Events("StallCleared").size(), 1u);
 }
