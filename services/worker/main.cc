@@ -19,6 +19,7 @@
 #include "gradsync/http/metrics.h"
 #include "gradsync/http/process_metrics.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
+#include "gpu_metrics.h"
 #include "worker_metrics.h"
 
 ABSL_FLAG(std::string, coordinator, gradsync::EnvOr("GRADSYNC_COORDINATOR", "localhost:7070"),
@@ -64,6 +65,9 @@ ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR"
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
+ABSL_FLAG(std::string, nvml_library, gradsync::EnvOr("GRADSYNC_NVML_LIBRARY", "libnvidia-ml.so.1"),
+          "the NVIDIA driver's NVML library, read for the GPU health series of /metrics (env "
+          "GRADSYNC_NVML_LIBRARY)");
 ABSL_FLAG(std::string, cpus, gradsync::EnvOr("GRADSYNC_WORKER_CPUS", ""),
           "CPUs to run on, a list like 0-3,6 (as taskset -c); empty: wherever the scheduler puts it. A local "
           "cluster gives each worker its share (env GRADSYNC_WORKER_CPUS)");
@@ -150,6 +154,9 @@ int main(int argc, char** argv) {
   }
   options.abort_grace = absl::Milliseconds(absl::GetFlag(FLAGS_abort_grace_ms));
   gradsync::worker::WorkerMetrics own_metrics;
+  // The GPU's health (NVML), when the worker trains on one; outlives the server that reads it.
+  std::shared_ptr<prometheus::Collectable> gpu_metrics =
+      gradsync::worker::GpuMetricsFor(*device, absl::GetFlag(FLAGS_nvml_library));
   std::map<std::string, std::string> endpoints;
   std::unique_ptr<gradsync::http::Server> exposer;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
@@ -158,8 +165,10 @@ int main(int argc, char** argv) {
       GS_LOG(ERROR) << scrape.status();
       return 2;
     }
-    auto server = gradsync::http::StartMetricsServer(
-        listen, {own_metrics.registry(), gradsync::http::ProcessMetrics()}, *std::move(scrape));
+    std::vector<std::weak_ptr<prometheus::Collectable>> collectables = {own_metrics.registry(),
+                                                                        gradsync::http::ProcessMetrics()};
+    if (gpu_metrics != nullptr) collectables.push_back(gpu_metrics);
+    auto server = gradsync::http::StartMetricsServer(listen, std::move(collectables), *std::move(scrape));
     if (!server.ok()) {
       GS_LOG(ERROR) << "cannot serve /metrics: " << server.status();
       return 1;
