@@ -7,7 +7,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo fuzz images format clean
+.PHONY: all deps configure build test demo demo-binaries fuzz images format clean
 
 all: build
 
@@ -28,9 +28,15 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# The four binaries the demo runs, built quietly: the compiler's output goes to a log, shown
+# (its end) only when the build fails; progress is one line.
+DEMO_BINARIES = gradsync gradsync-coordinator gradsync-metrics gradsync-worker
+demo-binaries: configure
+	@bash scripts/build-quietly.sh $(BUILD_DIR) $(JOBS) $(BUILD_DIR).demo-build.log $(DEMO_BINARIES)
+
 # The run writes its weights to $(BUILD_DIR)/demo/artifacts/<job id>/weights.bin; the state
 # directory starts empty so that the glob finds this run's file alone.
-demo: build
+demo: demo-binaries
 	@rm -rf $(BUILD_DIR)/demo
 	@$(BUILD_DIR)/bin/gradsync run examples/jobs/demo.yaml --state-dir $(BUILD_DIR)/demo
 	@weights=$$(ls $(BUILD_DIR)/demo/artifacts/*/weights.bin) && \
