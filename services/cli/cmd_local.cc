@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "args.h"
 #include "commands.h"
+#include "gradsync/cli/current_cluster.h"
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/shutdown.h"
 #include "local_cluster.h"
@@ -117,17 +118,25 @@ int Up(const Args& args) {
     absl::SleepFor(absl::Milliseconds(50));
   }
   std::printf("%s", LocalClusterFileJson(*ready).c_str());
+  if (absl::Status s = SetCurrentCluster(dir); s.ok()) {
+    std::fprintf(stderr, "commands now reach this cluster unless told otherwise (recorded in %s)\n",
+                 CurrentClusterPath().c_str());
+  } else {
+    std::fprintf(stderr, "the cluster is up, but other commands need --state-dir %s: %s\n", dir.c_str(),
+                 std::string(s.message()).c_str());
+  }
   return 0;
 }
 
 int Down(const Args& args) {
-  const std::string dir = args.Get("state-dir");
+  const std::string dir = args.Get("state-dir", CurrentCluster());
   if (dir.empty()) {
-    std::fprintf(stderr, "gradsync local down: --state-dir is required\n");
+    std::fprintf(stderr, "gradsync local down: no current cluster; name one with --state-dir\n");
     return 2;
   }
   const pid_t pid = RecordedPid(dir);
   if (pid <= 0 || ::kill(pid, 0) != 0) {
+    ForgetCurrentCluster(dir);
     std::fprintf(stderr, "no local cluster runs from %s\n", dir.c_str());
     return 1;
   }
@@ -138,6 +147,7 @@ int Down(const Args& args) {
     // The supervisor hung: its children die with it (they have a parent-death signal).
     ::kill(pid, SIGKILL);
   }
+  ForgetCurrentCluster(dir);
   std::printf("local cluster in %s stopped\n", dir.c_str());
   return 0;
 }
@@ -148,7 +158,9 @@ int LocalCommand(const std::vector<std::string>& argv) {
   const char* usage =
       "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P] [--rest-port P]\n"
       "                         [--metrics-port P] [--device D] [--no-cpu-binding] [--data-root DIR ...]\n"
-      "       gradsync local down --state-dir DIR\n";
+      "       gradsync local down [--state-dir DIR]   (default: the current cluster)\n"
+      "`local up` makes its cluster current: commands given no --address, --state-dir,\n"
+      "GRADSYNC_ADDRESS or GRADSYNC_STATE_DIR reach it until `local down`.\n";
   auto args = ParseArgs("local", argv,
                         {{"workers"},
                          {"state-dir"},

@@ -1,9 +1,11 @@
 #include "connection.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/cli/current_cluster.h"
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/secret_file.h"
@@ -17,15 +19,35 @@ void AddOnce(std::vector<OptionSpec>& options, const std::string& name) {
   if (!present) options.push_back({name});
 }
 
-// The cluster file of --state-dir, or of GRADSYNC_STATE_DIR when neither --state-dir nor
-// --address is given; none without either.
-absl::StatusOr<std::optional<LocalClusterFile>> LocalClusterOf(const Args& args) {
-  const bool from_env = !args.Has("state-dir") && !args.Has("address");
-  const std::string dir = from_env ? EnvOr("GRADSYNC_STATE_DIR", "") : args.Get("state-dir", "");
+// What names the server, by rank: an option (--state-dir or one of `options`), then the
+// environment (GRADSYNC_STATE_DIR or one of `envs`), then the current cluster (current_cluster.h).
+enum class Named { kOption, kEnvironment, kCurrentCluster };
+
+// The cluster file of --state-dir, of GRADSYNC_STATE_DIR when no option names a server, or of
+// the current cluster when nothing does (no option of `options`, no variable of `envs`); none
+// otherwise.
+absl::StatusOr<std::optional<LocalClusterFile>> LocalClusterOf(const Args& args,
+                                                               std::initializer_list<const char*> options,
+                                                               std::initializer_list<const char*> envs) {
+  const bool option = std::any_of(options.begin(), options.end(), [&](const char* o) { return args.Has(o); });
+  const bool env = std::any_of(envs.begin(), envs.end(), [](const char* e) { return !EnvOr(e, "").empty(); });
+  std::string dir;
+  Named named = Named::kOption;
+  if (args.Has("state-dir")) {
+    dir = args.Get("state-dir");
+  } else if (option) {
+    return std::nullopt;
+  } else if (dir = EnvOr("GRADSYNC_STATE_DIR", ""); !dir.empty()) {
+    named = Named::kEnvironment;
+  } else if (!env && !(dir = CurrentCluster()).empty()) {
+    named = Named::kCurrentCluster;
+  }
   if (dir.empty()) return std::nullopt;
   absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  // The current cluster stopped since CurrentCluster looked: as if none were current.
+  if (file.status().code() == absl::StatusCode::kNotFound && named == Named::kCurrentCluster) return std::nullopt;
   if (file.status().code() == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(absl::StrCat(from_env ? "GRADSYNC_STATE_DIR " : "--state-dir ", dir,
+    return absl::NotFoundError(absl::StrCat(named == Named::kEnvironment ? "GRADSYNC_STATE_DIR " : "--state-dir ", dir,
                                             ": no local cluster runs there (no ", LocalClusterFilePath(dir),
                                             "; start one with gradsync local up)"));
   }
@@ -78,7 +100,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
   if (args.Has("address") && args.Has("state-dir")) {
     return absl::InvalidArgumentError("give --address or --state-dir (a local cluster's address), not both");
   }
-  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args);
+  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
   if (!local.ok()) return local.status();
   absl::StatusOr<std::string> token = JobApiToken(args, *local);
   if (!token.ok()) return token.status();
@@ -92,7 +114,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
 }
 
 absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::string& fallback) {
-  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args);
+  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args, {"metrics-api", "address"}, {"GRADSYNC_METRICS_API", "GRADSYNC_ADDRESS"});
   if (!local.ok()) return local.status();
   MetricsApi api;
   const std::string local_api = local->has_value() ? (*local)->endpoints["metricsApi"] : "";

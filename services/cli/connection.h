@@ -6,7 +6,9 @@
 //   its metrics      --metrics-api (GRADSYNC_METRICS_API), --metrics-token-file
 //                    (GRADSYNC_METRICS_TOKEN_FILE);
 //   or, for a local cluster, --state-dir DIR: every address and token from DIR/endpoints.json.
-// An option given outranks --state-dir, which outranks the environment.
+// An option given outranks --state-dir, which outranks the environment (GRADSYNC_STATE_DIR
+// among it), which outranks the current cluster: the one the last `gradsync local up` started,
+// while it runs (gradsync/cli/current_cluster.h).
 #pragma once
 
 #include <memory>

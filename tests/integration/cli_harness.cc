@@ -45,6 +45,20 @@ std::map<std::string, std::string> WaitForEndpoints(const std::string& path) {
   return {};
 }
 
+namespace {
+
+// Each test process keeps its own CLI configuration (the current cluster that `gradsync local up`
+// records), so that tests running side by side never reach each other's clusters, nor a
+// developer's.
+const bool kOwnConfigDir = [] {
+  if (std::getenv("GRADSYNC_CONFIG_DIR") != nullptr) return false;
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(base != nullptr && *base ? base : "/tmp", "/gradsync-config-XXXXXX");
+  return ::mkdtemp(pattern.data()) != nullptr && ::setenv("GRADSYNC_CONFIG_DIR", pattern.c_str(), 1) == 0;
+}();
+
+}  // namespace
+
 std::string MakeTempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern = absl::StrCat(base != nullptr && *base ? base : "/tmp", "/gradsync-test-XXXXXX");

@@ -212,6 +212,49 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   EXPECT_EQ(gone.exit_code, 1) << gone.out;
 }
 
+// `gradsync local up` makes its cluster current: commands that name no server reach it (the job
+// API and the metrics API), the environment and --address still win, and `local down` with no
+// --state-dir stops it and forgets it. The harness gives this process a config dir of its own.
+TEST(LocalCluster, CommandsReachTheCurrentClusterUntilItIsDown) {
+  const std::string dir = MakeTempDir();
+  const std::string record = std::string(std::getenv("GRADSYNC_CONFIG_DIR")) + "/current-cluster";
+  CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--state-dir", dir});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_NE(up.err.find(record), std::string::npos) << "says where it recorded the cluster: " << up.err;
+  EXPECT_EQ(ReadFile(record), std::filesystem::canonical(dir).string() + "\n");
+
+  CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.worldSize=1", "--set",
+                                 "training.maxSteps=20", "--set", "training.epochs=0", "--wait", "-o", "json"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  auto summary = ParseFlatJson(job.out);
+  EXPECT_EQ(summary["state"], "SUCCEEDED") << job.out;
+  CommandResult list = RunBinary({"gradsync", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("SUCCEEDED"), std::string::npos) << list.out;
+  CommandResult report = RunBinary({"gradsync", "report", summary["id"], "-o", dir + "/curve.svg"});
+  EXPECT_EQ(report.exit_code, 0) << "the metrics API comes from the current cluster too: " << report.err;
+
+  // Whatever names a server outranks the current cluster.
+  ::setenv("GRADSYNC_ADDRESS", "127.0.0.1:1", 1);
+  CommandResult env = RunBinary({"gradsync", "list"});
+  ::unsetenv("GRADSYNC_ADDRESS");
+  EXPECT_NE(env.exit_code, 0);
+  EXPECT_NE(env.err.find("127.0.0.1:1"), std::string::npos) << env.err;
+  CommandResult flag = RunBinary({"gradsync", "list", "--address", "127.0.0.1:1"});
+  EXPECT_NE(flag.exit_code, 0);
+  EXPECT_NE(flag.err.find("127.0.0.1:1"), std::string::npos) << flag.err;
+
+  CommandResult down = RunBinary({"gradsync", "local", "down"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  int pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(ParseFlatJson(up.out)["pid"], &pid));
+  EXPECT_FALSE(ProcessAlive(pid));
+  EXPECT_FALSE(std::filesystem::exists(record)) << "local down forgets the cluster it stopped";
+  CommandResult again = RunBinary({"gradsync", "local", "down"});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("no current cluster"), std::string::npos) << again.err;
+}
+
 // The CPUs process `pid` may run on, as the kernel reports them ("0-1", "1").
 std::string CpusAllowed(const std::string& pid) {
   const std::string status = ReadFile("/proc/" + pid + "/status");
