@@ -216,18 +216,74 @@ TEST_F(StepReducerTest, WithTwoRanksTheFasterOneIsTheReference) {
   EXPECT_THAT(out[0].straggler_ranks(), ElementsAre(1));
 }
 
-TEST_F(StepReducerTest, SeriesKeepsOnlyTheMostRecentSteps) {
+TEST_F(StepReducerTest, SeriesIsBoundedAndKeepsTheFirstStep) {
   StepReducerOptions options;
-  options.series_capacity = 5;
+  options.series_capacity = 8;
+  options.series_recent = 2;
   Reset(options);
-  for (int64_t step = 0; step < 8; ++step) {
+  for (int64_t step = 0; step < 40; ++step) {
     Add(Report(step, 0));
     Add(Report(step, 1));
   }
-  EXPECT_THAT(Steps(Series()), ElementsAre(3, 4, 5, 6, 7));
-  EXPECT_THAT(Steps(Series(2)), ElementsAre(6, 7));
-  // Steps fallen out of the series still count as published.
+  const v1::JobSeries s = Series();
+  ASSERT_LE(s.steps_size(), 8);
+  EXPECT_EQ(s.steps(0).step(), 0);
+  EXPECT_EQ(s.steps(0).merged_steps(), 1);
+  int64_t merged = 0;
+  for (const v1::ReducedStep& p : s.steps()) merged += p.merged_steps();
+  EXPECT_EQ(merged, 40);
+  EXPECT_THAT(Steps(Series(2)), ElementsAre(38, 39));
+  // Steps merged into older points still count as published.
   Add(Report(0, 1), ReportOutcome::kLate);
+}
+
+TEST_F(StepReducerTest, ARestoredJobGoesOnWhereItStopped) {
+  StepReducerOptions options;
+  options.track_series_changes = true;
+  Reset(options);
+  for (int64_t step = 0; step < 5; ++step) {
+    Add(Report(step, 0));
+    Add(Report(step, 1));
+  }
+  std::vector<SeriesChanges> changes = reducer_->TakeSeriesChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].counters.reports(), 10);
+  EXPECT_EQ(changes[0].points.upserted.size(), 5u);
+  EXPECT_THAT(reducer_->TakeSeriesChanges(), IsEmpty());
+
+  StoredJob stored{changes[0].counters, changes[0].last_report, changes[0].points.upserted};
+  Reset(options);
+  ASSERT_TRUE(reducer_->Restore(stored).ok());
+  EXPECT_EQ(reducer_->Restore(stored).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(reducer_->Tracks("j"));
+  EXPECT_THAT(Steps(Series()), ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_EQ(Series().reports(), 10);
+  // A step published before the restart is late; the next one is new.
+  Add(Report(4, 0), ReportOutcome::kLate);
+  Add(Report(5, 0));
+  Add(Report(5, 1));
+  EXPECT_THAT(Steps(Series()), ElementsAre(0, 1, 2, 3, 4, 5));
+  changes = reducer_->TakeSeriesChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  ASSERT_EQ(changes[0].points.upserted.size(), 1u);
+  EXPECT_EQ(changes[0].points.upserted[0].step.step(), 5);
+  EXPECT_GE(changes[0].points.upserted[0].id, 5) << "ids are never reused";
+}
+
+TEST_F(StepReducerTest, AForgottenJobHandsOverItsLastChanges) {
+  StepReducerOptions options;
+  options.track_series_changes = true;
+  options.job_idle_ttl = absl::Minutes(10);
+  Reset(options);
+  Add(Report(0, 0));
+  Add(Report(0, 1));
+  now_ += absl::Minutes(10);
+  EXPECT_THAT(reducer_->Tick().forgotten_jobs, ElementsAre("j"));
+  std::vector<SeriesChanges> changes = reducer_->TakeSeriesChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].job_id, "j");
+  EXPECT_EQ(changes[0].points.upserted.size(), 1u);
+  EXPECT_EQ(reducer_->SeriesSnapshot("j").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(StepReducerTest, PendingStepsAreBounded) {

@@ -1,7 +1,6 @@
 #include "gradsync/telemetry/step_reducer.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <utility>
 
@@ -18,8 +17,8 @@ struct PendingStep {
   std::map<int32_t, v1::StepReport> reports;  // by rank
 };
 
-bool SeriesOrder(const v1::ReducedStep& a, const v1::ReducedStep& b) {
-  return std::pair(a.generation(), a.step()) < std::pair(b.generation(), b.step());
+DownsampledSeriesOptions SeriesOptions(const StepReducerOptions& o) {
+  return {.capacity = o.series_capacity, .recent = o.series_recent, .track_changes = o.track_series_changes};
 }
 
 absl::Status Validate(const v1::StepReport& r, int32_t max_world_size) {
@@ -42,6 +41,8 @@ absl::Status Validate(const v1::StepReport& r, int32_t max_world_size) {
 }  // namespace
 
 struct StepReducer::JobState {
+  explicit JobState(const StepReducerOptions& options) : series(SeriesOptions(options)) {}
+
   // The newest generation seen; pending and published hold steps of this generation only.
   int32_t generation = 0;
   std::map<int64_t, PendingStep> pending;  // by step
@@ -49,9 +50,11 @@ struct StepReducer::JobState {
   // keeps this set as small as the series.
   absl::btree_set<int64_t> published;
   int64_t published_floor = -1;
-  std::deque<v1::ReducedStep> series;  // ordered by (generation, step)
-  v1::JobSeries counters;              // everything of JobSeries but its steps
+  DownsampledSeries series;
+  v1::JobSeries counters;  // everything of JobSeries but its steps
   absl::Time last_report;
+  // The counters or last report changed since TakeSeriesChanges().
+  bool dirty = false;
 
   bool IsPublished(int64_t step) const { return step <= published_floor || published.contains(step); }
 
@@ -68,9 +71,13 @@ struct StepReducer::JobState {
     for (int32_t rank : step.straggler_ranks()) ++(*counters.mutable_straggler_counts())[rank];
     // The slowest rank is flagged whenever any rank is.
     if (step.straggler_ranks_size() > 0) counters.set_last_straggler_rank(step.slowest_rank());
-    series.insert(std::upper_bound(series.begin(), series.end(), step, SeriesOrder), step);
-    while (series.size() > options.series_capacity) series.pop_front();
+    series.Add(step);
     return step;
+  }
+
+  SeriesChanges TakeChanges(const std::string& id) {
+    dirty = false;
+    return SeriesChanges{id, counters, last_report, series.TakeChanges()};
   }
 };
 
@@ -91,7 +98,7 @@ absl::StatusOr<AddResult> StepReducer::Add(const v1::StepReport& report) {
   }
   std::unique_ptr<JobState>& slot = jobs_[report.job_id()];
   if (slot == nullptr) {
-    slot = std::make_unique<JobState>();
+    slot = std::make_unique<JobState>(options_);
     slot->generation = report.generation();
     slot->counters.set_job_id(report.job_id());
     slot->counters.set_generation(report.generation());
@@ -107,6 +114,7 @@ absl::StatusOr<AddResult> StepReducer::Add(const v1::StepReport& report) {
   }
 
   job.last_report = now;
+  job.dirty = true;
   job.counters.set_reports(job.counters.reports() + 1);
   AddResult result;
   if (report.generation() < job.generation) {
@@ -160,6 +168,9 @@ TickResult StepReducer::Tick() {
       it = next;
     }
     if (job.pending.empty() && now - job.last_report >= options_.job_idle_ttl) {
+      if (options_.track_series_changes && (job.dirty || job.series.HasChanges())) {
+        forgotten_changes_.push_back(job.TakeChanges(job_it->first));
+      }
       result.forgotten_jobs.push_back(job_it->first);
       jobs_.erase(job_it++);
     } else {
@@ -175,10 +186,56 @@ absl::StatusOr<v1::JobSeries> StepReducer::Series(const std::string& job_id, siz
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no step reports for job ", job_id));
   const JobState& job = *it->second;
   v1::JobSeries out = job.counters;
-  const size_t n = limit == 0 ? job.series.size() : std::min(limit, job.series.size());
-  for (auto s = job.series.end() - static_cast<std::ptrdiff_t>(n); s != job.series.end(); ++s) {
-    *out.add_steps() = *s;
+  job.series.AppendTo(limit, out.mutable_steps());
+  return out;
+}
+
+bool StepReducer::Tracks(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  return jobs_.contains(job_id);
+}
+
+absl::Status StepReducer::Restore(StoredJob stored) {
+  const std::string id = stored.counters.job_id();
+  if (id.empty()) return absl::InvalidArgumentError("restoring a job: its counters name no job_id");
+  auto state = std::make_unique<JobState>(options_);
+  state->series = DownsampledSeries::FromPoints(SeriesOptions(options_), std::move(stored.points));
+  state->counters = std::move(stored.counters);
+  state->counters.clear_steps();
+  state->generation = state->counters.generation();
+  state->last_report = stored.last_report;
+  if (std::optional<std::pair<int32_t, int64_t>> newest = state->series.Newest();
+      newest.has_value() && newest->first == state->generation) {
+    state->published_floor = newest->second;
   }
+  absl::MutexLock lock(&mu_);
+  if (jobs_.contains(id)) return absl::AlreadyExistsError(absl::StrCat("job ", id, " is tracked already"));
+  if (jobs_.size() >= options_.max_jobs) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("restoring job ", id, ": already tracking ", jobs_.size(), " jobs, the limit"));
+  }
+  jobs_.emplace(id, std::move(state));
+  return absl::OkStatus();
+}
+
+std::vector<SeriesChanges> StepReducer::TakeSeriesChanges() {
+  absl::MutexLock lock(&mu_);
+  std::vector<SeriesChanges> out = std::move(forgotten_changes_);
+  forgotten_changes_.clear();
+  if (!options_.track_series_changes) return out;
+  for (auto& [id, job] : jobs_) {
+    if (job->dirty || job->series.HasChanges()) out.push_back(job->TakeChanges(id));
+  }
+  return out;
+}
+
+absl::StatusOr<SeriesChanges> StepReducer::SeriesSnapshot(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no step reports for job ", job_id));
+  const JobState& job = *it->second;
+  SeriesChanges out{job_id, job.counters, job.last_report, {}, /*replace=*/true};
+  out.points.upserted = job.series.AllPoints();
   return out;
 }
 

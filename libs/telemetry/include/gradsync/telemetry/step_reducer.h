@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gradsync/telemetry/downsampled_series.h"
 #include "gradsync/v1/metrics.pb.h"
 #include "gradsync/v1/telemetry.pb.h"
 
@@ -27,8 +28,12 @@ struct StepReducerOptions {
   absl::Duration step_timeout = absl::Seconds(30);
   // A rank is a straggler when its step_seconds exceeds factor x the step's median.
   double straggler_factor = 1.5;
-  // Reduced steps kept per job for Series().
+  // Points kept per job for Series(): the first step, older steps merged into buckets, and the
+  // newest `series_recent` steps as published (DownsampledSeries).
   size_t series_capacity = 2000;
+  size_t series_recent = 500;
+  // Record what changes in each job's series and counters for TakeSeriesChanges() (a store).
+  bool track_series_changes = false;
   // Pending steps kept per job; beyond this the oldest is published partial at once, so a job
   // whose ranks never agree cannot grow memory without bound.
   size_t max_pending_steps = 1024;
@@ -38,7 +43,7 @@ struct StepReducerOptions {
   // Jobs tracked at once; a report that would start one more is refused until Tick() forgets
   // an idle one.
   size_t max_jobs = 1024;
-  // A job with no report for this long is forgotten by Tick().
+  // A job with no report for this long is forgotten by Tick() (a store keeps its series).
   absl::Duration job_idle_ttl = absl::Hours(1);
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -62,6 +67,25 @@ struct TickResult {
   std::vector<v1::ReducedStep> published;
   // Jobs idle for longer than job_idle_ttl, now forgotten.
   std::vector<std::string> forgotten_jobs;
+};
+
+// A job as a store keeps it: its counters (a JobSeries without steps), when it last reported,
+// and the points of its series.
+struct StoredJob {
+  v1::JobSeries counters;
+  absl::Time last_report;
+  std::vector<DownsampledSeries::Point> points;
+};
+
+// What changed in a job since the last TakeSeriesChanges(): its counters and last report as they
+// are now, the points made or changed and the ids removed.
+struct SeriesChanges {
+  std::string job_id;
+  v1::JobSeries counters;  // without steps
+  absl::Time last_report;
+  DownsampledSeries::Changes points;
+  // The points are the whole series: a store drops the job's other points.
+  bool replace = false;
 };
 
 // Thread-safe: every method may be called from any thread.
@@ -89,6 +113,18 @@ class StepReducer {
 
   // The ids of the jobs currently known, sorted.
   std::vector<std::string> Jobs() const;
+  bool Tracks(const std::string& job_id) const;
+
+  // Takes up a job as a store kept it, series within this reducer's bounds: reports of its
+  // newest generation for a step up to its newest are then late. ALREADY_EXISTS when the job is
+  // tracked (nothing changes), RESOURCE_EXHAUSTED beyond max_jobs.
+  absl::Status Restore(StoredJob job);
+  // With track_series_changes: the changes of every job that changed since the last call, jobs
+  // forgotten meanwhile included (their last changes). Empty otherwise.
+  std::vector<SeriesChanges> TakeSeriesChanges();
+  // A tracked job's whole series as changes with `replace`, for a store that missed some;
+  // NOT_FOUND for a job not tracked.
+  absl::StatusOr<SeriesChanges> SeriesSnapshot(const std::string& job_id) const;
 
  private:
   struct JobState;
@@ -96,6 +132,8 @@ class StepReducer {
   StepReducerOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobState>> jobs_ ABSL_GUARDED_BY(mu_);
+  // The last changes of jobs Tick() forgot, until TakeSeriesChanges().
+  std::vector<SeriesChanges> forgotten_changes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gradsync::telemetry
