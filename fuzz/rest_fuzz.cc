@@ -63,7 +63,11 @@ bool KnownStatus(int status) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gradsync;
   fuzz::QuietLibraryLogs();
-  coordinator::Coordinator c({}, std::make_unique<coordinator::InMemoryJobStore>());
+  coordinator::CoordinatorOptions options;
+  // An artifact root that does not exist: the artifact routes answer from the request alone (an
+  // empty listing, a refused path, 404), never with bytes of a file that happens to be there.
+  options.artifact_root = "/nonexistent/gradsync-fuzz-artifacts";
+  coordinator::Coordinator c(options, std::make_unique<coordinator::InMemoryJobStore>());
   const coordinator::RestApi api(&c, coordinator::TokenAuth(fuzz::kToken));
   std::string job_id = "job-none";
   const absl::string_view input(reinterpret_cast<const char*>(data), size);

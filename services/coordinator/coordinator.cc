@@ -277,6 +277,12 @@ absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& name) {
   return std::move(stored->first);
 }
 
+absl::StatusOr<JobArtifacts> Coordinator::Artifacts(const std::string& name) {
+  absl::StatusOr<v1::Job> job = GetJob(name);
+  if (!job.ok()) return job.status();
+  return JobArtifacts(options_.artifact_root, job->id());
+}
+
 absl::StatusOr<v1::ListJobsResponse> Coordinator::ListJobs(int page_size, const std::string& page_token) {
   if (page_size < 0) return absl::InvalidArgumentError(absl::StrCat("pageSize: must not be negative, got ", page_size));
   if (page_size == 0) page_size = kDefaultPageSize;

@@ -28,6 +28,7 @@
 #include "checkpoint_verifier.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
+#include "job_artifacts.h"
 #include "job_runtime.h"
 #include "job_store.h"
 #include "job_writer.h"
@@ -101,6 +102,9 @@ class Coordinator {
   // report, then ends CANCELLED with that result; a second cancel, or cancel_grace running out,
   // aborts the ranks and ends it at once. FAILED_PRECONDITION if the job already ended.
   absl::StatusOr<v1::Job> CancelJob(const std::string& name);
+  // The files in job `name`'s own directory, <artifact_root>/<job id> (job_artifacts.h).
+  // NOT_FOUND for an unknown job.
+  absl::StatusOr<JobArtifacts> Artifacts(const std::string& name);
   // Waits up to `timeout` for the job to change after version `seen` (0 returns at once).
   // Returns the job and its new version.
   absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJobChange(const std::string& name, int64_t seen,

@@ -99,6 +99,26 @@ grpc::Status JobServiceImpl::CheckpointJob(grpc::ServerContext* ctx, const v1::C
   return Unwrap(c_->RequestCheckpoint(req->name()), out);
 }
 
+grpc::Status JobServiceImpl::ListArtifacts(grpc::ServerContext* ctx, const v1::ListArtifactsRequest* req,
+                                           v1::ListArtifactsResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  absl::StatusOr<JobArtifacts> artifacts = c_->Artifacts(req->name());
+  if (!artifacts.ok()) return ToGrpc(artifacts.status());
+  return Unwrap(artifacts->List(req->prefix(), req->sha256()), out);
+}
+
+grpc::Status JobServiceImpl::GetArtifact(grpc::ServerContext* ctx, const v1::GetArtifactRequest* req,
+                                         grpc::ServerWriter<v1::GetArtifactResponse>* writer) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  absl::StatusOr<JobArtifacts> artifacts = c_->Artifacts(req->name());
+  if (!artifacts.ok()) return ToGrpc(artifacts.status());
+  absl::StatusOr<ArtifactFile> file = artifacts->Open(req->path());
+  if (!file.ok()) return ToGrpc(file.status());
+  return ToGrpc(SendArtifact(
+      *file, [writer](const v1::GetArtifactResponse& m) { return writer->Write(m); },
+      [ctx] { return ctx->IsCancelled(); }));
+}
+
 grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;

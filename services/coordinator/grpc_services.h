@@ -21,6 +21,10 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest*, v1::Job*) override;
   grpc::Status WatchJob(grpc::ServerContext*, const v1::WatchJobRequest*, grpc::ServerWriter<v1::Job>*) override;
   grpc::Status CheckpointJob(grpc::ServerContext*, const v1::CheckpointJobRequest*, v1::Job*) override;
+  grpc::Status ListArtifacts(grpc::ServerContext*, const v1::ListArtifactsRequest*,
+                             v1::ListArtifactsResponse*) override;
+  grpc::Status GetArtifact(grpc::ServerContext*, const v1::GetArtifactRequest*,
+                           grpc::ServerWriter<v1::GetArtifactResponse>*) override;
 
  private:
   Coordinator* c_;

@@ -1,5 +1,6 @@
 #include "rest_gateway.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -16,6 +17,10 @@ namespace gradsync::coordinator {
 namespace {
 
 constexpr char kJobsPrefix[] = "/v1/jobs";
+constexpr absl::string_view kArtifacts = "/artifacts";
+constexpr absl::string_view kArtifactsDir = "/artifacts/";
+// The lowercase hex SHA-256 of an artifact's bytes, as sha256sum prints it.
+constexpr char kChecksumHeader[] = "X-Checksum-Sha256";
 
 template <typename Message>
 http::Reply JsonReply(const absl::StatusOr<Message>& m) {
@@ -119,6 +124,16 @@ http::Reply RestApi::Handle(const http::Request& request) const {
 // `rest` is the path after "/v1/jobs/".
 http::Reply RestApi::RouteJobs(const http::Request& request, const std::string& rest) const {
   const std::string& method = request.method;
+  // An artifact's path may end in anything (":cancel", "/events"): artifacts are routed first.
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) {
+    const std::string id = rest.substr(0, slash);
+    const absl::string_view tail = absl::string_view(rest).substr(slash);
+    if (tail == kArtifacts || absl::StartsWith(tail, kArtifactsDir)) {
+      if (method != "GET") return MethodNotAllowed(request);
+      const std::string path(tail.substr(std::min(tail.size(), kArtifactsDir.size())));
+      return Artifacts(request, id, path.empty() ? nullptr : &path);
+    }
+  }
   if (absl::EndsWith(rest, ":cancel")) {
     if (method != "POST") return MethodNotAllowed(request);
     return JsonReply(c_->CancelJob(rest.substr(0, rest.size() - 7)));
@@ -138,6 +153,25 @@ http::Reply RestApi::RouteJobs(const http::Request& request, const std::string& 
   return JsonReply(c_->GetJob(rest));
 }
 
+http::Reply RestApi::Artifacts(const http::Request& request, const std::string& id, const std::string* path) const {
+  absl::StatusOr<JobArtifacts> artifacts = c_->Artifacts(id);
+  if (!artifacts.ok()) return ErrorReply(artifacts.status());
+  if (path == nullptr) {
+    const std::string sha256 = request.Query("sha256");
+    if (!sha256.empty() && sha256 != "true" && sha256 != "false") {
+      return ErrorReply(absl::InvalidArgumentError(absl::StrCat("sha256: expected true or false, got \"", sha256, "\"")));
+    }
+    absl::StatusOr<v1::ListArtifactsResponse> listed = artifacts->List(request.Query("prefix"), sha256 == "true");
+    if (listed.ok() && listed->artifacts().empty()) return http::Reply{200, "{\"artifacts\": []}\n"};
+    return JsonReply(listed);
+  }
+  absl::StatusOr<ArtifactFile> file = artifacts->Open(*path);
+  if (!file.ok()) return ErrorReply(file.status());
+  absl::StatusOr<ArtifactBytes> bytes = ReadArtifact(*file, max_artifact_bytes_);
+  if (!bytes.ok()) return ErrorReply(bytes.status());
+  return http::Reply{200, std::move(bytes->data), "application/octet-stream", {{kChecksumHeader, bytes->sha256}}};
+}
+
 http::Reply RestApi::ListJobs(const http::Request& request) const {
   int page_size = 0;
   const std::string size = request.Query("pageSize");
@@ -154,7 +188,8 @@ http::Reply RestApi::Create(const http::Request& request) const {
 }
 
 absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coordinator, RestOptions options) {
-  std::unique_ptr<RestGateway> g(new RestGateway(RestApi(coordinator, options.auth)));
+  std::unique_ptr<RestGateway> g(
+      new RestGateway(RestApi(coordinator, options.auth, options.max_artifact_bytes)));
   http::ServerOptions server;
   server.listen = options.listen;
   server.name = "REST";

@@ -8,6 +8,10 @@
 //   GET  /v1/jobs/{id}/events                           -> {"events": [...]}
 //   GET  /v1/jobs/{id}/checkpoints                      -> {"checkpoints": [...]} (committed)
 //   POST /v1/jobs/{id}/checkpoints                      -> Job (checkpoint at the next step)
+//   GET  /v1/jobs/{id}/artifacts?prefix=&sha256=true    -> ListArtifactsResponse ({"artifacts": [...]})
+//   GET  /v1/jobs/{id}/artifacts/{path...}              -> the file's bytes (application/octet-stream), with
+//                                                          Content-Length and X-Checksum-Sha256: <hex> of them;
+//                                                          at most RestOptions::max_artifact_bytes (gRPC streams any)
 //   GET  /healthz                                       -> {"status": "SERVING"} (no token), or 503
 //                                                          {"status": "NOT_SERVING"} while job writes fail
 //
@@ -15,6 +19,7 @@
 // with the matching HTTP status (400, 401, 404, 409, 413, 500, 503).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,10 +31,15 @@
 
 namespace gradsync::coordinator {
 
+inline constexpr int64_t kDefaultRestArtifactBytes = int64_t{1} << 30;
+
 struct RestOptions {
   std::string listen = "0.0.0.0:8080";  // port 0 picks a free port
   size_t max_body_bytes = 1 << 20;
   TokenAuth auth;
+  // The largest artifact GET /v1/jobs/{id}/artifacts/{path} serves: the reply carries its digest
+  // before the bytes, so the file is read whole into memory first (413 beyond; gRPC streams any).
+  int64_t max_artifact_bytes = kDefaultRestArtifactBytes;
   // PEM certificate chain and key files: HTTPS when set (both or neither).
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -39,7 +49,8 @@ struct RestOptions {
 // `coordinator` must outlive it; thread-safe as the Coordinator is.
 class RestApi {
  public:
-  RestApi(Coordinator* coordinator, TokenAuth auth) : c_(coordinator), auth_(std::move(auth)) {}
+  RestApi(Coordinator* coordinator, TokenAuth auth, int64_t max_artifact_bytes = kDefaultRestArtifactBytes)
+      : c_(coordinator), auth_(std::move(auth)), max_artifact_bytes_(max_artifact_bytes) {}
 
   http::Reply Handle(const http::Request& request) const;
 
@@ -47,9 +58,12 @@ class RestApi {
   http::Reply RouteJobs(const http::Request& request, const std::string& rest) const;
   http::Reply Create(const http::Request& request) const;
   http::Reply ListJobs(const http::Request& request) const;
+  // GET /v1/jobs/{id}/artifacts (`path` null) or /v1/jobs/{id}/artifacts/{*path}.
+  http::Reply Artifacts(const http::Request& request, const std::string& id, const std::string* path) const;
 
   Coordinator* c_;
   TokenAuth auth_;
+  int64_t max_artifact_bytes_;
 };
 
 // A JSON error body {"code", "message", "details": []} with the matching HTTP status.
