@@ -12,6 +12,7 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
   libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
+  libxxhash-dev  # libs/ckpt: XXH3-64 checksums of checkpoint and weights files
   libsentencepiece-dev  # libs/tokenizer's SentencePiece plugin (optional: the build goes on without it)
 )
 test_packages=(
@@ -21,6 +22,7 @@ test_packages=(
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   yamllint python3-yaml python3-jsonschema
   sentencepiece  # tests/tokenizer: spm_train and spm_encode, the SentencePiece reference
+  xxhash  # tests/ckpt: xxhsum, the XXH3 reference the checksums are checked against
   docker.io docker-compose debootstrap  # tests/cluster: the engine, Compose, and a base image offline
 )
 

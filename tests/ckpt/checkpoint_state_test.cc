@@ -125,8 +125,8 @@ TEST_F(CheckpointStateTest, AShardOutsideTheLayoutIsRefusedAtWrite) {
   EXPECT_EQ(WriteRankPart(FreshDir("outside"), s).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// A version 1 part (whole, written before sharded checkpoints): the version 2 bytes of the same
-// whole state with the shard fields replaced by the moment count, re-checksummed.
+// A version 1 part (whole, written before sharded checkpoints): the version 3 bytes of the same
+// whole state with the shard fields replaced by the moment count, re-checksummed with FNV-1a.
 TEST_F(CheckpointStateTest, VersionOnePartsStillRead) {
   const std::string dir = FreshDir("v1");
   const RankState s = SmallState();

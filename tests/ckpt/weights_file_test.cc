@@ -1,12 +1,25 @@
 #include "gradsync/ckpt/weights_file.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <span>
 
+#include "gmock/gmock.h"
+#include "gradsync/ckpt/checksum.h"
+#include "gradsync/core/digest.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::ckpt {
 namespace {
+
+using ::testing::HasSubstr;
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 class WeightsFileTest : public ::testing::Test {
  protected:
@@ -65,6 +78,63 @@ TEST_F(WeightsFileTest, DetectsTruncationAndForeignFiles) {
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(foreign.status().message().find("bad magic"), std::string::npos);
   EXPECT_EQ(LoadWeights((dir_ / "missing").string()).status().code(), absl::StatusCode::kNotFound);
+}
+
+// The file as version 2 wrote it: the same bytes with version 2 and an FNV-1a trailer (computed
+// with gradsync/core's Fnv1a64, not with the checksum code under test).
+void RewriteAsFnvFile(const std::string& path) {
+  std::string bytes = Contents(path);
+  const uint32_t version = 2;
+  std::memcpy(bytes.data() + 8, &version, sizeof(version));
+  bytes.resize(bytes.size() - sizeof(uint64_t));
+  const uint64_t trailer = Fnv1a64(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  bytes.append(reinterpret_cast<const char*>(&trailer), sizeof(trailer));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST_F(WeightsFileTest, NewFilesAreVersion3WithAnXxh3Trailer) {
+  ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
+  const std::string bytes = Contents(Path());
+  EXPECT_EQ(bytes[8], 3);
+  uint64_t trailer = 0;
+  std::memcpy(&trailer, bytes.data() + bytes.size() - sizeof(trailer), sizeof(trailer));
+  StreamingChecksum content(ChecksumAlgorithm::kXxh3_64);
+  content.Update(std::as_bytes(std::span(bytes.data(), bytes.size() - sizeof(trailer))));
+  EXPECT_EQ(trailer, content.Value());
+}
+
+TEST_F(WeightsFileTest, AVersion2FileWithAnFnvTrailerStillLoads) {
+  ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
+  RewriteAsFnvFile(Path());
+  auto loaded = LoadWeights(Path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->values, values_);
+  EXPECT_EQ(loaded->layout.param(0).name, "layers.0.weight");
+}
+
+TEST_F(WeightsFileTest, AFlippedByteIsDetectedUnderEitherAlgorithm) {
+  for (bool fnv : {false, true}) {
+    ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
+    if (fnv) RewriteAsFnvFile(Path());
+    std::string bytes = Contents(Path());
+    bytes[bytes.size() - 12] ^= 0x01;
+    std::ofstream(Path(), std::ios::binary | std::ios::trunc) << bytes;
+    auto loaded = LoadWeights(Path());
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr(Path()));
+    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("checksum mismatch"));
+    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr(fnv ? "by fnv1a64" : "by xxh3-64"));
+  }
+}
+
+TEST_F(WeightsFileTest, AnUnknownVersionIsRefusedBeforeItsChecksum) {
+  ASSERT_TRUE(SaveWeights(Path(), Model(), layout_, values_).ok());
+  std::string bytes = Contents(Path());
+  bytes[8] = 9;
+  std::ofstream(Path(), std::ios::binary | std::ios::trunc) << bytes;
+  auto loaded = LoadWeights(Path());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("unsupported version 9"));
 }
 
 TEST_F(WeightsFileTest, RefusesAMismatchedValueCount) {

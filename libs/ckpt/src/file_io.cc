@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -12,8 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "gradsync/core/digest.h"
 
 namespace gradsync::ckpt {
 namespace {
@@ -101,6 +100,16 @@ absl::Status AtomicFile::Commit() {
   return SyncDir(ParentDir(path_));
 }
 
+absl::Status AppendHashed(AtomicFile& out, std::span<const std::byte> bytes, StreamingChecksum& sum) {
+  constexpr size_t kPiece = 1 << 20;
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const std::span<const std::byte> piece = bytes.subspan(at, std::min(kPiece, bytes.size() - at));
+    sum.Update(piece);
+    if (absl::Status s = out.Append(piece); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   absl::StatusOr<AtomicFile> file = AtomicFile::Create(path);
   if (!file.ok()) return file.status();
@@ -117,24 +126,22 @@ absl::Status SyncDir(const std::string& dir) {
   return s;
 }
 
-std::string DigestText(uint64_t hash) { return absl::StrFormat("fnv1a64:%016x", hash); }
-
-absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return ErrnoStatus("cannot open", path);
   std::vector<char> buf(1 << 20);
-  uint64_t h = Fnv1a64({});
+  StreamingChecksum sum(algorithm);
   FileDigest out;
   while (true) {
     const size_t n = std::fread(buf.data(), 1, buf.size(), f);
-    h = Fnv1a64(std::as_bytes(std::span(buf.data(), n)), h);
+    sum.Update(std::as_bytes(std::span(buf.data(), n)));
     out.bytes += static_cast<int64_t>(n);
     if (n < buf.size()) break;
   }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) return absl::InternalError(absl::StrCat("cannot read ", path));
-  out.digest = DigestText(h);
+  out.digest = sum.Digest();
   return out;
 }
 

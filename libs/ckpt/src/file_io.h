@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gradsync/ckpt/checksum.h"
 
 namespace gradsync::ckpt {
 
@@ -45,22 +46,23 @@ class AtomicFile {
   int fd_ = -1;
 };
 
+// Appends `bytes` to `out` and feeds them to `sum`, 1 MiB at a time: each piece is written while it is
+// still in the cache that hashing it brought it into. AtomicFile::Append's errors.
+absl::Status AppendHashed(AtomicFile& out, std::span<const std::byte> bytes, StreamingChecksum& sum);
+
 // Replaces `path` with `contents` through an AtomicFile.
 absl::Status WriteFileAtomically(const std::string& path, std::string_view contents);
 
 // fsync of a directory, so a rename inside it survives a crash.
 absl::Status SyncDir(const std::string& dir);
 
-// "fnv1a64:" and 16 lowercase hex digits of `hash` (the form of DigestString).
-std::string DigestText(uint64_t hash);
-
 struct FileDigest {
   int64_t bytes = 0;
-  std::string digest;  // "fnv1a64:<hex>" of the whole file
+  std::string digest;  // "<algorithm>:<hex>" of the whole file (gradsync/ckpt/checksum.h)
 };
 
-// Streams the whole file. NOT_FOUND when it is missing.
-absl::StatusOr<FileDigest> DigestFile(const std::string& path);
+// Streams the whole file through `algorithm` in 1 MiB reads. NOT_FOUND when it is missing.
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm);
 
 // The bytes of the regular file `path`. NOT_FOUND when it is missing; FAILED_PRECONDITION naming
 // the path when it is a directory or another non-regular file (which a stream would open and then

@@ -12,14 +12,17 @@ namespace {
 
 std::string ManifestPath(const std::string& dir) { return (std::filesystem::path(dir) / kManifestFile).string(); }
 
-// DATA_LOSS naming the part unless its file has the recorded size and checksum.
+// DATA_LOSS naming the part unless its file has the recorded size and checksum, computed with the
+// algorithm the recorded checksum names.
 absl::Status VerifyPart(const std::string& dir, const v1::CheckpointPart& part) {
   const std::string path = (std::filesystem::path(dir) / part.file()).string();
   if (part.file().empty() || part.file().find('/') != std::string::npos) {
     return absl::DataLossError(
         absl::StrCat(dir, ": the manifest names \"", part.file(), "\" for rank ", part.rank(), ", not a file name"));
   }
-  absl::StatusOr<FileDigest> digest = DigestFile(path);
+  absl::StatusOr<ChecksumAlgorithm> algorithm = DigestAlgorithm(part.checksum(), path);
+  if (!algorithm.ok()) return algorithm.status();
+  absl::StatusOr<FileDigest> digest = DigestFile(path, *algorithm);
   if (absl::IsNotFound(digest.status())) {
     return absl::DataLossError(absl::StrCat(path, ": missing (listed in the manifest for rank ", part.rank(), ")"));
   }

@@ -7,19 +7,22 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "file_io.h"
 #include "gradsync/ckpt/checkpoint.h"
-#include "gradsync/core/digest.h"
+#include "gradsync/ckpt/checksum.h"
 
 namespace gradsync::ckpt {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'A', 'R', 'T'};
-constexpr uint32_t kVersion = 2;
-// Whole parts: no shard fields.
+constexpr uint32_t kVersion = 3;
+// Sharded parts with an FNV-1a trailer.
+constexpr uint32_t kFnvVersion = 2;
+// Whole parts: no shard fields, FNV-1a trailer.
 constexpr uint32_t kWholeVersion = 1;
 // Magic, version and the recorded file size.
 constexpr size_t kHeaderBytes = sizeof(kMagic) + sizeof(uint32_t) + sizeof(uint64_t);
@@ -34,6 +37,12 @@ void PutString(std::string* out, const std::string& s) {
   Put<uint32_t>(out, static_cast<uint32_t>(s.size()));
   out->append(s);
 }
+
+// The algorithm of a part's trailer: its version says which.
+constexpr ChecksumAlgorithm TrailerChecksum(uint32_t version) {
+  return version >= 3 ? ChecksumAlgorithm::kXxh3_64 : ChecksumAlgorithm::kFnv1a64;
+}
+static_assert(TrailerChecksum(kVersion) == kWriteChecksum);
 
 std::span<const std::byte> Bytes(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
 
@@ -84,18 +93,22 @@ absl::Status CheckShapes(const std::string& dir, const RankState& s) {
   return absl::OkStatus();
 }
 
-// Sequential reads of a part's content (everything before the trailer), hashing what it reads.
+// Sequential reads of a part's content (everything before the trailer), hashing what it reads
+// with the trailer's algorithm and, when the manifest's digest names another, with that one too.
 // The first failure sticks: later reads do nothing and status() reports it.
 class PartReader {
  public:
-  PartReader(std::FILE* f, const std::string& path, uint64_t content_bytes)
-      : f_(f), path_(path), limit_(content_bytes) {}
+  PartReader(std::FILE* f, const std::string& path, uint64_t content_bytes, ChecksumAlgorithm trailer,
+             ChecksumAlgorithm file)
+      : f_(f), path_(path), limit_(content_bytes), content_(trailer) {
+    if (file != trailer) file_.emplace(file);
+  }
 
   bool Read(void* dst, uint64_t n, const char* what) {
     if (!status_.ok()) return false;
     if (n > limit_ - pos_) return Fail(absl::StrCat(what, " at byte ", pos_, " runs past the end of the data"));
     if (std::fread(dst, 1, n, f_) != n) return Fail(absl::StrCat("cannot read ", what));
-    hash_ = Fnv1a64(std::as_bytes(std::span(static_cast<const char*>(dst), n)), hash_);
+    Hash(std::as_bytes(std::span(static_cast<const char*>(dst), n)));
     pos_ += n;
     return true;
   }
@@ -126,14 +139,17 @@ class PartReader {
   int64_t capacity() const { return static_cast<int64_t>(limit_ / sizeof(float)); }
   bool at_end() const { return pos_ == limit_; }
 
-  void Hash(std::span<const std::byte> header) { hash_ = Fnv1a64(header, hash_); }
+  void Hash(std::span<const std::byte> bytes) {
+    content_.Update(bytes);
+    if (file_) file_->Update(bytes);
+  }
   // Hashes the rest of the content, so that corruption can be told apart from a structural error.
   void Drain() {
     char buf[1 << 16];
     while (pos_ < limit_) {
       const size_t n = std::fread(buf, 1, std::min<uint64_t>(sizeof(buf), limit_ - pos_), f_);
       if (n == 0) return;
-      hash_ = Fnv1a64(std::as_bytes(std::span(buf, n)), hash_);
+      Hash(std::as_bytes(std::span(buf, n)));
       pos_ += n;
     }
   }
@@ -143,11 +159,14 @@ class PartReader {
     if (pos_ != limit_ || std::fread(&stored, 1, sizeof(stored), f_) != sizeof(stored)) {
       return absl::DataLossError(absl::StrCat(path_, ": cannot read the checksum"));
     }
-    if (stored != hash_) {
+    const uint64_t computed = content_.Value();
+    if (stored != computed) {
       return absl::DataLossError(
-          absl::StrFormat("%s: checksum mismatch (stored %016x, computed %016x): corrupt file", path_, stored, hash_));
+          absl::StrFormat("%s: checksum mismatch (stored %016x, computed %016x by %s): corrupt file", path_, stored,
+                          computed, ChecksumName(content_.algorithm())));
     }
-    *file_digest = DigestText(Fnv1a64(std::as_bytes(std::span(&stored, 1)), hash_));
+    Hash(std::as_bytes(std::span(&stored, 1)));
+    *file_digest = file_ ? file_->Digest() : content_.Digest();
     return absl::OkStatus();
   }
 
@@ -156,7 +175,8 @@ class PartReader {
   const std::string& path_;
   const uint64_t limit_;
   uint64_t pos_ = 0;
-  uint64_t hash_ = Fnv1a64({});
+  StreamingChecksum content_;
+  std::optional<StreamingChecksum> file_;
   absl::Status status_;
 };
 
@@ -243,8 +263,10 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
-// Reads and checks a part; `file_digest` receives the whole file's digest.
-absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* file_digest) {
+// Reads and checks a part; `file_digest` receives the whole file's digest by `file_algorithm`, or
+// by the trailer's algorithm when none is given.
+absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::optional<ChecksumAlgorithm> file_algorithm,
+                                       std::string* file_digest) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (f == nullptr) return ErrnoStatus("cannot open checkpoint part", path);
   struct stat st {};
@@ -263,9 +285,9 @@ absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* fil
   uint64_t recorded = 0;
   std::memcpy(&version, header + sizeof(kMagic), sizeof(version));
   std::memcpy(&recorded, header + sizeof(kMagic) + sizeof(version), sizeof(recorded));
-  if (version != kVersion && version != kWholeVersion) {
+  if (version != kVersion && version != kFnvVersion && version != kWholeVersion) {
     return absl::DataLossError(absl::StrCat(path, ": unsupported checkpoint part version ", version,
-                                            " (this build reads ", kWholeVersion, " and ", kVersion, ")"));
+                                            " (this build reads ", kWholeVersion, " to ", kVersion, ")"));
   }
   if (size < recorded) {
     return absl::DataLossError(absl::StrCat(path, ": truncated (", size, " of ", recorded, " bytes)"));
@@ -275,7 +297,8 @@ absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::string* fil
                                             " (corrupt header or appended data)"));
   }
 
-  PartReader r(f.get(), path, size - kHeaderBytes - kTrailerBytes);
+  const ChecksumAlgorithm trailer = TrailerChecksum(version);
+  PartReader r(f.get(), path, size - kHeaderBytes - kTrailerBytes, trailer, file_algorithm.value_or(trailer));
   r.Hash(std::as_bytes(std::span(header)));
   RankState state;
   if (absl::Status s = DecodeBody(r, version, &state); !s.ok()) {
@@ -307,22 +330,20 @@ absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const R
 
   absl::StatusOr<AtomicFile> out = AtomicFile::Create(path);
   if (!out.ok()) return out.status();
-  uint64_t hash = Fnv1a64({});
+  StreamingChecksum sum(kWriteChecksum);
   for (std::span<const std::byte> piece : {std::as_bytes(std::span(header)), std::as_bytes(std::span(meta)),
                                            Bytes(state.params), Bytes(state.adam_m), Bytes(state.adam_v)}) {
-    hash = Fnv1a64(piece, hash);
-    if (absl::Status s = out->Append(piece); !s.ok()) return s;
+    if (absl::Status s = AppendHashed(*out, piece, sum); !s.ok()) return s;
   }
-  const std::span<const std::byte> trailer = std::as_bytes(std::span(&hash, 1));
-  const uint64_t file_hash = Fnv1a64(trailer, hash);
-  if (absl::Status s = out->Append(trailer); !s.ok()) return s;
+  const uint64_t trailer = sum.Value();
+  if (absl::Status s = AppendHashed(*out, std::as_bytes(std::span(&trailer, 1)), sum); !s.ok()) return s;
   if (absl::Status s = out->Commit(); !s.ok()) return s;
 
   v1::CheckpointPart part;
   part.set_rank(state.rank);
   part.set_file(file);
   part.set_bytes(static_cast<int64_t>(bytes));
-  part.set_checksum(DigestText(file_hash));
+  part.set_checksum(sum.Digest());
   part.set_shard_begin(state.shard_begin);
   part.set_shard_elements(static_cast<int64_t>(state.params.size()));
   return part;
@@ -330,7 +351,7 @@ absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const R
 
 absl::StatusOr<RankState> ReadRankPart(const std::string& path) {
   std::string digest;
-  return ReadPartFile(path, &digest);
+  return ReadPartFile(path, std::nullopt, &digest);
 }
 
 absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::CheckpointPart& part) {
@@ -339,6 +360,8 @@ absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::Checkpo
     return absl::DataLossError(
         absl::StrCat(dir, ": the manifest names \"", part.file(), "\" for rank ", part.rank(), ", not a file name"));
   }
+  absl::StatusOr<ChecksumAlgorithm> algorithm = DigestAlgorithm(part.checksum(), path);
+  if (!algorithm.ok()) return algorithm.status();
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec == std::errc::no_such_file_or_directory) {
@@ -349,7 +372,7 @@ absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::Checkpo
     return absl::DataLossError(absl::StrCat(path, ": ", size, " bytes, the manifest says ", part.bytes()));
   }
   std::string digest;
-  absl::StatusOr<RankState> state = ReadPartFile(path, &digest);
+  absl::StatusOr<RankState> state = ReadPartFile(path, *algorithm, &digest);
   if (!state.ok()) return state.status();
   if (digest != part.checksum()) {
     return absl::DataLossError(

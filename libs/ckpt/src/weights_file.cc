@@ -3,14 +3,25 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "file_io.h"
-#include "gradsync/core/digest.h"
+#include "gradsync/ckpt/checksum.h"
 
 namespace gradsync::ckpt {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'S', 'W', 'E', 'I', 'G', 'H', 'T'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+// Version 2: the same layout with an FNV-1a trailer.
+constexpr uint32_t kFnvVersion = 2;
+constexpr size_t kHeaderBytes = sizeof(kMagic) + sizeof(uint32_t);
+constexpr size_t kTrailerBytes = sizeof(uint64_t);
+
+// The algorithm of a file's trailer: its version says which.
+constexpr ChecksumAlgorithm TrailerChecksum(uint32_t version) {
+  return version >= 3 ? ChecksumAlgorithm::kXxh3_64 : ChecksumAlgorithm::kFnv1a64;
+}
+static_assert(TrailerChecksum(kVersion) == kWriteChecksum);
 
 template <typename T>
 void Put(std::string* out, T v) {
@@ -68,10 +79,15 @@ absl::Status SaveWeights(const std::string& path, const v1::ModelSpec& model, co
     Put<uint32_t>(&buf, static_cast<uint32_t>(p.shape.size()));
     for (int64_t d : p.shape) Put<int64_t>(&buf, d);
   }
-  buf.append(reinterpret_cast<const char*>(values.data()), values.size_bytes());
-  Put<uint64_t>(&buf, Fnv1a64(std::as_bytes(std::span<const char>(buf))));
-
-  return WriteFileAtomically(path, buf);
+  // The values go from `values` to the file, hashed on the way: never copied whole.
+  absl::StatusOr<AtomicFile> out = AtomicFile::Create(path);
+  if (!out.ok()) return out.status();
+  StreamingChecksum sum(kWriteChecksum);
+  if (absl::Status s = AppendHashed(*out, std::as_bytes(std::span(buf)), sum); !s.ok()) return s;
+  if (absl::Status s = AppendHashed(*out, std::as_bytes(values), sum); !s.ok()) return s;
+  const uint64_t trailer = sum.Value();
+  if (absl::Status s = out->Append(std::as_bytes(std::span(&trailer, 1))); !s.ok()) return s;
+  return out->Commit();
 }
 
 absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
@@ -81,24 +97,29 @@ absl::StatusOr<WeightsFile> LoadWeights(const std::string& path) {
   if (data.size() < sizeof(kMagic) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError(absl::StrCat(path, ": not a gradsync weights file (bad magic)"));
   }
-  if (data.size() < sizeof(kMagic) + sizeof(uint64_t)) {
+  if (data.size() < kHeaderBytes + kTrailerBytes) {
     return absl::DataLossError(absl::StrCat(path, ": truncated"));
+  }
+  uint32_t file_version = 0;
+  std::memcpy(&file_version, data.data() + sizeof(kMagic), sizeof(file_version));
+  if (file_version != kVersion && file_version != kFnvVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": unsupported version ", file_version, " (this build reads ",
+                                            kFnvVersion, " and ", kVersion, ")"));
   }
   uint64_t stored = 0;
   std::memcpy(&stored, data.data() + data.size() - sizeof(stored), sizeof(stored));
-  const std::string_view body(data.data(), data.size() - sizeof(stored));
-  if (Fnv1a64(std::as_bytes(std::span<const char>(body.data(), body.size()))) != stored) {
-    return absl::DataLossError(absl::StrCat(path, ": checksum mismatch (corrupt or truncated)"));
+  StreamingChecksum sum(TrailerChecksum(file_version));
+  sum.Update(std::as_bytes(std::span(data.data(), data.size() - sizeof(stored))));
+  if (sum.Value() != stored) {
+    return absl::DataLossError(
+        absl::StrFormat("%s: checksum mismatch (stored %016x, computed %016x by %s): corrupt or truncated", path,
+                        stored, sum.Value(), ChecksumName(sum.algorithm())));
   }
   Reader r(data, path);
-  std::string magic;
-  uint32_t version = 0, count = 0;
+  std::string header;  // magic and version, checked above
+  uint32_t count = 0;
   uint64_t total = 0, hash = 0;
-  if (auto s = r.Bytes(sizeof(kMagic), &magic, "magic"); !s.ok()) return s;
-  if (auto s = r.Get(&version, "version"); !s.ok()) return s;
-  if (version != kVersion) {
-    return absl::DataLossError(absl::StrCat(path, ": unsupported version ", version));
-  }
+  if (auto s = r.Bytes(kHeaderBytes, &header, "header"); !s.ok()) return s;
   if (auto s = r.Get(&count, "parameter count"); !s.ok()) return s;
   if (auto s = r.Get(&total, "element count"); !s.ok()) return s;
   if (auto s = r.Get(&hash, "layout hash"); !s.ok()) return s;

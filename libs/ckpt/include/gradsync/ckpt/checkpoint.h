@@ -10,7 +10,7 @@
 // reshards). A rank with rank-local parameters (ddp.ignoreParams) writes a whole part.
 //
 // A rank part, "rank-%05d.bin" (little-endian):
-//   "GSCKPART" | u32 version (2) | u64 file bytes (trailer included)
+//   "GSCKPART" | u32 version (3) | u64 file bytes (trailer included)
 //   u32 length | job id | i32 generation | i32 rank | i32 world size
 //   i64 step | i32 epoch | i64 cursor | u64 seed | i64 adam step
 //   u32 length | serialized gradsync.v1.ModelSpec
@@ -18,8 +18,9 @@
 //   per parameter: u32 name length | name | u8 weight decay | u32 rank | i64 dims[rank]
 //   u64 shard begin | u64 shard elements | u8 1 with optimizer state, 0 without
 //   f32 params[shard] | f32 adam_m[shard] | f32 adam_v[shard] (the moments only with state)
-//   u64 FNV-1a of every byte before it
-// Version 1 parts (whole: no shard fields, then u64 moment elements, 0 or the total) still read.
+//   u64 XXH3-64 of every byte before it (checksum.h)
+// Version 2 parts (the same with an FNV-1a trailer) and version 1 parts (whole: no shard fields,
+// then u64 moment elements, 0 or the total; FNV-1a trailer) still read.
 //
 // Every function may be called from any thread; concurrent writers must use different files
 // (one part per rank; one manifest writer, the coordinator).
@@ -71,7 +72,7 @@ std::string PartFileName(int32_t rank);
 
 // Writes `state` to `dir`/rank-%05d.bin atomically (temporary file in `dir`, fsync, rename,
 // fsync of `dir`), creating `dir` and its parents; an existing file of the same name is
-// replaced. Returns the part to report: file name, bytes and "fnv1a64:<hex>" of the whole file.
+// replaced. Returns the part to report: file name, bytes and "xxh3-64:<hex>" of the whole file.
 // INVALID_ARGUMENT when the buffers do not match the layout or the rank is outside the world;
 // INTERNAL / PERMISSION_DENIED naming the path on I/O errors.
 absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const RankState& state);
@@ -82,7 +83,8 @@ absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const R
 absl::StatusOr<RankState> ReadRankPart(const std::string& path);
 
 // As above for the file `part` names in `dir`, and also checks it against the manifest: its size,
-// its whole-file checksum and the rank it holds (DATA_LOSS naming the file otherwise).
+// its whole-file checksum by the algorithm the manifest's digest names (checksum.h), and the rank
+// it holds (DATA_LOSS naming the file otherwise, also for a digest of an unknown algorithm).
 absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::CheckpointPart& part);
 
 // The whole state of the committed checkpoint `m` (in m.dir()): every part read and checked
@@ -102,9 +104,9 @@ absl::Status WriteManifest(const std::string& dir, const v1::CheckpointManifest&
 absl::StatusOr<v1::CheckpointManifest> ReadManifest(const std::string& dir);
 
 // OK when `dir` holds a readable manifest listing one part per rank of its world size and every
-// part's file exists with the recorded size and checksum. Otherwise the manifest's status from
-// ReadManifest, or DATA_LOSS naming the first bad part and what is wrong with it. Reads every part
-// in full.
+// part's file exists with the recorded size and checksum (by the algorithm each digest names).
+// Otherwise the manifest's status from ReadManifest, or DATA_LOSS naming the first bad part and
+// what is wrong with it (an unknown digest algorithm too). Reads every part in full.
 absl::Status VerifyCheckpoint(const std::string& dir);
 
 // The committed checkpoints under `root` (step-* directories with a readable manifest), oldest

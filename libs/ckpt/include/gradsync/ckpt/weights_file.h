@@ -1,12 +1,13 @@
 // The final-weights file: every parameter's name, shape and fp32 values, with a checksum.
 //
 // Layout (little-endian):
-//   "GSWEIGHT" | u32 version (2) | u32 param count | u64 total elements | u64 layout hash
+//   "GSWEIGHT" | u32 version (3) | u32 param count | u64 total elements | u64 layout hash
 //   u32 model length | serialized gradsync.v1.ModelSpec (the resolved network, so the file alone
 //   rebuilds the model)
 //   per parameter: u32 name length | name | u32 rank | i64 dims[rank]
 //   f32 values[total elements], parameters in layout order
-//   u64 FNV-1a of every byte before it
+//   u64 XXH3-64 of every byte before it (checksum.h)
+// Version 2 files (the same with an FNV-1a trailer) still load.
 // Written to a temporary file, fsynced and renamed, so a reader never sees half a file.
 #pragma once
 
