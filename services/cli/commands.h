@@ -16,6 +16,8 @@ int CancelCommand(const std::vector<std::string>& argv);
 int WatchCommand(const std::vector<std::string>& argv);
 int HealthCommand(const std::vector<std::string>& argv);
 int ReportCommand(const std::vector<std::string>& argv);
+// gradsync artifacts list JOB [PREFIX] | get JOB [PATH] -o DIR: a job's files through the coordinator.
+int ArtifactsCommand(const std::vector<std::string>& argv);
 // gradsync model describe PRESET | logits WEIGHTS --tokens IDS: needs no cluster.
 int ModelCommand(const std::vector<std::string>& argv);
 // gradsync checkpoint inspect | diff | list: reads checkpoints on this machine (list JOB asks the

@@ -71,6 +71,47 @@ google::protobuf::Value MemoryJson(const v1::JobResult& r) {
 
 }  // namespace
 
+TransferProgress::TransferProgress(FILE* out, std::string name, int64_t total)
+    : out_(out),
+      name_(std::move(name)),
+      total_(total),
+      shown_(total >= kLargeTransferBytes),
+      tty_(::isatty(::fileno(out)) != 0) {}
+
+void TransferProgress::Update(int64_t done) {
+  done_ = done;
+  if (!shown_) return;
+  if (tty_) {
+    // A redraw per MiB at most: a terminal is slower than a loopback transfer.
+    if (done_ - last_draw_ < (1 << 20) && done_ < total_) return;
+    last_draw_ = done_;
+    Show();
+    return;
+  }
+  const int tenths = static_cast<int>(std::min<int64_t>(10, done_ * 10 / total_));
+  if (tenths <= tenths_shown_) return;
+  tenths_shown_ = tenths;
+  Show();
+}
+
+void TransferProgress::Show() {
+  const double percent = 100.0 * static_cast<double>(done_) / static_cast<double>(total_);
+  std::fprintf(out_, "%s%s  %s / %s  %3.0f%%%s", tty_ ? "\r\033[K" : "", name_.c_str(), HumanBytes(done_).c_str(),
+               HumanBytes(total_).c_str(), percent, tty_ ? "" : "\n");
+  std::fflush(out_);
+}
+
+void TransferProgress::Finish() {
+  if (!shown_) return;
+  if (tty_) {
+    Show();
+    std::fputc('\n', out_);
+  } else if (tenths_shown_ < 10) {
+    Show();
+  }
+  std::fflush(out_);
+}
+
 std::string HumanBytes(int64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   if (bytes < (1 << 20)) return absl::StrFormat("%.1f KiB", bytes / 1024.0);

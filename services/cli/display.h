@@ -43,6 +43,32 @@ class ProgressView {
   std::vector<std::pair<double, double>> losses_;
 };
 
+// A file's transfer shown on `out` (stderr) once it is large (kLargeTransferBytes or more): on a
+// terminal one line redrawn in place, "weights.bin  12.0 MiB / 48.0 MiB  25%", otherwise that
+// line at every further tenth. Nothing for smaller files.
+class TransferProgress {
+ public:
+  static constexpr int64_t kLargeTransferBytes = 8 << 20;
+
+  // `total` is the size announced (negative: unknown, nothing shown).
+  TransferProgress(FILE* out, std::string name, int64_t total);
+  void Update(int64_t done);
+  // Shows the last state and ends a terminal's line.
+  void Finish();
+
+ private:
+  void Show();
+
+  FILE* out_;
+  std::string name_;
+  int64_t total_;
+  bool shown_;
+  bool tty_;
+  int64_t done_ = 0;
+  int tenths_shown_ = -1;
+  int64_t last_draw_ = 0;  // done_ at the last redraw on a terminal
+};
+
 // "512 B", "8.4 KiB", "120.0 MiB", "1.25 GiB".
 std::string HumanBytes(int64_t bytes);
 

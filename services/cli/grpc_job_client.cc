@@ -1,6 +1,7 @@
 #include "grpc_job_client.h"
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,8 @@
 namespace gradsync::cli {
 namespace {
 
-constexpr absl::Duration kCallTimeout = absl::Seconds(15);
+// Listing with digests reads every file listed on the server.
+constexpr absl::Duration kHashingListTimeout = absl::Minutes(10);
 
 // Adds the address, and what to do about a certificate naming another host, to transport errors,
 // which otherwise say little.
@@ -28,10 +30,11 @@ GrpcJobClient::GrpcJobClient(const std::string& address, const rpc::ChannelOptio
     : address_(address), stub_(v1::JobService::NewStub(rpc::MakeChannel(address, channel))) {}
 
 template <typename Request, typename Response>
-absl::StatusOr<Response> GrpcJobClient::Call(UnaryMethod<Request, Response> method, const Request& request) {
+absl::StatusOr<Response> GrpcJobClient::Call(UnaryMethod<Request, Response> method, const Request& request,
+                                             absl::Duration timeout) {
   Response response;
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kCallTimeout));
+  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
   grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
   if (!s.ok()) return Annotate(s, address_);
   return response;
@@ -97,6 +100,56 @@ absl::StatusOr<v1::Job> GrpcJobClient::Watch(const std::string& name,
     }
     absl::SleepFor(absl::Milliseconds(500));
   }
+}
+
+absl::StatusOr<v1::ListArtifactsResponse> GrpcJobClient::ListArtifacts(const std::string& name,
+                                                                       const std::string& prefix, bool sha256) {
+  v1::ListArtifactsRequest req;
+  req.set_name(name);
+  req.set_prefix(prefix);
+  req.set_sha256(sha256);
+  return sha256 ? Call(&v1::JobService::Stub::ListArtifacts, req, kHashingListTimeout)
+                : Call(&v1::JobService::Stub::ListArtifacts, req);
+}
+
+absl::StatusOr<v1::ArtifactTrailer> GrpcJobClient::GetArtifact(
+    const std::string& name, const std::string& path, const std::function<void(const v1::Artifact&)>& on_header,
+    const std::function<absl::Status(absl::string_view)>& on_data) {
+  // No deadline: a file takes as long as its size needs.
+  grpc::ClientContext ctx;
+  v1::GetArtifactRequest req;
+  req.set_name(name);
+  req.set_path(path);
+  auto reader = stub_->GetArtifact(&ctx, req);
+  v1::GetArtifactResponse msg;
+  bool header = false;
+  std::optional<v1::ArtifactTrailer> trailer;
+  absl::Status failed;
+  while (failed.ok() && reader->Read(&msg)) {
+    if (trailer.has_value() || header == msg.has_header()) {
+      failed = absl::DataLossError(absl::StrCat("coordinator at ", address_, ": the stream of \"", path,
+                                                "\" is out of order"));
+    } else if (msg.has_header()) {
+      header = true;
+      on_header(msg.header());
+    } else if (msg.has_trailer()) {
+      trailer = msg.trailer();
+    } else {
+      failed = on_data(msg.data());
+    }
+  }
+  if (!failed.ok()) {
+    ctx.TryCancel();
+    (void)reader->Finish();
+    return failed;
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Annotate(s, address_);
+  if (!trailer.has_value()) {
+    return absl::DataLossError(absl::StrCat("coordinator at ", address_, ": the stream of \"", path,
+                                            "\" ended without its size and checksum"));
+  }
+  return *trailer;
 }
 
 }  // namespace gradsync::cli

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/v1/job.grpc.pb.h"
 #include "job_client.h"
@@ -21,6 +22,12 @@ class GrpcJobClient : public JobClient {
   absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
   absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
                                 const std::atomic<bool>* stop) override;
+  absl::StatusOr<v1::ListArtifactsResponse> ListArtifacts(const std::string& name, const std::string& prefix,
+                                                          bool sha256) override;
+  // Reads the GetArtifact stream: header, data, trailer (DATA_LOSS when the stream breaks that order).
+  absl::StatusOr<v1::ArtifactTrailer> GetArtifact(const std::string& name, const std::string& path,
+                                                  const std::function<void(const v1::Artifact&)>& on_header,
+                                                  const std::function<absl::Status(absl::string_view)>& on_data) override;
 
   const std::string& address() const override { return address_; }
 
@@ -29,7 +36,8 @@ class GrpcJobClient : public JobClient {
   using UnaryMethod = grpc::Status (v1::JobService::Stub::*)(grpc::ClientContext*, const Request&, Response*);
   // One blocking call with the client's deadline; transport errors name the address.
   template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request);
+  absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method, const Request& request,
+                                absl::Duration timeout = absl::Seconds(15));
 
   std::string address_;
   std::unique_ptr<v1::JobService::Stub> stub_;

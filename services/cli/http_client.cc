@@ -2,16 +2,53 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gradsync::cli {
 namespace {
 
-size_t Append(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
+// A server that does not accept the connection within this long is unreachable, however long
+// the request may take once connected.
+constexpr absl::Duration kConnectTimeout = absl::Seconds(15);
+
+// Where the body goes: to the request's on_body for a 2xx answer when it has one, else into
+// the response.
+struct BodyTarget {
+  CURL* curl;
+  const HttpRequest* request;
+  HttpResponse* response;
+  absl::Status failed;
+};
+
+size_t WriteBody(char* data, size_t size, size_t n, void* target) {
+  auto* t = static_cast<BodyTarget*>(target);
+  long& status = t->response->status;
+  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (t->request->on_body && status >= 200 && status < 300) {
+    t->failed = t->request->on_body(*t->response, absl::string_view(data, size * n));
+    if (!t->failed.ok()) return 0;  // ends the transfer with CURLE_WRITE_ERROR
+  } else {
+    t->response->body.append(data, size * n);
+  }
+  return size * n;
+}
+
+// One header line; a status line starts the headers afresh (a 100 Continue came before).
+size_t WriteHeader(char* data, size_t size, size_t n, void* out) {
+  auto* headers = static_cast<std::vector<std::pair<std::string, std::string>>*>(out);
+  const absl::string_view line = absl::StripAsciiWhitespace(absl::string_view(data, size * n));
+  if (absl::StartsWith(line, "HTTP/")) {
+    headers->clear();
+  } else if (const size_t colon = line.find(':'); colon != absl::string_view::npos) {
+    headers->emplace_back(std::string(absl::StripAsciiWhitespace(line.substr(0, colon))),
+                          std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))));
+  }
   return size * n;
 }
 
@@ -94,16 +131,25 @@ absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::str
   char error[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Append);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  BodyTarget body{c, &request, &response, absl::OkStatus()};
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &WriteHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
+  // Paths are sent as built: a "." or ".." segment (an artifact path the server must refuse) is
+  // not squashed away on the way.
+  curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(std::min(request.timeout, kConnectTimeout))));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   // Clusters are reached directly; an HTTP proxy from the environment would see the token.
   curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   if (!request.tls_ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, request.tls_ca_file.c_str());
   const CURLcode rc = curl_easy_perform(c);
+  if (rc == CURLE_WRITE_ERROR && !body.failed.ok()) return body.failed;
   if (rc != CURLE_OK) {
     const std::string why = error[0] != '\0' ? error : curl_easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT) {
@@ -114,6 +160,13 @@ absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::str
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
+}
+
+std::string HttpResponse::Header(absl::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (absl::EqualsIgnoreCase(key, name)) return value;
+  }
+  return "";
 }
 
 std::string EscapeUrlComponent(const std::string& text) {

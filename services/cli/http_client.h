@@ -2,12 +2,18 @@
 // the server with, a timeout, and errors that name the server.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace gradsync::cli {
+
+struct HttpResponse;
 
 struct HttpRequest {
   std::string method = "GET";  // GET or POST
@@ -22,11 +28,21 @@ struct HttpRequest {
   // connecting to the URL's host; empty: the URL's host. Must pass rpc::CheckTlsServerName.
   std::string tls_server_name;
   absl::Duration timeout = absl::Seconds(15);
+  // When set, a 2xx answer's body goes to it piece by piece as it arrives instead of into
+  // HttpResponse::body, with the answer's status and headers in `head`; an error it returns ends
+  // the transfer and is what SendHttp returns. The body of any other answer is read into
+  // HttpResponse::body as usual.
+  std::function<absl::Status(const HttpResponse& head, absl::string_view piece)> on_body;
 };
 
 struct HttpResponse {
   long status = 0;
   std::string body;
+  // The answer's headers, in order.
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // The first header named `name` (case-insensitively); "" if absent.
+  std::string Header(absl::string_view name) const;
 };
 
 // Any answer the server gives, whatever its HTTP status. UNAVAILABLE naming `server` (how the

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "gradsync/v1/artifact.pb.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::cli {
@@ -33,6 +35,18 @@ class JobClient {
   // unreachable while the job runs.
   virtual absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
                                         const std::atomic<bool>* stop) = 0;
+
+  // The files in the job's directory whose paths start with `prefix` (all when empty), sorted by
+  // path; with `sha256` each carries its digest (the server reads every file for it).
+  virtual absl::StatusOr<v1::ListArtifactsResponse> ListArtifacts(const std::string& name, const std::string& prefix,
+                                                                  bool sha256) = 0;
+  // Streams artifact `path` of job `name`: `on_header` once, with the file as the server opened it
+  // (its size, for progress), then `on_data` with each piece of its bytes in order; an error from
+  // `on_data` ends the transfer and is returned. Returns what the server says it sent (size and
+  // SHA-256), for the caller to compare with what it received.
+  virtual absl::StatusOr<v1::ArtifactTrailer> GetArtifact(
+      const std::string& name, const std::string& path, const std::function<void(const v1::Artifact&)>& on_header,
+      const std::function<absl::Status(absl::string_view)>& on_data) = 0;
 
   // The address as the user gave it (for messages).
   virtual const std::string& address() const = 0;

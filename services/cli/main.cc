@@ -34,6 +34,11 @@ constexpr char kUsage[] =
     "                     --tls-server-name NAME (env GRADSYNC_TLS_SERVER_NAME) verifies it against\n"
     "                     NAME, not the address's host (a port-forward to 127.0.0.1 of a server whose\n"
     "                     certificate names its Service); TLS only\n"
+    "  artifacts list JOB [PREFIX] [--sha256] [-o table|json]\n"
+    "  artifacts get JOB [PATH] [-o DIR]\n"
+    "                     a job's files (weights, checkpoints, exports) through the coordinator, with\n"
+    "                     the connection options above; get writes PATH, or every file, under DIR\n"
+    "                     (default .), each checked against the coordinator's SHA-256\n"
     "  report JOB -o FILE.svg [--metrics-api HOST:PORT] [--metrics-token-file FILE] [--state-dir DIR]\n"
     "                     loss and throughput curves from the metrics service (env GRADSYNC_METRICS_API,\n"
     "                     GRADSYNC_METRICS_TOKEN_FILE)\n"
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
   if (command == "watch") return WatchCommand(rest);
   if (command == "healthcheck") return HealthCommand(rest);
   if (command == "report") return ReportCommand(rest);
+  if (command == "artifacts") return ArtifactsCommand(rest);
   if (command == "model") return ModelCommand(rest);
   if (command == "checkpoint") return CheckpointCommand(rest);
   if (command == "data") return DataCommand(rest);

@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "absl/time/time.h"
 #include "google/protobuf/message.h"
+#include "http_client.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
@@ -29,6 +31,15 @@ class RestJobClient : public JobClient {
   // last answer.
   absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
                                 const std::atomic<bool>* stop) override;
+  // GET /v1/jobs/{id}/artifacts?prefix=&sha256=.
+  absl::StatusOr<v1::ListArtifactsResponse> ListArtifacts(const std::string& name, const std::string& prefix,
+                                                          bool sha256) override;
+  // GET /v1/jobs/{id}/artifacts/{path}, each component of `path` escaped on its own and sent as
+  // given ("." and ".." too, for the server to refuse); the trailer is Content-Length and
+  // X-Checksum-Sha256 (DATA_LOSS without the latter).
+  absl::StatusOr<v1::ArtifactTrailer> GetArtifact(const std::string& name, const std::string& path,
+                                                  const std::function<void(const v1::Artifact&)>& on_header,
+                                                  const std::function<absl::Status(absl::string_view)>& on_data) override;
 
   const std::string& address() const override { return address_; }
 
@@ -36,7 +47,9 @@ class RestJobClient : public JobClient {
   // Sends the request and parses a 2xx body into `out`; any other answer becomes the status the
   // server's error body names.
   absl::Status Send(const std::string& method, const std::string& path, const std::string& body,
-                    google::protobuf::Message* out);
+                    google::protobuf::Message* out, absl::Duration timeout = absl::Seconds(15));
+  // The request to `path` with the client's token and TLS settings.
+  HttpRequest Request(const std::string& method, const std::string& path) const;
 
   std::string address_;
   std::string base_url_;

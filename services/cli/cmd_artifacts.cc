@@ -1,0 +1,126 @@
+// gradsync artifacts list | get: a job's files (weights, checkpoints, exports, reports) from the
+// coordinator's artifact root, over gRPC or REST, without access to its volume.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "args.h"
+#include "artifact_download.h"
+#include "commands.h"
+#include "connection.h"
+#include "display.h"
+#include "google/protobuf/util/json_util.h"
+#include "gradsync/core/shutdown.h"
+#include "job_client.h"
+
+namespace gradsync::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync artifacts list JOB [PREFIX] [--sha256] [-o table|json]\n"
+    "       gradsync artifacts get JOB [PATH] [-o DIR]\n"
+    "  list: the files in the job's directory on the coordinator (paths starting with PREFIX),\n"
+    "  with size and modification time, and with --sha256 their SHA-256 (the coordinator reads them).\n"
+    "  get: PATH, or every file of the job, into DIR (default: the current directory) at its\n"
+    "  relative path; each is checked against the coordinator's SHA-256 before it is renamed into\n"
+    "  place, and printed as sha256sum prints it.\n"
+    "  Both take the connection options of gradsync get (--address, --state-dir, --token-file, ...).\n";
+
+int Usage(const std::string& message) {
+  if (!message.empty()) std::fprintf(stderr, "%s\n", message.c_str());
+  std::fputs(kUsage, stderr);
+  return 2;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "%s\n", DescribeError(s).c_str());
+  if (s.code() == absl::StatusCode::kCancelled) return 130;
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string TimeText(const google::protobuf::Timestamp& t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()), absl::UTCTimeZone());
+}
+
+// One line per file: path, bytes, human size, modification time (UTC), and with `sha256` the digest.
+std::string Table(const v1::ListArtifactsResponse& listed, bool sha256) {
+  std::string out = absl::StrFormat("%-48s %14s %10s  %-20s%s\n", "PATH", "BYTES", "SIZE", "MODIFIED", sha256 ? " SHA256" : "");
+  for (const v1::Artifact& a : listed.artifacts()) {
+    absl::StrAppendFormat(&out, "%-48s %14d %10s  %-20s%s\n", a.path(), a.size_bytes(), HumanBytes(a.size_bytes()),
+                          TimeText(a.modify_time()), sha256 ? " " + a.sha256() : "");
+  }
+  // No padding at the ends of lines.
+  std::string trimmed;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    absl::StrAppend(&trimmed, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return trimmed;
+}
+
+// The listing as protobuf JSON, as the REST API answers it ({"artifacts": []} when empty).
+std::string Json(const v1::ListArtifactsResponse& listed) {
+  if (listed.artifacts().empty()) return "{\"artifacts\": []}";
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  (void)google::protobuf::util::MessageToJsonString(listed, &out, options);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+int List(JobClient& client, const Args& args) {
+  if (args.positional.size() < 2 || args.positional.size() > 3) return Usage("");
+  const std::string output = args.Get("output", "table");
+  if (output != "table" && output != "json") return Usage(absl::StrCat("-o: expected table or json, got \"", output, "\""));
+  const bool sha256 = args.Has("sha256");
+  auto listed = client.ListArtifacts(args.positional[1], args.positional.size() == 3 ? args.positional[2] : "", sha256);
+  if (!listed.ok()) return Fail(listed.status());
+  std::printf("%s", output == "json" ? (Json(*listed) + "\n").c_str() : Table(*listed, sha256).c_str());
+  return 0;
+}
+
+int Get(JobClient& client, const Args& args) {
+  if (args.positional.size() < 2 || args.positional.size() > 3) return Usage("");
+  const std::string& job = args.positional[1];
+  std::vector<std::string> paths;
+  if (args.positional.size() == 3) {
+    paths.push_back(args.positional[2]);
+  } else {
+    auto listed = client.ListArtifacts(job, "", false);
+    if (!listed.ok()) return Fail(listed.status());
+    for (const v1::Artifact& a : listed->artifacts()) paths.push_back(a.path());
+    if (paths.empty()) std::fprintf(stderr, "%s has no artifacts yet\n", job.c_str());
+  }
+  InstallShutdownHandlers();
+  const std::string dir = args.Get("output", ".");
+  for (const std::string& path : paths) {
+    absl::StatusOr<Downloaded> done = DownloadArtifact(client, job, path, dir, stderr);
+    if (!done.ok()) return Fail(done.status());
+    // sha256sum's format: `sha256sum -c` checks the files again.
+    std::printf("%s  %s\n", done->sha256.c_str(), done->file.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ArtifactsCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args =
+      ParseArgs("artifacts", argv, WithConnectionOptions({{"output", true, 'o'}, {"sha256", false}}));
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  if (args->positional.empty()) return Usage("");
+  const std::string& sub = args->positional[0];
+  if (sub != "list" && sub != "get") return Usage(absl::StrCat("gradsync artifacts: unknown subcommand \"", sub, "\""));
+  if (sub == "get" && args->Has("sha256")) return Usage("--sha256 is for list: get always checks the SHA-256");
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  return sub == "list" ? List(**connected, *args) : Get(**connected, *args);
+}
+
+}  // namespace gradsync::cli
