@@ -1,11 +1,16 @@
 // gradsync-worker: joins a coordinator's pool and trains the generations it is assigned.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
 #include "agent.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/daemon_flags.h"
@@ -20,6 +25,7 @@
 #include "gradsync/http/process_metrics.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
 #include "gpu_metrics.h"
+#include "node_agent.h"
 #include "worker_metrics.h"
 
 ABSL_FLAG(std::string, coordinator, gradsync::EnvOr("GRADSYNC_COORDINATOR", "localhost:7070"),
@@ -70,7 +76,18 @@ ABSL_FLAG(std::string, nvml_library, gradsync::EnvOr("GRADSYNC_NVML_LIBRARY", "l
           "GRADSYNC_NVML_LIBRARY)");
 ABSL_FLAG(std::string, cpus, gradsync::EnvOr("GRADSYNC_WORKER_CPUS", ""),
           "CPUs to run on, a list like 0-3,6 (as taskset -c); empty: wherever the scheduler puts it. A local "
-          "cluster gives each worker its share (env GRADSYNC_WORKER_CPUS)");
+          "cluster gives each worker its share, and so does the node agent (--gpus, --workers) of its list (env "
+          "GRADSYNC_WORKER_CPUS)");
+ABSL_FLAG(std::string, gpus, "",
+          "node agent: instead of training itself, run and supervise one worker process per GPU of this node: all, "
+          "N (the first N) or a list of ordinals such as 0,2,5. Worker K gets --device=cuda:K with every GPU still "
+          "visible (NCCL's NVLink and peer-to-peer transports need that), --name=<name>-gpuK, --metrics_listen and "
+          "--health_listen at their ports plus K, its share of --cpus, and every other flag given here; one that "
+          "exits is started again after a backoff. No environment fallback, so that the workers it starts never "
+          "inherit it");
+ABSL_FLAG(int, workers, 0,
+          "node agent for CPU workers: instead of training itself, run and supervise N worker processes, worker K "
+          "with --device=cpu, --name=<name>-cpuK and ports plus K as with --gpus; 0: be one worker");
 
 namespace {
 
@@ -101,14 +118,85 @@ absl::StatusOr<gradsync::rpc::ChannelOptions> CoordinatorChannelFromFlags() {
   return channel;
 }
 
+// The flags the node agent passes on to its workers unchanged: every flag of this file set to
+// other than its default, except those it sets per worker or that make it an agent.
+std::vector<std::string> ForwardedFlags() {
+  static const std::set<std::string> kPerWorker = {"gpus", "workers", "device", "name", "metrics_listen",
+                                                   "health_listen", "cpus", "endpoints_file"};
+  std::vector<std::string> out;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!absl::StrContains(flag->Filename(), "services/worker/") || kPerWorker.count(std::string(name)) > 0) continue;
+    if (flag->CurrentValue() != flag->DefaultValue()) out.push_back(absl::StrCat("--", name, "=", flag->CurrentValue()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The node agent's workers from --gpus or --workers and the flags they share.
+absl::StatusOr<std::vector<gradsync::worker::NodeWorker>> NodeWorkersFromFlags() {
+  const std::string gpus = absl::GetFlag(FLAGS_gpus);
+  const int count = absl::GetFlag(FLAGS_workers);
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (!gpus.empty() && count != 0) {
+    return absl::InvalidArgumentError("--gpus and --workers: give one, --gpus for GPU workers or --workers N for CPU ones");
+  }
+  if (count < 0) return absl::InvalidArgumentError(absl::StrCat("--workers: expected 1 or more, not ", count));
+  if (device != "auto" && device != (gpus.empty() ? "cpu" : "cuda")) {
+    return absl::InvalidArgumentError(absl::StrCat("--device ", device, ": the node agent gives each worker its device (",
+                                                   gpus.empty() ? "cpu with --workers" : "cuda:K with --gpus",
+                                                   "); leave --device out"));
+  }
+  gradsync::worker::NodeLayout layout;
+  if (!gpus.empty()) {
+    auto selected = gradsync::worker::SelectGpus(gpus, static_cast<int>(gradsync::device::ListGpus().size()),
+                                                 gradsync::device::BuiltWithCuda());
+    if (!selected.ok()) return selected.status();
+    layout.gpus = *std::move(selected);
+  }
+  layout.cpu_workers = count;
+  std::error_code ec;
+  layout.binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return absl::InternalError(absl::StrCat("cannot find this executable (/proc/self/exe): ", ec.message()));
+  layout.name = absl::GetFlag(FLAGS_name);
+  layout.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  layout.health_listen = absl::GetFlag(FLAGS_health_listen);
+  layout.endpoints_file = absl::GetFlag(FLAGS_endpoints_file);
+  if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
+    auto cpus = gradsync::ParseCpuList(list);
+    if (!cpus.ok()) return absl::InvalidArgumentError(absl::StrCat("--cpus: ", cpus.status().message()));
+    layout.cpus = *std::move(cpus);
+    const size_t n = layout.gpus.empty() ? static_cast<size_t>(count) : layout.gpus.size();
+    if (layout.cpus.size() < n) {
+      GS_LOG(WARNING) << "--cpus " << list << ": fewer CPUs than workers (" << n << "); the workers run unbound";
+    }
+  }
+  layout.forwarded = ForwardedFlags();
+  return gradsync::worker::PlanNodeWorkers(layout);
+}
+
+int RunNodeAgent() {
+  gradsync::SetLogComponent("node agent");
+  auto workers = NodeWorkersFromFlags();
+  if (!workers.ok()) {
+    GS_LOG(ERROR) << workers.status();
+    return 2;
+  }
+  gradsync::InstallShutdownHandlers();
+  gradsync::worker::NodeAgent agent({.workers = *std::move(workers)});
+  return agent.Run();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   gradsync::ParseDaemonFlags(argc, argv,
                              {"gradsync-worker",
                               "joins a coordinator's pool and trains the generations it is assigned\n\n"
-                              "  gradsync-worker --coordinator host:port [flags]",
+                              "  gradsync-worker --coordinator host:port [flags]\n"
+                              "  gradsync-worker --gpus all --coordinator host:port [flags]   (one worker per GPU)\n"
+                              "  gradsync-worker --workers N --coordinator host:port [flags]  (N CPU workers)",
                               "services/worker/"});
+  if (!absl::GetFlag(FLAGS_gpus).empty() || absl::GetFlag(FLAGS_workers) != 0) return RunNodeAgent();
   gradsync::SetLogComponent("worker");
   // Before any thread starts, though BindProcessToCpus binds those already running too.
   if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
