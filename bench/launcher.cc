@@ -9,7 +9,7 @@
 #include "gradsync/core/cpu_set.h"
 #include "local_cluster.h"
 #include "local_tokens.h"
-#include "process.h"
+#include "gradsync/core/child_process.h"
 
 namespace gradsync::bench {
 
@@ -25,7 +25,7 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   cli::LocalCluster cluster(options);
   if (absl::Status s = cluster.Start(); !s.ok()) return s;
 
-  const std::string self = cli::BinaryDir() + "/gradsync-bench";
+  const std::string self = BinaryDir() + "/gradsync-bench";
   std::vector<pid_t> pids;
   for (int r = 0; r < launch.ranks; ++r) {
     std::vector<std::string> argv = {self, launch.mode};
@@ -36,7 +36,7 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
     if (const std::string share = ShareOfAllowedCpus(launch.ranks, r); launch.bind_cpus && !share.empty()) {
       argv.insert(argv.end(), {"--cpus", share});
     }
-    auto pid = cli::Spawn({argv, absl::StrCat(dir, "/rank", r, ".log"), cli::TrainingEnvDefaults()});
+    auto pid = Spawn({argv, absl::StrCat(dir, "/rank", r, ".log"), TrainingEnvDefaults()});
     if (!pid.ok()) return pid.status();
     pids.push_back(*pid);
   }
@@ -46,10 +46,10 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
     ::waitpid(pids[r], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       result = absl::InternalError(absl::StrCat("rank ", r, " failed; its log ends:\n",
-                                                cli::TailFile(absl::StrCat(dir, "/rank", r, ".log"), 20)));
+                                                TailFile(absl::StrCat(dir, "/rank", r, ".log"), 20)));
     }
   }
-  std::fputs(cli::TailFile(absl::StrCat(dir, "/rank0.log"), 1000).c_str(), stdout);
+  std::fputs(TailFile(absl::StrCat(dir, "/rank0.log"), 1000).c_str(), stdout);
   std::fputs("\n", stdout);
   cluster.Stop();
   return result;

@@ -18,7 +18,7 @@
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/shutdown.h"
 #include "local_cluster.h"
-#include "process.h"
+#include "gradsync/core/child_process.h"
 
 namespace gradsync::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
 #include "local_tokens.h"
-#include "process.h"
+#include "gradsync/core/child_process.h"
 
 namespace gradsync::cli {
 

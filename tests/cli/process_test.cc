@@ -1,6 +1,6 @@
 // Spawn's environment: defaults the child gets unless this process has the variable set, as the
 // local cluster and the benchmarks give training processes OPENBLAS_NUM_THREADS=1.
-#include "process.h"
+#include "gradsync/core/child_process.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>
