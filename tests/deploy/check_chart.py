@@ -49,6 +49,26 @@ def container(workload):
     return manifest_checks.pod_spec(workload)["containers"][0]
 
 
+def per_node(values):
+    """Whether the workers run in the perNode layout: one pod per node, a worker per GPU."""
+    w = values["workers"]
+    return bool(w["gpus"]) and w["layout"] == "perNode"
+
+
+def workers_per_pod(values):
+    return values["workers"]["gpusPerNode"] if per_node(values) else 1
+
+
+def worker_ports(values):
+    """{port name: number} of a worker pod: worker K's metrics and health ports are the base ports
+    plus K, named metrics-K and health-K (plain metrics and health for K = 0)."""
+    ports = {}
+    for k in range(workers_per_pod(values)):
+        for name, base in values["workers"]["ports"].items():
+            ports[name if k == 0 else f"{name}-{k}"] = base + k
+    return ports
+
+
 def check_workers(f, docs, values, what):
     w = values["workers"]
     sts = one(f, docs, "StatefulSet", "worker", what)
@@ -58,15 +78,28 @@ def check_workers(f, docs, values, what):
     f.expect(spec["replicas"] == w["replicas"], f"{what}: worker replicas {spec['replicas']}")
     f.expect(spec.get("podManagementPolicy") == "Parallel", f"{what}: workers not Parallel")
     gpus = (c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu")
-    f.expect(gpus == (w["gpus"] or None), f"{what}: nvidia.com/gpu limit {gpus}, gpus {w['gpus']}")
+    want_gpus = w["gpusPerNode"] if per_node(values) else (w["gpus"] or None)
+    f.expect(gpus == want_gpus, f"{what}: nvidia.com/gpu limit {gpus}, want {want_gpus} ({w['layout']})")
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    f.expect(ports == w["ports"], f"{what}: worker ports {ports}, values {w['ports']}")
+    f.expect(ports == worker_ports(values), f"{what}: worker ports {ports}, want {worker_ports(values)}")
     for probe in ("startupProbe", "livenessProbe"):
         port = c.get(probe, {}).get("grpc", {}).get("port")
         f.expect(port == w["ports"]["health"], f"{what}: worker {probe} not gRPC on the health port")
     args = c["args"]
     f.expect(f"--health_listen=0.0.0.0:{w['ports']['health']}" in args, f"{what}: --health_listen")
-    f.expect(f"--device={'cuda' if w['gpus'] else 'cpu'}" in args, f"{what}: --device")
+    f.expect(f"--metrics_listen=0.0.0.0:{w['ports']['metrics']}" in args, f"{what}: --metrics_listen")
+    # perNode: the node agent (--gpus all) gives each worker its GPU; otherwise one --device.
+    devices = [a for a in args if a.startswith("--device=")]
+    if per_node(values):
+        f.expect("--gpus=all" in args and not devices, f"{what}: perNode workers are not --gpus=all: {args}")
+    else:
+        want = w["device"] or ("cuda" if w["gpus"] else "cpu")
+        f.expect(devices == [f"--device={want}"] and not any(a.startswith("--gpus") for a in args),
+                 f"{what}: worker --device {devices}, want {want}")
+    service_ports = {p["name"]: (p["port"], p["targetPort"]) for s in find(docs, "Service")
+                     if s["metadata"]["name"] == spec["serviceName"] for p in s["spec"]["ports"]}
+    f.expect(service_ports == {name: (port, name) for name, port in worker_ports(values).items()},
+             f"{what}: the headless Service's ports {service_ports} are not every worker's")
     env = {e["name"]: e for e in c["env"]}
     comm = env.get("GRADSYNC_COMM_HOST", {}).get("valueFrom", {}).get("fieldRef", {})
     f.expect(comm.get("fieldPath") == "status.podIP", f"{what}: GRADSYNC_COMM_HOST is not the pod IP")
@@ -253,6 +286,10 @@ def check_monitoring(f, docs, values, with_api, what):
         want = 1 if with_api and mon[key]["enabled"] else 0
         got = len(find(docs, kind))
         f.expect(got == want, f"{what}: {got} {kind}, want {want}")
+    for monitor in find(docs, "ServiceMonitor"):
+        scraped = [e["port"] for e in monitor["spec"]["endpoints"]]
+        want = [name for name in worker_ports(values) if name.startswith("metrics")]
+        f.expect(scraped == want, f"{what}: the ServiceMonitor scrapes ports {scraped}, want {want}")
     rules = find(docs, "PrometheusRule")
     if rules:
         alerts = d.load_yaml(os.path.join(d.REPO, "services/metrics/monitoring/alerts.yml"))
@@ -282,7 +319,8 @@ def test_targets(values):
     want = {f"{FULLNAME}-coordinator:{values['coordinator']['ports']['grpc']}": values["tls"]["enabled"],
             f"{FULLNAME}-metrics:{values['metrics']['ports']['grpc']}": False}
     for i in range(w["replicas"]):
-        want[f"{FULLNAME}-worker-{i}.{FULLNAME}-workers:{w['ports']['health']}"] = False
+        for k in range(workers_per_pod(values)):
+            want[f"{FULLNAME}-worker-{i}.{FULLNAME}-workers:{w['ports']['health'] + k}"] = False
     return want
 
 
@@ -345,18 +383,22 @@ def check_network_policy(f, docs, values, what):
     f.expect(worker["spec"]["policyTypes"] == ["Ingress"], f"{what}: worker policy types")
     f.expect(any(r.get("from") == [peer] for r in rules), f"{what}: workers not open to the release")
     metrics_port = values["workers"]["ports"]["metrics"]
+    last = metrics_port + workers_per_pod(values) - 1
     for r in rules:
         if r.get("from") != [peer]:
-            f.expect([p["port"] for p in r.get("ports", [])] == [metrics_port],
-                     f"{what}: a worker ingress rule beyond the release opens more than /metrics: {r}")
+            got = [(p["port"], p.get("endPort", p["port"])) for p in r.get("ports", [])]
+            f.expect(got == [(metrics_port, last)],
+                     f"{what}: a worker ingress rule beyond the release opens {got}, not /metrics {metrics_port}-{last}")
 
 
 def check_notes(f, renderer, files, values, what):
     rc, out, err = d.render(renderer, files, notes=True)
     if not f.expect(rc == 0, f"{what}: NOTES.txt fails: {err.strip()}"):
         return
+    ranks = values["workers"]["replicas"] * workers_per_pod(values)
     for text in ("gradsync submit", "/v1/jobs", "Authorization: Bearer", "GRADSYNC_TOKEN_FILE",
-                 f"secret {token_source(values, 'api')[0]} ", "port-forward", f"helm test {RELEASE} "):
+                 f"secret {token_source(values, 'api')[0]} ", "port-forward", f"helm test {RELEASE} ",
+                 f"--set training.worldSize={ranks}\n"):
         f.expect(text in out, f"{what}: NOTES.txt does not mention {text!r}")
     # With TLS every command verifies the coordinator: the CA from the TLS Secret, and the Service's
     # name, which its certificate carries, since the port-forward is dialled at 127.0.0.1.
@@ -369,6 +411,7 @@ def check_notes(f, renderer, files, values, what):
                  f"{what}: NOTES.txt mentions {text!r} against tls.enabled={values['tls']['enabled']}")
     plain_rest = f"http://127.0.0.1:{values['coordinator']['ports']['rest']}/"
     f.expect((plain_rest in out) != values["tls"]["enabled"], f"{what}: NOTES.txt's REST scheme against TLS")
+    f.expect(("(layout perNode)" in out) == per_node(values), f"{what}: NOTES.txt's worker layout against the values")
 
 
 def check_refused(f, renderer, values_text, message, what):
@@ -411,6 +454,8 @@ def main():
                   "tls.existingSecret is required when tls.enabled", "TLS without a secret")
     check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\npaths: {artifactRoot: /srv/jobs}\n",
                   "paths.artifactRoot /srv/jobs must lie under checkpoints.mountPath", "artifacts off the volume")
+    check_refused(f, renderer, "auth: {existingSecret: a, clusterTokenSecret: b}\nworkers: {ports: {metrics: 65530}}\n",
+                  "workers.ports.metrics 65530: the worker of GPU 7 would listen on 65537", "ports beyond 65535")
     f.finish("chart")
 
 

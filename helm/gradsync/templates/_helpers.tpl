@@ -206,3 +206,22 @@ pods that dial it over TLS (workers, the helm test pod). */}}
 {{- define "gradsync.metricsAddress" -}}
 {{- printf "%s:%d" (include "gradsync.componentName" (dict "ctx" . "component" "metrics")) (int .Values.metrics.ports.grpc) -}}
 {{- end -}}
+
+{{- /*
+Worker processes per worker pod: gpusPerNode in the perNode layout of GPU workers (the node agent,
+`gradsync-worker --gpus all`, runs one per GPU), 1 otherwise. Worker K of a pod listens on the
+metrics and health ports plus K.
+*/}}
+{{- define "gradsync.workersPerPod" -}}
+{{- $w := .Values.workers -}}
+{{- if and (gt (int $w.gpus) 0) (eq $w.layout "perNode") -}}
+{{- int $w.gpusPerNode -}}
+{{- else -}}
+1
+{{- end -}}
+{{- end -}}
+
+{{- /* The name of worker K's port `name` in a pod: "metrics", "metrics-1", ... */}}
+{{- define "gradsync.workerPortName" -}}
+{{- if eq (int .k) 0 }}{{ .name }}{{ else }}{{ printf "%s-%d" .name (int .k) }}{{ end -}}
+{{- end -}}
