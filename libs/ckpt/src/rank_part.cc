@@ -27,6 +27,7 @@ constexpr uint32_t kWholeVersion = 1;
 // Magic, version and the recorded file size.
 constexpr size_t kHeaderBytes = sizeof(kMagic) + sizeof(uint32_t) + sizeof(uint64_t);
 constexpr size_t kTrailerBytes = sizeof(uint64_t);
+constexpr size_t kReadPiece = 1 << 20;
 
 template <typename T>
 void Put(std::string* out, T v) {
@@ -107,8 +108,14 @@ class PartReader {
   bool Read(void* dst, uint64_t n, const char* what) {
     if (!status_.ok()) return false;
     if (n > limit_ - pos_) return Fail(absl::StrCat(what, " at byte ", pos_, " runs past the end of the data"));
-    if (std::fread(dst, 1, n, f_) != n) return Fail(absl::StrCat("cannot read ", what));
-    Hash(std::as_bytes(std::span(static_cast<const char*>(dst), n)));
+    // 1 MiB at a time, each piece hashed while the read has it in the cache.
+    auto* out = static_cast<char*>(dst);
+    for (uint64_t done = 0; done < n;) {
+      const size_t piece = static_cast<size_t>(std::min<uint64_t>(n - done, kReadPiece));
+      if (std::fread(out + done, 1, piece, f_) != piece) return Fail(absl::StrCat("cannot read ", what));
+      Hash(std::as_bytes(std::span(out + done, piece)));
+      done += piece;
+    }
     pos_ += n;
     return true;
   }
