@@ -137,6 +137,22 @@ class Check:
         self.cluster.copy_out("coordinator", job["result"]["weightsPath"], dest)
         return sha256(dest)
 
+    def fetched_weights(self, job, weights):
+        """The job's weights through `gradsync artifacts get` from the coordinator, over gRPC and
+        REST, must be the file in its container (sha256 `weights`), and the CLI's own line must say
+        so."""
+        job_id = job["id"]
+        rel = job["result"]["weightsPath"].split(f"/{job_id}/", 1)[1]
+        for address in ("coordinator:7070", "http://coordinator:8080"):
+            dest = os.path.join(self.cluster.dir, "fetched-" + address.split(":")[0].replace("/", ""))
+            line = self.cluster.artifacts_get(job_id, rel, dest, address)
+            got = sha256(os.path.join(dest, rel))
+            self.expect(got == weights, f"weights fetched with gradsync artifacts get over {address} have sha256 "
+                                        f"{got}, the coordinator's file {weights}")
+            self.expect(line.split(" ", 1)[0] == weights,
+                        f"gradsync artifacts get over {address} printed {line.strip()!r}, not sha256 {weights}")
+        log(f"gradsync artifacts get {rel} over gRPC and REST: sha256 {weights[:16]}..., as in the container")
+
     def matches_reference(self, job, spec_path, workers):
         log("running the same job as local processes with ddp.transport tcp")
         ref, ref_weights = local_reference(self.args.build_dir, spec_path, workers, self.cluster.dir)
@@ -144,6 +160,7 @@ class Check:
         self.expect(got == ref["paramDigest"],
                     f"parameter digest {got} differs from the local run's {ref['paramDigest']}")
         weights = self.final_weights(job)
+        self.fetched_weights(job, weights)
         self.expect(weights == ref_weights,
                     f"final weights sha256 {weights} differ from the local run's {ref_weights}")
         log(f"digest {got}, weights sha256 {weights[:16]}...: "
@@ -152,7 +169,8 @@ class Check:
 
 # ---- the checks --------------------------------------------------------------------------------
 def across_hosts(k):
-    """A 3-worker job trains over TCP across hosts and equals the local TCP run bit for bit."""
+    """A 3-worker job trains over TCP across hosts and equals the local TCP run bit for bit; its weights
+    come out through `gradsync artifacts get` as they are in the coordinator's container."""
     spec = k.spec(world_size=3, steps=60)
     job_id = k.cluster.submit(spec)
     log(f"submitted {job_id}; 3 ranks on worker-0..2")

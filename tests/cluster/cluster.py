@@ -255,6 +255,23 @@ class Cluster:
                                  describe_events(job))
         return job
 
+    def artifacts_get(self, job_id, path, dest_dir, address="coordinator:7070"):
+        """`gradsync artifacts get JOB PATH -o DEST_DIR` through the CLI image, as a user on the
+        network would (address: gRPC host:port or http://host:port); returns its stdout, the
+        `sha256  file` line of sha256sum, with the file's path inside the CLI's container."""
+        os.makedirs(dest_dir, exist_ok=True)
+        os.chown(dest_dir, UID, UID)
+        r = subprocess.run(
+            [self.docker.client, "run", "--rm", "--network", self.network, "-v", f"{dest_dir}:/out",
+             "-v", self._secret("auth", "/run/secrets/auth_token"), f"gradsync/cli:{self.tag}",
+             "artifacts", "get", job_id, path, "-o", "/out", "--address", address,
+             "--token-file", "/run/secrets/auth_token"],
+            env=self.docker.env, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise AssertionError(f"gradsync artifacts get {job_id} {path} over {address} failed "
+                                 f"({r.returncode}): {r.stdout}{r.stderr}")
+        return r.stdout
+
     def copy_out(self, role, path, dest):
         self.docker("cp", f"{self.container(role)}:{path}", dest)
 
