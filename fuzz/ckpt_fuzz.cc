@@ -3,8 +3,9 @@
 //
 // Input: one mode byte, then the file. Mode bit 0 picks the manifest; for a part, bit 1 makes the
 // part self-consistent first (the header's size field set to the file's size and the trailing
-// FNV-1a checksum appended), so the fuzzer reaches the decoder behind the checksum instead of
-// stopping at it. A part that reads back is written again and must read back the same.
+// checksum its version names appended: XXH3-64 for version 3, FNV-1a before), so the fuzzer
+// reaches the decoder behind the checksum instead of stopping at it. A part that reads back is
+// written again and must read back the same.
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -15,17 +16,23 @@
 #include "absl/strings/str_cat.h"
 #include "fuzz_support.h"
 #include "gradsync/ckpt/checkpoint.h"
-#include "gradsync/core/digest.h"
+#include "gradsync/ckpt/checksum.h"
 
 namespace gradsync::fuzz {
 namespace {
 
-constexpr size_t kSizeField = 12;  // after "GSCKPART" and the u32 version
+constexpr size_t kVersionField = 8;  // after "GSCKPART"
+constexpr size_t kSizeField = 12;    // after the u32 version
 
 std::string SelfConsistent(std::string part) {
   const uint64_t bytes = part.size() + sizeof(uint64_t);
   if (part.size() >= kSizeField + sizeof(bytes)) std::memcpy(part.data() + kSizeField, &bytes, sizeof(bytes));
-  const uint64_t hash = Fnv1a64(std::as_bytes(std::span<const char>(part.data(), part.size())));
+  uint32_t version = 0;
+  if (part.size() >= kVersionField + sizeof(version))
+    std::memcpy(&version, part.data() + kVersionField, sizeof(version));
+  ckpt::StreamingChecksum sum(version >= 3 ? ckpt::ChecksumAlgorithm::kXxh3_64 : ckpt::ChecksumAlgorithm::kFnv1a64);
+  sum.Update(std::as_bytes(std::span<const char>(part.data(), part.size())));
+  const uint64_t hash = sum.Value();
   part.append(reinterpret_cast<const char*>(&hash), sizeof(hash));
   return part;
 }

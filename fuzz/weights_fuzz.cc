@@ -1,16 +1,16 @@
 // The final-weights file as `gradsync generate` and `gradsync export` read it (LoadWeights).
 //
-// Input: one mode byte, then the file. Mode bit 0 appends the trailing FNV-1a checksum of the
-// file first, so the fuzzer reaches the decoder behind the checksum. A file that loads is saved
-// again and must load back the same.
+// Input: one mode byte, then the file. Mode bit 0 appends the trailing checksum the file's version
+// names first (XXH3-64 for version 3, FNV-1a before), so the fuzzer reaches the decoder behind the
+// checksum. A file that loads is saved again and must load back the same.
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 
 #include "fuzz_support.h"
+#include "gradsync/ckpt/checksum.h"
 #include "gradsync/ckpt/weights_file.h"
-#include "gradsync/core/digest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gradsync;
@@ -19,7 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto mode = in.Get<uint8_t>();
   std::string file = in.Rest();
   if (mode & 1) {
-    const uint64_t hash = Fnv1a64(std::as_bytes(std::span<const char>(file.data(), file.size())));
+    uint32_t version = 0;
+    if (file.size() >= 8 + sizeof(version)) std::memcpy(&version, file.data() + 8, sizeof(version));
+    ckpt::StreamingChecksum sum(version >= 3 ? ckpt::ChecksumAlgorithm::kXxh3_64 : ckpt::ChecksumAlgorithm::kFnv1a64);
+    sum.Update(std::as_bytes(std::span<const char>(file.data(), file.size())));
+    const uint64_t hash = sum.Value();
     file.append(reinterpret_cast<const char*>(&hash), sizeof(hash));
   }
   const absl::StatusOr<ckpt::WeightsFile> weights = ckpt::LoadWeights(fuzz::WriteScratchFile("weights.bin", file));

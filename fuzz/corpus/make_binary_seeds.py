@@ -57,7 +57,10 @@ MODEL = b"\x0a\x03mlp"  # gradsync.v1.ModelSpec{preset: "mlp"}
 PARAMS = [("fc0.weight", [3, 2], True), ("fc0.bias", [3], False)]
 
 
-def rank_part(params, moments=True, rank=0, world=2):
+def rank_part(params, moments=True, rank=0, world=2, version=1):
+    """A whole part: version 1 (a moment count), or 2 and 3 (shard fields covering every element).
+    The trailer is FNV-1a, the checksum of versions 1 and 2; a version 3 part (XXH3-64) is meant
+    for the fuzz target's fix-up mode, which appends the checksum its version names."""
     n = total(params)
     meta = struct.pack("<I", 5) + b"job-1" + struct.pack("<iiiqiqQq", 3, rank, world, 7, 1, 64, 42, 7)
     meta += struct.pack("<I", len(MODEL)) + MODEL
@@ -65,17 +68,21 @@ def rank_part(params, moments=True, rank=0, world=2):
     for name, shape, decay in params:
         meta += struct.pack("<I", len(name)) + name.encode() + struct.pack("<BI", 1 if decay else 0, len(shape))
         meta += b"".join(struct.pack("<q", d) for d in shape)
-    meta += struct.pack("<Q", n if moments else 0)
+    if version == 1:
+        meta += struct.pack("<Q", n if moments else 0)
+    else:
+        meta += struct.pack("<QQB", 0, n, 1 if moments else 0)
     floats = [0.5 * i for i in range(n)] * (3 if moments else 1)
     body = meta + b"".join(struct.pack("<f", f) for f in floats)
     size = 8 + 4 + 8 + len(body) + 8
-    content = b"GSCKPART" + struct.pack("<IQ", 1, size) + body
+    content = b"GSCKPART" + struct.pack("<IQ", version, size) + body
     return content, content + struct.pack("<Q", fnv1a64(content))
 
 
-def weights(params):
+def weights(params, version=2):
+    """Version 2 with its FNV-1a trailer; a version 3 file (XXH3-64) is meant for the fix-up mode."""
     n = total(params)
-    buf = b"GSWEIGHT" + struct.pack("<IIQQ", 2, len(params), n & MASK, layout_hash(params))
+    buf = b"GSWEIGHT" + struct.pack("<IIQQ", version, len(params), n & MASK, layout_hash(params))
     buf += struct.pack("<I", len(MODEL)) + MODEL
     for name, shape, _ in params:
         buf += struct.pack("<I", len(name)) + name.encode() + struct.pack("<I", len(shape))
@@ -120,12 +127,20 @@ def main():
     write("fuzz_ckpt", "part_bad_checksum", b"\x00" + whole[:-1] + bytes([whole[-1] ^ 1]))
     write("fuzz_ckpt", "manifest", b"\x01" + b'{"step": "7", "worldSize": 1, "parts": '
           b'[{"rank": 0, "file": "rank-00000.bin", "bytes": "100", "checksum": "fnv1a64:0000000000000000"}]}')
+    write("fuzz_ckpt", "part_v2_valid", b"\x00" + rank_part(PARAMS, version=2)[1])
+    write("fuzz_ckpt", "part_v3_fixed_up", b"\x02" + rank_part(PARAMS, version=3)[0])
+    write("fuzz_ckpt", "part_v3_no_moments", b"\x02" + rank_part(PARAMS, moments=False, version=3)[0])
+    write("fuzz_ckpt", "manifest_xxh3", b"\x01" + b'{"step": "7", "worldSize": 1, "parts": '
+          b'[{"rank": 0, "file": "rank-00000.bin", "bytes": "100", "checksum": "xxh3-64:0000000000000000"}]}')
+    write("fuzz_ckpt", "manifest_unknown_checksum", b"\x01" + b'{"step": "7", "worldSize": 1, "parts": '
+          b'[{"rank": 0, "file": "rank-00000.bin", "bytes": "100", "checksum": "sha256:00"}]}')
     write("fuzz_ckpt", "manifest_escaping_name", b"\x01" + b'{"step": "7", "worldSize": 1, "parts": '
           b'[{"rank": 0, "file": "../../etc/passwd", "bytes": "1"}]}')
 
     body, whole = weights(PARAMS)
     write("fuzz_weights", "valid", b"\x00" + whole)
     write("fuzz_weights", "checksum_added", b"\x01" + body)
+    write("fuzz_weights", "checksum_added_v3", b"\x01" + weights(PARAMS, version=3)[0])
     write("fuzz_weights", "negative_dim", b"\x01" + weights([("w", [-2, 3], True)])[0])
     rank_at = 32 + 4 + len(MODEL) + 4 + len(PARAMS[0][0])  # the first parameter's u32 rank
     write("fuzz_weights", "huge_rank", b"\x01" + body[:rank_at] + struct.pack("<I", 0xFFFFFFF0) + body[rank_at + 4:])
