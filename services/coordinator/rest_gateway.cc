@@ -32,6 +32,23 @@ http::Reply JsonReply(const absl::StatusOr<Message>& m) {
   return r;
 }
 
+// As JsonReply, with the list `field` (its JSON name) printed as [] when empty: proto3's JSON
+// leaves empty repeated fields out, and a client iterating over `jobs` should not need to know.
+template <typename Message>
+http::Reply JsonListReply(const absl::StatusOr<Message>& m, const std::string& field) {
+  http::Reply r = JsonReply(m);
+  if (!m.ok()) return r;
+  google::protobuf::Struct object;
+  if (!google::protobuf::util::JsonStringToMessage(r.body, &object).ok()) return r;
+  if (object.fields().count(field) > 0) return r;
+  (*object.mutable_fields())[field].mutable_list_value();
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  r.body.clear();
+  (void)google::protobuf::util::MessageToJsonString(object, &r.body, opts);
+  return r;
+}
+
 // A job reduced to one repeated field, printed as {"<field>": [...]} even when empty.
 http::Reply JobPart(const absl::StatusOr<v1::Job>& job, bool checkpoints) {
   if (!job.ok()) return ErrorReply(job.status());
@@ -41,9 +58,7 @@ http::Reply JobPart(const absl::StatusOr<v1::Job>& job, bool checkpoints) {
   } else {
     *only.mutable_events() = job->events();
   }
-  http::Reply r = JsonReply(absl::StatusOr<v1::Job>(only));
-  if (r.body == "{}") r.body = checkpoints ? "{\"checkpoints\": []}" : "{\"events\": []}";
-  return r;
+  return JsonListReply(absl::StatusOr<v1::Job>(only), checkpoints ? "checkpoints" : "events");
 }
 
 http::Reply MethodNotAllowed(const http::Request& request) {
@@ -163,7 +178,7 @@ http::Reply RestApi::Artifacts(const http::Request& request, const std::string& 
     }
     absl::StatusOr<v1::ListArtifactsResponse> listed = artifacts->List(request.Query("prefix"), sha256 == "true");
     if (listed.ok() && listed->artifacts().empty()) return http::Reply{200, "{\"artifacts\": []}\n"};
-    return JsonReply(listed);
+    return JsonListReply(listed, "artifacts");
   }
   absl::StatusOr<ArtifactFile> file = artifacts->Open(*path);
   if (!file.ok()) return ErrorReply(file.status());
@@ -178,7 +193,7 @@ http::Reply RestApi::ListJobs(const http::Request& request) const {
   if (!size.empty() && !absl::SimpleAtoi(size, &page_size)) {
     return ErrorReply(absl::InvalidArgumentError(absl::StrCat("pageSize: expected an integer, got \"", size, "\"")));
   }
-  return JsonReply(c_->ListJobs(page_size, request.Query("pageToken")));
+  return JsonListReply(c_->ListJobs(page_size, request.Query("pageToken")), "jobs");
 }
 
 http::Reply RestApi::Create(const http::Request& request) const {

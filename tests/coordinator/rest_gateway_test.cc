@@ -34,6 +34,22 @@ class RestGatewayTest : public ::testing::Test {
   std::unique_ptr<RestGateway> gateway_;
 };
 
+// Empty lists are printed as [] (proto3's JSON would leave them out), so that a client can
+// iterate over them without a special case.
+TEST_F(RestGatewayTest, EmptyListsAreEmptyArrays) {
+  auto none = Call("GET", "/v1/jobs");
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_NE(none.body.find("\"jobs\": []"), std::string::npos) << none.body;
+  ASSERT_EQ(Call("POST", "/v1/jobs", R"({"name": "rest", "training": {"worldSize": 2, "maxSteps": 5}})").status, 200);
+  const std::string id = c_.ListJobs(0, "")->jobs(0).id();
+  auto one = Call("GET", "/v1/jobs");
+  EXPECT_EQ(one.body.find("\"jobs\": []"), std::string::npos) << one.body;
+  EXPECT_NE(one.body.find(id), std::string::npos) << one.body;
+  auto checkpoints = Call("GET", "/v1/jobs/" + id + "/checkpoints");
+  ASSERT_EQ(checkpoints.status, 200) << checkpoints.body;
+  EXPECT_NE(checkpoints.body.find("\"checkpoints\": []"), std::string::npos) << checkpoints.body;
+}
+
 TEST_F(RestGatewayTest, CreateGetListCancelAndEvents) {
   auto created = Call("POST", "/v1/jobs", R"({"name": "rest", "training": {"worldSize": 2, "maxSteps": 5}})");
   ASSERT_EQ(created.status, 200) << created.body;
