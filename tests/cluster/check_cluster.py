@@ -7,7 +7,7 @@ outcome; see README.md.
     check_cluster.py CHECK --build-dir DIR [--tag TAG]
 
 CHECK is one of: across-hosts, rank-killed, network-cut, rank-paused, coordinator-replaced,
-prometheus, compose. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
+prometheus, compose, nodes-script. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
 no Docker engine can be had or the images are missing."""
 import argparse
 import glob
@@ -426,6 +426,64 @@ def compose(k):
         run("down", "-v", "--remove-orphans")
 
 
+def nodes_script(k):
+    """scripts/gradsync-nodes.sh with `docker exec` as its launcher, as on bare metal: the "nodes"
+    are idle containers on the network (the coordinator image's for the coordinator's host,
+    worker-cpu for node-0 and node-1) that share the state directory at one path. The script starts
+    the coordinator there and a node agent with 2 CPU workers on each node; a 4-rank job succeeds
+    with 2 ranks on each node; SIGTERM to the script stops it with status 0 and leaves nothing but
+    the idle process in any container."""
+    cl, docker = k.cluster, k.docker
+    cl._write_tokens()  # <dir>/tokens/{auth,cluster,metrics}.token, owned by the images' user
+    for sub in ("coordinator", "artifacts", "data"):
+        os.makedirs(os.path.join(cl.dir, sub), exist_ok=True)
+        os.chown(os.path.join(cl.dir, sub), c.UID, c.UID)
+    docker("network", "create", "--driver", "bridge", cl.network)
+    hosts = {"coordinator": "coordinator", "node-0": "worker-cpu", "node-1": "worker-cpu"}
+    for role, image in hosts.items():
+        docker("run", "-d", "--name", cl.container(role), "--hostname", role, "--network", cl.network,
+               "--network-alias", role, "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL",
+               "--security-opt", "no-new-privileges:true", "-v", f"{cl.dir}:{cl.dir}",
+               "--entrypoint", "sleep", f"gradsync/{image}:{k.args.tag}", "infinity")
+        cl.started.append(role)
+    nodes = [cl.container("node-0"), cl.container("node-1")]
+    script = subprocess.Popen(
+        ["bash", os.path.join(REPO, "scripts", "gradsync-nodes.sh"), "--nodes", ",".join(nodes),
+         "--coordinator-host", cl.container("coordinator"), "--launcher", f"{docker.client} exec",
+         "--state-dir", cl.dir, "--data-root", cl.data_dir, "--cpu-workers", "2", "--no-metrics",
+         "--name", cl.prefix],
+        env=docker.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not os.path.exists(os.path.join(cl.dir, "cluster.env")):
+            k.expect(script.poll() is None, f"gradsync-nodes.sh ended ({script.returncode}) before it was up")
+            if script.poll() is not None:
+                return
+            time.sleep(0.5)
+        cl.wait_workers(4)
+        log("the script is up: 4 workers registered from 2 nodes")
+        job_id = cl.submit(k.spec(world_size=4, steps=30))
+        job = cl.wait_done(job_id)
+        k.expect(int(job["result"].get("worldSize", 0)) == 4, f"world size {job['result'].get('worldSize')}, not 4")
+        for node in nodes:
+            with open(os.path.join(cl.dir, "logs", f"agent-{node}.log")) as f:
+                text = f.read()
+            ranks = text.count(f" of job {job_id} generation 1")
+            k.expect(ranks == 2, f"{node}'s agent ran {ranks} ranks of {job_id}, not 2:\n{text[-2000:]}")
+    finally:
+        script.terminate()
+        try:
+            out, _ = script.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            script.kill()
+            out, _ = script.communicate()
+        log(f"gradsync-nodes.sh:\n{out[-2000:]}")
+    k.expect(script.returncode == 0, f"gradsync-nodes.sh exited {script.returncode} after SIGTERM")
+    for role in hosts:
+        left = [line for line in docker("top", cl.container(role)).splitlines()[1:] if "sleep" not in line]
+        k.expect(not left, f"{role} still runs {left} after the script stopped")
+
+
 def compose_tool(k):
     """Compose v2 (`docker compose`) where the client has it, else Debian's docker-compose."""
     if subprocess.run([k.docker.client, "compose", "version"], capture_output=True).returncode == 0:
@@ -436,7 +494,9 @@ def compose_tool(k):
 
 CHECKS = {"across-hosts": across_hosts, "rank-killed": rank_killed, "network-cut": network_cut,
           "rank-paused": rank_paused, "coordinator-replaced": coordinator_replaced, "prometheus": prometheus,
-          "compose": compose}
+          "compose": compose, "nodes-script": nodes_script}
+# Checks that bring up their own containers instead of the standard cluster.
+OWN_CLUSTER = ("compose", "nodes-script")
 
 
 def main():
@@ -462,7 +522,7 @@ def main():
         return 77
     started = time.time()
     try:
-        if args.check != "compose":
+        if args.check not in OWN_CLUSTER:
             log(f"{args.check}: bringing up the cluster")
             k.cluster.up()
         CHECKS[args.check](k)
