@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "gradsync/core/daemon_flags.h"
 #include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/env.h"
@@ -36,8 +38,19 @@ ABSL_FLAG(int64_t, step_timeout_ms, 30000,
           "a step still missing ranks this long after its first report is published as partial");
 ABSL_FLAG(double, straggler_factor, 1.5,
           "a rank whose step time exceeds the step's median by this factor is flagged as a straggler");
-ABSL_FLAG(int64_t, series_capacity, 2000, "reduced steps kept per job for the JSON series");
-ABSL_FLAG(int64_t, job_idle_ttl_s, 3600, "a job without reports for this long is forgotten");
+ABSL_FLAG(int64_t, series_capacity, 2000,
+          "points kept per job for the JSON series: the first step, older steps merged into buckets of equal size, "
+          "and the newest --series_recent_steps as published");
+ABSL_FLAG(int64_t, series_recent_steps, 500, "the newest steps of a job's series kept as published, never merged");
+ABSL_FLAG(int64_t, job_idle_ttl_s, 3600,
+          "a job without reports for this long leaves memory and Prometheus; with --state_dir its series stays "
+          "on disk until --retention");
+ABSL_FLAG(std::string, state_dir, gradsync::EnvOr("GRADSYNC_METRICS_STATE_DIR", ""),
+          "directory of the series database (series.db, SQLite), so the jobs' series outlive a restart; empty: "
+          "in memory only (env GRADSYNC_METRICS_STATE_DIR)");
+ABSL_FLAG(std::string, retention, gradsync::EnvOr("GRADSYNC_METRICS_RETENTION", "30d"),
+          "a stored job without a report for this long is deleted from --state_dir, e.g. 30d, 12h, 90m "
+          "(env GRADSYNC_METRICS_RETENTION)");
 ABSL_FLAG(int64_t, max_label_sets, 16384,
           "Prometheus label sets kept at once (one per job, one per rank of a job); a report needing one more is "
           "refused until an idle job is forgotten");
@@ -46,6 +59,23 @@ ABSL_FLAG(std::string, endpoints_file, "",
           "serving (for callers that asked for port 0)");
 
 namespace {
+
+// "30d", or anything absl::ParseDuration reads ("12h", "90m"); positive.
+absl::StatusOr<absl::Duration> ParseRetention(const std::string& text) {
+  absl::Duration d;
+  bool parsed = false;
+  if (int64_t days = 0; !text.empty() && text.back() == 'd') {
+    parsed = absl::SimpleAtoi(text.substr(0, text.size() - 1), &days) && days <= 365 * 1000;
+    d = absl::Hours(24 * days);
+  } else {
+    parsed = absl::ParseDuration(text, &d);
+  }
+  if (!parsed || d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--retention: expected a positive duration such as 30d, 12h or 90m, got \"", text, "\""));
+  }
+  return d;
+}
 
 // The options the flags describe: the tokens read, and every listener beyond loopback guarded by
 // them unless --insecure.
@@ -70,8 +100,13 @@ absl::StatusOr<gradsync::metrics::MetricsServerOptions> OptionsFromFlags() {
   options.read_auth = *std::move(read_auth);
   options.reducer.step_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_step_timeout_ms));
   options.reducer.straggler_factor = absl::GetFlag(FLAGS_straggler_factor);
-  options.reducer.series_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_series_capacity));
+  options.reducer.series_capacity = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_series_capacity)));
+  options.reducer.series_recent = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_series_recent_steps)));
   options.reducer.job_idle_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_idle_ttl_s));
+  absl::StatusOr<absl::Duration> retention = ParseRetention(absl::GetFlag(FLAGS_retention));
+  if (!retention.ok()) return retention.status();
+  options.writer.retention = *retention;
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.max_label_sets = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_label_sets)));
   return options;
 }

@@ -1,5 +1,6 @@
 #include "metrics_server.h"
 
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -17,7 +18,11 @@ MetricsServer::MetricsServer(const MetricsServerOptions& options)
 MetricsServer::~MetricsServer() { Shutdown(absl::ZeroDuration()); }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options) {
+  options.reducer.track_series_changes = !options.state_dir.empty();
   std::unique_ptr<MetricsServer> s(new MetricsServer(options));
+  if (!options.state_dir.empty()) {
+    if (absl::Status started = s->StartStore(options); !started.ok()) return started;
+  }
   auto exposition = http::StartMetricsServer(options.http_listen, {s->metrics_.registry(), http::ProcessMetrics()},
                                              options.read_auth);
   if (!exposition.ok()) return exposition.status();
@@ -36,6 +41,19 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
   return s;
 }
 
+absl::Status MetricsServer::StartStore(const MetricsServerOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--state_dir ", options.state_dir, ": ", ec.message()));
+  auto store = SeriesStore::OpenOrSetAside((std::filesystem::path(options.state_dir) / "series.db").string());
+  if (!store.ok()) return store.status();
+  store_ = *std::move(store);
+  if (absl::Status s = collector_.UseStore(store_.get()); !s.ok()) return s;
+  writer_ = std::make_unique<SeriesWriter>(&collector_, store_.get(), &metrics_, options.writer);
+  writer_->Start();
+  return absl::OkStatus();
+}
+
 void MetricsServer::RunTicker(absl::Duration interval) {
   while (!stop_ticker_.WaitForNotificationWithTimeout(interval)) collector_.Tick();
 }
@@ -48,6 +66,7 @@ void MetricsServer::Shutdown(absl::Duration grace) {
     stop_ticker_.Notify();
     ticker_.join();
   }
+  if (writer_ != nullptr) writer_->Stop();
   api_.reset();
   exposition_.reset();
 }

@@ -17,6 +17,8 @@
 #include "grpc_service.h"
 #include "json_api.h"
 #include "metrics_collector.h"
+#include "series_store.h"
+#include "series_writer.h"
 #include "training_metrics.h"
 
 namespace gradsync::metrics {
@@ -36,11 +38,18 @@ struct MetricsServerOptions {
   size_t max_label_sets = TrainingMetrics::kDefaultMaxLabelSets;
   // How often timed-out steps are published and idle jobs forgotten.
   absl::Duration tick_interval = absl::Seconds(1);
+  // Where the jobs' series are kept (<state_dir>/series.db, made with the directory when
+  // missing); empty: in memory only, lost with the process and forgotten with an idle job.
+  std::string state_dir;
+  // How often changed series are written, and how long a stored job without reports is kept.
+  SeriesWriterOptions writer;
 };
 
 class MetricsServer {
  public:
-  // Starts everything or nothing: UNAVAILABLE naming the address that could not be bound.
+  // Starts everything or nothing: UNAVAILABLE naming the address that could not be bound, or
+  // the series store's error when its database can neither be used nor moved aside
+  // (SeriesStore::OpenOrSetAside).
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(MetricsServerOptions options);
   // Shutdown(absl::ZeroDuration()).
   ~MetricsServer();
@@ -51,16 +60,21 @@ class MetricsServer {
   MetricsCollector& collector() { return collector_; }
 
   // Marks gRPC NOT_SERVING, gives open report streams until `grace` to end, then stops the
-  // ticker and both HTTP servers. Idempotent; not concurrently with itself.
+  // ticker, writes the series' last changes and stops both HTTP servers. Idempotent; not
+  // concurrently with itself.
   void Shutdown(absl::Duration grace);
 
  private:
   explicit MetricsServer(const MetricsServerOptions& options);
 
   void RunTicker(absl::Duration interval);
+  // Opens the store under options.state_dir, takes up what it holds and starts the writer.
+  absl::Status StartStore(const MetricsServerOptions& options);
 
+  std::unique_ptr<SeriesStore> store_;  // null without a state_dir
   TrainingMetrics metrics_;
   MetricsCollector collector_;
+  std::unique_ptr<SeriesWriter> writer_;
   MetricsServiceImpl service_;
   std::unique_ptr<rpc::RunningServer> grpc_;
   std::unique_ptr<http::Server> exposition_;  // /metrics

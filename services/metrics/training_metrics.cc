@@ -124,7 +124,17 @@ TrainingMetrics::TrainingMetrics(size_t max_label_sets)
                            .Add({})),
       refused_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_refused_reports_total",
                              "Step reports refused because every series label set was in use (--max_label_sets).")
-                           .Add({})) {}
+                           .Add({})),
+      store_flushes_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_store_flushes_total",
+                           "Batches of series changes committed to the series database (--state_dir).")
+                         .Add({})),
+      store_write_errors_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_store_write_errors_total",
+                                "Batches of series changes the series database refused; the jobs they held are "
+                                "written whole at the next flush.")
+                              .Add({})),
+      store_expired_jobs_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_store_expired_jobs_total",
+                                "Jobs deleted from the series database after --retention without a report.")
+                              .Add({})) {}
 
 TrainingMetrics::~TrainingMetrics() = default;
 
@@ -217,6 +227,10 @@ void TrainingMetrics::RecordMemory(RankHandles& rank, const v1::StepReport& repo
 }
 
 void TrainingMetrics::RecordInvalidReport() { invalid_reports_.Increment(); }
+
+void TrainingMetrics::RecordStoreFlush(bool ok) { (ok ? store_flushes_ : store_write_errors_).Increment(); }
+
+void TrainingMetrics::RecordExpiredJobs(size_t n) { store_expired_jobs_.Increment(static_cast<double>(n)); }
 
 void TrainingMetrics::RecordStep(const v1::ReducedStep& step) {
   absl::MutexLock lock(&mu_);

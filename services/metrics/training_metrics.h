@@ -51,6 +51,9 @@ class TrainingMetrics {
   void RecordStep(const v1::ReducedStep& step);
   // Removes every series of the job (it went idle), so label sets do not pile up.
   void ForgetJob(const std::string& job_id);
+  // The series store (--state_dir): a flush committed or failed; jobs deleted past retention.
+  void RecordStoreFlush(bool ok);
+  void RecordExpiredJobs(size_t n);
 
  private:
   struct RankHandles;
@@ -95,6 +98,9 @@ class TrainingMetrics {
   // No labels.
   prometheus::Counter& invalid_reports_;
   prometheus::Counter& refused_reports_;
+  prometheus::Counter& store_flushes_;
+  prometheus::Counter& store_write_errors_;
+  prometheus::Counter& store_expired_jobs_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobHandles>> jobs_ ABSL_GUARDED_BY(mu_);

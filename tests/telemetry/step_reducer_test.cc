@@ -270,7 +270,7 @@ TEST_F(StepReducerTest, ARestoredJobGoesOnWhereItStopped) {
   EXPECT_GE(changes[0].points.upserted[0].id, 5) << "ids are never reused";
 }
 
-TEST_F(StepReducerTest, AForgottenJobHandsOverItsLastChanges) {
+TEST_F(StepReducerTest, AJobIsForgottenOnlyOnceItsLastChangesAreTaken) {
   StepReducerOptions options;
   options.track_series_changes = true;
   options.job_idle_ttl = absl::Minutes(10);
@@ -278,11 +278,12 @@ TEST_F(StepReducerTest, AForgottenJobHandsOverItsLastChanges) {
   Add(Report(0, 0));
   Add(Report(0, 1));
   now_ += absl::Minutes(10);
-  EXPECT_THAT(reducer_->Tick().forgotten_jobs, ElementsAre("j"));
+  EXPECT_THAT(reducer_->Tick().forgotten_jobs, IsEmpty());
   std::vector<SeriesChanges> changes = reducer_->TakeSeriesChanges();
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_EQ(changes[0].job_id, "j");
   EXPECT_EQ(changes[0].points.upserted.size(), 1u);
+  EXPECT_THAT(reducer_->Tick().forgotten_jobs, ElementsAre("j"));
   EXPECT_EQ(reducer_->SeriesSnapshot("j").status().code(), absl::StatusCode::kNotFound);
 }
 

@@ -167,10 +167,9 @@ TickResult StepReducer::Tick() {
       }
       it = next;
     }
-    if (job.pending.empty() && now - job.last_report >= options_.job_idle_ttl) {
-      if (options_.track_series_changes && (job.dirty || job.series.HasChanges())) {
-        forgotten_changes_.push_back(job.TakeChanges(job_it->first));
-      }
+    // A store must have the job's last changes first: it serves the job from then on.
+    const bool written = !options_.track_series_changes || !(job.dirty || job.series.HasChanges());
+    if (job.pending.empty() && written && now - job.last_report >= options_.job_idle_ttl) {
       result.forgotten_jobs.push_back(job_it->first);
       jobs_.erase(job_it++);
     } else {
@@ -219,9 +218,8 @@ absl::Status StepReducer::Restore(StoredJob stored) {
 }
 
 std::vector<SeriesChanges> StepReducer::TakeSeriesChanges() {
+  std::vector<SeriesChanges> out;
   absl::MutexLock lock(&mu_);
-  std::vector<SeriesChanges> out = std::move(forgotten_changes_);
-  forgotten_changes_.clear();
   if (!options_.track_series_changes) return out;
   for (auto& [id, job] : jobs_) {
     if (job->dirty || job->series.HasChanges()) out.push_back(job->TakeChanges(id));

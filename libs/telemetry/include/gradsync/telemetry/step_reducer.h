@@ -43,7 +43,8 @@ struct StepReducerOptions {
   // Jobs tracked at once; a report that would start one more is refused until Tick() forgets
   // an idle one.
   size_t max_jobs = 1024;
-  // A job with no report for this long is forgotten by Tick() (a store keeps its series).
+  // A job with no report for this long is forgotten by Tick() (a store keeps its series); with
+  // track_series_changes only once TakeSeriesChanges() has taken its last changes.
   absl::Duration job_idle_ttl = absl::Hours(1);
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -119,8 +120,8 @@ class StepReducer {
   // newest generation for a step up to its newest are then late. ALREADY_EXISTS when the job is
   // tracked (nothing changes), RESOURCE_EXHAUSTED beyond max_jobs.
   absl::Status Restore(StoredJob job);
-  // With track_series_changes: the changes of every job that changed since the last call, jobs
-  // forgotten meanwhile included (their last changes). Empty otherwise.
+  // With track_series_changes: the changes of every job that changed since the last call. Empty
+  // otherwise.
   std::vector<SeriesChanges> TakeSeriesChanges();
   // A tracked job's whole series as changes with `replace`, for a store that missed some;
   // NOT_FOUND for a job not tracked.
@@ -132,8 +133,6 @@ class StepReducer {
   StepReducerOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobState>> jobs_ ABSL_GUARDED_BY(mu_);
-  // The last changes of jobs Tick() forgot, until TakeSeriesChanges().
-  std::vector<SeriesChanges> forgotten_changes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gradsync::telemetry

@@ -1,0 +1,411 @@
+#include "series_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "gradsync/core/log.h"
+
+namespace gradsync::metrics {
+namespace {
+
+constexpr int64_t kSchemaVersion = 1;
+constexpr char kSqliteMagic[] = "SQLite format 3";  // with its terminating NUL, the file's first 16 bytes
+constexpr const char* kSidecars[] = {"", "-wal", "-shm"};
+
+// A prepared statement that finalizes itself.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  int rc() const { return rc_; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Text(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void Blob(int i, const std::string& bytes) {
+    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  // Runs a statement that returns no row, ready to run again with new bindings.
+  int Run() {
+    const int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return rc == SQLITE_ROW ? SQLITE_DONE : rc;
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+std::string ColumnText(sqlite3_stmt* stmt, int column) {
+  const unsigned char* text = sqlite3_column_text(stmt, column);
+  return text == nullptr ? "" : std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt, column));
+}
+
+template <typename M>
+bool ParseColumn(sqlite3_stmt* stmt, int column, M* message) {
+  return message->ParseFromArray(sqlite3_column_blob(stmt, column), sqlite3_column_bytes(stmt, column));
+}
+
+std::string Printable(const std::string& id) { return absl::CHexEscape(id.substr(0, 64)); }
+
+absl::StatusCode CodeOf(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return absl::StatusCode::kDataLoss;
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOMEM:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_PROTOCOL: return absl::StatusCode::kUnavailable;
+    default: return absl::StatusCode::kInternal;
+  }
+}
+
+// SQLite takes an empty file for a new database and says little about other files: an existing
+// file must start as a SQLite database does.
+absl::Status CheckFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat("series database ", path, " is not a regular file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) return absl::UnavailableError(absl::StrCat("series database ", path, ": cannot read it"));
+  char header[sizeof(kSqliteMagic)] = {};
+  in.read(header, sizeof(header));
+  if (in.gcount() != static_cast<std::streamsize>(sizeof(header)) ||
+      std::memcmp(header, kSqliteMagic, sizeof(header)) != 0) {
+    return absl::DataLossError(absl::StrCat("series database ", path, " is not a SQLite database"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
+
+}  // namespace
+
+SeriesStore::~SeriesStore() { sqlite3_close(db_); }
+
+absl::Status SeriesStore::Error(int rc, const std::string& what) const {
+  return absl::Status(CodeOf(rc), absl::StrCat("series database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status SeriesStore::Exec(const char* sql, const std::string& what) {
+  if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); rc != SQLITE_OK) return Error(rc, what);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::Connect(const std::string& path, bool create) {
+  sqlite3* db = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr); rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::Status(CodeOf(rc), absl::StrCat("series database ", path, ": cannot open it: ", msg));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return std::unique_ptr<SeriesStore>(new SeriesStore(db, path));
+}
+
+absl::Status SeriesStore::CreateFresh(const std::string& path) {
+  const std::string building = path + ".new";
+  std::error_code ec;
+  // Left by a service that crashed while building it.
+  for (const char* suffix : kSidecars) std::filesystem::remove(building + suffix, ec);
+  {
+    auto store = Connect(building, /*create=*/true);
+    if (!store.ok()) return store.status();
+    absl::MutexLock lock(&(*store)->mu_);
+    if (absl::Status s = (*store)->Init(); !s.ok()) return s;
+  }
+  std::filesystem::rename(building, path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("series database ", path, ": cannot create it: ", ec.message()));
+  GS_LOG(INFO) << "created series database " << path;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::Open(const std::string& path) {
+  std::error_code ec;
+  const bool exists = std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found;
+  absl::Status s = exists ? CheckFile(path) : CreateFresh(path);
+  if (!s.ok()) return s;
+  auto store = Connect(path, /*create=*/false);
+  if (!store.ok()) return store.status();
+  absl::MutexLock lock(&(*store)->mu_);
+  if (s = (*store)->QuickCheck(); !s.ok()) return s;
+  if (s = (*store)->Init(); !s.ok()) return s;
+  return store;
+}
+
+absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::OpenOrSetAside(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SeriesStore>> store = Open(path);
+  std::error_code ec;
+  if (store.ok() || std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
+    return store;
+  }
+  std::string aside = absl::StrCat(path, ".bad-", absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
+  // Never over an earlier one.
+  for (int n = 2; std::filesystem::symlink_status(aside, ec).type() != std::filesystem::file_type::not_found; ++n) {
+    aside = absl::StrCat(aside.substr(0, aside.find_last_of('Z') + 1), "-", n);
+  }
+  for (const char* suffix : kSidecars) {
+    const std::string from = path + suffix;
+    if (std::filesystem::symlink_status(from, ec).type() == std::filesystem::file_type::not_found) continue;
+    std::filesystem::rename(from, aside + suffix, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat(store.status().message(), "; and it cannot be moved to ", aside,
+                                                 suffix, ": ", ec.message()));
+    }
+  }
+  GS_LOG(ERROR) << store.status() << "; moved it to " << aside
+                << " and started an empty series database: the series it held are not served";
+  return Open(path);
+}
+
+absl::Status SeriesStore::QuickCheck() {
+  Stmt check(db_, "PRAGMA quick_check;");
+  int rc = check.ok() ? sqlite3_step(check.get()) : check.rc();
+  if (rc != SQLITE_ROW) return Error(rc, "checking it");
+  if (const std::string verdict = ColumnText(check.get(), 0); verdict != "ok") {
+    return absl::DataLossError(absl::StrCat("series database ", path_, " is corrupt: ",
+                                            absl::StrReplaceAll(verdict.substr(0, 300), {{"\n", "; "}})));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SeriesStore::CheckSchema() {
+  Stmt tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
+  int rc = tables.ok() ? sqlite3_step(tables.get()) : tables.rc();
+  if (rc != SQLITE_ROW) return Error(rc, "reading the schema");
+  if (sqlite3_column_int64(tables.get(), 0) == 0) return absl::OkStatus();  // new
+  Stmt version(db_, "SELECT value FROM meta WHERE key = 'series_schema_version';");
+  rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
+  int64_t v = 0;
+  if (rc != SQLITE_ROW || !absl::SimpleAtoi(ColumnText(version.get(), 0), &v) || v < 1) {
+    return absl::DataLossError(absl::StrCat("series database ", path_,
+                                            " is a SQLite database, but not a gradsync series database: it records "
+                                            "no series schema version"));
+  }
+  if (v > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("series database ", path_, " has schema version ", v,
+                                                      ", newer than this service's (", kSchemaVersion, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SeriesStore::Init() {
+  if (absl::Status s = CheckSchema(); !s.ok()) return s;
+  // WAL: the API's reads never block the writer and a flush is one append; NORMAL sync keeps
+  // every committed flush across a process crash (kill -9).
+  for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;"}) {
+    if (absl::Status s = Exec(pragma, pragma); !s.ok()) return s;
+  }
+  absl::Status s = Exec(
+      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS jobs ("
+      "  job_id TEXT PRIMARY KEY, counters BLOB NOT NULL, last_report_us INTEGER NOT NULL);"
+      "CREATE INDEX IF NOT EXISTS jobs_by_last_report ON jobs(last_report_us);"
+      "CREATE TABLE IF NOT EXISTS points ("
+      "  job_id TEXT NOT NULL, id INTEGER NOT NULL, generation INTEGER NOT NULL, step INTEGER NOT NULL,"
+      "  point BLOB NOT NULL, PRIMARY KEY (job_id, id)) WITHOUT ROWID;",
+      "creating the tables");
+  if (!s.ok()) return s;
+  Stmt version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('series_schema_version', ?1);");
+  version.Int(1, kSchemaVersion);
+  const int rc = version.ok() ? version.Run() : version.rc();
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error(rc, "writing the schema version");
+}
+
+absl::Status SeriesStore::Apply(const std::vector<telemetry::SeriesChanges>& changes) {
+  if (changes.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = Exec("BEGIN IMMEDIATE;", "starting a transaction"); !s.ok()) return s;
+  absl::Status s;
+  for (const telemetry::SeriesChanges& job : changes) {
+    if (s = ApplyOne(job); !s.ok()) break;
+  }
+  if (s.ok()) s = Exec("COMMIT;", "committing");
+  // After an I/O error SQLite may have rolled back already; then this finds no transaction.
+  if (!s.ok()) sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+  return s;
+}
+
+absl::Status SeriesStore::ApplyOne(const telemetry::SeriesChanges& job) {
+  const std::string what = absl::StrCat("writing the series of job ", Printable(job.job_id));
+  Stmt put_job(db_,
+               "INSERT INTO jobs(job_id, counters, last_report_us) VALUES (?1, ?2, ?3) "
+               "ON CONFLICT(job_id) DO UPDATE SET counters = excluded.counters, last_report_us = excluded.last_report_us;");
+  Stmt drop_all(db_, "DELETE FROM points WHERE job_id = ?1;");
+  Stmt drop(db_, "DELETE FROM points WHERE job_id = ?1 AND id = ?2;");
+  Stmt put(db_, "INSERT OR REPLACE INTO points(job_id, id, generation, step, point) VALUES (?1, ?2, ?3, ?4, ?5);");
+  for (Stmt* stmt : {&put_job, &drop_all, &drop, &put}) {
+    if (!stmt->ok()) return Error(stmt->rc(), what);
+  }
+  v1::JobSeries counters = job.counters;
+  counters.clear_steps();
+  put_job.Text(1, job.job_id);
+  put_job.Blob(2, counters.SerializeAsString());
+  put_job.Int(3, Micros(job.last_report));
+  if (const int rc = put_job.Run(); rc != SQLITE_DONE) return Error(rc, what);
+  if (job.replace) {
+    drop_all.Text(1, job.job_id);
+    if (const int rc = drop_all.Run(); rc != SQLITE_DONE) return Error(rc, what);
+  }
+  for (int64_t id : job.points.removed) {
+    drop.Text(1, job.job_id);
+    drop.Int(2, id);
+    if (const int rc = drop.Run(); rc != SQLITE_DONE) return Error(rc, what);
+  }
+  for (const telemetry::DownsampledSeries::Point& p : job.points.upserted) {
+    put.Text(1, job.job_id);
+    put.Int(2, p.id);
+    put.Int(3, p.step.generation());
+    put.Int(4, p.step.step());
+    put.Blob(5, p.step.SerializeAsString());
+    if (const int rc = put.Run(); rc != SQLITE_DONE) return Error(rc, what);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<telemetry::DownsampledSeries::Point>> SeriesStore::LoadPoints(const std::string& job_id) {
+  Stmt rows(db_, "SELECT id, point FROM points WHERE job_id = ?1 ORDER BY generation, step;");
+  if (!rows.ok()) return Error(rows.rc(), "reading points");
+  rows.Text(1, job_id);
+  std::vector<telemetry::DownsampledSeries::Point> points;
+  int rc;
+  while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) {
+    telemetry::DownsampledSeries::Point p;
+    p.id = sqlite3_column_int64(rows.get(), 0);
+    if (!ParseColumn(rows.get(), 1, &p.step)) {
+      GS_LOG(ERROR) << "series database " << path_ << ": point " << p.id << " of job " << Printable(job_id)
+                    << " does not parse; skipped";
+      continue;
+    }
+    points.push_back(std::move(p));
+  }
+  if (rc != SQLITE_DONE) return Error(rc, absl::StrCat("reading the points of job ", Printable(job_id)));
+  return points;
+}
+
+absl::StatusOr<std::vector<telemetry::StoredJob>> SeriesStore::LoadReportedSince(absl::Time since, size_t max_jobs) {
+  absl::MutexLock lock(&mu_);
+  Stmt rows(db_,
+            "SELECT job_id, counters, last_report_us FROM jobs WHERE last_report_us >= ?1 "
+            "ORDER BY last_report_us DESC LIMIT ?2;");
+  if (!rows.ok()) return Error(rows.rc(), "reading jobs");
+  rows.Int(1, Micros(since));
+  rows.Int(2, static_cast<int64_t>(std::min<size_t>(max_jobs, INT64_MAX)));
+  std::vector<telemetry::StoredJob> jobs;
+  int rc;
+  while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) {
+    const std::string id = ColumnText(rows.get(), 0);
+    telemetry::StoredJob job;
+    if (!ParseColumn(rows.get(), 1, &job.counters) || job.counters.job_id() != id) {
+      GS_LOG(ERROR) << "series database " << path_ << ": the row of job " << Printable(id)
+                    << " holds no counters of that job; skipped";
+      continue;
+    }
+    job.last_report = absl::FromUnixMicros(sqlite3_column_int64(rows.get(), 2));
+    jobs.push_back(std::move(job));
+  }
+  if (rc != SQLITE_DONE) return Error(rc, "reading jobs");
+  for (telemetry::StoredJob& job : jobs) {
+    auto points = LoadPoints(job.counters.job_id());
+    if (!points.ok()) return points.status();
+    job.points = *std::move(points);
+  }
+  return jobs;
+}
+
+absl::StatusOr<telemetry::StoredJob> SeriesStore::Load(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Stmt row(db_, "SELECT counters, last_report_us FROM jobs WHERE job_id = ?1;");
+  if (!row.ok()) return Error(row.rc(), "reading a job");
+  row.Text(1, job_id);
+  const int rc = sqlite3_step(row.get());
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no stored series of job ", job_id));
+  if (rc != SQLITE_ROW) return Error(rc, absl::StrCat("reading job ", Printable(job_id)));
+  telemetry::StoredJob job;
+  if (!ParseColumn(row.get(), 0, &job.counters) || job.counters.job_id() != job_id) {
+    return absl::DataLossError(
+        absl::StrCat("series database ", path_, ": the row of job ", Printable(job_id), " holds no counters of that job"));
+  }
+  job.last_report = absl::FromUnixMicros(sqlite3_column_int64(row.get(), 1));
+  auto points = LoadPoints(job_id);
+  if (!points.ok()) return points.status();
+  job.points = *std::move(points);
+  return job;
+}
+
+absl::StatusOr<std::vector<std::string>> SeriesStore::JobIds() {
+  absl::MutexLock lock(&mu_);
+  Stmt rows(db_, "SELECT job_id FROM jobs ORDER BY job_id;");
+  if (!rows.ok()) return Error(rows.rc(), "listing jobs");
+  std::vector<std::string> ids;
+  int rc;
+  while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) ids.push_back(ColumnText(rows.get(), 0));
+  if (rc != SQLITE_DONE) return Error(rc, "listing jobs");
+  return ids;
+}
+
+absl::StatusOr<std::vector<std::string>> SeriesStore::DeleteReportedBefore(
+    absl::Time cutoff, const absl::flat_hash_set<std::string>& keep) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> expired;
+  {
+    Stmt rows(db_, "SELECT job_id FROM jobs WHERE last_report_us < ?1;");
+    if (!rows.ok()) return Error(rows.rc(), "finding expired jobs");
+    rows.Int(1, Micros(cutoff));
+    int rc;
+    while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) {
+      std::string id = ColumnText(rows.get(), 0);
+      if (!keep.contains(id)) expired.push_back(std::move(id));
+    }
+    if (rc != SQLITE_DONE) return Error(rc, "finding expired jobs");
+  }
+  if (expired.empty()) return expired;
+  if (absl::Status s = Exec("BEGIN IMMEDIATE;", "starting a transaction"); !s.ok()) return s;
+  Stmt drop_job(db_, "DELETE FROM jobs WHERE job_id = ?1;");
+  Stmt drop_points(db_, "DELETE FROM points WHERE job_id = ?1;");
+  absl::Status s;
+  for (const std::string& id : expired) {
+    for (Stmt* stmt : {&drop_points, &drop_job}) {
+      if (!stmt->ok()) {
+        s = Error(stmt->rc(), "deleting expired jobs");
+        break;
+      }
+      stmt->Text(1, id);
+      if (const int rc = stmt->Run(); rc != SQLITE_DONE) {
+        s = Error(rc, absl::StrCat("deleting expired job ", Printable(id)));
+        break;
+      }
+    }
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = Exec("COMMIT;", "committing");
+  if (!s.ok()) {
+    sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+    return s;
+  }
+  return expired;
+}
+
+}  // namespace gradsync::metrics
