@@ -389,14 +389,20 @@ def prometheus(k):
 
 def compose(k):
     """docker/compose.yaml starts with the Compose this machine has (Debian's docker-compose 1.29,
-    or Compose v2), everything but Grafana (whose image needs a registry), and runs a job."""
+    or Compose v2), everything but Grafana (whose image needs a registry), and runs a job on token
+    shards put in its data directory (GRADSYNC_DATA_DIR), as docs/deployment.md's recipe says."""
     tool = compose_tool(k)
     if tool is None:
         log("SKIP: neither docker-compose nor `docker compose` is installed")
         sys.exit(77)
     subprocess.run(["sh", os.path.join(REPO, "docker", "make-tokens.sh")], check=True, capture_output=True)
     base = [*tool, "-p", "gs-compose", "-f", os.path.join(REPO, "docker", "compose.yaml")]
-    env = dict(k.docker.env, GRADSYNC_TAG=k.args.tag)
+    data = os.path.join(k.cluster.dir, "compose-data")
+    gradsync = os.path.join(k.args.build_dir, "bin", "gradsync")
+    write_corpus(k.cluster.dir)
+    subprocess.run([gradsync, "data", "prepare", os.path.join(k.cluster.dir, "corpus.txt"), "-o", os.path.join(data, "corpus"), "--val-fraction", "0.1"],
+                   check=True, capture_output=True)
+    env = dict(k.docker.env, GRADSYNC_TAG=k.args.tag, GRADSYNC_DATA_DIR=data)
     run = lambda *a, timeout=300: subprocess.run([*base, *a], env=env, capture_output=True, text=True,
                                                  timeout=timeout)
     services = ["coordinator", "metrics", "worker-0", "worker-1", "worker-2", "prometheus"]
@@ -407,19 +413,23 @@ def compose(k):
         ids = run("ps", "-q").stdout.split()
         log(f"{' '.join(tool)}: {len(ids)} containers up")
         k.expect(len(ids) == len(services), f"{len(ids)} containers for {len(services)} services")
-        spec = os.path.join(k.cluster.dir, "mlp.yaml")
-        shutil.copy(os.path.join(REPO, "examples", "jobs", "mlp.yaml"), spec)
+        spec = os.path.join(REPO, "examples", "jobs", "gpt-tiny-shards.yaml")
         deadline = time.time() + 120
         while time.time() < deadline:
-            r = subprocess.run([os.path.join(k.args.build_dir, "bin", "gradsync"), "submit", spec, "--address",
-                                "127.0.0.1:7070", "--token-file", os.path.join(REPO, "docker", "secrets", "auth.token"),
-                                "--set", "training.epochs=0", "--set", "training.maxSteps=40", "--wait", "-o", "json"],
+            r = subprocess.run([gradsync, "submit", spec, "--address", "127.0.0.1:7070", "--token-file",
+                                os.path.join(REPO, "docker", "secrets", "auth.token"),
+                                "--set", 'data.shards.paths=["corpus/train_*.bin"]', "--set", "training.worldSize=3",
+                                "--set", "training.epochs=0", "--set", "training.maxSteps=30",
+                                "--set", "training.evalEvery=15", "--wait", "-o", "json"],
                                capture_output=True, text=True, timeout=600)
             if r.returncode == 0 or "SUCCEEDED" in r.stdout or time.time() > deadline - 5:
                 break
             time.sleep(3)  # the coordinator may still be starting
         if k.expect(r.returncode == 0, f"the job on the compose cluster failed: {r.stdout[-2000:]}{r.stderr[-2000:]}"):
-            log(f"a job ran on the compose cluster: {json.loads(r.stdout)['state']}")
+            summary = json.loads(r.stdout)
+            log(f"a job ran on the compose cluster's data: {summary['state']}, "
+                f"validation loss {summary.get('validationLoss')}")
+            k.expect("validationLoss" in summary, f"the val_*.bin shards beside the data were not used: {summary}")
     finally:
         if k.failures:
             print(run("logs", "--tail", "30").stdout[-6000:])

@@ -4,7 +4,8 @@ the checks render (each without and with the Prometheus Operator's API) and runs
 k8s-schemas/validate.mjs over every object: the OpenAPI definition of its kind (kubernetes-models)
 or the operator's CRD schema (@kubernetes-models/prometheus-operator) must accept it, no field may
 be one the schema does not declare, and a kind with no schema fails. The broken objects of
-k8s-schemas/bad/ must each be refused, for exactly the reasons its `# expect:` lines give.
+k8s-schemas/bad/ must each be refused, for exactly the reasons its `# expect:` lines give. The
+manifests docs/deployment.md applies (`kubectl apply -f - <<'YAML'`) must be accepted too.
 
     check_k8s_schemas.py BUILD_DIR      (the renderer and the rendered manifests go there)
 """
@@ -86,6 +87,37 @@ def check_rendered(f, by_file, rendered):
         print(f"{what}: {len(objects)} objects ({', '.join(kinds)})")
 
 
+def docs_manifests(out_dir):
+    """The manifests docs/deployment.md gives to `kubectl apply -f - <<'YAML'`, one file each:
+    {file: where in the guide}."""
+    os.makedirs(out_dir, exist_ok=True)
+    found, lines = {}, open(os.path.join(d.REPO, "docs", "deployment.md")).read().splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].rstrip().endswith("<<'YAML'"):
+            start, body = i + 1, []
+            i += 1
+            while i < len(lines) and lines[i] != "YAML":
+                body.append(lines[i])
+                i += 1
+            path = os.path.join(out_dir, f"deployment-md-line-{start}.yaml")
+            with open(path, "w") as w:
+                w.write("\n".join(body) + "\n")
+            found[path] = f"docs/deployment.md line {start}"
+        i += 1
+    return found
+
+
+def check_docs(f, by_file, docs):
+    f.expect(len(docs) >= 2, f"docs/deployment.md gives {len(docs)} manifests to kubectl apply, expected 2 or more")
+    for path, where in docs.items():
+        objects = by_file[path]
+        f.expect(len(objects) == 1, f"{where}: {len(objects)} objects validated, expected 1")
+        for obj in objects:
+            f.expect(not obj["errors"], f"{where}: {obj['kind']}/{obj['name']}: " + "; ".join(problems(obj)))
+    print(f"docs/deployment.md: {len(docs)} manifests")
+
+
 def check_refused(f, by_file, bad_files):
     """Each broken object is refused, every expected reason is given and nothing else is."""
     for path in bad_files:
@@ -112,8 +144,10 @@ def main():
     rendered = render_all(f, renderer, os.path.join(sys.argv[1], "k8s-schemas"))
     bad_files = sorted(glob.glob(os.path.join(SCHEMAS, "bad", "*.yaml")))
     f.expect(bad_files, "k8s-schemas/bad holds no broken objects")
-    by_file = validate(node, list(rendered) + bad_files)
+    docs = docs_manifests(os.path.join(sys.argv[1], "k8s-schemas", "docs"))
+    by_file = validate(node, list(rendered) + bad_files + list(docs))
     check_rendered(f, by_file, rendered)
+    check_docs(f, by_file, docs)
     check_refused(f, by_file, bad_files)
     f.finish("k8s schemas")
 
