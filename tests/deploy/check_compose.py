@@ -39,12 +39,18 @@ def check_services(f, compose):
         for port in s.get("ports") or []:
             f.expect(str(port).startswith("127.0.0.1:"), f"{name}: port {port} is published beyond loopback")
         for v in s.get("volumes") or []:
-            source = v.split(":")[0]
+            # "${VAR:-default}:target[:mode]": the source as it is when VAR is unset.
+            m = re.match(r"\$\{(\w+):-([^}]*)\}(:.*)$", v)
+            source = m.group(2) if m else v.split(":")[0]
             if source.startswith((".", "/")):
                 f.expect(os.path.exists(os.path.normpath(os.path.join(COMPOSE_DIR, source))),
                          f"{name}: mounts {source}, which does not exist")
             else:
                 f.expect(source in declared, f"{name}: volume {source} is not declared")
+        if name == "coordinator" or name.startswith("worker-"):
+            # Job data: one directory, read-only, at the data root on the coordinator and every worker.
+            f.expect(any(str(v).endswith(":/var/lib/gradsync/data:ro") for v in s.get("volumes") or []),
+                     f"{name}: no read-only data directory at /var/lib/gradsync/data")
         build = s.get("build")
         if build:
             context = os.path.normpath(os.path.join(COMPOSE_DIR, build.get("context", ".")))
