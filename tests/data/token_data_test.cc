@@ -170,6 +170,25 @@ TEST_F(TokenDataTest, DataTooSmallOrMissingFailsAtLoad) {
   EXPECT_NE(vocab.status().message().find("bytewise"), std::string::npos) << vocab.status();
 }
 
+// A glob through a directory that cannot be read names that directory, absolute: a relative
+// pattern is read from the directory of whichever process reads it.
+TEST_F(TokenDataTest, AGlobThroughAMissingDirectoryNamesTheDirectory) {
+  auto missing = ExpandPaths({Path("no-such-dir/train_*.bin")});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot list the directory " + Path("no-such-dir") + ": "),
+            std::string::npos)
+      << missing.status();
+
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  auto relative = ExpandPaths({"gone/*.txt"});
+  std::filesystem::current_path(cwd);
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("\"gone/*.txt\": cannot list the directory " + Path("gone")),
+            std::string::npos)
+      << relative.status();
+}
+
 // A shard's errors reach the job's author: they say what is wrong, never what the file holds.
 // Here the header's fields, the file's size and an out-of-vocabulary token are all distinctive
 // numbers, and none of them appears in any message.

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -155,18 +156,45 @@ absl::StatusOr<TokenStream> ReadTextTokens(const std::string& path) {
   return TokenStream(std::move(tokens));
 }
 
+namespace {
+
+// The directory glob(3) could not read last on this thread (its error function has no argument for
+// the caller's state).
+thread_local std::string unreadable_dir;
+thread_local int unreadable_error = 0;
+
+int NoteUnreadableDir(const char* path, int error) {
+  unreadable_dir = path;
+  unreadable_error = error;
+  return 1;  // stop: GLOB_ERR
+}
+
+// `dir` as an absolute path: a relative pattern is read from this process's directory, which the
+// user may not know (a worker's, a coordinator's).
+std::string AbsoluteDir(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(dir.empty() ? "." : dir, ec);
+  return ec ? dir : abs.string();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& patterns) {
   std::vector<std::string> out;
   for (const std::string& pattern : patterns) {
     glob_t g{};
-    const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    unreadable_dir.clear();
+    unreadable_error = 0;
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR, NoteUnreadableDir, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       ::globfree(&g);
       return absl::InvalidArgumentError(absl::StrCat("\"", pattern, "\" matches no file"));
     }
     if (rc != 0) {
       ::globfree(&g);
-      return absl::InvalidArgumentError(absl::StrCat("\"", pattern, "\": cannot list: ", std::strerror(errno)));
+      const int error = unreadable_error != 0 ? unreadable_error : errno;
+      return absl::InvalidArgumentError(absl::StrCat("\"", pattern, "\": cannot list the directory ",
+                                                     AbsoluteDir(unreadable_dir), ": ", std::strerror(error)));
     }
     for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
     ::globfree(&g);
