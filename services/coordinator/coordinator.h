@@ -35,6 +35,7 @@
 #include "kv_store.h"
 #include "model_budget.h"
 #include "worker_pool.h"
+#include "worker_roster.h"
 
 namespace gradsync::coordinator {
 
@@ -123,6 +124,9 @@ class Coordinator {
   absl::StatusOr<v1::RegisterWorkerResponse> AdoptWorker(const v1::RegisterWorkerRequest& request,
                                                          absl::string_view session);
   v1::HeartbeatResponse Heartbeat(const v1::HeartbeatRequest& request);
+  // The pool: registered workers in registration order (idle, or busy with the rank they hold),
+  // then the workers lost within the last hour (LostWorkers), oldest loss first.
+  v1::ListWorkersResponse ListWorkers();
   // The next assignment of the worker, waiting up to `timeout` (nullopt when none came).
   // NOT_FOUND if the worker is unknown or was declared lost.
   absl::StatusOr<std::optional<v1::Assignment>> NextAssignment(const std::string& worker_id, absl::Duration timeout);
@@ -310,6 +314,8 @@ class Coordinator {
   // Jobs touched by the call that holds mu_, to write when it releases it.
   std::set<std::string> changed_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
+  // What the pool forgot of the workers declared lost, for ListWorkers.
+  LostWorkers lost_workers_ ABSL_GUARDED_BY(mu_);
   // Where NextAssignment waits: woken by an assignment, a lost worker or shutdown only.
   AssignmentWaits assignment_waits_ ABSL_GUARDED_BY(mu_);
   uint64_t id_counter_ ABSL_GUARDED_BY(mu_) = 0;

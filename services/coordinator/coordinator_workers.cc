@@ -98,6 +98,15 @@ v1::HeartbeatResponse Coordinator::Heartbeat(const v1::HeartbeatRequest& request
   return resp;
 }
 
+v1::ListWorkersResponse Coordinator::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = options_.clock();
+  v1::ListWorkersResponse resp;
+  for (const WorkerLease* w : workers_.InOrder()) *resp.add_workers() = DescribeLease(*w, now);
+  for (v1::Worker& w : lost_workers_.Recent(now)) *resp.add_workers() = std::move(w);
+  return resp;
+}
+
 absl::StatusOr<std::optional<v1::Assignment>> Coordinator::NextAssignment(const std::string& worker_id,
                                                                           absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
@@ -229,6 +238,8 @@ void Coordinator::LoseWorkerLocked(const std::string& id, absl::Time now) {
                                           w.info().pid(), absl::FormatDuration(w.SilentFor(now)));
   GS_LOG(WARNING) << why;
   ++workers_lost_;
+  // Before the restart below frees the lease: the listing shows the rank the worker held.
+  lost_workers_.Add(w, now);
   if (!w.idle()) {
     JobRuntime* rt = FindJobLocked(w.job_id());
     const Generation* gen = rt == nullptr ? nullptr : rt->generation();

@@ -119,6 +119,13 @@ grpc::Status JobServiceImpl::GetArtifact(grpc::ServerContext* ctx, const v1::Get
       [ctx] { return ctx->IsCancelled(); }));
 }
 
+grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
+                                         v1::ListWorkersResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  *out = c_->ListWorkers();
+  return grpc::Status::OK;
+}
+
 grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* out) {
   if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;

@@ -25,6 +25,7 @@ class JobServiceImpl final : public v1::JobService::Service {
                              v1::ListArtifactsResponse*) override;
   grpc::Status GetArtifact(grpc::ServerContext*, const v1::GetArtifactRequest*,
                            grpc::ServerWriter<v1::GetArtifactResponse>*) override;
+  grpc::Status ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*, v1::ListWorkersResponse*) override;
 
  private:
   Coordinator* c_;

@@ -17,6 +17,7 @@ namespace gradsync::coordinator {
 namespace {
 
 constexpr char kJobsPrefix[] = "/v1/jobs";
+constexpr char kWorkersPath[] = "/v1/workers";
 constexpr absl::string_view kArtifacts = "/artifacts";
 constexpr absl::string_view kArtifactsDir = "/artifacts/";
 // The lowercase hex SHA-256 of an artifact's bytes, as sha256sum prints it.
@@ -124,8 +125,13 @@ http::Reply ErrorReply(const absl::Status& s) {
 
 http::Reply RestApi::Handle(const http::Request& request) const {
   if (request.path == "/healthz") return Health(c_->StoreHealth());
-  if (!absl::StartsWith(request.path, kJobsPrefix)) return NoRoute(request.path);
+  const bool workers = request.path == kWorkersPath || request.path == absl::StrCat(kWorkersPath, "/");
+  if (!workers && !absl::StartsWith(request.path, kJobsPrefix)) return NoRoute(request.path);
   if (absl::Status s = auth_.Check(request.Header("Authorization")); !s.ok()) return ErrorReply(s);
+  if (workers) {
+    if (request.method != "GET") return MethodNotAllowed(request);
+    return JsonListReply(absl::StatusOr<v1::ListWorkersResponse>(c_->ListWorkers()), "workers");
+  }
   const std::string rest = request.path.substr(sizeof(kJobsPrefix) - 1);
   if (rest.empty() || rest == "/") {
     if (request.method == "POST") return Create(request);

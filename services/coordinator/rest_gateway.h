@@ -12,6 +12,8 @@
 //   GET  /v1/jobs/{id}/artifacts/{path...}              -> the file's bytes (application/octet-stream), with
 //                                                          Content-Length and X-Checksum-Sha256: <hex> of them;
 //                                                          at most RestOptions::max_artifact_bytes (gRPC streams any)
+//   GET  /v1/workers                                    -> ListWorkersResponse ({"workers": [...]}): the pool,
+//                                                          and the workers lost within the last hour
 //   GET  /healthz                                       -> {"status": "SERVING"} (no token), or 503
 //                                                          {"status": "NOT_SERVING"} while job writes fail
 //

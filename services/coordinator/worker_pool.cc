@@ -22,6 +22,7 @@ WorkerLease::WorkerLease(std::string id, v1::RegisterWorkerRequest info, absl::T
       session_(id_ + "." + NewRandomToken()),
       session_digest_(SessionDigest(session_)),
       info_(std::move(info)),
+      registered_at_(now),
       last_seen_(now) {}
 
 bool WorkerLease::SessionMatches(absl::string_view presented) const {
@@ -100,6 +101,13 @@ const WorkerLease* WorkerPool::FindBySession(absl::string_view session) const {
 void WorkerPool::Remove(const std::string& id) {
   leases_.erase(id);
   order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
+}
+
+std::vector<const WorkerLease*> WorkerPool::InOrder() const {
+  std::vector<const WorkerLease*> all;
+  all.reserve(order_.size());
+  for (const std::string& id : order_) all.push_back(&leases_.at(id));
+  return all;
 }
 
 std::vector<WorkerLease*> WorkerPool::Idle() {

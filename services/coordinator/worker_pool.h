@@ -42,6 +42,8 @@ class WorkerLease {
 
   // A heartbeat at `now` extends the lease.
   void Renew(absl::Time now) { last_seen_ = now; }
+  absl::Time last_seen() const { return last_seen_; }
+  absl::Time registered_at() const { return registered_at_; }
   bool ExpiredAt(absl::Time now, absl::Duration timeout) const { return now - last_seen_ > timeout; }
   absl::Duration SilentFor(absl::Time now) const { return now - last_seen_; }
 
@@ -78,6 +80,7 @@ class WorkerLease {
   std::string session_;
   std::string session_digest_;
   v1::RegisterWorkerRequest info_;
+  absl::Time registered_at_;
   absl::Time last_seen_;
   bool assigned_ = false;
   std::string job_id_;
@@ -100,6 +103,8 @@ class WorkerPool {
   void Remove(const std::string& id);
   size_t size() const { return leases_.size(); }
 
+  // Every worker in registration order (pointers stay valid until the worker is removed).
+  std::vector<const WorkerLease*> InOrder() const;
   // Idle workers in registration order (pointers stay valid until the worker is removed).
   std::vector<WorkerLease*> Idle();
   size_t CountIdle() const;

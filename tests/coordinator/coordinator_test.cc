@@ -190,6 +190,78 @@ TEST_F(CoordinatorTest, ALostWorkerRestartsItsJobNamingTheRank) {
   EXPECT_EQ(c_->GetJob(job.id())->generation(), 2);
 }
 
+// ListWorkers: idle and busy workers in registration order with the rank held and the heartbeat
+// age, then lost ones (with the rank they held) until an hour after their loss.
+TEST_F(CoordinatorTest, ListWorkersShowsIdleBusyAndRecentlyLostWorkers) {
+  const std::string w0 = Register("h0"), w1 = Register("h1"), w2 = Register("h2");
+  const absl::Time registered = now_;
+  v1::Job job = Submit(2);
+  const v1::Assignment a0 = Take(w0);
+  Take(w1);
+  now_ += absl::Seconds(4);
+  for (const std::string& w : {w0, w2}) {
+    v1::HeartbeatRequest hb;
+    hb.set_worker_id(w);
+    if (w == w0) {
+      hb.set_job_id(job.id());
+      hb.set_generation(1);
+    }
+    c_->Heartbeat(hb);
+  }
+  now_ += absl::Seconds(1);
+  v1::ListWorkersResponse listed = c_->ListWorkers();
+  ASSERT_EQ(listed.workers_size(), 3);
+  const v1::Worker& busy = listed.workers(0);
+  EXPECT_EQ(busy.name(), "workers/" + w0);
+  EXPECT_EQ(busy.hostname(), "h0");
+  EXPECT_EQ(busy.state(), v1::WORKER_BUSY);
+  EXPECT_EQ(busy.job_id(), job.id());
+  EXPECT_EQ(busy.generation(), 1);
+  ASSERT_TRUE(busy.has_rank());
+  EXPECT_EQ(busy.rank(), a0.rank());
+  EXPECT_EQ(busy.device().kind(), v1::Device::CPU);
+  EXPECT_EQ(busy.heartbeat_age().seconds(), 1);
+  EXPECT_EQ(busy.register_time().seconds(), absl::ToUnixSeconds(registered));
+  EXPECT_EQ(listed.workers(1).id(), w1);
+  EXPECT_EQ(listed.workers(1).heartbeat_age().seconds(), 5);
+  EXPECT_EQ(listed.workers(2).id(), w2);
+  EXPECT_EQ(listed.workers(2).state(), v1::WORKER_IDLE);
+  EXPECT_FALSE(listed.workers(2).has_rank());
+  EXPECT_TRUE(listed.workers(2).job_id().empty());
+
+  // w1 misses its lease (6 s): it is listed after the pool, lost, with the rank it held.
+  now_ += absl::Seconds(2);
+  c_->CheckLeases();
+  listed = c_->ListWorkers();
+  ASSERT_EQ(listed.workers_size(), 3);
+  const v1::Worker& lost = listed.workers(2);
+  EXPECT_EQ(lost.id(), w1);
+  EXPECT_EQ(lost.state(), v1::WORKER_LOST);
+  EXPECT_EQ(lost.job_id(), job.id());
+  EXPECT_TRUE(lost.has_rank());
+  EXPECT_EQ(lost.lost_time().seconds(), absl::ToUnixSeconds(now_));
+  EXPECT_EQ(lost.heartbeat_age().seconds(), 7);
+  now_ += absl::Minutes(59);
+  EXPECT_EQ(c_->ListWorkers().workers_size(), 3) << "kept for an hour";
+  now_ += absl::Minutes(2);
+  listed = c_->ListWorkers();
+  for (const v1::Worker& w : listed.workers()) EXPECT_NE(w.state(), v1::WORKER_LOST) << w.id();
+}
+
+// A worker that keeps dying and registering again cannot grow the list of lost workers past its
+// bound: the oldest losses go first.
+TEST(LostWorkers, KeepsTheMostRecentLossesOnly) {
+  LostWorkers lost;
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  for (size_t i = 0; i < LostWorkers::kMaxKept + 10; ++i) {
+    lost.Add(WorkerLease("w" + std::to_string(i), v1::RegisterWorkerRequest(), t0), t0 + absl::Seconds(i));
+  }
+  const std::vector<v1::Worker> recent = lost.Recent(t0 + absl::Seconds(LostWorkers::kMaxKept + 10));
+  ASSERT_EQ(recent.size(), LostWorkers::kMaxKept);
+  EXPECT_EQ(recent.front().id(), "w10");
+  EXPECT_EQ(recent.back().id(), "w" + std::to_string(LostWorkers::kMaxKept + 9));
+}
+
 TEST_F(CoordinatorTest, CancelEndsAPendingOrRunningJobOnce) {
   v1::Job pending = Submit(4);
   auto cancelled = c_->CancelJob(pending.name());

@@ -113,6 +113,25 @@ TEST_F(RestGatewayTest, TheTokenIsRequiredAndChecked) {
   EXPECT_EQ(Call("GET", "/healthz", "", "").status, 200) << "health needs no token";
 }
 
+// GET /v1/workers: the pool, behind the token like the jobs.
+TEST_F(RestGatewayTest, WorkersAreListedWithTheToken) {
+  auto none = Call("GET", "/v1/workers");
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_NE(none.body.find("\"workers\": []"), std::string::npos) << none.body;
+  v1::RegisterWorkerRequest req;
+  req.set_hostname("node-7");
+  req.mutable_device()->set_kind(v1::Device::CPU);
+  const std::string id = c_.RegisterWorker(req).worker_id();
+  auto one = Call("GET", "/v1/workers");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_NE(one.body.find("\"name\": \"workers/" + id + "\""), std::string::npos) << one.body;
+  EXPECT_NE(one.body.find("\"hostname\": \"node-7\""), std::string::npos) << one.body;
+  EXPECT_NE(one.body.find("\"state\": \"WORKER_IDLE\""), std::string::npos) << one.body;
+  EXPECT_EQ(Call("GET", "/v1/workers", "", "").status, 401);
+  EXPECT_EQ(Call("POST", "/v1/workers").status, 405);
+  EXPECT_EQ(Call("GET", "/v1/workers/" + id).status, 404);
+}
+
 TEST(TokenAuth, ConstantTimeComparisonIsStillAComparison) {
   EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
   EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
