@@ -134,7 +134,9 @@ std::string SvgReport(const v1::JobSeries& series) {
   Curve validation{{}, "#2ca02c", "validation (whole set)", true};
   Curve throughput{{}, "#1f77b4", "tokens/s"};
   for (const v1::ReducedStep& s : series.steps()) {
-    const auto step = static_cast<double>(s.step());
+    // A point of merged steps stands at their middle.
+    const double step = s.merged_steps() > 1 ? (static_cast<double>(s.first_step()) + static_cast<double>(s.step())) / 2
+                                             : static_cast<double>(s.step());
     loss.points.emplace_back(step, s.loss());
     if (s.has_validation_loss()) validation.points.emplace_back(step, s.validation_loss());
     throughput.points.emplace_back(step, s.tokens_per_second());

@@ -17,7 +17,8 @@ std::string TerminalChart(const Series& points, int width, int height, const std
 
 // An SVG document with the loss curves and the throughput curve of a job's reduced steps: the
 // training loss, and the validation loss (a second series with a marker at each evaluation and a
-// legend) when steps carry one.
+// legend) when steps carry one. A point of merged steps (a downsampled series) is drawn at the
+// middle of its steps.
 std::string SvgReport(const v1::JobSeries& series);
 
 }  // namespace gradsync::cli

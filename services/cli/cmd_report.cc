@@ -1,42 +1,47 @@
-// gradsync report JOB -o FILE.svg: the loss and throughput curves of a job as a picture.
+// gradsync report JOB -o FILE: a job's series as a picture (.svg) or as data (.csv, .jsonl), from
+// the metrics service or, when it does not have the job, from the series file beside the job's
+// weights.
 #include <cstdio>
-#include <fstream>
 
 #include "args.h"
-#include "charts.h"
 #include "commands.h"
 #include "connection.h"
-#include "metrics_client.h"
+#include "series_files.h"
+#include "series_lookup.h"
 
 namespace gradsync::cli {
 
 int ReportCommand(const std::vector<std::string>& argv) {
   constexpr char kUsage[] =
-      "usage: gradsync report JOB -o FILE.svg [--metrics-api HOST:PORT --metrics-token-file FILE | --state-dir DIR]\n";
-  auto args = ParseArgs("report", argv, WithMetricsApiOptions({{"output", true, 'o'}}));
+      "usage: gradsync report JOB -o FILE.svg|FILE.csv|FILE.jsonl [--metrics-api HOST:PORT --metrics-token-file "
+      "FILE | --state-dir DIR] [--artifact-root DIR]\n";
+  auto args = ParseArgs("report", argv, WithMetricsApiOptions({{"output", true, 'o'}, {"artifact-root"}}));
   if (!args.ok() || args->positional.size() != 1 || !args->Has("output")) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fputs(kUsage, stderr);
     return 2;
   }
-  absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(*args, "localhost:9466");
-  if (!api.ok()) {
-    std::fprintf(stderr, "%s\n", DescribeError(api.status()).c_str());
-    return 1;
-  }
-  auto series = FetchSeries(api->address, api->token, args->positional[0]);
-  if (!series.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(series.status().message()).c_str());
-    return 1;
-  }
   const std::string path = args->Get("output");
-  std::ofstream out(path);
-  out << SvgReport(*series);
-  if (!out) {
-    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+  absl::StatusOr<SeriesFormat> format = SeriesFormatOf(path);
+  absl::StatusOr<std::string> id = JobIdForFiles(args->positional[0]);
+  for (const absl::Status& s : {format.status(), id.status()}) {
+    if (s.ok()) continue;
+    std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), kUsage);
+    return 2;
+  }
+  absl::StatusOr<FoundSeries> found = FindSeries(*args, *id);
+  if (!found.ok()) {
+    std::fprintf(stderr, "%s\n", DescribeError(found.status()).c_str());
     return 1;
   }
-  std::printf("%s: %d steps of job %s\n", path.c_str(), series->steps_size(), series->job_id().c_str());
+  if (absl::Status s = WriteFileAtomically(path, FormatSeries(found->series, *format)); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  int64_t steps = 0;
+  for (const v1::ReducedStep& p : found->series.steps()) steps += p.merged_steps() > 1 ? p.merged_steps() : 1;
+  std::printf("%s: %d points (%lld steps) of job %s, from %s\n", path.c_str(), found->series.steps_size(),
+              static_cast<long long>(steps), id->c_str(), found->source.c_str());
   return 0;
 }
 

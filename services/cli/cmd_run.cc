@@ -17,6 +17,7 @@
 #include "local_cluster.h"
 #include "local_tokens.h"
 #include "metrics_client.h"
+#include "series_files.h"
 #include "spec_input.h"
 
 namespace gradsync::cli {
@@ -46,6 +47,34 @@ absl::StatusOr<ClusterClient> ConnectTo(const LocalCluster& cluster) {
   channel.bearer_token = *std::move(token);
   return ClusterClient{std::make_unique<GrpcJobClient>(cluster.coordinator_address(), channel),
                        *std::move(metrics_token)};
+}
+
+// The job's series once it holds the job's last step (the workers' last reports may still be on
+// their way when the job ends), or as it is after a few seconds.
+void AwaitLastStep(const std::string& metrics_api, const std::string& token, const std::string& id, int64_t last) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (absl::Now() < deadline) {
+    auto series = FetchSeries(metrics_api, token, id);
+    if (series.ok() && series->steps_size() > 0 && series->steps(series->steps_size() - 1).step() >= last) return;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+// Writes the series beside the job's weights (<artifacts>/<job id>/series.jsonl), where
+// `gradsync report` reads it once the cluster is gone. Returns the path, or "" after saying why
+// not on stderr.
+std::string KeepSeries(const v1::JobSeries& series, const v1::Job& job, const std::string& state_dir) {
+  const std::string weights = job.result().weights_path();
+  const std::filesystem::path dir = !weights.empty() ? std::filesystem::path(weights).parent_path()
+                                                     : std::filesystem::path(state_dir) / "artifacts" / job.id();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = (dir / kSeriesFileName).string();
+  if (absl::Status s = WriteFileAtomically(path, SeriesJsonl(series)); !s.ok()) {
+    std::fprintf(stderr, "the job's series is not kept: %s\n", std::string(s.message()).c_str());
+    return "";
+  }
+  return path;
 }
 
 }  // namespace
@@ -135,11 +164,16 @@ int RunCommand(const std::vector<std::string>& argv) {
   ProgressView view(progress);
   auto final_job = client.Watch(
       created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
-  std::string report_path;
+  std::string report_path, series_path;
+  if (final_job.ok()) {
+    AwaitLastStep(cluster.endpoints().at("metricsApi"), connected->metrics_token, created->id(),
+                  final_job->result().global_step());
+  }
   auto series = view.UseSeriesFrom(cluster.endpoints().at("metricsApi"), connected->metrics_token, created->id());
   if (series.ok()) {
     report_path = options.state_dir + "/report.svg";
     std::ofstream(report_path) << SvgReport(*series);
+    series_path = KeepSeries(*series, final_job.ok() ? *final_job : *created, options.state_dir);
   }
   view.Finish();
   const bool interrupted = ShutdownRequested();
@@ -173,6 +207,9 @@ int RunCommand(const std::vector<std::string>& argv) {
     }
     if (!report_path.empty() && !json)
       std::printf("  report      %s (loss and throughput curves)\n", report_path.c_str());
+    if (!series_path.empty() && !json)
+      std::printf("  series      %s (gradsync report %s -o FILE.svg|.csv|.jsonl --state-dir %s)\n", series_path.c_str(),
+                  created->id().c_str(), options.state_dir.c_str());
     code = final_job->state() == v1::SUCCEEDED ? 0 : 1;
     if (code != 0) std::fprintf(stderr, "%s", cluster.RecentLogs(10).c_str());
   }

@@ -120,7 +120,8 @@ absl::StatusOr<std::string> LocalCluster::StartMetricsService() {
       "metrics", {BinaryDir() + "/gradsync-metrics", "--listen=127.0.0.1:0",
                   absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port), "--api_listen=127.0.0.1:0",
                   TokenFlag("cluster_token_file", kClusterToken), TokenFlag("metrics_token_file", kMetricsToken),
-                  "--endpoints_file=" + (state / "metrics.json").string()});
+                  "--endpoints_file=" + (state / "metrics.json").string(),
+                  "--state_dir=" + (state / "metrics").string()});
   if (!s.ok()) return s;
   auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
   if (!m.ok()) return m.status();

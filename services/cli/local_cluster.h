@@ -21,7 +21,8 @@ struct LocalClusterOptions {
   std::string state_dir;
   // The coordinator's data roots (--data_root): job data must lie in them, and relative data paths
   // start at the first. Empty: the current directory. Weights and checkpoints go to
-  // <state_dir>/artifacts/<job id>.
+  // <state_dir>/artifacts/<job id>; the metrics service keeps the jobs' series in
+  // <state_dir>/metrics/series.db, so a metrics service restarted here serves them again.
   std::vector<std::string> data_roots;
   int coordinator_port = 0;  // 0: a free port
   int rest_port = 0;
