@@ -183,6 +183,24 @@ def check_coordinator(f, docs, values, what):
     if created:
         f.expect(created[0]["spec"]["accessModes"] == ["ReadWriteMany"], f"{what}: checkpoints not RWX")
     check_paths(f, coord, sts, values, what)
+    check_metrics_state(f, docs, values, what)
+
+
+def check_metrics_state(f, docs, values, what):
+    """The metrics service keeps the curves under --state_dir: on its claim when persistence is on
+    (one pod at a time: Recreate), in an emptyDir otherwise."""
+    m = one(f, docs, "Deployment", "metrics", what)
+    if m is None:
+        return
+    f.expect(m["spec"].get("strategy") == {"type": "Recreate"}, f"{what}: metrics service not Recreate")
+    f.expect("--state_dir=/var/lib/gradsync/metrics" in container(m)["args"], f"{what}: metrics --state_dir")
+    persistence = values["metrics"]["persistence"]
+    claim = checkpoint_claim(m, "/var/lib/gradsync/metrics")
+    want = (persistence["existingClaim"] or f"{RELEASE}-gradsync-metrics-state") if persistence["enabled"] else None
+    f.expect(claim == want, f"{what}: metrics state claim {claim!r}, want {want!r}")
+    created = [p for p in find(docs, "PersistentVolumeClaim") if p["metadata"]["name"] == f"{RELEASE}-gradsync-metrics-state"]
+    f.expect(bool(created) == (persistence["enabled"] and not persistence["existingClaim"]),
+             f"{what}: metrics state claim created or not against metrics.persistence")
 
 
 def check_paths(f, coord, sts, values, what):
