@@ -30,8 +30,8 @@ void Add(prometheus::MetricFamily& family, const Labels& labels, const std::opti
 std::vector<prometheus::MetricFamily> GpuMetrics::Collect() const {
   using prometheus::MetricType;
   auto up = Family("gradsync_gpu_up", "1 when NVML read the GPU, 0 when it could not.", MetricType::Gauge);
-  auto util = Family("gradsync_gpu_utilization_ratio", "Fraction of the last sample period a kernel ran.",
-                     MetricType::Gauge);
+  auto util =
+      Family("gradsync_gpu_utilization_ratio", "Fraction of the last sample period a kernel ran.", MetricType::Gauge);
   auto used = Family("gradsync_gpu_memory_used_bytes", "Device memory in use, by every process.", MetricType::Gauge);
   auto total = Family("gradsync_gpu_memory_total_bytes", "Device memory in all.", MetricType::Gauge);
   auto temp = Family("gradsync_gpu_temperature_celsius", "GPU core temperature.", MetricType::Gauge);

@@ -200,7 +200,8 @@ TEST(StagedGloo, TwoRanksShareOneGpuThroughPinnedHostBuffers) {
       DeviceFloats x(Iota(7, static_cast<float>(rank + 1)));
       ASSERT_TRUE(c->ReduceScatterBlocks(x.span(), bounds)->Wait().ok());
       const std::vector<float> sum = Iota(7, 3.0f), got = x.Host();
-      for (int64_t i = bounds[rank]; i < bounds[rank + 1]; ++i) EXPECT_EQ(got[i], sum[i]) << "rank " << rank << " " << i;
+      for (int64_t i = bounds[rank]; i < bounds[rank + 1]; ++i)
+        EXPECT_EQ(got[i], sum[i]) << "rank " << rank << " " << i;
       // Each rank's block holds its own values; the all-gather leaves every block everywhere.
       std::vector<float> own(7, -1.0f), expected(7);
       for (int r = 0; r < 2; ++r) {

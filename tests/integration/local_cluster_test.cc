@@ -223,8 +223,9 @@ TEST(LocalCluster, CommandsReachTheCurrentClusterUntilItIsDown) {
   EXPECT_NE(up.err.find(record), std::string::npos) << "says where it recorded the cluster: " << up.err;
   EXPECT_EQ(ReadFile(record), std::filesystem::canonical(dir).string() + "\n");
 
-  CommandResult job = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.worldSize=1", "--set",
-                                 "training.maxSteps=20", "--set", "training.epochs=0", "--wait", "-o", "json"});
+  CommandResult job =
+      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.worldSize=1", "--set",
+                 "training.maxSteps=20", "--set", "training.epochs=0", "--wait", "-o", "json"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   auto summary = ParseFlatJson(job.out);
   EXPECT_EQ(summary["state"], "SUCCEEDED") << job.out;

@@ -114,8 +114,8 @@ TEST(Monitoring, DashboardPanelsKeepScalesApartAndDoNotOverlap) {
   for (const auto& p : dashboard.fields().at("panels").list_value().values()) {
     const auto& f = p.struct_value().fields();
     const auto& g = f.at("gridPos").struct_value().fields();
-    boxes.push_back({g.at("x").number_value(), g.at("y").number_value(), g.at("w").number_value(),
-                     g.at("h").number_value()});
+    boxes.push_back(
+        {g.at("x").number_value(), g.at("y").number_value(), g.at("w").number_value(), g.at("h").number_value()});
     const std::map<std::string, std::string> axes = AxisByExpr(p.struct_value());
     for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
              {"gradsync_train_learning_rate", "gradsync_train_grad_norm"},

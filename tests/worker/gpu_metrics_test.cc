@@ -77,7 +77,8 @@ TEST(GpuMetrics, ExposesEachGpusHealthAndMarksALostOneDown) {
         "gradsync_gpu_temperature_celsius{" + full + "} 61", "gradsync_gpu_power_watts{" + full + "} 312.5",
         "gradsync_gpu_ecc_errors_total{" + full + ",type=\"corrected\"} 4",
         "gradsync_gpu_ecc_errors_total{" + full + ",type=\"uncorrected\"} 0",
-        "gradsync_gpu_up{gpu_uuid=\"" + kLostGpu + "\",gpu_model=\"\"} 0", std::string("# TYPE gradsync_gpu_ecc_errors_total counter")}) {
+        "gradsync_gpu_up{gpu_uuid=\"" + kLostGpu + "\",gpu_model=\"\"} 0",
+        std::string("# TYPE gradsync_gpu_ecc_errors_total counter")}) {
     EXPECT_NE(text.find(line), std::string::npos) << "no `" << line << "` in\n" << text;
   }
   EXPECT_EQ(text.find("gradsync_gpu_power_watts{gpu_uuid=\"" + kSparseGpu), std::string::npos)

@@ -13,11 +13,11 @@ namespace {
 using NvmlReturn = unsigned int;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlNotFound = 6;
-constexpr unsigned int kTemperatureGpu = 0;           // NVML_TEMPERATURE_GPU
-constexpr unsigned int kMemoryErrorCorrected = 0;     // NVML_MEMORY_ERROR_TYPE_CORRECTED
-constexpr unsigned int kMemoryErrorUncorrected = 1;   // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-constexpr unsigned int kVolatileEcc = 0;              // NVML_VOLATILE_ECC
-constexpr unsigned int kNameBufferSize = 96;          // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned int kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
+constexpr unsigned int kMemoryErrorCorrected = 0;    // NVML_MEMORY_ERROR_TYPE_CORRECTED
+constexpr unsigned int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr unsigned int kVolatileEcc = 0;             // NVML_VOLATILE_ECC
+constexpr unsigned int kNameBufferSize = 96;         // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 struct NvmlDevice;
 struct NvmlUtilization {
   unsigned int gpu;     // percent
@@ -73,9 +73,9 @@ absl::StatusOr<std::unique_ptr<GpuHealthReader>> GpuHealthReader::Open(const std
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return absl::UnavailableError(
-        absl::StrCat("NVML (", library, ") cannot be loaded: ", why != nullptr ? why : "unknown reason",
-                     "; GPU health comes with the NVIDIA driver"));
+    return absl::UnavailableError(absl::StrCat("NVML (", library,
+                                               ") cannot be loaded: ", why != nullptr ? why : "unknown reason",
+                                               "; GPU health comes with the NVIDIA driver"));
   }
   auto api = std::make_unique<Api>();
   if (const char* missing = api->BindAll(handle)) {

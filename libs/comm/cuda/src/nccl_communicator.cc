@@ -295,11 +295,9 @@ class NcclCommunicator : public Communicator {
     // Uneven blocks: NCCL's reduce-scatter needs equal ones, so one reduce per block to its
     // owner, grouped into a single launch.
     std::vector<int64_t> bounds = EvenBounds(static_cast<int64_t>(in.size()), size_);
-    return Issue("reducescatter (uneven)", {nullptr,
-                                            [=, this](cudaStream_t s) {
-                                              return ReduceToOwners(in.data(), out.data(), bounds, s);
-                                            },
-                                            nullptr});
+    return Issue(
+        "reducescatter (uneven)",
+        {nullptr, [=, this](cudaStream_t s) { return ReduceToOwners(in.data(), out.data(), bounds, s); }, nullptr});
   }
 
   // In place: one ncclReduce per non-empty block to its owner, grouped into one launch (NCCL's
@@ -310,11 +308,8 @@ class NcclCommunicator : public Communicator {
     }
     std::vector<int64_t> b(bounds.begin(), bounds.end());
     float* const mine = data.data() + b[rank_];
-    return Issue("reducescatter (blocks)", {nullptr,
-                                            [=, this](cudaStream_t s) {
-                                              return ReduceToOwners(data.data(), mine, b, s);
-                                            },
-                                            nullptr});
+    return Issue("reducescatter (blocks)",
+                 {nullptr, [=, this](cudaStream_t s) { return ReduceToOwners(data.data(), mine, b, s); }, nullptr});
   }
 
   // In place: one ncclBroadcast per non-empty block from its owner, grouped into one launch.
@@ -326,8 +321,8 @@ class NcclCommunicator : public Communicator {
     return Issue("allgather (blocks)", {nullptr,
                                         [=, this](cudaStream_t s) {
                                           return Grouped(b, [&](int r, int64_t begin, int64_t n) {
-                                            return ncclBroadcast(data.data() + begin, data.data() + begin, n,
-                                                                 ncclFloat, r, shared_->comm, s);
+                                            return ncclBroadcast(data.data() + begin, data.data() + begin, n, ncclFloat,
+                                                                 r, shared_->comm, s);
                                           });
                                         },
                                         nullptr});
