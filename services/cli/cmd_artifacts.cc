@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "args.h"
+#include "command_table.h"
 #include "artifact_download.h"
 #include "commands.h"
 #include "connection.h"
@@ -17,23 +18,14 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
+#include "output_format.h"
 
 namespace gradsync::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gradsync artifacts list JOB [PREFIX] [--sha256] [-o table|json]\n"
-    "       gradsync artifacts get JOB [PATH] [-o DIR]\n"
-    "  list: the files in the job's directory on the coordinator (paths starting with PREFIX),\n"
-    "  with size and modification time, and with --sha256 their SHA-256 (the coordinator reads them).\n"
-    "  get: PATH, or every file of the job, into DIR (default: the current directory) at its\n"
-    "  relative path; each is checked against the coordinator's SHA-256 before it is renamed into\n"
-    "  place, and printed as sha256sum prints it.\n"
-    "  Both take the connection options of gradsync get (--address, --state-dir, --token-file, ...).\n";
-
 int Usage(const std::string& message) {
   if (!message.empty()) std::fprintf(stderr, "%s\n", message.c_str());
-  std::fputs(kUsage, stderr);
+  std::fputs(GroupUsage("artifacts").c_str(), stderr);
   return 2;
 }
 
@@ -73,14 +65,12 @@ std::string Json(const v1::ListArtifactsResponse& listed) {
   return out;
 }
 
-int List(JobClient& client, const Args& args) {
+int List(JobClient& client, const Args& args, OutputFormat format) {
   if (args.positional.size() < 2 || args.positional.size() > 3) return Usage("");
-  const std::string output = args.Get("output", "table");
-  if (output != "table" && output != "json") return Usage(absl::StrCat("-o: expected table or json, got \"", output, "\""));
   const bool sha256 = args.Has("sha256");
   auto listed = client.ListArtifacts(args.positional[1], args.positional.size() == 3 ? args.positional[2] : "", sha256);
   if (!listed.ok()) return Fail(listed.status());
-  std::printf("%s", output == "json" ? (Json(*listed) + "\n").c_str() : Table(*listed, sha256).c_str());
+  std::printf("%s", format == OutputFormat::kTable ? Table(*listed, sha256).c_str() : InFormat(Json(*listed), format).c_str());
   return 0;
 }
 
@@ -118,9 +108,12 @@ int ArtifactsCommand(const std::vector<std::string>& argv) {
   const std::string& sub = args->positional[0];
   if (sub != "list" && sub != "get") return Usage(absl::StrCat("gradsync artifacts: unknown subcommand \"", sub, "\""));
   if (sub == "get" && args->Has("sha256")) return Usage("--sha256 is for list: get always checks the SHA-256");
+  // list's -o is a format; get's a directory.
+  absl::StatusOr<OutputFormat> format = sub == "list" ? OutputFormatOf("artifacts list", *args) : OutputFormat::kTable;
+  if (!format.ok()) return Usage(std::string(format.status().message()));
   auto connected = ConnectJobClient(*args);
   if (!connected.ok()) return Fail(connected.status());
-  return sub == "list" ? List(**connected, *args) : Get(**connected, *args);
+  return sub == "list" ? List(**connected, *args, *format) : Get(**connected, *args);
 }
 
 }  // namespace gradsync::cli

@@ -1,16 +1,21 @@
-// gradsync checkpoint inspect | diff | list: reads checkpoint directories and rank parts on this
-// machine (libs/ckpt); `list JOB` asks the coordinator for a job's committed checkpoints.
+// gradsync checkpoint inspect | diff | list | save: reads checkpoint directories and rank parts on
+// this machine (libs/ckpt); `list JOB` asks the coordinator for a job's committed checkpoints, and
+// `save JOB` asks it for a new one (CheckpointJob), waiting for its commit with --wait.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "connection.h"
 #include "display.h"
@@ -19,7 +24,9 @@
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/ckpt/interchange.h"
+#include "gradsync/core/shutdown.h"
 #include "job_client.h"
+#include "output_format.h"
 
 namespace gradsync::cli {
 namespace {
@@ -28,17 +35,8 @@ using google::protobuf::ListValue;
 using google::protobuf::Struct;
 using google::protobuf::Value;
 
-constexpr char kUsage[] =
-    "usage: gradsync checkpoint inspect PATH [-o json]\n"
-    "       gradsync checkpoint diff A B [-o json]\n"
-    "       gradsync checkpoint list --root DIR [-o json]\n"
-    "       gradsync checkpoint list JOB [--address ADDRESS] [--token T] [--tls-ca FILE] [-o json]\n"
-    "  PATH, A, B: a checkpoint directory (rank 0's part is read), a rank part file, or a weights\n"
-    "  file (weights.bin, or an export of gradsync export: safetensors or llm.c).\n"
-    "  Exit 0 when everything read is intact, 1 when something is missing or corrupt.\n";
-
 int Usage(const std::string& problem) {
-  std::fprintf(stderr, "%s%s", problem.empty() ? "" : (problem + "\n").c_str(), kUsage);
+  std::fprintf(stderr, "%s%s", problem.empty() ? "" : (problem + "\n").c_str(), GroupUsage("checkpoint").c_str());
   return 2;
 }
 
@@ -79,12 +77,13 @@ Value Number(double v) {
   return out;
 }
 
-void PrintJson(const Value& value) {
+// `value` as JSON, or as YAML for -o yaml.
+void PrintJson(const Value& value, OutputFormat format) {
   std::string out;
   google::protobuf::util::JsonPrintOptions print;
   print.add_whitespace = true;
   (void)google::protobuf::util::MessageToJsonString(value, &out, print);
-  std::printf("%s", out.c_str());
+  std::printf("%s", InFormat(out, format).c_str());
 }
 
 Value StateValue(const ckpt::RankState& s) {
@@ -192,7 +191,8 @@ absl::StatusOr<ckpt::RankState> LoadRankZero(const std::string& path) {
 
 // --- inspect ------------------------------------------------------------------------------------
 
-int InspectWeights(const std::string& path, bool json) {
+int InspectWeights(const std::string& path, OutputFormat format) {
+  const bool json = format != OutputFormat::kTable;
   absl::StatusOr<ckpt::RankState> state = LoadWeightsState(path);
   if (!state.ok()) return Failure(state.status());
   if (json) {
@@ -200,8 +200,7 @@ int InspectWeights(const std::string& path, bool json) {
     auto& f = *out.mutable_struct_value()->mutable_fields();
     f["path"].set_string_value(path);
     f["weights"] = StateValue(*state);
-    PrintJson(out);
-    std::printf("\n");
+    PrintJson(out, format);
     return 0;
   }
   std::string text = StateText(*state);
@@ -210,8 +209,9 @@ int InspectWeights(const std::string& path, bool json) {
   return 0;
 }
 
-int InspectPart(const std::string& path, bool json) {
-  if (!IsRankPart(path)) return InspectWeights(path, json);
+int InspectPart(const std::string& path, OutputFormat format) {
+  const bool json = format != OutputFormat::kTable;
+  if (!IsRankPart(path)) return InspectWeights(path, format);
   absl::StatusOr<ckpt::RankState> state = ckpt::ReadRankPart(path);
   if (!state.ok()) return Failure(state.status());
   std::error_code ec;
@@ -222,15 +222,15 @@ int InspectPart(const std::string& path, bool json) {
     f["path"].set_string_value(path);
     f["bytes"].set_number_value(static_cast<double>(bytes));
     f["part"] = StateValue(*state);
-    PrintJson(out);
-    std::printf("\n");
+    PrintJson(out, format);
   } else {
     std::printf("part %s (%s, checksum ok)\n%s", path.c_str(), HumanBytes(bytes).c_str(), StateText(*state).c_str());
   }
   return 0;
 }
 
-int InspectDir(const std::string& dir, bool json) {
+int InspectDir(const std::string& dir, OutputFormat format) {
+  const bool json = format != OutputFormat::kTable;
   absl::StatusOr<v1::CheckpointManifest> manifest = ckpt::ReadManifest(dir);
   if (!manifest.ok()) return Failure(manifest.status());
   const absl::Status verified = ckpt::VerifyCheckpoint(dir);
@@ -247,8 +247,7 @@ int InspectDir(const std::string& dir, bool json) {
     } else {
       f["rank0Error"].set_string_value(std::string(rank0.status().message()));
     }
-    PrintJson(out);
-    std::printf("\n");
+    PrintJson(out, format);
     return verified.ok() && rank0.ok() ? 0 : 1;
   }
   const v1::CheckpointManifest& m = *manifest;
@@ -276,16 +275,17 @@ int InspectDir(const std::string& dir, bool json) {
   return verified.ok() && rank0.ok() ? 0 : 1;
 }
 
-int Inspect(const Args& args, bool json) {
+int Inspect(const Args& args, OutputFormat format) {
   if (args.positional.size() != 2) return Usage("gradsync checkpoint inspect: expected one PATH");
   const std::string& path = args.positional[1];
-  if (IsDir(path)) return IsExportDir(path) ? InspectWeights(path, json) : InspectDir(path, json);
-  return InspectPart(path, json);
+  if (IsDir(path)) return IsExportDir(path) ? InspectWeights(path, format) : InspectDir(path, format);
+  return InspectPart(path, format);
 }
 
 // --- diff ---------------------------------------------------------------------------------------
 
-int Diff(const Args& args, bool json) {
+int Diff(const Args& args, OutputFormat format) {
+  const bool json = format != OutputFormat::kTable;
   if (args.positional.size() != 3) return Usage("gradsync checkpoint diff: expected two paths A and B");
   const std::string& path_a = args.positional[1];
   const std::string& path_b = args.positional[2];
@@ -321,8 +321,7 @@ int Diff(const Args& args, bool json) {
     f["maxAbs"] = Number(max_abs);
     f["maxRel"] = Number(max_rel);
     f["identical"].set_bool_value(identical == static_cast<int>(diff->size()));
-    PrintJson(out);
-    std::printf("\n");
+    PrintJson(out, format);
     return 0;
   }
   size_t width = std::string("overall").size();
@@ -347,7 +346,8 @@ struct Listed {
   absl::Status verified;
 };
 
-int PrintList(const std::vector<Listed>& rows, const std::string& where, bool json) {
+int PrintList(const std::vector<Listed>& rows, const std::string& where, OutputFormat format) {
+  const bool json = format != OutputFormat::kTable;
   bool all_ok = true;
   for (const Listed& r : rows) all_ok = all_ok && r.verified.ok();
   if (json) {
@@ -364,8 +364,7 @@ int PrintList(const std::vector<Listed>& rows, const std::string& where, bool js
       }
       if (!r.verified.ok()) f["verifyError"].set_string_value(std::string(r.verified.message()));
     }
-    PrintJson(out);
-    std::printf("\n");
+    PrintJson(out, format);
     return all_ok ? 0 : 1;
   }
   if (rows.empty()) {
@@ -387,7 +386,7 @@ int PrintList(const std::vector<Listed>& rows, const std::string& where, bool js
   return all_ok ? 0 : 1;
 }
 
-int List(const Args& args, bool json) {
+int List(const Args& args, OutputFormat format) {
   const bool by_root = args.Has("root");
   if (by_root != (args.positional.size() == 1) || args.positional.size() > 2) {
     return Usage("gradsync checkpoint list: give either --root DIR or JOB");
@@ -413,24 +412,105 @@ int List(const Args& args, bool json) {
       rows.push_back({m, local, local ? ckpt::VerifyCheckpoint(m.dir()) : absl::OkStatus()});
     }
   }
-  return PrintList(rows, where, json);
+  return PrintList(rows, where, format);
+}
+
+// --- save ---------------------------------------------------------------------------------------
+
+// Whether `m` was committed after `before` (nullptr: none was).
+bool CommittedAfter(const v1::CheckpointManifest& m, const v1::CheckpointManifest* before) {
+  if (before == nullptr) return true;
+  if (m.step() != before->step()) return m.step() > before->step();
+  return google::protobuf::util::TimeUtil::TimestampToNanoseconds(m.commit_time()) >
+         google::protobuf::util::TimeUtil::TimestampToNanoseconds(before->commit_time());
+}
+
+// Follows the job until a checkpoint newer than `before` is committed (returned), the job ends
+// (nullopt) or Ctrl-C (CANCELLED).
+absl::StatusOr<std::optional<v1::CheckpointManifest>> AwaitCheckpoint(JobClient& client, const std::string& job,
+                                                                       const v1::CheckpointManifest* before,
+                                                                       v1::JobState* ended) {
+  InstallShutdownHandlers();
+  std::atomic<bool> stop{false};
+  std::atomic<bool> interrupted{false};
+  std::thread sig([&] {
+    while (!stop && !WaitForShutdown(absl::Milliseconds(100))) {
+    }
+    if (!stop) interrupted = true;
+    stop = true;
+  });
+  std::optional<v1::CheckpointManifest> found;
+  absl::StatusOr<v1::Job> last = client.Watch(
+      job,
+      [&](const v1::Job& j) {
+        if (!found.has_value() && !j.checkpoints().empty() && CommittedAfter(*j.checkpoints().rbegin(), before)) {
+          found = *j.checkpoints().rbegin();
+          stop = true;
+        }
+      },
+      &stop);
+  stop = true;
+  sig.join();
+  if (found.has_value()) return found;
+  if (interrupted) return absl::CancelledError("interrupted");
+  if (!last.ok()) return last.status();
+  *ended = last->state();
+  return std::nullopt;
+}
+
+int Save(const Args& args, OutputFormat format) {
+  if (args.positional.size() != 2) return Usage("gradsync checkpoint save: expected one JOB");
+  absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
+  if (!client.ok()) return Failure(client.status());
+  absl::StatusOr<v1::Job> asked = (*client)->Checkpoint(args.positional[1]);
+  if (!asked.ok()) return Failure(asked.status());
+  if (!args.Has("wait")) {
+    if (format != OutputFormat::kTable) {
+      PrintJson(MessageValue(*asked), format);
+    } else {
+      std::printf("%s: checkpoint requested at the next step boundary\n", asked->name().c_str());
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "%s: checkpoint requested; waiting for its commit\n", asked->name().c_str());
+  const v1::CheckpointManifest* before = asked->checkpoints().empty() ? nullptr : &*asked->checkpoints().rbegin();
+  v1::JobState ended = v1::JOB_STATE_UNSPECIFIED;
+  absl::StatusOr<std::optional<v1::CheckpointManifest>> found = AwaitCheckpoint(**client, asked->name(), before, &ended);
+  if (absl::IsCancelled(found.status())) return 130;
+  if (!found.ok()) return Failure(found.status());
+  if (!found->has_value()) {
+    std::fprintf(stderr, "gradsync checkpoint save: %s ended %s before a new checkpoint was committed\n",
+                 asked->name().c_str(), v1::JobState_Name(ended).c_str());
+    return 1;
+  }
+  const v1::CheckpointManifest& m = **found;
+  if (format != OutputFormat::kTable) {
+    PrintJson(MessageValue(m), format);
+  } else {
+    std::printf("%s: checkpoint at step %lld committed in %s\n", asked->name().c_str(),
+                static_cast<long long>(m.step()), m.dir().c_str());
+  }
+  return 0;
 }
 
 }  // namespace
 
 int CheckpointCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("checkpoint", argv, WithConnectionOptions({{"output", true, 'o'}, {"root"}}));
+  absl::StatusOr<Args> args =
+      ParseArgs("checkpoint", argv, WithConnectionOptions({{"output", true, 'o'}, {"root"}, {"wait", false}}));
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.empty()) return Usage("");
-  const std::string output = args->Get("output", "text");
-  if (output != "text" && output != "json")
-    return Usage(absl::StrCat("-o: expected text or json, got \"", output, "\""));
-  const bool json = output == "json";
   const std::string& sub = args->positional[0];
-  if (sub == "inspect") return Inspect(*args, json);
-  if (sub == "diff") return Diff(*args, json);
-  if (sub == "list") return List(*args, json);
-  return Usage(absl::StrCat("gradsync checkpoint: unknown subcommand \"", sub, "\""));
+  if (FindCommand("checkpoint " + sub) == nullptr) {
+    return Usage(absl::StrCat("gradsync checkpoint: unknown subcommand \"", sub, "\""));
+  }
+  absl::StatusOr<OutputFormat> format = OutputFormatOf("checkpoint " + sub, *args);
+  if (!format.ok()) return Usage(std::string(format.status().message()));
+  if (args->Has("wait") && sub != "save") return Usage("--wait is for gradsync checkpoint save");
+  if (sub == "inspect") return Inspect(*args, *format);
+  if (sub == "diff") return Diff(*args, *format);
+  if (sub == "list") return List(*args, *format);
+  return Save(*args, *format);
 }
 
 }  // namespace gradsync::cli

@@ -11,8 +11,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "gradsync/data/shards_info.h"
 #include "gradsync/data/token_shard.h"
@@ -21,15 +23,8 @@
 namespace gradsync::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gradsync data prepare TEXT... -o DIR [--tokenizer PATH] [--val-fraction F]\n"
-    "                             [--shard-tokens N]\n"
-    "  Tokenises the TEXT files (paths or globs, in order, concatenated) into llm.c shards\n"
-    "  DIR/train_000000.bin ... and, with F > 0, DIR/val_000000.bin ... holding the last F of the\n"
-    "  tokens. N tokens at most per shard (default 100000000). PATH: a tokenizer.json, GPT-2's\n"
-    "  encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without it, one\n"
-    "  token per byte (vocabulary 256). Tokens are uint16 when the vocabulary has at most 65536\n"
-    "  ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n";
+// The usage lines from the command table, for errors.
+std::string Usage() { return std::string(absl::StripSuffix(GroupUsage("data"), "\n")); }
 constexpr int kDefaultShardTokens = 100'000'000;
 
 int Fail(const std::string& message) {
@@ -109,7 +104,7 @@ absl::StatusOr<std::vector<data::ShardFile>> WriteSplit(const std::string& dir, 
 int Prepare(const Args& args) {
   const std::vector<std::string> patterns(args.positional.begin() + 1, args.positional.end());
   const std::string dir = args.Get("output");
-  if (patterns.empty() || dir.empty()) return Fail(kUsage);
+  if (patterns.empty() || dir.empty()) return Fail(Usage());
   absl::StatusOr<double> val_fraction = ValFraction(args);
   if (!val_fraction.ok()) return Fail(std::string(val_fraction.status().message()));
   absl::StatusOr<int> shard_tokens = args.GetInt("shard-tokens", kDefaultShardTokens, 1, 1 << 30);
@@ -161,8 +156,8 @@ int Prepare(const Args& args) {
 int DataCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
       ParseArgs("data", argv, {{"output", true, 'o'}, {"tokenizer"}, {"val-fraction"}, {"shard-tokens"}});
-  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
-  if (args->positional.empty() || args->positional[0] != "prepare") return Fail(kUsage);
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()));
+  if (args->positional.empty() || args->positional[0] != "prepare") return Fail(Usage());
   return Prepare(*args);
 }
 

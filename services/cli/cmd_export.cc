@@ -5,19 +5,17 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "gradsync/ckpt/interchange.h"
 
 namespace gradsync::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gradsync export SRC --format hf|gradsync|llmc -o OUT\n"
-    "  SRC: a weights file (weights.bin), a committed checkpoint directory (rank 0's parameters),\n"
-    "  or an earlier export. hf: OUT/model.safetensors and OUT/config.json with Hugging Face's\n"
-    "  names (GPT2LMHeadModel, LlamaForCausalLM); gradsync: the same with gradsync's names; llmc:\n"
-    "  the file OUT in llm.c's GPT-2 checkpoint format.\n";
+// The usage lines from the command table, for errors.
+std::string Usage() { return std::string(absl::StripSuffix(GroupUsage("export"), "\n")); }
 
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -28,8 +26,8 @@ int Fail(const std::string& message, int code) {
 
 int ExportCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = ParseArgs("export", argv, {{"format"}, {"output", true, 'o'}});
-  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage), 2);
-  if (args->positional.size() != 1 || !args->Has("format") || !args->Has("output")) return Fail(kUsage, 2);
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()), 2);
+  if (args->positional.size() != 1 || !args->Has("format") || !args->Has("output")) return Fail(Usage(), 2);
   absl::StatusOr<ckpt::WeightsFormat> format = ckpt::ParseWeightsFormat(args->Get("format"), "--format");
   if (!format.ok()) return Fail(std::string(format.status().message()), 2);
   const std::string& source = args->positional[0];

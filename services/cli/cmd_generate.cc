@@ -13,8 +13,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "gradsync/ckpt/interchange.h"
 #include "gradsync/core/rng.h"
@@ -25,16 +27,8 @@
 namespace gradsync::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gradsync generate --weights PATH --prompt TEXT [--tokenizer TOK] [--tokens N]\n"
-    "                         [--temperature T] [--top-k K] [--seed S]\n"
-    "  Prints TEXT and N (default 200) tokens sampled from a transformer's weights: PATH is a\n"
-    "  weights file, a committed checkpoint directory, or an export of gradsync export.\n"
-    "  T: softmax temperature (default 0.8; 0 picks the likeliest token). K: sample among the K\n"
-    "  likeliest tokens only (default 0: all). The same S (default 0) gives the same text.\n"
-    "  TOK: the tokenizer the model was trained with (tokenizer.json, GPT-2's encoder.json +\n"
-    "  vocab.bpe or their directory, a SentencePiece .model): the prompt is encoded and N tokens\n"
-    "  are decoded with it. Without it tokens are bytes (vocabulary 256).\n";
+// The usage lines from the command table, for errors.
+std::string Usage() { return std::string(absl::StripSuffix(GroupUsage("generate"), "\n")); }
 
 int Fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -159,8 +153,8 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const Args& 
 int GenerateCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = ParseArgs(
       "generate", argv, {{"weights"}, {"prompt"}, {"tokenizer"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
-  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
-  if (!args->positional.empty() || !args->Has("weights") || !args->Has("prompt")) return Fail(kUsage);
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()));
+  if (!args->positional.empty() || !args->Has("weights") || !args->Has("prompt")) return Fail(Usage());
   const std::string prompt = args->Get("prompt");
   if (prompt.empty()) return Fail("--prompt: must not be empty (generation continues a text)");
   absl::StatusOr<int> tokens = args->GetInt("tokens", 200, 0, 1 << 20);

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "gradsync/rpc/health.h"
 #include "job_client.h"
@@ -10,9 +11,8 @@
 namespace gradsync::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gradsync healthcheck HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE] "
-    "[--tls-server-name NAME]\n";
+// The usage lines from the command table, for errors.
+std::string Usage() { return GroupUsage("healthcheck"); }
 
 // The channel the options describe. --tls-server-name without --tls-ca is refused: the probe would
 // be plaintext while its author expects a verified TLS server.
@@ -44,7 +44,8 @@ int HealthCommand(const std::vector<std::string>& argv) {
   // health port must not pick them up.
   auto args = ParseArgs("healthcheck", argv, {{"service"}, {"timeout"}, {"tls-ca"}, {"tls-server-name"}});
   if (!args.ok() || args->positional.size() != 1) {
-    std::fputs(kUsage, stderr);
+    if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
+    std::fputs(Usage().c_str(), stderr);
     return 2;
   }
   auto timeout = args->GetInt("timeout", 5, 1, 3600);

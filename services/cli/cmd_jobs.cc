@@ -2,13 +2,16 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "connection.h"
 #include "display.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
+#include "output_format.h"
 #include "spec_input.h"
 
 namespace gradsync::cli {
@@ -25,18 +28,42 @@ int Fail(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-// Parses and checks that exactly `n` positional arguments came.
-absl::StatusOr<Args> Parse(const std::string& cmd, const std::vector<std::string>& argv,
-                           const std::vector<OptionSpec>& options, size_t n, const char* usage) {
+// What a job command was given: its arguments and the -o format.
+struct Parsed {
+  Args args;
+  OutputFormat format;
+};
+
+// Parses, reads -o, then checks that exactly `n` positional arguments came (the usage from the
+// command table otherwise).
+absl::StatusOr<Parsed> Parse(const std::string& cmd, const std::vector<std::string>& argv,
+                             const std::vector<OptionSpec>& options, size_t n) {
   auto args = ParseArgs(cmd, argv, options);
   if (!args.ok()) return args.status();
-  if (args->positional.size() != n) return absl::InvalidArgumentError(absl::StrCat("usage: ", usage));
-  return args;
+  auto format = OutputFormatOf(cmd, *args);
+  if (!format.ok()) return format.status();
+  if (args->positional.size() != n) {
+    const Command* c = FindCommand(cmd);
+    const std::string usage = c != nullptr ? UsageLine(*c) : absl::StrCat("gradsync ", cmd, ": bad usage");
+    return absl::InvalidArgumentError(absl::StripTrailingAsciiWhitespace(usage));
+  }
+  return Parsed{*std::move(args), *format};
 }
 
-// Watches to the end with progress; exit code 0 only for SUCCEEDED. With a metrics API address
-// the final loss curve has every step.
-int WatchToEnd(JobClient& client, const std::string& name, bool json, const MetricsApi& metrics_api) {
+// A job's summary (SummaryJson) or the job itself (JobJson) in `format`: table prints `text`,
+// name the job's name.
+std::string Show(const v1::Job& job, OutputFormat format, const std::string& json, const std::string& text) {
+  switch (format) {
+    case OutputFormat::kName: return job.name() + "\n";
+    case OutputFormat::kJson:
+    case OutputFormat::kYaml: return InFormat(json, format);
+    default: return text;
+  }
+}
+
+// Watches to the end with progress (on stderr unless `format` is the table); exit code 0 only for
+// SUCCEEDED. With a metrics API address the final loss curve has every step.
+int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, const MetricsApi& metrics_api) {
   InstallShutdownHandlers();
   std::atomic<bool> stop{false};
   std::thread sig([&] {
@@ -44,7 +71,7 @@ int WatchToEnd(JobClient& client, const std::string& name, bool json, const Metr
     }
     stop = true;
   });
-  ProgressView view(json ? stderr : stdout);
+  ProgressView view(format == OutputFormat::kTable ? stdout : stderr);
   auto job = client.Watch(
       name, [&](const v1::Job& j) { view.Update(j); }, &stop);
   if (job.ok() && !metrics_api.address.empty()) {
@@ -54,59 +81,59 @@ int WatchToEnd(JobClient& client, const std::string& name, bool json, const Metr
   stop = true;
   sig.join();
   if (!job.ok()) return job.status().code() == absl::StatusCode::kCancelled ? 130 : Fail(job.status());
-  std::printf("%s", json ? (SummaryJson(*job) + "\n").c_str() : SummaryText(*job).c_str());
+  std::printf("%s", Show(*job, format, SummaryJson(*job), SummaryText(*job)).c_str());
   return job->state() == v1::SUCCEEDED ? 0 : 1;
 }
 
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("submit", argv, With({{"set"}, {"wait", false}}), 1,
-                    "gradsync submit FILE [--set path=value ...] [--wait] [--address ADDRESS]");
-  if (!args.ok()) return Fail(args.status());
-  auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), 0);
+  auto parsed = Parse("submit", argv, With({{"set"}, {"wait", false}}), 1);
+  if (!parsed.ok()) return Fail(parsed.status());
+  const Args& args = parsed->args;
+  auto spec = LoadSpecFromCommandLine(args.positional[0], args.GetAll("set"), 0);
   if (!spec.ok()) return Fail(spec.status());
-  auto connected = ConnectJobClient(*args);
+  auto connected = ConnectJobClient(args);
   if (!connected.ok()) return Fail(connected.status());
-  auto metrics_api = MetricsApiFromArgs(*args);
+  // A local cluster reads the files where this process sees them: relative paths start here.
+  auto local = TargetsLocalCluster(args);
+  if (!local.ok()) return Fail(local.status());
+  if (*local) MakeDataPathsAbsolute(&*spec);
+  auto metrics_api = MetricsApiFromArgs(args);
   if (!metrics_api.ok()) return Fail(metrics_api.status());
   JobClient& client = **connected;
   auto job = client.Create(*spec);
   if (!job.ok()) return Fail(job.status());
-  const bool json = args->Get("output") == "json";
-  if (!args->Has("wait")) {
-    std::printf("%s", json ? (JobJson(*job) + "\n").c_str() : absl::StrCat(job->name(), "\n").c_str());
+  if (!args.Has("wait")) {
+    std::printf("%s", Show(*job, parsed->format, JobJson(*job), job->name() + "\n").c_str());
     return 0;
   }
-  std::fprintf(json ? stderr : stdout, "%s submitted\n", job->name().c_str());
-  return WatchToEnd(client, job->name(), json, *metrics_api);
+  std::fprintf(parsed->format == OutputFormat::kTable ? stdout : stderr, "%s submitted\n", job->name().c_str());
+  return WatchToEnd(client, job->name(), parsed->format, *metrics_api);
 }
 
 int GetCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("get", argv, With({}), 1, "gradsync get JOB [-o json] [--address ADDRESS]");
-  if (!args.ok()) return Fail(args.status());
-  auto connected = ConnectJobClient(*args);
+  auto parsed = Parse("get", argv, With({}), 1);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
   JobClient& client = **connected;
-  auto job = client.Get(args->positional[0]);
+  auto job = client.Get(parsed->args.positional[0]);
   if (!job.ok()) return Fail(job.status());
-  if (args->Get("output") == "json") {
-    std::printf("%s\n", JobJson(*job).c_str());
-  } else {
-    v1::ListJobsResponse one;
-    *one.add_jobs() = *job;
-    std::printf("%s", JobTable(one).c_str());
-    for (const auto& e : job->events()) std::printf("  [%s] %s\n", e.type().c_str(), e.message().c_str());
-  }
+  v1::ListJobsResponse one;
+  *one.add_jobs() = *job;
+  std::string text = JobTable(one, parsed->format == OutputFormat::kWide);
+  for (const auto& e : job->events()) absl::StrAppend(&text, "  [", e.type(), "] ", e.message(), "\n");
+  std::printf("%s", Show(*job, parsed->format, JobJson(*job), text).c_str());
   return 0;
 }
 
 int ListCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("list", argv, With({{"page-size"}}), 0, "gradsync list [-o json] [--address ADDRESS]");
-  if (!args.ok()) return Fail(args.status());
-  auto page_size = args->GetInt("page-size", 100, 1, 1000);
+  auto parsed = Parse("list", argv, With({{"page-size"}}), 0);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto page_size = parsed->args.GetInt("page-size", 100, 1, 1000);
   if (!page_size.ok()) return Fail(page_size.status());
-  auto connected = ConnectJobClient(*args);
+  auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
   JobClient& client = **connected;
   v1::ListJobsResponse all;
@@ -117,23 +144,31 @@ int ListCommand(const std::vector<std::string>& argv) {
     for (auto& j : *page->mutable_jobs()) *all.add_jobs() = std::move(j);
     token = page->next_page_token();
   } while (!token.empty());
-  if (args->Get("output") == "json") {
-    std::string out = "[";
-    for (int i = 0; i < all.jobs_size(); ++i) absl::StrAppend(&out, i ? ",\n" : "\n", JobJson(all.jobs(i)));
-    std::printf("%s\n]\n", out.c_str());
-  } else {
-    std::printf("%s", JobTable(all).c_str());
+  std::string out;
+  switch (parsed->format) {
+    case OutputFormat::kJson:
+    case OutputFormat::kYaml: {
+      std::vector<std::string> items;
+      for (const v1::Job& j : all.jobs()) items.push_back(JobJson(j));
+      out = InFormat(JsonItems(items), parsed->format);
+      break;
+    }
+    case OutputFormat::kName:
+      for (const v1::Job& j : all.jobs()) absl::StrAppend(&out, j.name(), "\n");
+      break;
+    default: out = JobTable(all, parsed->format == OutputFormat::kWide);
   }
+  std::printf("%s", out.c_str());
   return 0;
 }
 
 int CancelCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("cancel", argv, With({}), 1, "gradsync cancel JOB [--address ADDRESS]");
-  if (!args.ok()) return Fail(args.status());
-  auto connected = ConnectJobClient(*args);
+  auto parsed = Parse("cancel", argv, With({}), 1);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
   JobClient& client = **connected;
-  auto job = client.Cancel(args->positional[0]);
+  auto job = client.Cancel(parsed->args.positional[0]);
   if (!job.ok()) return Fail(job.status());
   if (!IsTerminal(job->state())) {
     // A running job stops at its next step boundary and saves its weights first: wait for its end
@@ -144,19 +179,20 @@ int CancelCommand(const std::vector<std::string>& argv) {
         job->name(), [](const v1::Job&) {}, nullptr);
     if (!job.ok()) return Fail(job.status());
   }
-  std::printf("%s %s\n", job->name().c_str(), v1::JobState_Name(job->state()).c_str());
+  const std::string text = absl::StrCat(job->name(), " ", v1::JobState_Name(job->state()), "\n");
+  std::printf("%s", Show(*job, parsed->format, JobJson(*job), text).c_str());
   return 0;
 }
 
 int WatchCommand(const std::vector<std::string>& argv) {
-  auto args = Parse("watch", argv, With({}), 1, "gradsync watch JOB [-o json] [--address ADDRESS]");
-  if (!args.ok()) return Fail(args.status());
-  auto connected = ConnectJobClient(*args);
+  auto parsed = Parse("watch", argv, With({}), 1);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
-  auto metrics_api = MetricsApiFromArgs(*args);
+  auto metrics_api = MetricsApiFromArgs(parsed->args);
   if (!metrics_api.ok()) return Fail(metrics_api.status());
   JobClient& client = **connected;
-  return WatchToEnd(client, args->positional[0], args->Get("output") == "json", *metrics_api);
+  return WatchToEnd(client, parsed->args.positional[0], parsed->format, *metrics_api);
 }
 
 }  // namespace gradsync::cli

@@ -13,12 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "gradsync/cli/current_cluster.h"
 #include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/core/child_process.h"
 #include "gradsync/core/shutdown.h"
 #include "local_cluster.h"
-#include "gradsync/core/child_process.h"
 
 namespace gradsync::cli {
 namespace {
@@ -155,12 +156,7 @@ int Down(const Args& args) {
 }  // namespace
 
 int LocalCommand(const std::vector<std::string>& argv) {
-  const char* usage =
-      "usage: gradsync local up --workers N --state-dir DIR [--coordinator-port P] [--rest-port P]\n"
-      "                         [--metrics-port P] [--device D] [--no-cpu-binding] [--data-root DIR ...]\n"
-      "       gradsync local down [--state-dir DIR]   (default: the current cluster)\n"
-      "`local up` makes its cluster current: commands given no --address, --state-dir,\n"
-      "GRADSYNC_ADDRESS or GRADSYNC_STATE_DIR reach it until `local down`.\n";
+  const std::string usage = GroupUsage("local");
   auto args = ParseArgs("local", argv,
                         {{"workers"},
                          {"state-dir"},
@@ -172,12 +168,12 @@ int LocalCommand(const std::vector<std::string>& argv) {
                          {"data-root"}});
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
-    std::fprintf(stderr, "%s", usage);
+    std::fprintf(stderr, "%s", usage.c_str());
     return 2;
   }
   if (args->positional[0] == "up") return Up(*args);
   if (args->positional[0] == "down") return Down(*args);
-  std::fprintf(stderr, "gradsync local: unknown action \"%s\"\n%s", args->positional[0].c_str(), usage);
+  std::fprintf(stderr, "gradsync local: unknown action \"%s\"\n%s", args->positional[0].c_str(), usage.c_str());
   return 2;
 }
 

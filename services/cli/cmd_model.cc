@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -18,18 +19,10 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/job_spec.h"
+#include "output_format.h"
 
 namespace gradsync::cli {
 namespace {
-
-constexpr char kUsage[] =
-    "usage: gradsync model describe PRESET [--set path=value ...] [-o json]\n"
-    "       gradsync model logits WEIGHTS --tokens ID,ID,... [--preset PRESET --set path=value ...]\n"
-    "  PRESET: gpt-tiny, gpt2-124m or minimind-26m. --set paths are relative to the model\n"
-    "  spec, e.g. --set transformer.layers=6 --set transformer.flavour=llama.\n"
-    "  logits: WEIGHTS is anything model.initFrom reads; --preset names the model when the file\n"
-    "  does not say (a safetensors file from elsewhere). Prints JSON {\"vocab\": V, \"logits\":\n"
-    "  [[V values] per token]} with every float exactly (9 significant digits).\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -133,7 +126,7 @@ absl::StatusOr<ckpt::WeightsFile> LoadWeights(const std::string& path, const Arg
 }
 
 int Logits(const Args& args) {
-  if (args.positional.size() != 2 || !args.Has("tokens")) return Fail(kUsage);
+  if (args.positional.size() != 2 || !args.Has("tokens")) return Fail(GroupUsage("model"));
   absl::StatusOr<std::vector<int32_t>> tokens = ParseTokens(args.Get("tokens"));
   if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
   absl::StatusOr<ckpt::WeightsFile> w = LoadWeights(args.positional[1], args);
@@ -166,19 +159,18 @@ int Logits(const Args& args) {
 
 int ModelCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = ParseArgs("model", argv, {{"set"}, {"output", true, 'o'}, {"tokens"}, {"preset"}});
-  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
+  const std::string usage = GroupUsage("model");
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", usage));
   if (!args->positional.empty() && args->positional[0] == "logits") return Logits(*args);
-  if (args->positional.size() != 2 || args->positional[0] != "describe") {
-    return Fail(kUsage);
-  }
-  const std::string output = args->Get("output", "text");
-  if (output != "text" && output != "json") {
-    return Fail(absl::StrCat("-o: expected text or json, got \"", output, "\""));
-  }
+  if (args->positional.empty() || args->positional[0] != "describe") return Fail(usage);
+  absl::StatusOr<OutputFormat> format = OutputFormatOf("model describe", *args);
+  if (!format.ok()) return Fail(std::string(format.status().message()));
+  if (args->positional.size() != 2) return Fail(usage);
   const std::string& preset = args->positional[1];
   absl::StatusOr<v1::TransformerConfig> config = Resolve(preset, args->GetAll("set"));
   if (!config.ok()) return Fail(std::string(config.status().message()));
-  const std::string text = output == "json" ? Json(preset, *config) + "\n" : Text(preset, *config);
+  const std::string text =
+      *format == OutputFormat::kTable ? Text(preset, *config) : InFormat(Json(preset, *config), *format);
   std::fputs(text.c_str(), stdout);
   return 0;
 }

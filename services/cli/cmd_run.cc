@@ -17,6 +17,7 @@
 #include "local_cluster.h"
 #include "local_tokens.h"
 #include "metrics_client.h"
+#include "output_format.h"
 #include "series_files.h"
 #include "spec_input.h"
 
@@ -89,6 +90,11 @@ int RunCommand(const std::vector<std::string>& argv) {
         std::string(args.status().message()).c_str());
     return 2;
   }
+  absl::StatusOr<OutputFormat> format = OutputFormatOf("run", *args);
+  if (!format.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(format.status().message()).c_str());
+    return 2;
+  }
   if (args->positional.size() != 1) {
     std::fprintf(
         stderr,
@@ -105,7 +111,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "invalid job spec: %s\n", std::string(spec.status().message()).c_str());
     return 2;
   }
-  const bool json = args->Get("output") == "json";
+  const bool json = *format != OutputFormat::kTable;
   FILE* progress = json ? stderr : stdout;
 
   LocalClusterOptions options;
@@ -201,7 +207,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     code = 1;
   } else {
     if (json) {
-      std::printf("%s\n", SummaryJson(*final_job, cluster.log_dir()).c_str());
+      std::printf("%s", InFormat(SummaryJson(*final_job, cluster.log_dir()), *format).c_str());
     } else {
       std::printf("%s", SummaryText(*final_job).c_str());
     }

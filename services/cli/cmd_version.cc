@@ -1,4 +1,4 @@
-// gradsync version: what this build is (version, git commit, CUDA toolkit), the same line the
+// gradsync version [-o table|json|yaml]: what this build is (version, git commit, CUDA toolkit), the same line the
 // daemons print for --version.
 #include <cstdio>
 #include <string>
@@ -6,14 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "gradsync/core/build_info.h"
 #include "gradsync/core/json_string.h"
+#include "output_format.h"
 
 namespace gradsync::cli {
 namespace {
-
-constexpr char kUsage[] = "usage: gradsync version [-o json]\n";
 
 // {"version": "0.1.0", "commit": "1a2b3c4", "cuda": "12.6"}; "cuda" is "none" without CUDA.
 std::string Json() {
@@ -25,18 +25,18 @@ std::string Json() {
 }  // namespace
 
 int VersionCommand(const std::vector<std::string>& argv) {
+  const std::string usage = UsageLine(*FindCommand("version"));
   absl::StatusOr<Args> args = ParseArgs("version", argv, {{"output", true, 'o'}});
-  if (!args.ok() || !args->positional.empty()) {
-    if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
-    std::fputs(kUsage, stderr);
+  absl::StatusOr<OutputFormat> format = args.ok() ? OutputFormatOf("version", *args) : args.status();
+  if (!format.ok()) {
+    std::fprintf(stderr, "%s\n%s", std::string(format.status().message()).c_str(), usage.c_str());
     return 2;
   }
-  const std::string output = args->Get("output", "text");
-  if (output != "text" && output != "json") {
-    std::fprintf(stderr, "gradsync version: -o: expected text or json, got \"%s\"\n%s", output.c_str(), kUsage);
+  if (!args->positional.empty()) {
+    std::fputs(usage.c_str(), stderr);
     return 2;
   }
-  const std::string text = output == "json" ? Json() : VersionLine("gradsync") + "\n";
+  const std::string text = *format == OutputFormat::kTable ? VersionLine("gradsync") + "\n" : InFormat(Json(), *format);
   std::fputs(text.c_str(), stdout);
   return 0;
 }

@@ -20,8 +20,8 @@ int ReportCommand(const std::vector<std::string>& argv);
 int ArtifactsCommand(const std::vector<std::string>& argv);
 // gradsync model describe PRESET | logits WEIGHTS --tokens IDS: needs no cluster.
 int ModelCommand(const std::vector<std::string>& argv);
-// gradsync checkpoint inspect | diff | list: reads checkpoints on this machine (list JOB asks the
-// coordinator).
+// gradsync checkpoint inspect | diff | list | save: reads checkpoints on this machine (list JOB and
+// save JOB ask the coordinator).
 int CheckpointCommand(const std::vector<std::string>& argv);
 // gradsync data prepare TEXT... -o DIR: text files to token shards; needs no cluster.
 int DataCommand(const std::vector<std::string>& argv);
@@ -29,6 +29,10 @@ int DataCommand(const std::vector<std::string>& argv);
 int GenerateCommand(const std::vector<std::string>& argv);
 // gradsync export SRC --format hf|gradsync|llmc -o OUT: weights in another layout; needs no cluster.
 int ExportCommand(const std::vector<std::string>& argv);
+// gradsync workers: the coordinator's worker pool (idle, busy with a rank, lost recently).
+int WorkersCommand(const std::vector<std::string>& argv);
+// gradsync completion bash|zsh: a completion script generated from the command table.
+int CompletionCommand(const std::vector<std::string>& argv);
 // gradsync version [-o json] (also gradsync --version): the version, git commit and CUDA build.
 int VersionCommand(const std::vector<std::string>& argv);
 

@@ -87,7 +87,8 @@ absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<Lo
 }  // namespace
 
 std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options) {
-  for (const char* name : {"address", "token", "token-file", "tls-ca", "tls-server-name", "state-dir"}) AddOnce(options, name);
+  for (const char* name : {"address", "token", "token-file", "tls-ca", "tls-server-name", "state-dir"})
+    AddOnce(options, name);
   return options;
 }
 
@@ -113,8 +114,15 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
   return MakeJobClient(options);
 }
 
+absl::StatusOr<bool> TargetsLocalCluster(const Args& args) {
+  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
+  if (!local.ok()) return local.status();
+  return local->has_value();
+}
+
 absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::string& fallback) {
-  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args, {"metrics-api", "address"}, {"GRADSYNC_METRICS_API", "GRADSYNC_ADDRESS"});
+  absl::StatusOr<std::optional<LocalClusterFile>> local =
+      LocalClusterOf(args, {"metrics-api", "address"}, {"GRADSYNC_METRICS_API", "GRADSYNC_ADDRESS"});
   if (!local.ok()) return local.status();
   MetricsApi api;
   const std::string local_api = local->has_value() ? (*local)->endpoints["metricsApi"] : "";

@@ -32,6 +32,11 @@ std::vector<OptionSpec> WithMetricsApiOptions(std::vector<OptionSpec> options);
 // state directory without a running cluster; otherwise errors as MakeJobClient's.
 absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args);
 
+// Whether the job API the options name is a local cluster's (--state-dir, GRADSYNC_STATE_DIR or the
+// current cluster, as ConnectJobClient picks it): one on this machine, reading files where this
+// process sees them. Errors as ConnectJobClient's for a state directory without a cluster.
+absl::StatusOr<bool> TargetsLocalCluster(const Args& args);
+
 // The metrics service's JSON API and the token its readers present ("" for none).
 struct MetricsApi {
   std::string address;  // host:port; "" when nothing names one

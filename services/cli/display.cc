@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "charts.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -239,17 +240,31 @@ std::string JobJson(const v1::Job& job) {
   return out;
 }
 
-std::string JobTable(const v1::ListJobsResponse& jobs) {
-  std::string out = absl::StrFormat("%-24s %-10s %-13s %-9s %s\n", "ID", "STATE", "STEP", "LOSS", "NAME / REASON");
+std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
+  std::string out = absl::StrFormat("%-24s %-10s %-13s %-9s ", "ID", "STATE", "STEP", "LOSS");
+  if (wide) absl::StrAppend(&out, absl::StrFormat("%-7s %-8s %-20s ", "WORLD", "RESTARTS", "CREATED"));
+  absl::StrAppend(&out, "NAME / REASON\n");
   for (const v1::Job& j : jobs.jobs()) {
     const v1::JobProgress& p = j.progress();
     const std::string step = p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-";
     const double loss = j.state() == v1::SUCCEEDED ? j.result().final_loss() : p.loss();
     const std::string loss_text =
         (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";
-    absl::StrAppend(&out, absl::StrFormat("%-24s %-10s %-13s %-9s %s%s\n", j.id(), v1::JobState_Name(j.state()), step,
-                                          loss_text, j.spec().name(),
-                                          j.state_reason().empty() ? "" : absl::StrCat(" (", j.state_reason(), ")")));
+    absl::StrAppend(&out, absl::StrFormat("%-24s %-10s %-13s %-9s ", j.id(), v1::JobState_Name(j.state()), step,
+                                          loss_text));
+    if (wide) {
+      const v1::TrainingSpec& t = j.spec().training();
+      const bool elastic = t.min_workers() > 0 && t.max_workers() > t.min_workers();
+      const std::string world = elastic ? absl::StrCat(t.min_workers(), "-", t.max_workers())
+                                        : absl::StrCat(t.world_size());
+      const std::string created =
+          j.has_create_time() ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(j.create_time().seconds()),
+                                                 absl::UTCTimeZone())
+                              : "-";
+      absl::StrAppend(&out, absl::StrFormat("%-7s %-8d %-20s ", world, j.restarts(), created));
+    }
+    absl::StrAppend(&out, j.spec().name(), j.state_reason().empty() ? "" : absl::StrCat(" (", j.state_reason(), ")"),
+                    "\n");
   }
   return out;
 }

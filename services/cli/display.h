@@ -85,7 +85,8 @@ std::string SummaryJson(const v1::Job& job, const std::string& log_dir = "");
 // A job as protobuf JSON.
 std::string JobJson(const v1::Job& job);
 
-// One line per job: id, state, step/total, loss, name, reason.
-std::string JobTable(const v1::ListJobsResponse& jobs);
+// One line per job: id, state, step/total, loss, name, reason; `wide` adds the world size (min-max
+// for an elastic job), the restarts and the creation time (UTC).
+std::string JobTable(const v1::ListJobsResponse& jobs, bool wide = false);
 
 }  // namespace gradsync::cli

@@ -65,6 +65,16 @@ absl::StatusOr<v1::Job> GrpcJobClient::Cancel(const std::string& name) {
   return Call(&v1::JobService::Stub::CancelJob, req);
 }
 
+absl::StatusOr<v1::Job> GrpcJobClient::Checkpoint(const std::string& name) {
+  v1::CheckpointJobRequest req;
+  req.set_name(name);
+  return Call(&v1::JobService::Stub::CheckpointJob, req);
+}
+
+absl::StatusOr<v1::ListWorkersResponse> GrpcJobClient::ListWorkers() {
+  return Call(&v1::JobService::Stub::ListWorkers, v1::ListWorkersRequest());
+}
+
 absl::StatusOr<v1::Job> GrpcJobClient::Watch(const std::string& name,
                                              const std::function<void(const v1::Job&)>& on_update,
                                              const std::atomic<bool>* stop) {

@@ -20,6 +20,8 @@ class GrpcJobClient : public JobClient {
   absl::StatusOr<v1::Job> Get(const std::string& name) override;
   absl::StatusOr<v1::ListJobsResponse> List(int page_size, const std::string& page_token) override;
   absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
+  absl::StatusOr<v1::Job> Checkpoint(const std::string& name) override;
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers() override;
   absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
                                 const std::atomic<bool>* stop) override;
   absl::StatusOr<v1::ListArtifactsResponse> ListArtifacts(const std::string& name, const std::string& prefix,

@@ -30,6 +30,13 @@ class JobClient {
   // FAILED_PRECONDITION when the job has already ended.
   virtual absl::StatusOr<v1::Job> Cancel(const std::string& name) = 0;
 
+  // Asks a running job to checkpoint at its next step boundary; returns the job as it was asked.
+  // FAILED_PRECONDITION when the job is not running.
+  virtual absl::StatusOr<v1::Job> Checkpoint(const std::string& name) = 0;
+
+  // The worker pool: registered workers, then those lost within the last hour.
+  virtual absl::StatusOr<v1::ListWorkersResponse> ListWorkers() = 0;
+
   // Calls `on_update` with the job now and again whenever it changes, until it ends (returns
   // the final job) or `stop` becomes true (CANCELLED). Rides out a coordinator that is briefly
   // unreachable while the job runs.

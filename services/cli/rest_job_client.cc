@@ -153,6 +153,18 @@ absl::StatusOr<v1::Job> RestJobClient::Cancel(const std::string& name) {
   return job;
 }
 
+absl::StatusOr<v1::Job> RestJobClient::Checkpoint(const std::string& name) {
+  v1::Job job;
+  if (absl::Status s = Send("POST", JobPath(name) + "/checkpoints", "", &job); !s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<v1::ListWorkersResponse> RestJobClient::ListWorkers() {
+  v1::ListWorkersResponse workers;
+  if (absl::Status s = Send("GET", "/v1/workers", "", &workers); !s.ok()) return s;
+  return workers;
+}
+
 absl::StatusOr<v1::Job> RestJobClient::Watch(const std::string& name,
                                              const std::function<void(const v1::Job&)>& on_update,
                                              const std::atomic<bool>* stop) {

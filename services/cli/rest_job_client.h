@@ -27,6 +27,8 @@ class RestJobClient : public JobClient {
   absl::StatusOr<v1::Job> Get(const std::string& name) override;
   absl::StatusOr<v1::ListJobsResponse> List(int page_size, const std::string& page_token) override;
   absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
+  absl::StatusOr<v1::Job> Checkpoint(const std::string& name) override;
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers() override;
   // GET /v1/jobs/{id} about every second, calling `on_update` when the job differs from the
   // last answer.
   absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,

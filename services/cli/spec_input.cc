@@ -24,6 +24,27 @@ absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, con
   return spec::Normalize(*std::move(spec));
 }
 
+void MakeDataPathsAbsolute(v1::JobSpec* spec, const std::string& base) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path from = base.empty() ? fs::current_path(ec) : fs::path(base);
+  if (ec) return;
+  auto absolute = [&](std::string* path) {
+    if (!path->empty() && (*path)[0] != '/') *path = (from / *path).string();
+  };
+  v1::DataSpec& data = *spec->mutable_data();
+  if (data.has_text()) {
+    for (std::string& p : *data.mutable_text()->mutable_paths()) absolute(&p);
+  }
+  if (data.has_shards()) {
+    for (std::string& p : *data.mutable_shards()->mutable_paths()) absolute(&p);
+  }
+  if (data.has_validation()) {
+    for (std::string& p : *data.mutable_validation()->mutable_paths()) absolute(&p);
+  }
+  if (spec->has_model()) absolute(spec->mutable_model()->mutable_init_from());
+}
+
 std::vector<std::string> RunDataRoots(const v1::JobSpec& spec) {
   namespace fs = std::filesystem;
   std::error_code ec;

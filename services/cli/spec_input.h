@@ -14,6 +14,12 @@ namespace gradsync::cli {
 absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers);
 
+// Makes the relative data paths of `spec` (data.text.paths, data.shards.paths,
+// data.validation.paths, and model.initFrom) absolute from `base`, the current directory when
+// empty: how a spec submitted to a local cluster reads, its coordinator seeing this machine's
+// files. The coordinator still confines them to its data roots.
+void MakeDataPathsAbsolute(v1::JobSpec* spec, const std::string& base = "");
+
 // The data roots of a cluster that runs only `spec` (`gradsync run`): the current directory, where
 // relative data paths start, then the directory each data path names (up to its first glob
 // component). Whoever runs it owns the spec and the cluster alike.

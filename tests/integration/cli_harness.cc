@@ -90,6 +90,46 @@ CommandResult RunBinary(const std::vector<std::string>& args) {
   return r;
 }
 
+CommandResult RunProgram(const std::string& path, const std::vector<std::string>& args) {
+  const std::string log = MakeTempDir() + "/out";
+  const pid_t pid = StartBinaryAt(path, args, log);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(log);
+  return r;
+}
+
+std::string PythonWithYaml() {
+  for (const std::string python : {"/usr/bin/python3", "/usr/local/bin/python3"}) {
+    if (::access(python.c_str(), X_OK) == 0 && RunProgram(python, {"-c", "import yaml"}).exit_code == 0) return python;
+  }
+  return "";
+}
+
+CommandResult SameYamlData(const std::string& python, const std::string& json, const std::string& yaml,
+                           const std::vector<std::string>& ignored) {
+  constexpr char kCompare[] =
+      "import json, sys, yaml\n"
+      "ignored = set(sys.argv[3:])\n"
+      "def drop(v):\n"
+      "    if isinstance(v, dict): return {k: drop(x) for k, x in v.items() if k not in ignored}\n"
+      "    if isinstance(v, list): return [drop(x) for x in v]\n"
+      "    return v\n"
+      "a = drop(json.load(open(sys.argv[1])))\n"
+      "b = drop(yaml.safe_load(open(sys.argv[2])))\n"
+      "ja, jb = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)\n"
+      "print(ja if ja == jb else 'json: ' + ja + '\\nyaml: ' + jb)\n"
+      "sys.exit(0 if ja == jb else 1)\n";
+  const std::string dir = MakeTempDir();
+  std::ofstream(dir + "/a.json") << json;
+  std::ofstream(dir + "/b.yaml") << yaml;
+  std::vector<std::string> args = {"-c", kCompare, dir + "/a.json", dir + "/b.yaml"};
+  args.insert(args.end(), ignored.begin(), ignored.end());
+  return RunProgram(python, args);
+}
+
 pid_t StartBinary(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   return StartBinaryAt(absl::StrCat(GRADSYNC_BIN_DIR, "/", args[0]), rest, log);

@@ -22,6 +22,18 @@ struct CommandResult {
 // Runs `bin/<args[0]>` with the remaining arguments, waits for it, captures both streams.
 CommandResult RunBinary(const std::vector<std::string>& args);
 
+// Runs the executable at `path` (not one of gradsync's) and waits for it; `out` holds both of its
+// streams, `err` nothing.
+CommandResult RunProgram(const std::string& path, const std::vector<std::string>& args);
+
+// A python3 with PyYAML (the reference YAML reader for -o yaml); empty when none is installed.
+std::string PythonWithYaml();
+// Whether PyYAML reads `yaml` as the same data as Python's json reads `json`, types included (the
+// string "42" is not the number 42), once the keys `ignored` are dropped at every level (values
+// that change between two calls). Exit code 0 when they agree; `out` shows both otherwise.
+CommandResult SameYamlData(const std::string& python, const std::string& json, const std::string& yaml,
+                           const std::vector<std::string>& ignored = {});
+
 // Starts `bin/<args[0]>` in the background with stdout and stderr to `log`.
 pid_t StartBinary(const std::vector<std::string>& args, const std::string& log);
 // Starts the executable at `path` (not one of gradsync's) likewise.

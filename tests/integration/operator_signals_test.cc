@@ -85,7 +85,7 @@ TEST(CliVersion, PrintsTheSameLineAsTheDaemonsAndJson) {
   const CommandResult daemon = RunBinary({"gradsync-worker", "--version"});
   EXPECT_TRUE(absl::StrContains(daemon.out, "(commit " + f.at("commit").string_value() + ", "))
       << "the CLI and the daemons of one build report one commit: " << daemon.out << " vs " << json.out;
-  EXPECT_EQ(RunBinary({"gradsync", "version", "-o", "yaml"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"gradsync", "version", "-o", "wide"}).exit_code, 2);
   EXPECT_EQ(RunBinary({"gradsync", "version", "extra"}).exit_code, 2);
 }
 

@@ -1,0 +1,30 @@
+// gradsync completion bash|zsh: prints the shell's completion script (completion_script.h).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "command_table.h"
+#include "commands.h"
+#include "completion_script.h"
+
+namespace gradsync::cli {
+
+int CompletionCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseArgs("completion", argv, {});
+  const std::string shell = args.ok() && args->positional.size() == 1 ? args->positional[0] : "";
+  if (shell == "bash") {
+    std::fputs(BashCompletion().c_str(), stdout);
+    return 0;
+  }
+  if (shell == "zsh") {
+    std::fputs(ZshCompletion().c_str(), stdout);
+    return 0;
+  }
+  if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
+  if (!shell.empty()) std::fprintf(stderr, "gradsync completion: no completion for \"%s\" (bash or zsh)\n", shell.c_str());
+  std::fputs(UsageLine(*FindCommand("completion")).c_str(), stderr);
+  return 2;
+}
+
+}  // namespace gradsync::cli
