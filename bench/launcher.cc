@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
 #include "local_cluster.h"
 #include "local_tokens.h"
-#include "gradsync/core/child_process.h"
 
 namespace gradsync::bench {
 
@@ -45,8 +45,8 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
     int status = 0;
     ::waitpid(pids[r], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      result = absl::InternalError(absl::StrCat("rank ", r, " failed; its log ends:\n",
-                                                TailFile(absl::StrCat(dir, "/rank", r, ".log"), 20)));
+      result = absl::InternalError(
+          absl::StrCat("rank ", r, " failed; its log ends:\n", TailFile(absl::StrCat(dir, "/rank", r, ".log"), 20)));
     }
   }
   std::fputs(TailFile(absl::StrCat(dir, "/rank0.log"), 1000).c_str(), stdout);

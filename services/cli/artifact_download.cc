@@ -90,7 +90,8 @@ class PartFile {
 absl::Status CheckDownloadPath(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("path: required");
   if (path.front() == '/') {
-    return absl::InvalidArgumentError(absl::StrCat("path: \"", path, "\" is absolute: it would be written outside the output directory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("path: \"", path, "\" is absolute: it would be written outside the output directory"));
   }
   for (absl::string_view part : absl::StrSplit(path, '/')) {
     if (part.empty() || part == "." || part == "..") {

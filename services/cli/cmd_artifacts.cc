@@ -4,14 +4,14 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "args.h"
-#include "command_table.h"
 #include "artifact_download.h"
+#include "command_table.h"
 #include "commands.h"
 #include "connection.h"
 #include "display.h"
@@ -41,7 +41,8 @@ std::string TimeText(const google::protobuf::Timestamp& t) {
 
 // One line per file: path, bytes, human size, modification time (UTC), and with `sha256` the digest.
 std::string Table(const v1::ListArtifactsResponse& listed, bool sha256) {
-  std::string out = absl::StrFormat("%-48s %14s %10s  %-20s%s\n", "PATH", "BYTES", "SIZE", "MODIFIED", sha256 ? " SHA256" : "");
+  std::string out =
+      absl::StrFormat("%-48s %14s %10s  %-20s%s\n", "PATH", "BYTES", "SIZE", "MODIFIED", sha256 ? " SHA256" : "");
   for (const v1::Artifact& a : listed.artifacts()) {
     absl::StrAppendFormat(&out, "%-48s %14d %10s  %-20s%s\n", a.path(), a.size_bytes(), HumanBytes(a.size_bytes()),
                           TimeText(a.modify_time()), sha256 ? " " + a.sha256() : "");
@@ -70,7 +71,8 @@ int List(JobClient& client, const Args& args, OutputFormat format) {
   const bool sha256 = args.Has("sha256");
   auto listed = client.ListArtifacts(args.positional[1], args.positional.size() == 3 ? args.positional[2] : "", sha256);
   if (!listed.ok()) return Fail(listed.status());
-  std::printf("%s", format == OutputFormat::kTable ? Table(*listed, sha256).c_str() : InFormat(Json(*listed), format).c_str());
+  std::printf(
+      "%s", format == OutputFormat::kTable ? Table(*listed, sha256).c_str() : InFormat(Json(*listed), format).c_str());
   return 0;
 }
 

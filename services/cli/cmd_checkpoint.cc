@@ -428,8 +428,8 @@ bool CommittedAfter(const v1::CheckpointManifest& m, const v1::CheckpointManifes
 // Follows the job until a checkpoint newer than `before` is committed (returned), the job ends
 // (nullopt) or Ctrl-C (CANCELLED).
 absl::StatusOr<std::optional<v1::CheckpointManifest>> AwaitCheckpoint(JobClient& client, const std::string& job,
-                                                                       const v1::CheckpointManifest* before,
-                                                                       v1::JobState* ended) {
+                                                                      const v1::CheckpointManifest* before,
+                                                                      v1::JobState* ended) {
   InstallShutdownHandlers();
   std::atomic<bool> stop{false};
   std::atomic<bool> interrupted{false};
@@ -475,7 +475,8 @@ int Save(const Args& args, OutputFormat format) {
   std::fprintf(stderr, "%s: checkpoint requested; waiting for its commit\n", asked->name().c_str());
   const v1::CheckpointManifest* before = asked->checkpoints().empty() ? nullptr : &*asked->checkpoints().rbegin();
   v1::JobState ended = v1::JOB_STATE_UNSPECIFIED;
-  absl::StatusOr<std::optional<v1::CheckpointManifest>> found = AwaitCheckpoint(**client, asked->name(), before, &ended);
+  absl::StatusOr<std::optional<v1::CheckpointManifest>> found =
+      AwaitCheckpoint(**client, asked->name(), before, &ended);
   if (absl::IsCancelled(found.status())) return 130;
   if (!found.ok()) return Failure(found.status());
   if (!found->has_value()) {

@@ -22,7 +22,8 @@ int CompletionCommand(const std::vector<std::string>& argv) {
     return 0;
   }
   if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
-  if (!shell.empty()) std::fprintf(stderr, "gradsync completion: no completion for \"%s\" (bash or zsh)\n", shell.c_str());
+  if (!shell.empty())
+    std::fprintf(stderr, "gradsync completion: no completion for \"%s\" (bash or zsh)\n", shell.c_str());
   std::fputs(UsageLine(*FindCommand("completion")).c_str(), stderr);
   return 2;
 }

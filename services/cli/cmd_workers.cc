@@ -57,14 +57,16 @@ std::string Utc(const google::protobuf::Timestamp& t) {
 std::string Table(const v1::ListWorkersResponse& workers, bool wide) {
   std::string out = absl::StrFormat("%-20s %-16s %-8s %-6s %-24s %-5s %-10s", "ID", "HOST", "DEVICE", "STATE", "JOB",
                                     "RANK", "HEARTBEAT");
-  if (wide) absl::StrAppend(&out, absl::StrFormat(" %-8s %-4s %-20s %-20s %s", "PID", "GEN", "REGISTERED", "LOST", "DESCRIPTION"));
+  if (wide)
+    absl::StrAppend(&out,
+                    absl::StrFormat(" %-8s %-4s %-20s %-20s %s", "PID", "GEN", "REGISTERED", "LOST", "DESCRIPTION"));
   absl::StrAppend(&out, "\n");
   for (const v1::Worker& w : workers.workers()) {
-    absl::StrAppend(&out, absl::StrFormat("%-20s %-16s %-8s %-6s %-24s %-5s %-10s", w.id(), w.hostname(),
-                                          DeviceText(w.device()), StateText(w.state()),
-                                          w.job_id().empty() ? "-" : w.job_id(),
-                                          w.has_rank() ? absl::StrCat(w.rank()) : "-",
-                                          absl::StrCat(Age(w.heartbeat_age()), " ago")));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%-20s %-16s %-8s %-6s %-24s %-5s %-10s", w.id(), w.hostname(), DeviceText(w.device()),
+                        StateText(w.state()), w.job_id().empty() ? "-" : w.job_id(),
+                        w.has_rank() ? absl::StrCat(w.rank()) : "-", absl::StrCat(Age(w.heartbeat_age()), " ago")));
     if (wide) {
       absl::StrAppend(&out, absl::StrFormat(" %-8d %-4s %-20s %-20s %s", w.pid(),
                                             w.generation() > 0 ? absl::StrCat(w.generation()) : "-",

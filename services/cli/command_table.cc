@@ -14,9 +14,9 @@ namespace {
 using F = OutputFormat;
 
 const std::vector<OptionDoc>& ConnectionOptions() {
-  static const auto* options = new std::vector<OptionDoc>{
-      {"address", "ADDRESS"}, {"token", "T"},           {"token-file", "FILE"},
-      {"tls-ca", "FILE"},     {"tls-server-name", "NAME"}, {"state-dir", "DIR"}};
+  static const auto* options = new std::vector<OptionDoc>{{"address", "ADDRESS"},      {"token", "T"},
+                                                          {"token-file", "FILE"},      {"tls-ca", "FILE"},
+                                                          {"tls-server-name", "NAME"}, {"state-dir", "DIR"}};
   return *options;
 }
 
@@ -189,19 +189,21 @@ std::vector<Command> MakeTable() {
                            "    [--state-dir DIR] [--artifact-root DIR]",
                .summary = "a job's loss and throughput curves (.svg) or its series as data (.csv, .jsonl)",
                .example = "gradsync report jobs/mlp-1a2b3 -o curves.svg",
-               .details = "The format is the file's extension. The series comes from the metrics API: --metrics-api\n"
-                          "(env GRADSYNC_METRICS_API) with its token in --metrics-token-file (env\n"
-                          "GRADSYNC_METRICS_TOKEN_FILE), --state-dir's, or the current cluster's; when none answers or\n"
-                          "it does not know the job, from the series file kept beside the job's weights (under\n"
-                          "--state-dir DIR of a run, or --artifact-root DIR), so the curves outlive the cluster.\n",
+               .details =
+                   "The format is the file's extension. The series comes from the metrics API: --metrics-api\n"
+                   "(env GRADSYNC_METRICS_API) with its token in --metrics-token-file (env\n"
+                   "GRADSYNC_METRICS_TOKEN_FILE), --state-dir's, or the current cluster's; when none answers or\n"
+                   "it does not know the job, from the series file kept beside the job's weights (under\n"
+                   "--state-dir DIR of a run, or --artifact-root DIR), so the curves outlive the cluster.\n",
                .options = Plus({Output("FILE"), {"artifact-root", "DIR"}}, MetricsApiOptions()),
                .run = ReportCommand});
-  t.push_back({.name = "healthcheck",
-               .synopsis = "HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE] [--tls-server-name NAME]",
-               .summary = "exit 0 when the server answers grpc.health.v1 SERVING (for probes)",
-               .example = "gradsync healthcheck localhost:7070",
-               .options = {{"service", "NAME"}, {"timeout", "SECONDS"}, {"tls-ca", "FILE"}, {"tls-server-name", "NAME"}},
-               .run = HealthCommand});
+  t.push_back(
+      {.name = "healthcheck",
+       .synopsis = "HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE] [--tls-server-name NAME]",
+       .summary = "exit 0 when the server answers grpc.health.v1 SERVING (for probes)",
+       .example = "gradsync healthcheck localhost:7070",
+       .options = {{"service", "NAME"}, {"timeout", "SECONDS"}, {"tls-ca", "FILE"}, {"tls-server-name", "NAME"}},
+       .run = HealthCommand});
   t.push_back({.name = "model describe",
                .synopsis = "PRESET [--set transformer.x=v ...]",
                .summary = "a transformer preset's dimensions, parameters and FLOPs per token",
@@ -265,11 +267,12 @@ std::vector<Command> MakeTable() {
                .synopsis = "TEXT... -o DIR [--tokenizer TOK] [--val-fraction F] [--shard-tokens N]",
                .summary = "tokenise text files into llm.c shards (train_*.bin, val_*.bin)",
                .example = "gradsync data prepare 'corpus/*.txt' -o shards --val-fraction 0.05",
-               .details = "TEXT: files or globs, concatenated in order. Shards of at most N tokens (default\n"
-                          "100000000); with F > 0 the last F of the tokens go to DIR/val_*.bin. TOK: a tokenizer.json,\n"
-                          "GPT-2's encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without\n"
-                          "it, one token per byte (vocabulary 256). Tokens are uint16 when the vocabulary has at most\n"
-                          "65536 ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n",
+               .details =
+                   "TEXT: files or globs, concatenated in order. Shards of at most N tokens (default\n"
+                   "100000000); with F > 0 the last F of the tokens go to DIR/val_*.bin. TOK: a tokenizer.json,\n"
+                   "GPT-2's encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without\n"
+                   "it, one token per byte (vocabulary 256). Tokens are uint16 when the vocabulary has at most\n"
+                   "65536 ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n",
                .options = {Output("DIR"), {"tokenizer", "TOK"}, {"val-fraction", "F"}, {"shard-tokens", "N"}},
                .operands = Operands::kFiles,
                .run = DataCommand});
@@ -336,8 +339,7 @@ std::string OptionsText(const Command& c) {
   for (const OptionDoc& o : c.options) {
     const bool reaches = c.connects && std::any_of(ConnectionOptions().begin(), ConnectionOptions().end(),
                                                    [&](const OptionDoc& co) { return co.name == o.name; });
-    const std::string value =
-        o.name == "output" && !c.formats.empty() ? DescribeFormats(c.formats) : o.value;
+    const std::string value = o.name == "output" && !c.formats.empty() ? DescribeFormats(c.formats) : o.value;
     std::string text = absl::StrCat(o.short_name != 0 ? absl::StrCat("-", std::string(1, o.short_name), ", ") : "",
                                     "--", o.name, value.empty() ? "" : " " + value);
     (reaches ? connection : own).push_back(std::move(text));
@@ -350,7 +352,8 @@ std::string OptionsText(const Command& c) {
 
 std::string Indented(absl::string_view text, absl::string_view indent) {
   std::string out;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) absl::StrAppend(&out, indent, line, "\n");
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty()))
+    absl::StrAppend(&out, indent, line, "\n");
   return out;
 }
 

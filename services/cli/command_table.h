@@ -6,8 +6,8 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include "output_format.h"
 
@@ -15,7 +15,7 @@ namespace gradsync::cli {
 
 // One option as the command's parser declares it.
 struct OptionDoc {
-  std::string name;   // the long name without dashes, e.g. "workers"
+  std::string name;  // the long name without dashes, e.g. "workers"
   // What its value is ("N", "FILE", "DIR", "path=value"); empty for a switch. Completion offers
   // files for FILE, PATH and the like, directories for DIR, and the formats for -o.
   std::string value;

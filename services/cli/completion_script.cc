@@ -138,22 +138,22 @@ std::string SharedFunctions() {
 // the array `array`: sets cmd, sub and key ("cmd" or "cmd sub"). An option's value is skipped,
 // written apart or after "=" (bash splits "--output=json" into three words).
 std::string WordLoop(const std::string& array, const std::string& first, const std::string& last) {
-  return absl::StrCat("  local cmd=\"\" sub=\"\" key=\"\" w=\"\" skip=\"\" i\n",
-                      "  for (( i = ", first, "; i < ", last, "; i++ )); do\n",
-                      "    w=\"${", array,
-                      "[i]}\"\n"
-                      "    if [[ $w == \"=\" ]]; then skip=1; continue; fi\n"
-                      "    if [[ -n $skip ]]; then skip=\"\"; continue; fi\n"
-                      "    if [[ $w == -* ]]; then\n"
-                      "      if [[ -n $cmd && $w != *=* && $(_gradsync_value \"$key\" \"$w\") != none ]]; then skip=1; fi\n"
-                      "      continue\n"
-                      "    fi\n"
-                      "    if [[ -z $cmd ]]; then\n"
-                      "      cmd=$w; key=$w\n"
-                      "    elif [[ -z $sub && -n $(_gradsync_subcommands \"$cmd\") ]]; then\n"
-                      "      sub=$w; key=\"$cmd $sub\"\n"
-                      "    fi\n"
-                      "  done\n");
+  return absl::StrCat(
+      "  local cmd=\"\" sub=\"\" key=\"\" w=\"\" skip=\"\" i\n", "  for (( i = ", first, "; i < ", last,
+      "; i++ )); do\n", "    w=\"${", array,
+      "[i]}\"\n"
+      "    if [[ $w == \"=\" ]]; then skip=1; continue; fi\n"
+      "    if [[ -n $skip ]]; then skip=\"\"; continue; fi\n"
+      "    if [[ $w == -* ]]; then\n"
+      "      if [[ -n $cmd && $w != *=* && $(_gradsync_value \"$key\" \"$w\") != none ]]; then skip=1; fi\n"
+      "      continue\n"
+      "    fi\n"
+      "    if [[ -z $cmd ]]; then\n"
+      "      cmd=$w; key=$w\n"
+      "    elif [[ -z $sub && -n $(_gradsync_subcommands \"$cmd\") ]]; then\n"
+      "      sub=$w; key=\"$cmd $sub\"\n"
+      "    fi\n"
+      "  done\n");
 }
 
 }  // namespace

@@ -250,13 +250,13 @@ std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
     const double loss = j.state() == v1::SUCCEEDED ? j.result().final_loss() : p.loss();
     const std::string loss_text =
         (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";
-    absl::StrAppend(&out, absl::StrFormat("%-24s %-10s %-13s %-9s ", j.id(), v1::JobState_Name(j.state()), step,
-                                          loss_text));
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-24s %-10s %-13s %-9s ", j.id(), v1::JobState_Name(j.state()), step, loss_text));
     if (wide) {
       const v1::TrainingSpec& t = j.spec().training();
       const bool elastic = t.min_workers() > 0 && t.max_workers() > t.min_workers();
-      const std::string world = elastic ? absl::StrCat(t.min_workers(), "-", t.max_workers())
-                                        : absl::StrCat(t.world_size());
+      const std::string world =
+          elastic ? absl::StrCat(t.min_workers(), "-", t.max_workers()) : absl::StrCat(t.world_size());
       const std::string created =
           j.has_create_time() ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(j.create_time().seconds()),
                                                  absl::UTCTimeZone())

@@ -137,8 +137,8 @@ absl::StatusOr<v1::ArtifactTrailer> GrpcJobClient::GetArtifact(
   absl::Status failed;
   while (failed.ok() && reader->Read(&msg)) {
     if (trailer.has_value() || header == msg.has_header()) {
-      failed = absl::DataLossError(absl::StrCat("coordinator at ", address_, ": the stream of \"", path,
-                                                "\" is out of order"));
+      failed = absl::DataLossError(
+          absl::StrCat("coordinator at ", address_, ": the stream of \"", path, "\" is out of order"));
     } else if (msg.has_header()) {
       header = true;
       on_header(msg.header());

@@ -27,9 +27,9 @@ class GrpcJobClient : public JobClient {
   absl::StatusOr<v1::ListArtifactsResponse> ListArtifacts(const std::string& name, const std::string& prefix,
                                                           bool sha256) override;
   // Reads the GetArtifact stream: header, data, trailer (DATA_LOSS when the stream breaks that order).
-  absl::StatusOr<v1::ArtifactTrailer> GetArtifact(const std::string& name, const std::string& path,
-                                                  const std::function<void(const v1::Artifact&)>& on_header,
-                                                  const std::function<absl::Status(absl::string_view)>& on_data) override;
+  absl::StatusOr<v1::ArtifactTrailer> GetArtifact(
+      const std::string& name, const std::string& path, const std::function<void(const v1::Artifact&)>& on_header,
+      const std::function<absl::Status(absl::string_view)>& on_data) override;
 
   const std::string& address() const override { return address_; }
 

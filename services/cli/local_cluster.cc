@@ -8,10 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
 #include "local_tokens.h"
-#include "gradsync/core/child_process.h"
 
 namespace gradsync::cli {
 
@@ -117,11 +117,11 @@ absl::Status LocalCluster::StartCoordinator() {
 absl::StatusOr<std::string> LocalCluster::StartMetricsService() {
   const fs::path state(options_.state_dir);
   absl::Status s = StartChild(
-      "metrics", {BinaryDir() + "/gradsync-metrics", "--listen=127.0.0.1:0",
-                  absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port), "--api_listen=127.0.0.1:0",
-                  TokenFlag("cluster_token_file", kClusterToken), TokenFlag("metrics_token_file", kMetricsToken),
-                  "--endpoints_file=" + (state / "metrics.json").string(),
-                  "--state_dir=" + (state / "metrics").string()});
+      "metrics",
+      {BinaryDir() + "/gradsync-metrics", "--listen=127.0.0.1:0",
+       absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port), "--api_listen=127.0.0.1:0",
+       TokenFlag("cluster_token_file", kClusterToken), TokenFlag("metrics_token_file", kMetricsToken),
+       "--endpoints_file=" + (state / "metrics.json").string(), "--state_dir=" + (state / "metrics").string()});
   if (!s.ok()) return s;
   auto m = AwaitEndpoints((state / "metrics.json").string(), "metrics service");
   if (!m.ok()) return m.status();

@@ -14,8 +14,8 @@ namespace {
 
 // Plain scalars YAML 1.1 or 1.2 reads as booleans or null.
 constexpr std::array<absl::string_view, 26> kReservedWords = {
-    "y",    "Y",    "yes",   "Yes",   "YES",   "n",   "N",   "no",  "No",   "NO",   "true", "True", "TRUE",
-    "false", "False", "FALSE", "on",  "On",  "ON",  "off", "Off", "OFF", "null", "Null", "NULL", "~"};
+    "y",     "Y",     "yes",   "Yes", "YES", "n",  "N",   "no",  "No",  "NO",   "true", "True", "TRUE",
+    "false", "False", "FALSE", "on",  "On",  "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~"};
 
 // Whether a YAML reader could take the plain scalar `s` for something other than a string: a
 // reserved word, or anything that starts like a number, a date or .inf/.nan. Such strings are
@@ -36,7 +36,8 @@ bool ReadsAsAnotherType(absl::string_view s) {
 // want a '.' and a signed exponent in a float, so "1e-05" becomes "1.0e-05".
 std::string YamlNumber(std::string number) {
   const size_t e = number.find_first_of("eE");
-  const bool numeric = !number.empty() && (number[0] == '-' || absl::ascii_isdigit(static_cast<unsigned char>(number[0])));
+  const bool numeric =
+      !number.empty() && (number[0] == '-' || absl::ascii_isdigit(static_cast<unsigned char>(number[0])));
   if (!numeric || e == std::string::npos) return number;
   if (number.find('.') == std::string::npos) number.insert(e, ".0");
   const size_t sign = number.find_first_of("eE") + 1;
@@ -75,9 +76,7 @@ void Emit(YAML::Emitter& out, const YAML::Node& node) {
       }
       return;
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      out << YAML::Null;
-      return;
+    case YAML::NodeType::Undefined: out << YAML::Null; return;
   }
 }
 

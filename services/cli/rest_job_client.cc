@@ -243,8 +243,8 @@ absl::StatusOr<v1::ArtifactTrailer> RestJobClient::GetArtifact(
   const std::string length = response->Header("Content-Length");
   trailer.set_sha256(response->Header(kChecksumHeader));
   if (trailer.sha256().empty() || !absl::SimpleAtoi(length, &size)) {
-    return absl::DataLossError(absl::StrCat(request.url, ": the answer has no ", trailer.sha256().empty() ? kChecksumHeader : "Content-Length",
-                                            " header"));
+    return absl::DataLossError(absl::StrCat(request.url, ": the answer has no ",
+                                            trailer.sha256().empty() ? kChecksumHeader : "Content-Length", " header"));
   }
   trailer.set_size_bytes(size);
   return trailer;

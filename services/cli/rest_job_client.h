@@ -39,9 +39,9 @@ class RestJobClient : public JobClient {
   // GET /v1/jobs/{id}/artifacts/{path}, each component of `path` escaped on its own and sent as
   // given ("." and ".." too, for the server to refuse); the trailer is Content-Length and
   // X-Checksum-Sha256 (DATA_LOSS without the latter).
-  absl::StatusOr<v1::ArtifactTrailer> GetArtifact(const std::string& name, const std::string& path,
-                                                  const std::function<void(const v1::Artifact&)>& on_header,
-                                                  const std::function<absl::Status(absl::string_view)>& on_data) override;
+  absl::StatusOr<v1::ArtifactTrailer> GetArtifact(
+      const std::string& name, const std::string& path, const std::function<void(const v1::Artifact&)>& on_header,
+      const std::function<absl::Status(absl::string_view)>& on_data) override;
 
   const std::string& address() const override { return address_; }
 

@@ -67,17 +67,18 @@ std::string SeriesCsv(const v1::JobSeries& series) {
   for (const v1::ReducedStep& s : series.steps()) {
     // A step as published (merged_steps 0 from an older service) stands for itself.
     const bool single = s.merged_steps() <= 1;
-    absl::StrAppend(&out,
-                    absl::StrJoin(std::vector<std::string>{absl::StrCat(s.generation()), absl::StrCat(s.step()),
-                                   absl::StrCat(single ? s.step() : s.first_step()),
-                                   absl::StrCat(single ? 1 : s.merged_steps()), absl::StrCat(s.epoch()), Num(s.loss()),
-                                   Num(single ? s.loss() : s.min_loss()), Num(single ? s.loss() : s.max_loss()),
-                                   s.has_validation_loss() ? Num(s.validation_loss()) : "",
-                                   Num(s.tokens_per_second()), Num(s.step_seconds()), Num(s.grad_norm()),
-                                   Num(s.learning_rate()), absl::StrCat(s.samples()), absl::StrCat(s.tokens()),
-                                   s.partial() ? "true" : "false"},
-                                  ","),
-                    "\n");
+    absl::StrAppend(
+        &out,
+        absl::StrJoin(
+            std::vector<std::string>{
+                absl::StrCat(s.generation()), absl::StrCat(s.step()), absl::StrCat(single ? s.step() : s.first_step()),
+                absl::StrCat(single ? 1 : s.merged_steps()), absl::StrCat(s.epoch()), Num(s.loss()),
+                Num(single ? s.loss() : s.min_loss()), Num(single ? s.loss() : s.max_loss()),
+                s.has_validation_loss() ? Num(s.validation_loss()) : "", Num(s.tokens_per_second()),
+                Num(s.step_seconds()), Num(s.grad_norm()), Num(s.learning_rate()), absl::StrCat(s.samples()),
+                absl::StrCat(s.tokens()), s.partial() ? "true" : "false"},
+            ","),
+        "\n");
   }
   return out;
 }

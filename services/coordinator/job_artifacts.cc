@@ -82,8 +82,8 @@ absl::Status ThroughLink(const std::string& path, const std::string& component) 
 absl::Status OpenFailure(int dir, const std::string& name, int err, const std::string& path,
                          const std::string& job_id) {
   struct stat st;
-  if (err == ELOOP || ((err == ENOTDIR || err == EMLINK) && ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                       S_ISLNK(st.st_mode))) {
+  if (err == ELOOP || ((err == ENOTDIR || err == EMLINK) &&
+                       ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) {
     return ThroughLink(path, name);
   }
   if (err == ENOENT || err == ENOTDIR) return NoSuchArtifact(path, job_id);
@@ -169,11 +169,13 @@ absl::Status CheckArtifactPath(absl::string_view field, const std::string& path,
   if (path.size() > kMaxPathBytes) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": longer than ", kMaxPathBytes, " bytes"));
   }
-  if (path.find('\0') != std::string::npos) return absl::InvalidArgumentError(absl::StrCat(field, ": contains a NUL byte"));
+  if (path.find('\0') != std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat(field, ": contains a NUL byte"));
   if (path.front() == '/') {
     return absl::InvalidArgumentError(
-        absl::StrCat(quoted, " is absolute; give it relative to the job's directory, as `gradsync artifacts list` "
-                             "prints it"));
+        absl::StrCat(quoted,
+                     " is absolute; give it relative to the job's directory, as `gradsync artifacts list` "
+                     "prints it"));
   }
   absl::string_view body = path;
   if (allow_trailing_slash && absl::EndsWith(body, "/")) body.remove_suffix(1);

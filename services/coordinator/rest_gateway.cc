@@ -180,7 +180,8 @@ http::Reply RestApi::Artifacts(const http::Request& request, const std::string& 
   if (path == nullptr) {
     const std::string sha256 = request.Query("sha256");
     if (!sha256.empty() && sha256 != "true" && sha256 != "false") {
-      return ErrorReply(absl::InvalidArgumentError(absl::StrCat("sha256: expected true or false, got \"", sha256, "\"")));
+      return ErrorReply(
+          absl::InvalidArgumentError(absl::StrCat("sha256: expected true or false, got \"", sha256, "\"")));
     }
     absl::StatusOr<v1::ListArtifactsResponse> listed = artifacts->List(request.Query("prefix"), sha256 == "true");
     if (listed.ok() && listed->artifacts().empty()) return http::Reply{200, "{\"artifacts\": []}\n"};
@@ -209,8 +210,7 @@ http::Reply RestApi::Create(const http::Request& request) const {
 }
 
 absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coordinator, RestOptions options) {
-  std::unique_ptr<RestGateway> g(
-      new RestGateway(RestApi(coordinator, options.auth, options.max_artifact_bytes)));
+  std::unique_ptr<RestGateway> g(new RestGateway(RestApi(coordinator, options.auth, options.max_artifact_bytes)));
   http::ServerOptions server;
   server.listen = options.listen;
   server.name = "REST";

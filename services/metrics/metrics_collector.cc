@@ -24,8 +24,8 @@ absl::Status MetricsCollector::UseStore(SeriesStore* store) {
       GS_LOG(WARNING) << "job " << id << ": " << s;
     }
   }
-  GS_LOG(INFO) << "series database " << store_->path() << ": took up " << jobs->size()
-               << " jobs that reported within " << absl::FormatDuration(job_idle_ttl_);
+  GS_LOG(INFO) << "series database " << store_->path() << ": took up " << jobs->size() << " jobs that reported within "
+               << absl::FormatDuration(job_idle_ttl_);
   return absl::OkStatus();
 }
 

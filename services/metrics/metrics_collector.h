@@ -49,8 +49,8 @@ class MetricsCollector {
   // since the last call, and the jobs in `whole` entire (those still tracked). Meanwhile no job is
   // taken up from the store, so none comes back from a store that misses its last changes.
   struct Flushed {
-    absl::Status status;             // the store's
-    std::vector<std::string> jobs;   // the jobs written, or that a failed flush lost
+    absl::Status status;            // the store's
+    std::vector<std::string> jobs;  // the jobs written, or that a failed flush lost
   };
   Flushed FlushToStore(const absl::flat_hash_set<std::string>& whole);
   std::vector<std::string> TrackedJobs() const { return reducer_.Jobs(); }

@@ -171,8 +171,8 @@ absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::OpenOrSetAside(const s
     if (std::filesystem::symlink_status(from, ec).type() == std::filesystem::file_type::not_found) continue;
     std::filesystem::rename(from, aside + suffix, ec);
     if (ec) {
-      return absl::UnavailableError(absl::StrCat(store.status().message(), "; and it cannot be moved to ", aside,
-                                                 suffix, ": ", ec.message()));
+      return absl::UnavailableError(
+          absl::StrCat(store.status().message(), "; and it cannot be moved to ", aside, suffix, ": ", ec.message()));
     }
   }
   GS_LOG(ERROR) << store.status() << "; moved it to " << aside
@@ -185,8 +185,8 @@ absl::Status SeriesStore::QuickCheck() {
   int rc = check.ok() ? sqlite3_step(check.get()) : check.rc();
   if (rc != SQLITE_ROW) return Error(rc, "checking it");
   if (const std::string verdict = ColumnText(check.get(), 0); verdict != "ok") {
-    return absl::DataLossError(absl::StrCat("series database ", path_, " is corrupt: ",
-                                            absl::StrReplaceAll(verdict.substr(0, 300), {{"\n", "; "}})));
+    return absl::DataLossError(absl::StrCat(
+        "series database ", path_, " is corrupt: ", absl::StrReplaceAll(verdict.substr(0, 300), {{"\n", "; "}})));
   }
   return absl::OkStatus();
 }
@@ -250,9 +250,10 @@ absl::Status SeriesStore::Apply(const std::vector<telemetry::SeriesChanges>& cha
 
 absl::Status SeriesStore::ApplyOne(const telemetry::SeriesChanges& job) {
   const std::string what = absl::StrCat("writing the series of job ", Printable(job.job_id));
-  Stmt put_job(db_,
-               "INSERT INTO jobs(job_id, counters, last_report_us) VALUES (?1, ?2, ?3) "
-               "ON CONFLICT(job_id) DO UPDATE SET counters = excluded.counters, last_report_us = excluded.last_report_us;");
+  Stmt put_job(
+      db_,
+      "INSERT INTO jobs(job_id, counters, last_report_us) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT(job_id) DO UPDATE SET counters = excluded.counters, last_report_us = excluded.last_report_us;");
   Stmt drop_all(db_, "DELETE FROM points WHERE job_id = ?1;");
   Stmt drop(db_, "DELETE FROM points WHERE job_id = ?1 AND id = ?2;");
   Stmt put(db_, "INSERT OR REPLACE INTO points(job_id, id, generation, step, point) VALUES (?1, ?2, ?3, ?4, ?5);");
@@ -345,8 +346,8 @@ absl::StatusOr<telemetry::StoredJob> SeriesStore::Load(const std::string& job_id
   if (rc != SQLITE_ROW) return Error(rc, absl::StrCat("reading job ", Printable(job_id)));
   telemetry::StoredJob job;
   if (!ParseColumn(row.get(), 0, &job.counters) || job.counters.job_id() != job_id) {
-    return absl::DataLossError(
-        absl::StrCat("series database ", path_, ": the row of job ", Printable(job_id), " holds no counters of that job"));
+    return absl::DataLossError(absl::StrCat("series database ", path_, ": the row of job ", Printable(job_id),
+                                            " holds no counters of that job"));
   }
   job.last_report = absl::FromUnixMicros(sqlite3_column_int64(row.get(), 1));
   auto points = LoadPoints(job_id);

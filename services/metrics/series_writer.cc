@@ -14,7 +14,9 @@ SeriesWriter::SeriesWriter(MetricsCollector* collector, SeriesStore* store, Trai
 
 SeriesWriter::~SeriesWriter() { Stop(); }
 
-void SeriesWriter::Start() { thread_ = std::thread([this] { Run(); }); }
+void SeriesWriter::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void SeriesWriter::Stop() {
   if (stopped_) return;
@@ -69,8 +71,8 @@ absl::StatusOr<size_t> SeriesWriter::Expire() {
   }
   if (!deleted->empty()) {
     metrics_->RecordExpiredJobs(deleted->size());
-    GS_LOG(INFO) << "series database " << store_->path() << ": deleted " << deleted->size() << " jobs without a report for "
-                 << absl::FormatDuration(options_.retention) << " (--retention)";
+    GS_LOG(INFO) << "series database " << store_->path() << ": deleted " << deleted->size()
+                 << " jobs without a report for " << absl::FormatDuration(options_.retention) << " (--retention)";
   }
   return deleted->size();
 }

@@ -33,8 +33,7 @@ class SeriesWriter {
  public:
   // The collector must track changes (StepReducerOptions::track_series_changes); all three must
   // outlive the writer.
-  SeriesWriter(MetricsCollector* collector, SeriesStore* store, TrainingMetrics* metrics,
-               SeriesWriterOptions options);
+  SeriesWriter(MetricsCollector* collector, SeriesStore* store, TrainingMetrics* metrics, SeriesWriterOptions options);
   ~SeriesWriter();  // Stop()
 
   void Start();

@@ -12,6 +12,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "agent.h"
+#include "gpu_metrics.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/daemon_flags.h"
 #include "gradsync/core/endpoints_file.h"
@@ -24,7 +25,6 @@
 #include "gradsync/http/metrics.h"
 #include "gradsync/http/process_metrics.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
-#include "gpu_metrics.h"
 #include "node_agent.h"
 #include "worker_metrics.h"
 
@@ -112,8 +112,8 @@ absl::StatusOr<gradsync::rpc::ChannelOptions> CoordinatorChannelFromFlags() {
   if (!name.empty() && absl::GetFlag(FLAGS_tls_ca_file).empty()) {
     return absl::InvalidArgumentError("--tls_server_name is for a TLS coordinator: give --tls_ca_file too");
   }
-  auto channel =
-      gradsync::rpc::ChannelOptions::FromFiles(absl::GetFlag(FLAGS_tls_ca_file), absl::GetFlag(FLAGS_cluster_token_file));
+  auto channel = gradsync::rpc::ChannelOptions::FromFiles(absl::GetFlag(FLAGS_tls_ca_file),
+                                                          absl::GetFlag(FLAGS_cluster_token_file));
   if (channel.ok()) channel->tls_server_name = name;
   return channel;
 }
@@ -121,12 +121,13 @@ absl::StatusOr<gradsync::rpc::ChannelOptions> CoordinatorChannelFromFlags() {
 // The flags the node agent passes on to its workers unchanged: every flag of this file set to
 // other than its default, except those it sets per worker or that make it an agent.
 std::vector<std::string> ForwardedFlags() {
-  static const std::set<std::string> kPerWorker = {"gpus", "workers", "device", "name", "metrics_listen",
-                                                   "health_listen", "cpus", "endpoints_file"};
+  static const std::set<std::string> kPerWorker = {"gpus",           "workers",       "device", "name",
+                                                   "metrics_listen", "health_listen", "cpus",   "endpoints_file"};
   std::vector<std::string> out;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (!absl::StrContains(flag->Filename(), "services/worker/") || kPerWorker.count(std::string(name)) > 0) continue;
-    if (flag->CurrentValue() != flag->DefaultValue()) out.push_back(absl::StrCat("--", name, "=", flag->CurrentValue()));
+    if (flag->CurrentValue() != flag->DefaultValue())
+      out.push_back(absl::StrCat("--", name, "=", flag->CurrentValue()));
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -138,13 +139,14 @@ absl::StatusOr<std::vector<gradsync::worker::NodeWorker>> NodeWorkersFromFlags()
   const int count = absl::GetFlag(FLAGS_workers);
   const std::string device = absl::GetFlag(FLAGS_device);
   if (!gpus.empty() && count != 0) {
-    return absl::InvalidArgumentError("--gpus and --workers: give one, --gpus for GPU workers or --workers N for CPU ones");
+    return absl::InvalidArgumentError(
+        "--gpus and --workers: give one, --gpus for GPU workers or --workers N for CPU ones");
   }
   if (count < 0) return absl::InvalidArgumentError(absl::StrCat("--workers: expected 1 or more, not ", count));
   if (device != "auto" && device != (gpus.empty() ? "cpu" : "cuda")) {
-    return absl::InvalidArgumentError(absl::StrCat("--device ", device, ": the node agent gives each worker its device (",
-                                                   gpus.empty() ? "cpu with --workers" : "cuda:K with --gpus",
-                                                   "); leave --device out"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device ", device, ": the node agent gives each worker its device (",
+                     gpus.empty() ? "cpu with --workers" : "cuda:K with --gpus", "); leave --device out"));
   }
   gradsync::worker::NodeLayout layout;
   if (!gpus.empty()) {

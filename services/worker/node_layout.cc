@@ -16,12 +16,12 @@ constexpr int kMaxPort = 65535;
 
 absl::Status NoSuchGpu(const std::string& request, int visible, bool built_with_cuda) {
   if (visible == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--gpus ", request, ": no GPU is visible on this machine",
-                     built_with_cuda ? "" : " (this build has no CUDA)", "; use --workers N for CPU workers"));
+    return absl::FailedPreconditionError(absl::StrCat("--gpus ", request, ": no GPU is visible on this machine",
+                                                      built_with_cuda ? "" : " (this build has no CUDA)",
+                                                      "; use --workers N for CPU workers"));
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("--gpus ", request, ": ", visible, " GPUs are visible on this machine (ordinals 0-", visible - 1, ")"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--gpus ", request, ": ", visible, " GPUs are visible on this machine (ordinals 0-", visible - 1, ")"));
 }
 
 }  // namespace
@@ -42,8 +42,8 @@ absl::StatusOr<std::vector<int>> SelectGpus(const std::string& request, int visi
     for (absl::string_view piece : absl::StrSplit(request, ',')) {
       int ordinal = 0;
       if (!absl::SimpleAtoi(piece, &ordinal) || ordinal < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--gpus ", request, ": \"", piece,
-                                                       "\" is not a GPU ordinal; expected all, N or a list such as 0,2,5"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--gpus ", request, ": \"", piece, "\" is not a GPU ordinal; expected all, N or a list such as 0,2,5"));
       }
       if (!out.empty() && ordinal <= out.back()) {
         return absl::InvalidArgumentError(
@@ -63,13 +63,14 @@ absl::StatusOr<std::string> OffsetListenPort(const std::string& flag, const std:
   if (address.empty()) return address;
   const size_t colon = address.rfind(':');
   int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > kMaxPort) {
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
+      port > kMaxPort) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " \"", address, "\": expected host:port"));
   }
   if (port == 0) return address;
   if (port + offset > kMaxPort) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " \"", address, "\": worker ", offset, " would listen on port ",
-                                                   port + offset, ", beyond ", kMaxPort));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " \"", address, "\": worker ", offset,
+                                                   " would listen on port ", port + offset, ", beyond ", kMaxPort));
   }
   return absl::StrCat(address.substr(0, colon + 1), port + offset);
 }
@@ -97,7 +98,8 @@ absl::StatusOr<std::vector<NodeWorker>> PlanNodeWorkers(const NodeLayout& layout
     if (!health.ok()) return health.status();
     w.argv = {layout.binary, "--name=" + w.name, gpu ? absl::StrCat("--device=cuda:", k) : "--device=cpu",
               "--metrics_listen=" + *metrics, "--health_listen=" + *health};
-    if (!layout.endpoints_file.empty()) w.argv.push_back("--endpoints_file=" + SuffixedPath(layout.endpoints_file, slot));
+    if (!layout.endpoints_file.empty())
+      w.argv.push_back("--endpoints_file=" + SuffixedPath(layout.endpoints_file, slot));
     if (const std::vector<int> share = CpuShare(layout.cpus, n, i); !share.empty()) {
       w.argv.push_back("--cpus=" + FormatCpuList(share));
     }

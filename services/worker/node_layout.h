@@ -31,14 +31,14 @@ absl::StatusOr<std::string> OffsetListenPort(const std::string& flag, const std:
 std::string SuffixedPath(const std::string& path, const std::string& suffix);
 
 struct NodeLayout {
-  std::string binary;                 // gradsync-worker's path
-  std::vector<int> gpus;              // GPU ordinals, one worker each; empty: CPU workers
-  int cpu_workers = 0;                // used when `gpus` is empty
-  std::string name = "worker";        // --name of the agent; children add "-gpu<K>" or "-cpu<K>"
-  std::string metrics_listen;         // the agent's --metrics_listen: child K listens on port + K
-  std::string health_listen;          // the agent's --health_listen: likewise
-  std::string endpoints_file;         // if set, child K writes SuffixedPath(file, "gpu<K>"/"cpu<K>")
-  std::vector<int> cpus;              // --cpus of the agent, split evenly; empty: no binding
+  std::string binary;                  // gradsync-worker's path
+  std::vector<int> gpus;               // GPU ordinals, one worker each; empty: CPU workers
+  int cpu_workers = 0;                 // used when `gpus` is empty
+  std::string name = "worker";         // --name of the agent; children add "-gpu<K>" or "-cpu<K>"
+  std::string metrics_listen;          // the agent's --metrics_listen: child K listens on port + K
+  std::string health_listen;           // the agent's --health_listen: likewise
+  std::string endpoints_file;          // if set, child K writes SuffixedPath(file, "gpu<K>"/"cpu<K>")
+  std::vector<int> cpus;               // --cpus of the agent, split evenly; empty: no binding
   std::vector<std::string> forwarded;  // every other flag, "--flag=value", passed on unchanged
 };
 

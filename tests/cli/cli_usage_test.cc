@@ -59,7 +59,8 @@ TEST(CliHelp, HelpCountsAnywhereBeforeDoubleDashButNotAsAnOptionsValue) {
   CommandResult sub = RunBinary({"gradsync", "checkpoint", "--state-dir", "save", "list", "--help"});
   EXPECT_EQ(sub.exit_code, 0) << sub.err;
   EXPECT_NE(sub.out.find("usage: gradsync checkpoint list"), std::string::npos)
-      << "save is --state-dir's value, list the subcommand:\n" << sub.out;
+      << "save is --state-dir's value, list the subcommand:\n"
+      << sub.out;
   // After "--" it is an operand; as an option's value it is that value.
   CommandResult operand = RunBinary({"gradsync", "version", "--", "--help"});
   EXPECT_EQ(operand.exit_code, 2) << operand.out;
@@ -143,8 +144,9 @@ TEST(CliTable, EveryListedOptionIsAcceptedByItsCommandsParser) {
         const std::string line = absl::StrJoin(args, " ");
         EXPECT_EQ(r.exit_code, 2) << line << ": " << r.out << r.err;
         for (const char* refusal : {"unknown option", "takes no value", "needs a value"}) {
-          EXPECT_EQ(r.err.find(refusal), std::string::npos) << c.name << " lists " << form << ":\n" << line << "\n"
-                                                             << r.err;
+          EXPECT_EQ(r.err.find(refusal), std::string::npos) << c.name << " lists " << form << ":\n"
+                                                            << line << "\n"
+                                                            << r.err;
         }
       }
     }
@@ -185,7 +187,7 @@ class BashCompletion : public ::testing::Test {
     std::string array;
     for (const std::string& w : words) absl::StrAppend(&array, " '", w, "'");
     const std::string program = absl::StrCat(
-"export LC_ALL=C && ", cwd.empty() ? "" : "cd '" + cwd + "' && ", "source '", path_, "' && COMP_WORDS=(", array,
+        "export LC_ALL=C && ", cwd.empty() ? "" : "cd '" + cwd + "' && ", "source '", path_, "' && COMP_WORDS=(", array,
         ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _gradsync && printf '%s\\n' \"${COMPREPLY[@]}\" | sort | "
         "tr '\\n' ' '");
     CommandResult r = RunProgram("/bin/bash", {"--norc", "-c", program});
@@ -198,7 +200,8 @@ class BashCompletion : public ::testing::Test {
 
 TEST_F(BashCompletion, TheScriptParsesAndIsRegistered) {
   EXPECT_EQ(RunProgram("/bin/bash", {"-n", path_}).exit_code, 0);
-  CommandResult registered = RunProgram("/bin/bash", {"--norc", "-c", "source '" + path_ + "' && complete -p gradsync"});
+  CommandResult registered =
+      RunProgram("/bin/bash", {"--norc", "-c", "source '" + path_ + "' && complete -p gradsync"});
   EXPECT_EQ(registered.exit_code, 0) << registered.out;
   EXPECT_NE(registered.out.find("-F _gradsync gradsync"), std::string::npos) << registered.out;
 }

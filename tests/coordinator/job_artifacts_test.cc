@@ -152,7 +152,8 @@ TEST_F(JobArtifactsTest, LinksFifosAndHardLinksAreNeitherListedNorOpened) {
 
   EXPECT_THAT(Refused("escape", absl::StatusCode::kInvalidArgument), HasSubstr("symbolic link"));
   EXPECT_THAT(Refused("inside-link", absl::StatusCode::kInvalidArgument), HasSubstr("symbolic link"));
-  EXPECT_THAT(Refused("etc-link/shadow", absl::StatusCode::kInvalidArgument), HasSubstr("\"etc-link\" is a symbolic link"));
+  EXPECT_THAT(Refused("etc-link/shadow", absl::StatusCode::kInvalidArgument),
+              HasSubstr("\"etc-link\" is a symbolic link"));
   EXPECT_THAT(Refused("sub/deep-escape", absl::StatusCode::kInvalidArgument), HasSubstr("symbolic link"));
   // A fifo is refused at once, without waiting for a writer.
   EXPECT_THAT(Refused("pipe", absl::StatusCode::kInvalidArgument), HasSubstr("not a regular file"));
@@ -226,7 +227,8 @@ TEST_F(JobArtifactsTest, SendArtifactStreamsHeaderChunksAndTrailer) {
   absl::StatusOr<ArtifactFile> again = Artifacts().Open("big.bin");
   ASSERT_TRUE(again.ok());
   int writes = 0;
-  EXPECT_EQ(SendArtifact(*again, [&](const v1::GetArtifactResponse&) { return ++writes < 2; }, [] { return false; })
+  EXPECT_EQ(SendArtifact(
+                *again, [&](const v1::GetArtifactResponse&) { return ++writes < 2; }, [] { return false; })
                 .code(),
             absl::StatusCode::kCancelled);
   EXPECT_EQ(writes, 2);

@@ -70,11 +70,11 @@ class Artifacts : public ::testing::Test {
     std::ofstream(*dir_ + "/token") << *token_ << "\n";
     fs::create_directories(*dir_ + "/etc");
     std::ofstream(*dir_ + "/etc/shadow") << kSecret;
-    children_->Start({"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0",
-                      "--metrics_listen=127.0.0.1:0", "--state_dir=" + *dir_ + "/state",
-                      "--artifact_root=" + *dir_ + "/artifacts", "--auth_token_file=" + *dir_ + "/token",
-                      "--endpoints_file=" + *dir_ + "/coordinator.json"},
-                     *dir_ + "/coordinator.log");
+    children_->Start(
+        {"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+         "--state_dir=" + *dir_ + "/state", "--artifact_root=" + *dir_ + "/artifacts",
+         "--auth_token_file=" + *dir_ + "/token", "--endpoints_file=" + *dir_ + "/coordinator.json"},
+        *dir_ + "/coordinator.log");
     auto endpoints = WaitForEndpoints(*dir_ + "/coordinator.json");
     grpc_ = new std::string(endpoints["grpc"]);
     rest_ = new std::string("http://" + endpoints["rest"]);
@@ -94,16 +94,14 @@ class Artifacts : public ::testing::Test {
 
   // Submits mlp.yaml for one worker and one epoch and waits for it to succeed; its id.
   static std::string TrainJob() {
-    CommandResult submitted =
-        Cli({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.worldSize=1", "--set",
-             "training.epochs=1"},
-            *grpc_);
+    CommandResult submitted = Cli(
+        {"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.worldSize=1", "--set", "training.epochs=1"},
+        *grpc_);
     EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
     const std::string name = submitted.out.substr(0, submitted.out.find('\n'));
-    const std::string job = WaitForJobWith({"--address", *grpc_, "--token", *token_}, name, absl::Seconds(120),
-                                           [](const std::string& out) {
-                                             return ParseFlatJson(out)["state"] == "SUCCEEDED";
-                                           });
+    const std::string job =
+        WaitForJobWith({"--address", *grpc_, "--token", *token_}, name, absl::Seconds(120),
+                       [](const std::string& out) { return ParseFlatJson(out)["state"] == "SUCCEEDED"; });
     EXPECT_EQ(ParseFlatJson(job)["state"], "SUCCEEDED") << ReadFile(*dir_ + "/worker.log");
     return absl::StartsWith(name, "jobs/") ? name.substr(5) : "";
   }
@@ -165,8 +163,7 @@ TEST_F(Artifacts, ListShowsTheWeightsWithTheirSizeOverBothTransports) {
   CommandResult json = Cli({"gradsync", "artifacts", "list", *job_, "weights", "-o", "json", "--sha256"}, *rest_);
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_TRUE(absl::StrContains(json.out, "\"path\": \"weights.bin\"")) << json.out;
-  EXPECT_TRUE(absl::StrContains(json.out, absl::StrCat("\"sizeBytes\": \"", fs::file_size(weights), "\"")))
-      << json.out;
+  EXPECT_TRUE(absl::StrContains(json.out, absl::StrCat("\"sizeBytes\": \"", fs::file_size(weights), "\""))) << json.out;
   EXPECT_TRUE(absl::StrContains(json.out, Sha256Sum(weights))) << json.out;
   EXPECT_EQ(json.out, Cli({"gradsync", "artifacts", "list", *job_, "weights", "-o", "json", "--sha256"}, *grpc_).out);
   CommandResult none = Cli({"gradsync", "artifacts", "list", *job_, "no-such-prefix/", "-o", "json"}, *grpc_);
@@ -204,7 +201,8 @@ TEST_F(Artifacts, GetWritesByteIdenticalFilesOverGrpcAndRest) {
     for (const std::string& f : FilesUnder(JobDir())) {
       EXPECT_TRUE(ReadBytes(fs::path(all_dir) / f) == ReadBytes(JobDir() / f)) << f;
       EXPECT_TRUE(absl::StrContains(all.out, absl::StrCat(Sha256Sum(JobDir() / f), "  ", all_dir, "/", f, "\n")))
-          << f << "\n" << all.out;
+          << f << "\n"
+          << all.out;
     }
     // The output is sha256sum's: it checks every file again.
     std::ofstream(all_dir + "/../SHA256SUMS") << all.out;
@@ -288,7 +286,9 @@ TEST(ArtifactsFromALyingServer, AMismatchOrAPathOutsideWritesNothing) {
       return {200, R"({"artifacts": [{"path": "../../escaped.txt"}, {"path": "/tmp/escaped.txt"}]})"};
     }
     // The right length, the wrong digest.
-    return {200, "the bytes", "application/octet-stream",
+    return {200,
+            "the bytes",
+            "application/octet-stream",
             {{"X-Checksum-Sha256", "0000000000000000000000000000000000000000000000000000000000000000"}}};
   });
   const std::string base = MakeTempDir();
@@ -301,7 +301,8 @@ TEST(ArtifactsFromALyingServer, AMismatchOrAPathOutsideWritesNothing) {
   EXPECT_EQ(mismatch.out, "");
   EXPECT_TRUE(EmptyDir(base)) << "the directories made for the file stay behind";
 
-  CommandResult outside = RunBinary({"gradsync", "artifacts", "get", "job-1", "-o", out, "--address", server.address()});
+  CommandResult outside =
+      RunBinary({"gradsync", "artifacts", "get", "job-1", "-o", out, "--address", server.address()});
   EXPECT_EQ(outside.exit_code, 2) << outside.err;
   EXPECT_TRUE(absl::StartsWith(outside.err, "path: \"../../escaped.txt\"")) << outside.err;
   EXPECT_TRUE(EmptyDir(base));

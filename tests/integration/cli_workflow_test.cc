@@ -168,9 +168,8 @@ TEST_F(CliWorkflow, WorkersCheckpointSaveAndOutputFormats) {
   EXPECT_NE(with_lost.out.find("lost"), std::string::npos) << with_lost.out;
 
   std::move(cancel).Invoke();
-  WaitForJobWith(conn_, job, absl::Seconds(60), [](const std::string& j) {
-    return j.find("\"CANCELLED\"") != std::string::npos;
-  });
+  WaitForJobWith(conn_, job, absl::Seconds(60),
+                 [](const std::string& j) { return j.find("\"CANCELLED\"") != std::string::npos; });
 
   // kubectl's List shape, and YAML that reads back as the JSON.
   CommandResult list = Cli({"gradsync", "list", "-o", "json"});
@@ -180,15 +179,17 @@ TEST_F(CliWorkflow, WorkersCheckpointSaveAndOutputFormats) {
   EXPECT_EQ(Field(jobs[0], "name"), job);
   const std::string python = PythonWithYaml();
   if (python.empty()) GTEST_SKIP() << "no python3 with PyYAML to read -o yaml back";
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"gradsync", "list"}, {"gradsync", "get", job}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"gradsync", "list"}, {"gradsync", "get", job}}) {
     CommandResult json = Cli(With(args, {"-o", "json"})), yaml = Cli(With(args, {"-o", "yaml"}));
     ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
     CommandResult same = SameYamlData(python, json.out, yaml.out);
     EXPECT_EQ(same.exit_code, 0) << args[1] << ":\n" << same.out << "\n" << yaml.out;
   }
   // Heartbeats move between two calls; the rest of the pool does not.
-  CommandResult same = SameYamlData(python, Cli({"gradsync", "workers", "-o", "json"}).out,
-                                    Cli({"gradsync", "workers", "-o", "yaml"}).out, {"heartbeatAge", "lastHeartbeatTime"});
+  CommandResult same =
+      SameYamlData(python, Cli({"gradsync", "workers", "-o", "json"}).out,
+                   Cli({"gradsync", "workers", "-o", "yaml"}).out, {"heartbeatAge", "lastHeartbeatTime"});
   EXPECT_EQ(same.exit_code, 0) << same.out;
 }
 

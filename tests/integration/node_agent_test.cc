@@ -40,7 +40,8 @@ std::map<std::string, std::vector<pid_t>> Registrations(const std::string& coord
 
 // Polls the coordinator's log until `pred` holds on its registrations or 60 s pass.
 std::map<std::string, std::vector<pid_t>> AwaitRegistrations(
-    const std::string& coordinator_log, const std::function<bool(const std::map<std::string, std::vector<pid_t>>&)>& pred) {
+    const std::string& coordinator_log,
+    const std::function<bool(const std::map<std::string, std::vector<pid_t>>&)>& pred) {
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   std::map<std::string, std::vector<pid_t>> seen;
   while (absl::Now() < deadline) {
@@ -70,8 +71,8 @@ TEST(NodeAgent, RunsTwoWorkersThatTrainAJobAndRestartsOneKilled) {
   Children children;
   children.Start(CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=3000"}),
                  coordinator_log);
-  const pid_t agent =
-      children.Start(WorkerArgs(address, {"--workers=2", "--name=node", "--endpoints_file=" + dir + "/w.json"}), agent_log);
+  const pid_t agent = children.Start(
+      WorkerArgs(address, {"--workers=2", "--name=node", "--endpoints_file=" + dir + "/w.json"}), agent_log);
 
   // Both register, each under its own name, as children of the agent.
   auto registered = AwaitRegistrations(coordinator_log, [](const auto& r) { return r.size() == 2; });
@@ -102,15 +103,15 @@ TEST(NodeAgent, RunsTwoWorkersThatTrainAJobAndRestartsOneKilled) {
 
   // One worker killed: the agent starts it again, and it registers again under its name.
   ASSERT_EQ(::kill(second, SIGKILL), 0);
-  registered = AwaitRegistrations(coordinator_log, [](const auto& r) {
-    return r.count("node-cpu1") > 0 && r.at("node-cpu1").size() == 2;
-  });
+  registered = AwaitRegistrations(
+      coordinator_log, [](const auto& r) { return r.count("node-cpu1") > 0 && r.at("node-cpu1").size() == 2; });
   ASSERT_EQ(registered["node-cpu1"].size(), 2u) << ReadFile(agent_log);
   const pid_t restarted = registered["node-cpu1"][1];
   EXPECT_NE(restarted, second);
   EXPECT_EQ(ParentOf(restarted), agent);
   EXPECT_EQ(registered["node-cpu0"], std::vector<pid_t>{first}) << "the other worker ran on";
-  EXPECT_TRUE(absl::StrContains(ReadFile(agent_log), "node-cpu1 (pid " + std::to_string(second) + ") killed by signal 9"))
+  EXPECT_TRUE(
+      absl::StrContains(ReadFile(agent_log), "node-cpu1 (pid " + std::to_string(second) + ") killed by signal 9"))
       << ReadFile(agent_log);
 
   // SIGTERM to the agent: it stops its workers, waits for them and exits 0; none is left.
@@ -163,9 +164,9 @@ TEST(NodeAgent, RefusesBadSelectionsNamingTheFlag) {
 // and exits 2 instead of restarting it for ever.
 TEST(NodeAgent, AWorkerThatRefusesItsFlagsEndsTheAgent) {
   const absl::Time start = absl::Now();
-  const CommandResult r = RunBinary({"gradsync-worker", "--workers=2", "--coordinator=127.0.0.1:1",
-                                     "--health_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                                     "--abort_grace_ms=-1"});
+  const CommandResult r =
+      RunBinary({"gradsync-worker", "--workers=2", "--coordinator=127.0.0.1:1", "--health_listen=127.0.0.1:0",
+                 "--metrics_listen=127.0.0.1:0", "--abort_grace_ms=-1"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "--abort_grace_ms must be 0 or more")) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "refused its flags")) << r.err;

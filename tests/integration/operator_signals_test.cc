@@ -38,7 +38,8 @@ const std::vector<Daemon>& Daemons() {
 
 // "<program> 0.1.0 (commit 1a2b3c4, CUDA 12.6)" or "... no CUDA)", and a newline.
 std::regex VersionLine(const std::string& program) {
-  return std::regex(absl::StrCat(program, " ", std::regex_replace(GRADSYNC_PROJECT_VERSION, std::regex(R"(\.)"), R"(\.)"),
+  return std::regex(absl::StrCat(program, " ",
+                                 std::regex_replace(GRADSYNC_PROJECT_VERSION, std::regex(R"(\.)"), R"(\.)"),
                                  R"( \(commit ([0-9a-f]{7,40}|unknown), (CUDA \d+\.\d+|no CUDA)\)\n)"));
 }
 
@@ -96,9 +97,9 @@ std::string MetricsServiceLog(const std::string& format) {
   const std::string log = dir + "/metrics.log";
   Children children;
   const pid_t pid = StartBinaryAt(
-      "/usr/bin/env", {"GRADSYNC_LOG_FORMAT=" + format, std::string(GRADSYNC_BIN_DIR) + "/gradsync-metrics",
-                       "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0", "--api_listen=127.0.0.1:0",
-                       "--endpoints_file=" + dir + "/endpoints.json"},
+      "/usr/bin/env",
+      {"GRADSYNC_LOG_FORMAT=" + format, std::string(GRADSYNC_BIN_DIR) + "/gradsync-metrics", "--listen=127.0.0.1:0",
+       "--http_listen=127.0.0.1:0", "--api_listen=127.0.0.1:0", "--endpoints_file=" + dir + "/endpoints.json"},
       log);
   EXPECT_FALSE(WaitForEndpoints(dir + "/endpoints.json").empty()) << ReadFile(log);
   ::kill(pid, SIGTERM);
@@ -156,8 +157,8 @@ TEST(DaemonLogs, AWorkersJsonLinesCarryJobAndRankWhileItTrains) {
   const std::string dir = MakeTempDir();
   ASSERT_EQ(::setenv("GRADSYNC_LOG_FORMAT", "json", 1), 0);  // inherited by the local cluster
   const CommandResult run =
-      RunBinary({"gradsync", "run", ExamplePath("mlp.yaml"), "-o", "json", "--state-dir", dir, "--workers", "1", "--set",
-                 "training.worldSize=1", "--set", "training.maxSteps=3"});
+      RunBinary({"gradsync", "run", ExamplePath("mlp.yaml"), "-o", "json", "--state-dir", dir, "--workers", "1",
+                 "--set", "training.worldSize=1", "--set", "training.maxSteps=3"});
   ::unsetenv("GRADSYNC_LOG_FORMAT");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const std::string job = ParseFlatJson(run.out)["id"];
@@ -205,9 +206,8 @@ void ExpectProcessSeries(const std::string& who, const std::string& address, con
 
 TEST(ServiceMetrics, EveryServiceServesBuildInfoAndProcessSeries) {
   google::protobuf::Struct version;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(RunBinary({"gradsync", "version", "-o", "json"}).out,
-                                                          &version)
-                  .ok());
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(RunBinary({"gradsync", "version", "-o", "json"}).out, &version).ok());
   const auto& v = version.fields();
   const std::string build_info =
       absl::StrCat("gradsync_build_info{commit=\"", v.at("commit").string_value(), "\",cuda=\"",

@@ -22,9 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> Lines(const std::string& text) {
-  return absl::StrSplit(text, '\n', absl::SkipEmpty());
-}
+std::vector<std::string> Lines(const std::string& text) { return absl::StrSplit(text, '\n', absl::SkipEmpty()); }
 
 TEST(SeriesFiles, RunLeavesTheSeriesAndReportDrawsItOnceTheClusterIsGone) {
   const std::string dir = MakeTempDir();

@@ -112,8 +112,8 @@ std::pair<int64_t, int64_t> Written(const std::string& db_path) {
   std::pair<int64_t, int64_t> out{-1, -1};
   if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT max(step), count(*) FROM points WHERE job_id = 'curve';", -1, &stmt,
-                           nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, "SELECT max(step), count(*) FROM points WHERE job_id = 'curve';", -1, &stmt, nullptr) ==
+            SQLITE_OK &&
         sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_int64(stmt, 1) > 0) {
       out.first = sqlite3_column_int64(stmt, 0);
     }

@@ -272,7 +272,8 @@ TEST(SeriesStore, AJobForgottenWhileIdleComesBackWithItsSeries) {
   ReportSteps(**server, "idle", 0, 100);
   now += absl::Minutes(6);
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline && !(*server)->collector().TrackedJobs().empty()) absl::SleepFor(absl::Milliseconds(10));
+  while (absl::Now() < deadline && !(*server)->collector().TrackedJobs().empty())
+    absl::SleepFor(absl::Milliseconds(10));
   ASSERT_THAT((*server)->collector().TrackedJobs(), ::testing::IsEmpty()) << "the idle job was not forgotten";
   // Served from the store meanwhile, and listed.
   auto stored = (*server)->collector().Series("idle", 0);

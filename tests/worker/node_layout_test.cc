@@ -35,8 +35,8 @@ TEST(SelectGpus, RefusesTextThatIsNoSelectionNamingTheFlag) {
 }
 
 TEST(SelectGpus, RefusesGpusTheMachineLacks) {
-  for (const auto& [request, visible] : std::vector<std::pair<std::string, int>>{
-           {"all", 0}, {"1", 0}, {"0,1", 0}, {"9", 8}, {"0,8", 8}}) {
+  for (const auto& [request, visible] :
+       std::vector<std::pair<std::string, int>>{{"all", 0}, {"1", 0}, {"0,1", 0}, {"9", 8}, {"0,8", 8}}) {
     const absl::StatusOr<std::vector<int>> got = SelectGpus(request, visible, true);
     ASSERT_FALSE(got.ok()) << request;
     EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition) << request;
@@ -80,24 +80,27 @@ TEST(PlanNodeWorkers, OneWorkerPerSelectedGpu) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->size(), 3u);
   EXPECT_EQ((*plan)[1].name, "node-a-gpu2");
-  EXPECT_EQ((*plan)[1].argv,
-            (std::vector<std::string>{"/bin/gradsync-worker", "--name=node-a-gpu2", "--device=cuda:2",
-                                      "--metrics_listen=0.0.0.0:9469", "--health_listen=0.0.0.0:7074",
-                                      "--endpoints_file=/run/w-gpu2.json", "--cpus=4-7", "--blas_threads=2",
-                                      "--coordinator=c:7070"}));
+  EXPECT_EQ((*plan)[1].argv, (std::vector<std::string>{"/bin/gradsync-worker", "--name=node-a-gpu2", "--device=cuda:2",
+                                                       "--metrics_listen=0.0.0.0:9469", "--health_listen=0.0.0.0:7074",
+                                                       "--endpoints_file=/run/w-gpu2.json", "--cpus=4-7",
+                                                       "--blas_threads=2", "--coordinator=c:7070"}));
   EXPECT_EQ((*plan)[2].argv[2], "--device=cuda:5");
   EXPECT_EQ((*plan)[2].argv[3], "--metrics_listen=0.0.0.0:9472");
   EXPECT_EQ((*plan)[2].argv[6], "--cpus=8-11");
 }
 
 TEST(PlanNodeWorkers, CpuWorkersAndNoBindingWithoutEnoughCpus) {
-  NodeLayout layout{.binary = "w", .cpu_workers = 3, .name = "n", .metrics_listen = "", .health_listen = "127.0.0.1:0",
+  NodeLayout layout{.binary = "w",
+                    .cpu_workers = 3,
+                    .name = "n",
+                    .metrics_listen = "",
+                    .health_listen = "127.0.0.1:0",
                     .cpus = {0, 1}};
   const absl::StatusOr<std::vector<NodeWorker>> plan = PlanNodeWorkers(layout);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->size(), 3u);
-  EXPECT_EQ((*plan)[2].argv, (std::vector<std::string>{"w", "--name=n-cpu2", "--device=cpu", "--metrics_listen=",
-                                                       "--health_listen=127.0.0.1:0"}));
+  EXPECT_EQ((*plan)[2].argv, (std::vector<std::string>{"w", "--name=n-cpu2", "--device=cpu",
+                                                       "--metrics_listen=", "--health_listen=127.0.0.1:0"}));
   layout.cpu_workers = 0;
   EXPECT_FALSE(PlanNodeWorkers(layout).ok());
 }

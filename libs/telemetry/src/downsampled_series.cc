@@ -10,9 +10,7 @@ namespace {
 
 std::pair<int32_t, int64_t> Key(const v1::ReducedStep& s) { return {s.generation(), s.step()}; }
 
-bool KeyLess(const DownsampledSeries::Point& a, const DownsampledSeries::Point& b) {
-  return Key(a.step) < Key(b.step);
-}
+bool KeyLess(const DownsampledSeries::Point& a, const DownsampledSeries::Point& b) { return Key(a.step) < Key(b.step); }
 
 // A step as published stands for itself.
 void AsPoint(v1::ReducedStep& s) {
