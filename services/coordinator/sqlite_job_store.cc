@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/log.h"
+#include "gradsync/core/sqlite.h"
 
 namespace gradsync::coordinator {
 namespace {
@@ -18,25 +19,7 @@ namespace {
 // generation (GenerationRecord) that a coordinator started later adopts; a version 1 database is
 // upgraded when it opens.
 constexpr int64_t kSchemaVersion = 2;
-constexpr char kSqliteMagic[] = "SQLite format 3";  // with its terminating NUL, the file's first 16 bytes
 constexpr size_t kMaxIdInMessages = 64;
-
-// A prepared statement that finalizes itself.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  int rc() const { return rc_; }
-  sqlite3_stmt* get() { return stmt_; }
-  void Bind(int i, const std::string& text) {
-    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
 
 // Whether the column holds a job that parses and has an id.
 bool ParseRow(sqlite3_stmt* stmt, int column, v1::Job* job) {
@@ -44,29 +27,8 @@ bool ParseRow(sqlite3_stmt* stmt, int column, v1::Job* job) {
   return job->ParseFromArray(blob, sqlite3_column_bytes(stmt, column)) && !job->id().empty();
 }
 
-std::string ColumnText(sqlite3_stmt* stmt, int column) {
-  const unsigned char* text = sqlite3_column_text(stmt, column);
-  return text == nullptr ? "" : std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt, column));
-}
-
 // An id from a row, fit for a log line whatever the row holds.
 std::string Printable(const std::string& id) { return absl::CHexEscape(id.substr(0, kMaxIdInMessages)); }
-
-absl::StatusCode CodeOf(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_FULL:
-    case SQLITE_IOERR:
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_READONLY:
-    case SQLITE_CANTOPEN:
-    case SQLITE_NOMEM:
-    case SQLITE_PROTOCOL: return absl::StatusCode::kUnavailable;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return absl::StatusCode::kDataLoss;
-    default: return absl::StatusCode::kInternal;
-  }
-}
 
 // SQLite takes an empty file for a new database and says little about other files: an existing
 // file must start as a SQLite database does.
@@ -79,15 +41,7 @@ absl::Status CheckFile(const std::string& path) {
     return absl::DataLossError(absl::StrCat(
         "database ", path, " is empty (0 bytes), not a gradsync database; move it away to start with no jobs"));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) return absl::UnavailableError(absl::StrCat("database ", path, ": cannot read it"));
-  char header[sizeof(kSqliteMagic)] = {};
-  in.read(header, sizeof(header));
-  if (in.gcount() != static_cast<std::streamsize>(sizeof(header)) ||
-      std::memcmp(header, kSqliteMagic, sizeof(header)) != 0) {
-    return absl::DataLossError(absl::StrCat("database ", path, " is not a SQLite database"));
-  }
-  return absl::OkStatus();
+  return sqlite::CheckHeader(path, "database");
 }
 
 }  // namespace
@@ -97,7 +51,8 @@ SqliteJobStore::SqliteJobStore(sqlite3* db, std::string path) : db_(db), path_(s
 SqliteJobStore::~SqliteJobStore() { sqlite3_close(db_); }
 
 absl::Status SqliteJobStore::Error(int rc, const std::string& what) const {
-  return absl::Status(CodeOf(rc), absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+  return absl::Status(sqlite::StatusCodeOf(rc),
+                      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status SqliteJobStore::Exec(const char* sql, const std::string& what) {
@@ -115,15 +70,9 @@ absl::Status SqliteJobStore::InTransaction(const std::function<absl::Status()>& 
 }
 
 absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Connect(const std::string& path, bool create) {
-  sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr); rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return absl::Status(CodeOf(rc), absl::StrCat("database ", path, ": cannot open it: ", msg));
-  }
-  sqlite3_busy_timeout(db, 5000);
-  return std::unique_ptr<SqliteJobStore>(new SqliteJobStore(db, path));
+  absl::StatusOr<sqlite3*> db = sqlite::Open(path, create, "database");
+  if (!db.ok()) return db.status();
+  return std::unique_ptr<SqliteJobStore>(new SqliteJobStore(*db, path));
 }
 
 absl::Status SqliteJobStore::CreateFresh(const std::string& path) {
@@ -180,7 +129,7 @@ absl::Status SqliteJobStore::Init() {
       "creating the tables");
   if (!s.ok()) return s;
   if (*found == 1 && !(s = UpgradeFromVersion1()).ok()) return s;
-  Stmt version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1);");
+  sqlite::Statement version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1);");
   sqlite3_bind_int64(version.get(), 1, kSchemaVersion);
   const int rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
   if (rc != SQLITE_DONE) return Error(rc, "writing the schema version");
@@ -188,18 +137,18 @@ absl::Status SqliteJobStore::Init() {
 }
 
 absl::StatusOr<int64_t> SqliteJobStore::CheckSchema() {
-  Stmt tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
+  sqlite::Statement tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
   int rc = tables.ok() ? sqlite3_step(tables.get()) : tables.rc();
   if (rc != SQLITE_ROW) return Error(rc, "reading the schema");
   if (sqlite3_column_int64(tables.get(), 0) == 0) return 0;  // new
-  Stmt version(db_, "SELECT value FROM meta WHERE key = 'schema_version';");
+  sqlite::Statement version(db_, "SELECT value FROM meta WHERE key = 'schema_version';");
   rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
   if (rc != SQLITE_ROW) {
     return absl::DataLossError(absl::StrCat("database ", path_,
                                             " is a SQLite database, but not gradsync's: it "
                                             "records no schema version"));
   }
-  const std::string text = ColumnText(version.get(), 0);
+  const std::string text = sqlite::ColumnText(version.get(), 0);
   int64_t v = 0;
   if (!absl::SimpleAtoi(text, &v) || v < 1) {
     return absl::DataLossError(
@@ -217,7 +166,7 @@ absl::Status SqliteJobStore::UpgradeFromVersion1() {
   const absl::Status s = InTransaction([&]() -> absl::Status {
     absl::Status added = Exec("ALTER TABLE jobs ADD COLUMN running BLOB;", "upgrading the schema to version 2");
     if (!added.ok()) return added;
-    Stmt version(db_, "UPDATE meta SET value = ?1 WHERE key = 'schema_version';");
+    sqlite::Statement version(db_, "UPDATE meta SET value = ?1 WHERE key = 'schema_version';");
     sqlite3_bind_int64(version.get(), 1, kSchemaVersion);
     const int rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
     return rc == SQLITE_DONE ? absl::OkStatus() : Error(rc, "upgrading the schema to version 2");
@@ -230,11 +179,11 @@ absl::Status SqliteJobStore::UpgradeFromVersion1() {
 
 absl::Status SqliteJobStore::QuarantineBadRows() {
   std::vector<std::pair<int64_t, std::string>> bad;  // seq, reason
-  Stmt rows(db_, "SELECT seq, id, job FROM jobs ORDER BY seq;");
+  sqlite::Statement rows(db_, "SELECT seq, id, job FROM jobs ORDER BY seq;");
   int rc = rows.ok() ? SQLITE_OK : rows.rc();
   while (rows.ok() && (rc = sqlite3_step(rows.get())) == SQLITE_ROW) {
     const int64_t seq = sqlite3_column_int64(rows.get(), 0);
-    const std::string id = ColumnText(rows.get(), 1);
+    const std::string id = sqlite::ColumnText(rows.get(), 1);
     v1::Job job;
     if (!ParseRow(rows.get(), 2, &job)) {
       bad.emplace_back(seq, absl::StrCat("job row ", seq, " (id \"", Printable(id), "\") holds no job that parses"));
@@ -253,14 +202,14 @@ absl::Status SqliteJobStore::QuarantineBadRows() {
 
 absl::Status SqliteJobStore::Quarantine(int64_t seq, const std::string& reason) {
   return InTransaction([&]() -> absl::Status {
-    Stmt move(db_,
-              "INSERT INTO quarantine(seq, id, state, job, reason, time) "
-              "SELECT seq, id, state, job, ?2, datetime('now') FROM jobs WHERE seq = ?1;");
+    sqlite::Statement move(db_,
+                           "INSERT INTO quarantine(seq, id, state, job, reason, time) "
+                           "SELECT seq, id, state, job, ?2, datetime('now') FROM jobs WHERE seq = ?1;");
     sqlite3_bind_int64(move.get(), 1, seq);
-    move.Bind(2, reason);
+    move.Text(2, reason);
     int rc = move.ok() ? sqlite3_step(move.get()) : move.rc();
     if (rc != SQLITE_DONE) return Error(rc, absl::StrCat("quarantining job row ", seq));
-    Stmt drop(db_, "DELETE FROM jobs WHERE seq = ?1;");
+    sqlite::Statement drop(db_, "DELETE FROM jobs WHERE seq = ?1;");
     sqlite3_bind_int64(drop.get(), 1, seq);
     rc = drop.ok() ? sqlite3_step(drop.get()) : drop.rc();
     if (rc != SQLITE_DONE) return Error(rc, absl::StrCat("quarantining job row ", seq));
@@ -269,10 +218,10 @@ absl::Status SqliteJobStore::Quarantine(int64_t seq, const std::string& reason) 
 }
 
 absl::Status SqliteJobStore::Insert(const v1::Job& job) {
-  Stmt stmt(db_, "INSERT INTO jobs(id, state, job) VALUES (?1, ?2, ?3);");
+  sqlite::Statement stmt(db_, "INSERT INTO jobs(id, state, job) VALUES (?1, ?2, ?3);");
   if (!stmt.ok()) return Error(stmt.rc(), absl::StrCat("inserting job ", job.id()));
   const std::string blob = job.SerializeAsString();
-  stmt.Bind(1, job.id());
+  stmt.Text(1, job.id());
   sqlite3_bind_int(stmt.get(), 2, job.state());
   sqlite3_bind_blob(stmt.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
   const int rc = sqlite3_step(stmt.get());
@@ -284,10 +233,10 @@ absl::Status SqliteJobStore::Insert(const v1::Job& job) {
 absl::Status SqliteJobStore::Update(const v1::Job& job) { return UpdateWithGeneration(job, v1::GenerationRecord()); }
 
 absl::Status SqliteJobStore::UpdateWithGeneration(const v1::Job& job, const v1::GenerationRecord& running) {
-  Stmt stmt(db_, "UPDATE jobs SET state = ?2, job = ?3, running = ?4 WHERE id = ?1;");
+  sqlite::Statement stmt(db_, "UPDATE jobs SET state = ?2, job = ?3, running = ?4 WHERE id = ?1;");
   if (!stmt.ok()) return Error(stmt.rc(), absl::StrCat("updating job ", job.id()));
   const std::string blob = job.SerializeAsString();
-  stmt.Bind(1, job.id());
+  stmt.Text(1, job.id());
   sqlite3_bind_int(stmt.get(), 2, job.state());
   sqlite3_bind_blob(stmt.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
   const std::string record = running.SerializeAsString();
@@ -305,11 +254,11 @@ absl::Status SqliteJobStore::UpdateWithGeneration(const v1::Job& job, const v1::
 
 absl::Status SqliteJobStore::Probe(size_t bytes) {
   return InTransaction([&]() -> absl::Status {
-    Stmt put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES ('write_probe', zeroblob(?1));");
+    sqlite::Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES ('write_probe', zeroblob(?1));");
     sqlite3_bind_int64(put.get(), 1, static_cast<int64_t>(bytes));
     int rc = put.ok() ? sqlite3_step(put.get()) : put.rc();
     if (rc != SQLITE_DONE) return Error(rc, "probing with a write");
-    Stmt drop(db_, "DELETE FROM meta WHERE key = 'write_probe';");
+    sqlite::Statement drop(db_, "DELETE FROM meta WHERE key = 'write_probe';");
     rc = drop.ok() ? sqlite3_step(drop.get()) : drop.rc();
     if (rc != SQLITE_DONE) return Error(rc, "probing with a write");
     return absl::OkStatus();
@@ -317,9 +266,9 @@ absl::Status SqliteJobStore::Probe(size_t bytes) {
 }
 
 std::optional<v1::Job> SqliteJobStore::Get(const std::string& id) const {
-  Stmt stmt(db_, "SELECT job FROM jobs WHERE id = ?1;");
+  sqlite::Statement stmt(db_, "SELECT job FROM jobs WHERE id = ?1;");
   if (!stmt.ok()) return std::nullopt;
-  stmt.Bind(1, id);
+  stmt.Text(1, id);
   if (sqlite3_step(stmt.get()) != SQLITE_ROW) return std::nullopt;
   v1::Job job;
   if (ParseRow(stmt.get(), 0, &job) && job.id() == id) return job;
@@ -328,17 +277,17 @@ std::optional<v1::Job> SqliteJobStore::Get(const std::string& id) const {
 }
 
 absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::List(const std::string& after_id, int limit) const {
-  Stmt stmt(db_,
-            "SELECT id, job FROM jobs WHERE seq > COALESCE((SELECT seq FROM jobs WHERE id = ?1), 0) "
-            "ORDER BY seq LIMIT ?2;");
+  sqlite::Statement stmt(db_,
+                         "SELECT id, job FROM jobs WHERE seq > COALESCE((SELECT seq FROM jobs WHERE id = ?1), 0) "
+                         "ORDER BY seq LIMIT ?2;");
   if (!stmt.ok()) return Error(stmt.rc(), "listing jobs");
-  stmt.Bind(1, after_id);
+  stmt.Text(1, after_id);
   sqlite3_bind_int(stmt.get(), 2, limit);
   std::vector<v1::Job> out;
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
     v1::Job job;
-    const std::string id = ColumnText(stmt.get(), 0);
+    const std::string id = sqlite::ColumnText(stmt.get(), 0);
     if (!ParseRow(stmt.get(), 1, &job) || job.id() != id) {
       return absl::DataLossError(absl::StrCat("database ", path_, ": the row of job \"", Printable(id),
                                               "\" holds no such job (it is quarantined when the database is opened)"));
@@ -350,12 +299,12 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::List(const std::string& aft
 }
 
 absl::StatusOr<std::map<std::string, v1::GenerationRecord>> SqliteJobStore::ListGenerations() const {
-  Stmt stmt(db_, "SELECT id, running FROM jobs WHERE running IS NOT NULL ORDER BY seq;");
+  sqlite::Statement stmt(db_, "SELECT id, running FROM jobs WHERE running IS NOT NULL ORDER BY seq;");
   if (!stmt.ok()) return Error(stmt.rc(), "listing running generations");
   std::map<std::string, v1::GenerationRecord> out;
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
-    const std::string id = ColumnText(stmt.get(), 0);
+    const std::string id = sqlite::ColumnText(stmt.get(), 0);
     v1::GenerationRecord record;
     if (!record.ParseFromArray(sqlite3_column_blob(stmt.get(), 1), sqlite3_column_bytes(stmt.get(), 1))) {
       GS_LOG(ERROR) << "database " << path_ << ": the running generation of job " << Printable(id)

@@ -14,46 +14,13 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "gradsync/core/log.h"
+#include "gradsync/core/sqlite.h"
 
 namespace gradsync::metrics {
 namespace {
 
 constexpr int64_t kSchemaVersion = 1;
-constexpr char kSqliteMagic[] = "SQLite format 3";  // with its terminating NUL, the file's first 16 bytes
 constexpr const char* kSidecars[] = {"", "-wal", "-shm"};
-
-// A prepared statement that finalizes itself.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  int rc() const { return rc_; }
-  sqlite3_stmt* get() { return stmt_; }
-  void Text(int i, const std::string& text) {
-    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  }
-  void Blob(int i, const std::string& bytes) {
-    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
-  }
-  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  // Runs a statement that returns no row, ready to run again with new bindings.
-  int Run() {
-    const int rc = sqlite3_step(stmt_);
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-    return rc == SQLITE_ROW ? SQLITE_DONE : rc;
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
-
-std::string ColumnText(sqlite3_stmt* stmt, int column) {
-  const unsigned char* text = sqlite3_column_text(stmt, column);
-  return text == nullptr ? "" : std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt, column));
-}
 
 template <typename M>
 bool ParseColumn(sqlite3_stmt* stmt, int column, M* message) {
@@ -62,41 +29,8 @@ bool ParseColumn(sqlite3_stmt* stmt, int column, M* message) {
 
 std::string Printable(const std::string& id) { return absl::CHexEscape(id.substr(0, 64)); }
 
-absl::StatusCode CodeOf(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return absl::StatusCode::kDataLoss;
-    case SQLITE_FULL:
-    case SQLITE_IOERR:
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_READONLY:
-    case SQLITE_CANTOPEN:
-    case SQLITE_NOMEM:
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-    case SQLITE_PROTOCOL: return absl::StatusCode::kUnavailable;
-    default: return absl::StatusCode::kInternal;
-  }
-}
-
-// SQLite takes an empty file for a new database and says little about other files: an existing
-// file must start as a SQLite database does.
-absl::Status CheckFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::FailedPreconditionError(absl::StrCat("series database ", path, " is not a regular file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) return absl::UnavailableError(absl::StrCat("series database ", path, ": cannot read it"));
-  char header[sizeof(kSqliteMagic)] = {};
-  in.read(header, sizeof(header));
-  if (in.gcount() != static_cast<std::streamsize>(sizeof(header)) ||
-      std::memcmp(header, kSqliteMagic, sizeof(header)) != 0) {
-    return absl::DataLossError(absl::StrCat("series database ", path, " is not a SQLite database"));
-  }
-  return absl::OkStatus();
-}
+// SQLite takes an empty file for a new database: an existing file must be one (sqlite::CheckHeader).
+absl::Status CheckFile(const std::string& path) { return sqlite::CheckHeader(path, "series database"); }
 
 int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
 
@@ -105,7 +39,8 @@ int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
 SeriesStore::~SeriesStore() { sqlite3_close(db_); }
 
 absl::Status SeriesStore::Error(int rc, const std::string& what) const {
-  return absl::Status(CodeOf(rc), absl::StrCat("series database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+  return absl::Status(sqlite::StatusCodeOf(rc),
+                      absl::StrCat("series database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status SeriesStore::Exec(const char* sql, const std::string& what) {
@@ -114,15 +49,9 @@ absl::Status SeriesStore::Exec(const char* sql, const std::string& what) {
 }
 
 absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::Connect(const std::string& path, bool create) {
-  sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr); rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return absl::Status(CodeOf(rc), absl::StrCat("series database ", path, ": cannot open it: ", msg));
-  }
-  sqlite3_busy_timeout(db, 5000);
-  return std::unique_ptr<SeriesStore>(new SeriesStore(db, path));
+  absl::StatusOr<sqlite3*> db = sqlite::Open(path, create, "series database");
+  if (!db.ok()) return db.status();
+  return std::unique_ptr<SeriesStore>(new SeriesStore(*db, path));
 }
 
 absl::Status SeriesStore::CreateFresh(const std::string& path) {
@@ -181,10 +110,10 @@ absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::OpenOrSetAside(const s
 }
 
 absl::Status SeriesStore::QuickCheck() {
-  Stmt check(db_, "PRAGMA quick_check;");
+  sqlite::Statement check(db_, "PRAGMA quick_check;");
   int rc = check.ok() ? sqlite3_step(check.get()) : check.rc();
   if (rc != SQLITE_ROW) return Error(rc, "checking it");
-  if (const std::string verdict = ColumnText(check.get(), 0); verdict != "ok") {
+  if (const std::string verdict = sqlite::ColumnText(check.get(), 0); verdict != "ok") {
     return absl::DataLossError(absl::StrCat(
         "series database ", path_, " is corrupt: ", absl::StrReplaceAll(verdict.substr(0, 300), {{"\n", "; "}})));
   }
@@ -192,14 +121,14 @@ absl::Status SeriesStore::QuickCheck() {
 }
 
 absl::Status SeriesStore::CheckSchema() {
-  Stmt tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
+  sqlite::Statement tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
   int rc = tables.ok() ? sqlite3_step(tables.get()) : tables.rc();
   if (rc != SQLITE_ROW) return Error(rc, "reading the schema");
   if (sqlite3_column_int64(tables.get(), 0) == 0) return absl::OkStatus();  // new
-  Stmt version(db_, "SELECT value FROM meta WHERE key = 'series_schema_version';");
+  sqlite::Statement version(db_, "SELECT value FROM meta WHERE key = 'series_schema_version';");
   rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
   int64_t v = 0;
-  if (rc != SQLITE_ROW || !absl::SimpleAtoi(ColumnText(version.get(), 0), &v) || v < 1) {
+  if (rc != SQLITE_ROW || !absl::SimpleAtoi(sqlite::ColumnText(version.get(), 0), &v) || v < 1) {
     return absl::DataLossError(absl::StrCat("series database ", path_,
                                             " is a SQLite database, but not a gradsync series database: it records "
                                             "no series schema version"));
@@ -228,7 +157,7 @@ absl::Status SeriesStore::Init() {
       "  point BLOB NOT NULL, PRIMARY KEY (job_id, id)) WITHOUT ROWID;",
       "creating the tables");
   if (!s.ok()) return s;
-  Stmt version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('series_schema_version', ?1);");
+  sqlite::Statement version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('series_schema_version', ?1);");
   version.Int(1, kSchemaVersion);
   const int rc = version.ok() ? version.Run() : version.rc();
   return rc == SQLITE_DONE ? absl::OkStatus() : Error(rc, "writing the schema version");
@@ -250,14 +179,15 @@ absl::Status SeriesStore::Apply(const std::vector<telemetry::SeriesChanges>& cha
 
 absl::Status SeriesStore::ApplyOne(const telemetry::SeriesChanges& job) {
   const std::string what = absl::StrCat("writing the series of job ", Printable(job.job_id));
-  Stmt put_job(
+  sqlite::Statement put_job(
       db_,
       "INSERT INTO jobs(job_id, counters, last_report_us) VALUES (?1, ?2, ?3) "
       "ON CONFLICT(job_id) DO UPDATE SET counters = excluded.counters, last_report_us = excluded.last_report_us;");
-  Stmt drop_all(db_, "DELETE FROM points WHERE job_id = ?1;");
-  Stmt drop(db_, "DELETE FROM points WHERE job_id = ?1 AND id = ?2;");
-  Stmt put(db_, "INSERT OR REPLACE INTO points(job_id, id, generation, step, point) VALUES (?1, ?2, ?3, ?4, ?5);");
-  for (Stmt* stmt : {&put_job, &drop_all, &drop, &put}) {
+  sqlite::Statement drop_all(db_, "DELETE FROM points WHERE job_id = ?1;");
+  sqlite::Statement drop(db_, "DELETE FROM points WHERE job_id = ?1 AND id = ?2;");
+  sqlite::Statement put(
+      db_, "INSERT OR REPLACE INTO points(job_id, id, generation, step, point) VALUES (?1, ?2, ?3, ?4, ?5);");
+  for (sqlite::Statement* stmt : {&put_job, &drop_all, &drop, &put}) {
     if (!stmt->ok()) return Error(stmt->rc(), what);
   }
   v1::JobSeries counters = job.counters;
@@ -287,7 +217,7 @@ absl::Status SeriesStore::ApplyOne(const telemetry::SeriesChanges& job) {
 }
 
 absl::StatusOr<std::vector<telemetry::DownsampledSeries::Point>> SeriesStore::LoadPoints(const std::string& job_id) {
-  Stmt rows(db_, "SELECT id, point FROM points WHERE job_id = ?1 ORDER BY generation, step;");
+  sqlite::Statement rows(db_, "SELECT id, point FROM points WHERE job_id = ?1 ORDER BY generation, step;");
   if (!rows.ok()) return Error(rows.rc(), "reading points");
   rows.Text(1, job_id);
   std::vector<telemetry::DownsampledSeries::Point> points;
@@ -308,16 +238,16 @@ absl::StatusOr<std::vector<telemetry::DownsampledSeries::Point>> SeriesStore::Lo
 
 absl::StatusOr<std::vector<telemetry::StoredJob>> SeriesStore::LoadReportedSince(absl::Time since, size_t max_jobs) {
   absl::MutexLock lock(&mu_);
-  Stmt rows(db_,
-            "SELECT job_id, counters, last_report_us FROM jobs WHERE last_report_us >= ?1 "
-            "ORDER BY last_report_us DESC LIMIT ?2;");
+  sqlite::Statement rows(db_,
+                         "SELECT job_id, counters, last_report_us FROM jobs WHERE last_report_us >= ?1 "
+                         "ORDER BY last_report_us DESC LIMIT ?2;");
   if (!rows.ok()) return Error(rows.rc(), "reading jobs");
   rows.Int(1, Micros(since));
   rows.Int(2, static_cast<int64_t>(std::min<size_t>(max_jobs, INT64_MAX)));
   std::vector<telemetry::StoredJob> jobs;
   int rc;
   while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) {
-    const std::string id = ColumnText(rows.get(), 0);
+    const std::string id = sqlite::ColumnText(rows.get(), 0);
     telemetry::StoredJob job;
     if (!ParseColumn(rows.get(), 1, &job.counters) || job.counters.job_id() != id) {
       GS_LOG(ERROR) << "series database " << path_ << ": the row of job " << Printable(id)
@@ -338,7 +268,7 @@ absl::StatusOr<std::vector<telemetry::StoredJob>> SeriesStore::LoadReportedSince
 
 absl::StatusOr<telemetry::StoredJob> SeriesStore::Load(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  Stmt row(db_, "SELECT counters, last_report_us FROM jobs WHERE job_id = ?1;");
+  sqlite::Statement row(db_, "SELECT counters, last_report_us FROM jobs WHERE job_id = ?1;");
   if (!row.ok()) return Error(row.rc(), "reading a job");
   row.Text(1, job_id);
   const int rc = sqlite3_step(row.get());
@@ -358,11 +288,11 @@ absl::StatusOr<telemetry::StoredJob> SeriesStore::Load(const std::string& job_id
 
 absl::StatusOr<std::vector<std::string>> SeriesStore::JobIds() {
   absl::MutexLock lock(&mu_);
-  Stmt rows(db_, "SELECT job_id FROM jobs ORDER BY job_id;");
+  sqlite::Statement rows(db_, "SELECT job_id FROM jobs ORDER BY job_id;");
   if (!rows.ok()) return Error(rows.rc(), "listing jobs");
   std::vector<std::string> ids;
   int rc;
-  while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) ids.push_back(ColumnText(rows.get(), 0));
+  while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) ids.push_back(sqlite::ColumnText(rows.get(), 0));
   if (rc != SQLITE_DONE) return Error(rc, "listing jobs");
   return ids;
 }
@@ -372,23 +302,23 @@ absl::StatusOr<std::vector<std::string>> SeriesStore::DeleteReportedBefore(
   absl::MutexLock lock(&mu_);
   std::vector<std::string> expired;
   {
-    Stmt rows(db_, "SELECT job_id FROM jobs WHERE last_report_us < ?1;");
+    sqlite::Statement rows(db_, "SELECT job_id FROM jobs WHERE last_report_us < ?1;");
     if (!rows.ok()) return Error(rows.rc(), "finding expired jobs");
     rows.Int(1, Micros(cutoff));
     int rc;
     while ((rc = sqlite3_step(rows.get())) == SQLITE_ROW) {
-      std::string id = ColumnText(rows.get(), 0);
+      std::string id = sqlite::ColumnText(rows.get(), 0);
       if (!keep.contains(id)) expired.push_back(std::move(id));
     }
     if (rc != SQLITE_DONE) return Error(rc, "finding expired jobs");
   }
   if (expired.empty()) return expired;
   if (absl::Status s = Exec("BEGIN IMMEDIATE;", "starting a transaction"); !s.ok()) return s;
-  Stmt drop_job(db_, "DELETE FROM jobs WHERE job_id = ?1;");
-  Stmt drop_points(db_, "DELETE FROM points WHERE job_id = ?1;");
+  sqlite::Statement drop_job(db_, "DELETE FROM jobs WHERE job_id = ?1;");
+  sqlite::Statement drop_points(db_, "DELETE FROM points WHERE job_id = ?1;");
   absl::Status s;
   for (const std::string& id : expired) {
-    for (Stmt* stmt : {&drop_points, &drop_job}) {
+    for (sqlite::Statement* stmt : {&drop_points, &drop_job}) {
       if (!stmt->ok()) {
         s = Error(stmt->rc(), "deleting expired jobs");
         break;
