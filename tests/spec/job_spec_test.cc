@@ -229,7 +229,20 @@ TEST(ParseErrorTest, FieldSetTwice) {
 }
 
 TEST(ParseErrorTest, OneDocumentOnly) {
-  EXPECT_THAT(ParseError("name: a\n---\nname: b\n"), HasSubstr("expected one YAML document"));
+  EXPECT_EQ(ParseError("name: a\n---\nname: b\n"),
+            "job.yaml: expected one YAML document, found a second at line 2, column 1");
+  // An empty document after the spec is no second spec, as for YAML::LoadAll.
+  absl::StatusOr<v1::JobSpec> trailing = ParseJobSpec("name: a\n---\n", "job.yaml");
+  ASSERT_TRUE(trailing.ok()) << trailing.status();
+  EXPECT_EQ(trailing->name(), "a");
+}
+
+// On this text yaml-cpp's parser, after a spec and a stray scalar, returns empty documents at the
+// `?` forever: YAML::LoadAll never ends and runs out of memory. The parse must end with an error.
+TEST(ParseErrorTest, TextThatKeepsYamlCppsParserInPlaceEnds) {
+  const std::string text =
+      "{\n  \"namee80\",, \"beta1\": 0.999,\n       {\"nt,\"}}onstant\"},\n? .n\n  \"naddpmnLrR\"";
+  EXPECT_EQ(ParseError(text), "job.yaml: expected one YAML document, found a second at line 3, column 16");
 }
 
 TEST(LoadJobSpecFileTest, ReadsAFileAndReportsMissingOnes) {

@@ -4,12 +4,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "overrides.h"
 #include "spec_text.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 #include "yaml_to_proto.h"
 
@@ -28,19 +32,69 @@ absl::Status FromYamlException(absl::string_view source, const YAML::Exception& 
       absl::StrCat(source, ": line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
 }
 
+// Where each document starts and whether its root is null, from the parser's events.
+class DocumentMarks : public YAML::EventHandler {
+ public:
+  struct Document {
+    YAML::Mark start;
+    bool null_root = false;
+  };
+  const std::vector<Document>& documents() const { return documents_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    documents_.push_back({mark, false});
+    depth_ = 0;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { NullAtRoot(); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    ++depth_;
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    ++depth_;
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void NullAtRoot() {
+    if (depth_ == 0 && !documents_.empty()) documents_.back().null_root = true;
+  }
+  std::vector<Document> documents_;
+  int depth_ = 0;
+};
+
+// The first YAML document of `text`, refusing a second one that is not empty (as YAML::LoadAll
+// counts them). yaml-cpp's LoadAll cannot be used: on some malformed text its parser returns empty
+// documents at one place forever, and LoadAll keeps them all until memory runs out. So the parser
+// reads at most two documents here, and YAML::Load builds the first.
+absl::StatusOr<YAML::Node> LoadOneDocument(const std::string& text, absl::string_view source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentMarks marks;
+  for (int read = 0; read < 2 && parser.HandleNextDocument(marks); ++read) {
+  }
+  const std::vector<DocumentMarks::Document>& documents = marks.documents();
+  if (documents.size() > 1 && !documents[0].null_root && !documents[1].null_root) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": expected one YAML document, found a second at line ",
+                                                   documents[1].start.line + 1, ", column ",
+                                                   documents[1].start.column + 1));
+  }
+  YAML::Node root = YAML::Load(text);
+  if (!root.IsDefined() || root.IsNull()) return absl::InvalidArgumentError(absl::StrCat(source, ": empty job spec"));
+  return root;
+}
+
 absl::StatusOr<gradsync::v1::JobSpec> ParseTree(absl::string_view raw, absl::string_view source,
                                                 const std::vector<std::string>& overrides) {
   // Size, bytes and nesting are bounded before yaml-cpp, whose parser recurses per level.
   const absl::StatusOr<std::string> text = internal::CheckSpecText(raw);
   if (!text.ok()) return InSource(source, text.status());
-  const std::vector<YAML::Node> documents = YAML::LoadAll(*text);
-  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": empty job spec"));
-  }
-  if (documents.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": expected one YAML document, got ", documents.size()));
-  }
-  YAML::Node root = documents[0];
+  absl::StatusOr<YAML::Node> loaded = LoadOneDocument(*text, source);
+  if (!loaded.ok()) return loaded.status();
+  YAML::Node root = *loaded;
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": the job spec must be a map of fields, got ", internal::DescribeNode(root)));
