@@ -485,6 +485,46 @@ TEST(NormalizeTest, FillsThenValidates) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("training.worldSize"));
 }
 
+// A zero given explicitly is a value, not "unset": refused where zero is invalid, kept where it
+// means something, the same from YAML, JSON (the REST body) and a proto built in code (gRPC).
+TEST(NormalizeTest, ExplicitZerosAreJudgedNotDefaulted) {
+  const struct {
+    const char* text;
+    const char* error;
+  } refused[] = {
+      {"training: {worldSize: 0}", "training.worldSize: must be between 1 and 4096, got 0"},
+      {"{\"training\": {\"worldSize\": 0}}", "training.worldSize: must be between 1 and 4096, got 0"},
+      {"training: {microBatch: 0}", "training.microBatch: must be between 1"},
+      {"training: {lr: 0}", "training.lr"},
+      {"training: {logEvery: 0}", "training.logEvery"},
+      {"data: {synthetic: {numClasses: 0}}", "data.synthetic.numClasses"},
+      {"ddp: {bucketCapMb: 0}", "ddp.bucketCapMb"},
+  };
+  for (const auto& c : refused) {
+    absl::StatusOr<v1::JobSpec> parsed = ParseJobSpec(c.text, "a");
+    ASSERT_TRUE(parsed.ok()) << c.text << ": " << parsed.status();
+    absl::StatusOr<v1::JobSpec> normal = Normalize(*parsed);
+    EXPECT_EQ(normal.status().code(), absl::StatusCode::kInvalidArgument) << c.text;
+    EXPECT_THAT(std::string(normal.status().message()), HasSubstr(c.error)) << c.text;
+  }
+
+  v1::JobSpec built;
+  built.mutable_training()->set_world_size(0);
+  EXPECT_THAT(std::string(Normalize(built).status().message()), HasSubstr("training.worldSize"));
+
+  absl::StatusOr<v1::JobSpec> kept = Normalize(*ParseJobSpec(
+      "training: {beta1: 0, minLrRatio: 0}\ndata: {synthetic: {seed: 0}}", "a"));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->training().beta1(), 0);
+  EXPECT_EQ(kept->training().min_lr_ratio(), 0);
+  EXPECT_EQ(kept->data().synthetic().seed(), 0u);
+
+  // Left out, they take their defaults; an empty override leaves them out.
+  absl::StatusOr<v1::JobSpec> unset = Normalize(*ParseJobSpec("training: {worldSize: 0}", "a", {"training.worldSize="}));
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ(unset->training().world_size(), 1);
+}
+
 TEST(ToJsonTest, RoundTripsThroughParse) {
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpec(
       "name: round\ntraining: {maxSteps: 20, seed: 18446744073709551615, lr: 2.5e-4}\n"

@@ -1,6 +1,8 @@
-// Default values of a job spec. proto3 scalars have no presence, so "unset" means zero or empty;
-// where zero is a meaningful setting (training.seed, weightDecay, gradClip, warmupSteps) the
-// default is zero itself and the field is left alone. The table is in README.md. A transformer
+// Default values of a job spec. The `optional` scalars have presence: a default fills only an
+// unset one, and a zero given explicitly stays for validation to judge (`worldSize: 0` is refused,
+// `minLrRatio: 0` decays to zero). The others are plain proto3 scalars, where zero or empty is
+// unset: strings, and fields whose default is zero itself (training.seed, weightDecay, gradClip,
+// warmupSteps). The table is in README.md. A transformer
 // preset's values come from gradsync/nn/presets.h, the one table of them.
 #include <cstdint>
 #include <string>
@@ -23,7 +25,6 @@ constexpr int64_t kDefaultNumSamples = 8192;
 constexpr int32_t kDefaultInputDim = 32;
 constexpr int32_t kDefaultNumClasses = 10;
 constexpr int32_t kDefaultTeacherHidden = 64;
-// The dataset seed cannot be 0: zero reads as unset and becomes this value.
 constexpr uint64_t kDefaultDataSeed = 1234;
 constexpr LastBatch kDefaultLastBatch = LastBatch::kPartial;
 
@@ -76,29 +77,29 @@ void FillData(const std::string& preset, gradsync::v1::DataSpec* data) {
   }
   if (!data->has_synthetic()) return;
   gradsync::v1::SyntheticData* synthetic = data->mutable_synthetic();
-  if (synthetic->num_samples() == 0) synthetic->set_num_samples(kDefaultNumSamples);
-  if (synthetic->input_dim() == 0) synthetic->set_input_dim(kDefaultInputDim);
-  if (synthetic->num_classes() == 0) synthetic->set_num_classes(kDefaultNumClasses);
-  if (synthetic->teacher_hidden() == 0) synthetic->set_teacher_hidden(kDefaultTeacherHidden);
-  if (synthetic->seed() == 0) synthetic->set_seed(kDefaultDataSeed);
+  if (!synthetic->has_num_samples()) synthetic->set_num_samples(kDefaultNumSamples);
+  if (!synthetic->has_input_dim()) synthetic->set_input_dim(kDefaultInputDim);
+  if (!synthetic->has_num_classes()) synthetic->set_num_classes(kDefaultNumClasses);
+  if (!synthetic->has_teacher_hidden()) synthetic->set_teacher_hidden(kDefaultTeacherHidden);
+  if (!synthetic->has_seed()) synthetic->set_seed(kDefaultDataSeed);
 }
 
 void FillTraining(gradsync::v1::TrainingSpec* training) {
-  if (training->world_size() == 0) {
-    training->set_world_size(training->max_workers() > 0 ? training->max_workers() : kDefaultWorldSize);
+  if (!training->has_world_size()) {
+    training->set_world_size(training->has_max_workers() ? training->max_workers() : kDefaultWorldSize);
   }
-  if (training->max_workers() == 0) training->set_max_workers(training->world_size());
-  if (training->min_workers() == 0) training->set_min_workers(training->max_workers());
-  if (training->micro_batch() == 0) training->set_micro_batch(kDefaultMicroBatch);
-  if (training->grad_accum_steps() == 0) training->set_grad_accum_steps(kDefaultGradAccumSteps);
+  if (!training->has_max_workers()) training->set_max_workers(training->world_size());
+  if (!training->has_min_workers()) training->set_min_workers(training->max_workers());
+  if (!training->has_micro_batch()) training->set_micro_batch(kDefaultMicroBatch);
+  if (!training->has_grad_accum_steps()) training->set_grad_accum_steps(kDefaultGradAccumSteps);
   if (training->max_steps() == 0 && training->epochs() == 0) training->set_epochs(kDefaultEpochs);
-  if (training->lr() == 0) training->set_lr(kDefaultLr);
-  if (training->beta1() == 0) training->set_beta1(kDefaultBeta1);
-  if (training->beta2() == 0) training->set_beta2(kDefaultBeta2);
-  if (training->eps() == 0) training->set_eps(kDefaultEps);
+  if (!training->has_lr()) training->set_lr(kDefaultLr);
+  if (!training->has_beta1()) training->set_beta1(kDefaultBeta1);
+  if (!training->has_beta2()) training->set_beta2(kDefaultBeta2);
+  if (!training->has_eps()) training->set_eps(kDefaultEps);
   if (training->lr_schedule().empty()) training->set_lr_schedule(Name(kDefaultLrSchedule));
-  if (training->min_lr_ratio() == 0) training->set_min_lr_ratio(kDefaultMinLrRatio);
-  if (training->log_every() == 0) training->set_log_every(kDefaultLogEvery);
+  if (!training->has_min_lr_ratio()) training->set_min_lr_ratio(kDefaultMinLrRatio);
+  if (!training->has_log_every()) training->set_log_every(kDefaultLogEvery);
   if (!training->has_eval_every()) training->set_eval_every(kDefaultEvalEvery);
 }
 
@@ -107,8 +108,8 @@ void FillDdp(gradsync::v1::DdpSpec* ddp) {
   if (ddp->transport().empty()) ddp->set_transport(Name(kDefaultTransport));
   if (ddp->grad_compression().empty()) ddp->set_grad_compression(Name(kDefaultGradCompression));
   if (ddp->sharding().empty()) ddp->set_sharding(Name(kDefaultSharding));
-  if (ddp->bucket_cap_mb() == 0) ddp->set_bucket_cap_mb(kDefaultBucketCapMb);
-  if (ddp->timeout_seconds() == 0) ddp->set_timeout_seconds(kDefaultTimeoutSeconds);
+  if (!ddp->has_bucket_cap_mb()) ddp->set_bucket_cap_mb(kDefaultBucketCapMb);
+  if (!ddp->has_timeout_seconds()) ddp->set_timeout_seconds(kDefaultTimeoutSeconds);
 }
 
 }  // namespace
