@@ -4,10 +4,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "args.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
+#include "describe.h"
 #include "display.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
@@ -66,12 +68,17 @@ std::string Show(const v1::Job& job, OutputFormat format, const std::string& jso
 int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, const MetricsApi& metrics_api) {
   InstallShutdownHandlers();
   std::atomic<bool> stop{false};
+  ProgressView view(format == OutputFormat::kTable ? stdout : stderr);
+  // Attached to a job that has run: its curve so far, from the metrics service.
+  if (!metrics_api.address.empty()) {
+    (void)view.UseSeriesFrom(metrics_api.address, metrics_api.token, std::string(absl::StripPrefix(name, "jobs/")));
+  }
   std::thread sig([&] {
-    while (!stop && !WaitForShutdown(absl::Milliseconds(100))) {
+    for (int tick = 1; !stop && !WaitForShutdown(absl::Milliseconds(100)); ++tick) {
+      if (tick % 10 == 0) view.Tick();
     }
     stop = true;
   });
-  ProgressView view(format == OutputFormat::kTable ? stdout : stderr);
   auto job = client.Watch(
       name, [&](const v1::Job& j) { view.Update(j); }, &stop);
   if (job.ok() && !metrics_api.address.empty()) {
@@ -120,10 +127,12 @@ int GetCommand(const std::vector<std::string>& argv) {
   JobClient& client = **connected;
   auto job = client.Get(parsed->args.positional[0]);
   if (!job.ok()) return Fail(job.status());
-  v1::ListJobsResponse one;
-  *one.add_jobs() = *job;
-  std::string text = JobTable(one, parsed->format == OutputFormat::kWide);
-  for (const auto& e : job->events()) absl::StrAppend(&text, "  [", e.type(), "] ", e.message(), "\n");
+  std::string text = DescribeJob(*job);
+  if (parsed->format == OutputFormat::kWide) {
+    v1::ListJobsResponse one;
+    *one.add_jobs() = *job;
+    text = JobTable(one, /*wide=*/true);
+  }
   std::printf("%s", Show(*job, parsed->format, JobJson(*job), text).c_str());
   return 0;
 }

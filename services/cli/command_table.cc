@@ -119,10 +119,10 @@ std::vector<Command> MakeTable() {
                .run = SubmitCommand});
   t.push_back({.name = "get",
                .synopsis = "JOB",
-               .summary = "a job's state, progress and events",
-               .example = "gradsync get jobs/mlp-1a2b3 -o yaml",
-               .details = "JOB is jobs/<id> or the bare id. -o wide adds the world size, the restarts and when\n"
-                          "the job was created.\n",
+               .summary = "a job described: spec highlights, times, restarts, progress, checkpoints, events",
+               .example = "gradsync get jobs/mlp-1a2b3",
+               .details = "JOB is jobs/<id> or the bare id. -o wide prints the job as one row of gradsync list -o\n"
+                          "wide; -o json and -o yaml the whole job as the API returns it.\n",
                .options = Plus({Output()}, job_options),
                .formats = {F::kTable, F::kWide, F::kJson, F::kYaml, F::kName},
                .connects = true,

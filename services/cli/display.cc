@@ -10,6 +10,7 @@
 #include "charts.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/nn/presets.h"
 #include "metrics_client.h"
 
 namespace gradsync::cli {
@@ -24,6 +25,27 @@ std::string Rate(double per_second) {
   if (per_second >= 1e6) return absl::StrFormat("%.2fM", per_second / 1e6);
   if (per_second >= 1e3) return absl::StrFormat("%.1fK", per_second / 1e3);
   return absl::StrFormat("%.0f", per_second);
+}
+
+// " | 12m03s elapsed, ETA 4m10s" from the job's start and the recent step time.
+std::string TimeText(const v1::Job& job) {
+  const v1::JobProgress& p = job.progress();
+  std::string out;
+  if (job.has_start_time()) absl::StrAppend(&out, " | ", HumanDuration(WallSeconds(job)), " elapsed");
+  if (p.step_seconds() > 0 && p.total_steps() > p.step()) {
+    absl::StrAppend(&out, out.empty() ? " | " : ", ", "ETA ",
+                    HumanDuration(p.step_seconds() * static_cast<double>(p.total_steps() - p.step())));
+  }
+  return out;
+}
+
+// "loss 2.3456 (avg 2.4012) | lr 3.00e-04 | norm 0.812 | 0.45 s/step": what the step did.
+std::string StepText(const v1::JobProgress& p) {
+  std::string out = absl::StrFormat("loss %.4f", p.loss());
+  if (p.smoothed_loss() > 0) absl::StrAppend(&out, absl::StrFormat(" (avg %.4f)", p.smoothed_loss()));
+  if (p.lr() > 0) absl::StrAppend(&out, absl::StrFormat(" | lr %.2e | norm %.3f", p.lr(), p.grad_norm()));
+  if (p.step_seconds() > 0) absl::StrAppend(&out, absl::StrFormat(" | %.3g s/step", p.step_seconds()));
+  return out;
 }
 
 // " | val loss X (step S)" once the job has a validation loss, else empty.
@@ -44,6 +66,37 @@ v1::RankMemory MostOnAnyRank(const v1::JobResult& r) {
     most.set_peak_device_bytes(std::max(most.peak_device_bytes(), m.peak_device_bytes()));
   }
   return most;
+}
+
+// Model FLOPs per second the job achieved (6N + attention per token, nn::FlopsPerToken, times its
+// tokens/s); 0 for a model that is not a transformer.
+double ModelFlopsPerSecond(const v1::Job& job) {
+  if (!nn::IsTransformerPreset(job.spec().model().preset())) return 0;
+  const absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(job.spec().model());
+  if (!config.ok()) return 0;
+  return nn::FlopsPerToken(*config) * job.result().tokens_per_second();
+}
+
+// "  wall time   12m03s over 3 generations, 1 restart\n", when the job ran.
+std::string WallText(const v1::Job& job) {
+  if (!job.has_start_time()) return "";
+  return absl::StrFormat("  wall time   %s over %d generation%s, %d restart%s\n", HumanDuration(WallSeconds(job)),
+                         job.generation(), job.generation() == 1 ? "" : "s", job.restarts(),
+                         job.restarts() == 1 ? "" : "s");
+}
+
+// "1.2K samples/s, 30.0K tokens/s, 1.23 TFLOP/s (MFU 41.2%)": tokens only for token models, FLOP/s
+// for transformers, MFU where the GPUs' peak is known.
+std::string ThroughputText(const v1::Job& job) {
+  const v1::JobResult& r = job.result();
+  std::string out = absl::StrCat(Rate(r.samples_per_second()), " samples/s");
+  if (r.tokens_per_second() > r.samples_per_second())
+    absl::StrAppend(&out, ", ", Rate(r.tokens_per_second()), " tokens/s");
+  const double flops = ModelFlopsPerSecond(job);
+  if (flops > 0) absl::StrAppend(&out, absl::StrFormat(", %.3g TFLOP/s", flops / 1e12));
+  if (flops > 0 && r.peak_flops() > 0)
+    absl::StrAppend(&out, absl::StrFormat(" (MFU %.1f%%)", 100 * flops / r.peak_flops()));
+  return out;
 }
 
 std::string MemoryText(const v1::JobResult& r) {
@@ -113,6 +166,23 @@ void TransferProgress::Finish() {
   std::fflush(out_);
 }
 
+std::string HumanDuration(double seconds) {
+  const auto s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+}
+
+double WallSeconds(const v1::Job& job) {
+  if (!job.has_start_time()) return 0;
+  const auto seconds = [](const google::protobuf::Timestamp& t) {
+    return static_cast<double>(t.seconds()) + static_cast<double>(t.nanos()) * 1e-9;
+  };
+  const double end =
+      job.has_end_time() ? seconds(job.end_time()) : absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  return end - seconds(job.start_time());
+}
+
 std::string HumanBytes(int64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   if (bytes < (1 << 20)) return absl::StrFormat("%.1f KiB", bytes / 1024.0);
@@ -132,34 +202,83 @@ void ProgressView::Erase() {
 }
 
 void ProgressView::Update(const v1::Job& job) {
-  if (events_shown_ < job.events_size() && tty_) Erase();
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool new_events = events_shown_ < job.events_size();
+  if (new_events && tty_) Erase();
   for (; events_shown_ < job.events_size(); ++events_shown_) {
     const v1::JobEvent& e = job.events(events_shown_);
     std::fprintf(out_, "[%s] %s\n", e.type().c_str(), e.message().c_str());
   }
+  ShowWaiting(job);
   const v1::JobProgress& p = job.progress();
   if (!job.has_progress() || p.step() == last_step_ || p.total_steps() <= 0) {
+    // The events printed above the live block: draw it again below them, so that the curve stays
+    // on screen through checkpoints and after the job ends.
+    if (new_events && tty_ && drawn_lines_ == 0) Draw();
     std::fflush(out_);
     return;
   }
   last_step_ = p.step();
-  losses_.emplace_back(static_cast<double>(p.step()), p.loss());
+  // A curve backfilled from the metrics service may already hold this step.
+  if (losses_.empty() || static_cast<double>(p.step()) > losses_.back().first) {
+    losses_.emplace_back(static_cast<double>(p.step()), p.loss());
+  }
   const double frac = static_cast<double>(p.step()) / static_cast<double>(p.total_steps());
-  const std::string val = ValidationText(p);
+  const std::string line =
+      absl::StrFormat("step %lld/%lld | epoch %d | %s%s | %s samples/s | %s tokens/s%s",
+                      static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), p.epoch(), StepText(p),
+                      ValidationText(p), Rate(p.samples_per_second()), Rate(p.tokens_per_second()), TimeText(job));
   if (tty_) {
     Erase();
-    const std::string chart = TerminalChart(losses_, kChartWidth, kChartHeight, "step");
-    std::fprintf(out_, "[%s] %5.1f%% step %lld/%lld | epoch %d | loss %.4f%s | %s samples/s | %s tokens/s\n%s",
-                 Bar(frac, 24).c_str(), 100.0 * frac, static_cast<long long>(p.step()),
-                 static_cast<long long>(p.total_steps()), p.epoch(), p.loss(), val.c_str(),
-                 Rate(p.samples_per_second()).c_str(), Rate(p.tokens_per_second()).c_str(), chart.c_str());
-    drawn_lines_ = 1 + static_cast<int>(std::count(chart.begin(), chart.end(), '\n'));
+    line_ = absl::StrFormat("[%s] %5.1f%% %s", Bar(frac, 24), 100.0 * frac, line);
+    Draw();
   } else {
-    std::fprintf(out_, "step %lld/%lld (%.0f%%) | epoch %d | loss %.4f%s | %s samples/s | %s tokens/s\n",
-                 static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), 100.0 * frac, p.epoch(),
-                 p.loss(), val.c_str(), Rate(p.samples_per_second()).c_str(), Rate(p.tokens_per_second()).c_str());
+    std::fprintf(out_, "%s\n", line.c_str());
   }
   std::fflush(out_);
+}
+
+void ProgressView::ShowWaiting(const v1::Job& job) {
+  const bool waiting = (job.state() == v1::PENDING || job.state() == v1::RESTARTING) && !job.state_reason().empty();
+  const std::string reason = waiting ? absl::StrCat(v1::JobState_Name(job.state()), ": ", job.state_reason()) : "";
+  // A pending job has waited since it was submitted; a restarting one since it last stopped.
+  if (waiting && waiting_reason_.empty()) {
+    waiting_since_ = job.state() == v1::PENDING && job.has_create_time()
+                         ? absl::FromUnixSeconds(job.create_time().seconds())
+                         : absl::Now();
+  }
+  if (reason == waiting_reason_) return;
+  waiting_reason_ = reason;
+  if (tty_) {
+    Erase();
+    Draw();
+  } else if (waiting) {
+    std::fprintf(out_, "%s\n", WaitingLine().c_str());
+  }
+}
+
+std::string ProgressView::WaitingLine() const {
+  return absl::StrFormat("[waiting %s] %s", HumanDuration(absl::ToDoubleSeconds(absl::Now() - waiting_since_)),
+                         waiting_reason_);
+}
+
+void ProgressView::Tick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!tty_ || waiting_reason_.empty()) return;
+  Erase();
+  Draw();
+  std::fflush(out_);
+}
+
+void ProgressView::Draw() {
+  std::string block;
+  if (!waiting_reason_.empty()) absl::StrAppend(&block, WaitingLine(), "\n");
+  if (!line_.empty()) {
+    absl::StrAppend(&block, line_, "\n");
+    if (losses_.size() >= 2) absl::StrAppend(&block, TerminalChart(losses_, kChartWidth, kChartHeight, "step"));
+  }
+  std::fputs(block.c_str(), out_);
+  drawn_lines_ = static_cast<int>(std::count(block.begin(), block.end(), '\n'));
 }
 
 absl::StatusOr<v1::JobSeries> ProgressView::UseSeriesFrom(const std::string& metrics_api, const std::string& token,
@@ -173,6 +292,7 @@ absl::StatusOr<v1::JobSeries> ProgressView::UseSeriesFrom(const std::string& met
 }
 
 void ProgressView::Finish() {
+  std::lock_guard<std::mutex> lock(mu_);
   // On a terminal the live chart stays on screen; elsewhere the curve is printed once.
   if (!tty_ && losses_.size() >= 2) {
     std::fprintf(out_, "loss curve:\n%s", TerminalChart(losses_, kChartWidth, kChartHeight, "step").c_str());
@@ -192,13 +312,15 @@ std::string SummaryText(const v1::Job& job) {
                                             r.initial_loss(), r.final_loss()));
     }
     if (!r.weights_path().empty()) absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
+    absl::StrAppend(&out, WallText(job));
     return out;
   }
-  absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks in %.1fs\n", r.global_step(), r.world_size(),
-                                        r.train_seconds()));
+  absl::StrAppend(&out, absl::StrFormat("  steps       %d on %d ranks, the last generation in %s\n", r.global_step(),
+                                        r.world_size(), HumanDuration(r.train_seconds())));
+  absl::StrAppend(&out, WallText(job));
   absl::StrAppend(&out, absl::StrFormat("  loss        %.4f -> %.4f\n", r.initial_loss(), r.final_loss()));
   if (r.has_validation_loss()) absl::StrAppend(&out, absl::StrFormat("  val loss    %.4f\n", r.validation_loss()));
-  absl::StrAppend(&out, absl::StrFormat("  throughput  %s samples/s (steady state)\n", Rate(r.samples_per_second())));
+  absl::StrAppend(&out, absl::StrFormat("  throughput  %s (steady state)\n", ThroughputText(job)));
   absl::StrAppend(&out, MemoryText(r));
   absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", r.param_digest()));
   absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
@@ -223,6 +345,13 @@ std::string SummaryJson(const v1::Job& job, const std::string& log_dir) {
   f["tokensPerSecond"].set_number_value(r.tokens_per_second());
   f["worldSize"].set_number_value(r.world_size());
   f["trainSeconds"].set_number_value(r.train_seconds());
+  f["wallSeconds"].set_number_value(WallSeconds(job));
+  f["generations"].set_number_value(job.generation());
+  f["restarts"].set_number_value(job.restarts());
+  if (const double flops = ModelFlopsPerSecond(job); flops > 0) {
+    f["modelFlopsPerSecond"].set_number_value(flops);
+    if (r.peak_flops() > 0) f["mfu"].set_number_value(flops / r.peak_flops());
+  }
   if (!r.memory().empty()) f["memory"] = MemoryJson(r);
   if (!log_dir.empty()) f["logDir"].set_string_value(log_dir);
   std::string out;

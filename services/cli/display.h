@@ -3,23 +3,29 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/telemetry.pb.h"
 
 namespace gradsync::cli {
 
 // Prints new events and progress of a watched job to `out`: on a terminal a progress bar and the
-// loss curve so far, redrawn in place; otherwise one line per reported step, and the loss curve
-// once at the end.
+// loss curve so far, redrawn in place below the events (so it stays on screen after the last
+// one); otherwise one line per reported step, and the loss curve once at the end. A progress line
+// holds the step, the loss and its moving average, lr, gradient norm, step time, throughput, the
+// elapsed time and an ETA. A waiting job shows why it waits and since when.
 class ProgressView {
  public:
   explicit ProgressView(FILE* out);
   void Update(const v1::Job& job);
+  // Redraws a terminal's waiting line with its elapsed time; call about once a second.
+  void Tick();
   // Replaces the loss points gathered from progress updates with a complete series (e.g. every
   // reduced step from the metrics service), for the curve Finish() prints.
   void SetLossCurve(std::vector<std::pair<double, double>> points) { losses_ = std::move(points); }
@@ -34,6 +40,12 @@ class ProgressView {
  private:
   FILE* out_;
   void Erase();
+  // The live block on a terminal: the last progress line and the curve under it.
+  void Draw();
+  // Why a PENDING or RESTARTING job waits, and for how long: on a terminal a line of the live
+  // block, elsewhere a line whenever the reason changes.
+  void ShowWaiting(const v1::Job& job);
+  std::string WaitingLine() const;
 
   bool tty_;
   int events_shown_ = 0;
@@ -41,6 +53,10 @@ class ProgressView {
   // Lines of the live block (bar + chart) drawn last, to move back over on a terminal.
   int drawn_lines_ = 0;
   std::vector<std::pair<double, double>> losses_;
+  std::string line_;            // the progress line drawn last (terminal)
+  std::string waiting_reason_;  // "PENDING: waiting for ...", empty while the job is not waiting
+  absl::Time waiting_since_;
+  std::mutex mu_;  // Update and Tick come from two threads
 };
 
 // A file's transfer shown on `out` (stderr) once it is large (kLargeTransferBytes or more): on a
@@ -72,12 +88,21 @@ class TransferProgress {
 // "512 B", "8.4 KiB", "120.0 MiB", "1.25 GiB".
 std::string HumanBytes(int64_t bytes);
 
+// "45s", "12m03s", "3h07m": a duration at the precision a person reads it.
+std::string HumanDuration(double seconds);
+
+// The job's wall time in seconds: from its first generation's start to its end, or to now while it
+// runs; 0 before it started.
+double WallSeconds(const v1::Job& job);
+
 // Multi-line human summary of a finished job.
 std::string SummaryText(const v1::Job& job);
 
 // One JSON object: name, id, state, stateReason, globalStep, initialLoss, finalLoss,
 // validationLoss (only when the job evaluated), paramDigest, weightsPath, samplesPerSecond,
-// tokensPerSecond, worldSize, trainSeconds, memory (each rank's v1::RankMemory with numbers for
+// tokensPerSecond, worldSize, trainSeconds (the last generation's), wallSeconds (from the first
+// generation's start to the end), generations, restarts, modelFlopsPerSecond (transformers) and
+// mfu (where the GPUs' bf16 peak is known), memory (each rank's v1::RankMemory with numbers for
 // values: rank, paramBytes, gradBytes, optimizerBytes, peakRssBytes, and peakDeviceBytes on a GPU
 // rank; absent when the ranks reported none), logDir (when given).
 std::string SummaryJson(const v1::Job& job, const std::string& log_dir = "");

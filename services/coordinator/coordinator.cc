@@ -330,7 +330,7 @@ void Coordinator::FinishLocked(JobRuntime* rt, v1::JobState state, const std::st
                                const std::string& message) {
   queue_.erase(std::remove(queue_.begin(), queue_.end(), rt->id()), queue_.end());
   EndGenerationLocked(rt, message);
-  rt->Finish(state, message);
+  rt->Finish(state, message, options_.clock());
   AddEventLocked(rt, type, message);
   TouchLocked(rt);
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coordinator.h"
+#include "gradsync/device/gpu_peak.h"
 #include "gradsync/spec/choices.h"
 #include "placement.h"
 
@@ -29,6 +30,20 @@ v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, cons
   *a.mutable_placement() = where;
   a.mutable_data_roots()->Assign(data_roots.begin(), data_roots.end());
   return a;
+}
+
+// The bf16 peaks of the gang's GPUs added up; 0 when any rank runs in fp32, on a CPU, or on a GPU
+// of unknown peak (no MFU is better than a wrong one).
+double PeakFlops(const std::vector<WorkerLease*>& gang, const std::vector<v1::Placement>& placements) {
+  double total = 0;
+  for (size_t r = 0; r < gang.size(); ++r) {
+    const spec::Placement p = spec::ParsePlacement(placements[r]).value_or(spec::Placement{});
+    if (p.device != spec::Device::kCuda || p.precision != spec::Precision::kBf16) return 0;
+    const double peak = device::DenseBf16PeakFlops(gang[r]->info().device().description());
+    if (peak <= 0) return 0;
+    total += peak;
+  }
+  return total;
 }
 
 // "rank 0 on W (host, cuda:0 bf16)", for the Scheduled event.
@@ -117,7 +132,7 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
                                const std::vector<v1::Placement>& placements) {
   std::vector<std::string> ranks;
   for (const WorkerLease* w : gang) ranks.push_back(w->id());
-  rt->StartGeneration(std::move(ranks), options_.clock());
+  rt->StartGeneration(std::move(ranks), options_.clock()).set_peak_flops(PeakFlops(gang, placements));
   // Keys written before the job held this namespace (by anyone the cluster token admits) must
   // not reach its ranks' rendezvous.
   kv_.DropNamespace(rt->generation()->kv_namespace());

@@ -161,7 +161,9 @@ void Coordinator::CompleteLocked(JobRuntime* rt) {
     FinishLocked(rt, v1::FAILED, "ReplicaDivergence", std::string(agreed.status().message()));
     return;
   }
-  rt->SetResult(*agreed);
+  v1::JobResult result = *agreed;
+  result.set_peak_flops(rt->generation()->peak_flops());
+  rt->SetResult(result);
   // Every rank has reported and is free already: nobody to tell to abort.
   const std::unique_ptr<Generation> done = rt->EndGeneration();
   kv_.DropNamespace(done->kv_namespace());

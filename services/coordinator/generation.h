@@ -31,6 +31,10 @@ class Generation {
   // Worker ids by rank.
   const std::vector<std::string>& ranks() const { return ranks_; }
   absl::Time start() const { return start_; }
+  // The dense bf16 peak of the ranks' GPUs added up (FLOP/s), 0 unless every rank runs bf16 on a
+  // GPU of known peak; the job's result carries it for MFU.
+  double peak_flops() const { return peak_flops_; }
+  void set_peak_flops(double flops) { peak_flops_ = flops; }
   // Where its ranks rendezvous in the KvStore; dropped when the generation ends.
   std::string kv_namespace() const;
 
@@ -69,6 +73,7 @@ class Generation {
   int number_;
   std::vector<std::string> ranks_;
   absl::Time start_;
+  double peak_flops_ = 0;
   bool scale_up_requested_ = false;
   // Parts reported per checkpoint step, by rank.
   std::map<int64_t, std::map<int, v1::ReportCheckpointRequest>> checkpoint_parts_;

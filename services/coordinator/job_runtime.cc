@@ -61,9 +61,10 @@ bool JobRuntime::SetReason(const std::string& reason) {
   return true;
 }
 
-void JobRuntime::Finish(v1::JobState state, const std::string& reason) {
+void JobRuntime::Finish(v1::JobState state, const std::string& reason, absl::Time now) {
   job_.set_state(state);
   job_.set_state_reason(reason);
+  *job_.mutable_end_time() = ToProto(now);
   stop_deadline_.reset();
   if (state == v1::SUCCEEDED || job_.has_result()) return;
   // No rank reported a result: what the job reached, from the furthest report of it.
@@ -124,6 +125,7 @@ Generation* JobRuntime::RunningGeneration(int number) {
 
 Generation& JobRuntime::StartGeneration(std::vector<std::string> ranks, absl::Time now) {
   job_.set_generation(job_.generation() + 1);
+  if (!job_.has_start_time()) *job_.mutable_start_time() = ToProto(now);
   job_.set_state(v1::RUNNING);
   job_.set_state_reason("");
   generation_ = std::make_unique<Generation>(job_.id(), job_.generation(), std::move(ranks), now);

@@ -54,7 +54,8 @@ class JobRuntime {
 
   // Returns whether the reason changed.
   bool SetReason(const std::string& reason);
-  void Finish(v1::JobState state, const std::string& reason);
+  // Ends the job in `state` at `now` (its end_time).
+  void Finish(v1::JobState state, const std::string& reason, absl::Time now);
   // training.maxRestarts (3 when unset): how many restarts the job may have.
   int restart_budget() const;
   bool CanRestart() const { return job_.restarts() < restart_budget(); }

@@ -34,6 +34,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
+#include "loss_smoother.h"
 #include "memory_meter.h"
 #include "replica.h"
 #include "train_checkpoint.h"
@@ -168,6 +169,8 @@ class TrainLoop {
   // first few (steady_), which pay for warm-up.
   absl::Time window_start_;
   int64_t window_samples_ = 0;
+  int64_t window_steps_ = 0;
+  LossSmoother smoothed_loss_;
   int64_t warm_steps_ = 0;
   absl::Time steady_start_;
   int64_t steady_samples_ = 0;

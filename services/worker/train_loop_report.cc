@@ -56,6 +56,10 @@ void TrainLoop::LogProgress(const StepFigures& f) {
     p.set_loss(f.mean_loss);
     p.set_samples_per_second(sps);
     p.set_tokens_per_second(sps * static_cast<double>(config_.tokens_per_sample));
+    p.set_lr(f.lr);
+    p.set_grad_norm(f.grad_norm);
+    p.set_step_seconds(window_steps_ > 0 ? secs / static_cast<double>(window_steps_) : 0.0);
+    p.set_smoothed_loss(smoothed_loss_.value());
     if (const std::optional<Evaluation>& e = evaluator_->last()) {
       p.set_validation_loss(e->loss);
       p.set_validation_step(e->step);
@@ -64,6 +68,7 @@ void TrainLoop::LogProgress(const StepFigures& f) {
   }
   window_start_ = absl::Now();
   window_samples_ = 0;
+  window_steps_ = 0;
 }
 
 void TrainLoop::ReportStep(const StepFigures& f) {

@@ -107,6 +107,8 @@ void TrainLoop::Advance(const ddp::StepShard& shard, const StepFigures& f) {
   result_.set_final_loss(f.mean_loss);
   result_.set_samples_seen(result_.samples_seen() + shard.global_count);
   window_samples_ += shard.global_count;
+  ++window_steps_;
+  smoothed_loss_.Add(f.mean_loss);
   if (f.step + 1 == warm_steps_) steady_start_ = absl::Now();
   if (f.step + 1 > warm_steps_) steady_samples_ += shard.global_count;
   at_.step = f.step + 1;

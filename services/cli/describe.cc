@@ -1,0 +1,153 @@
+#include "describe.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "display.h"
+#include "gradsync/nn/presets.h"
+
+namespace gradsync::cli {
+namespace {
+
+std::string Time(const google::protobuf::Timestamp& t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()), absl::UTCTimeZone());
+}
+
+void Line(std::string* out, absl::string_view label, absl::string_view value) {
+  if (value.empty()) return;
+  absl::StrAppend(out, absl::StrFormat("%-13s%s\n", absl::StrCat(label, ":"), value));
+}
+
+std::string ModelText(const v1::ModelSpec& m) {
+  std::string what = m.preset().empty() ? "mlp" : m.preset();
+  if (nn::IsTransformerPreset(m.preset())) {
+    if (auto config = nn::ResolveTransformerConfig(m); config.ok() && nn::ValidateTransformerConfig(*config).ok()) {
+      what = absl::StrCat(m.preset(), " (", nn::DescribeTransformer(*config), ")");
+    }
+  } else if (m.mlp().hidden_dims_size() > 0) {
+    absl::StrAppend(&what, " (hidden ", absl::StrJoin(m.mlp().hidden_dims(), "x"), ")");
+  }
+  const std::string device = m.device().empty() ? "auto" : m.device();
+  absl::StrAppend(&what, ", device ", device, m.precision().empty() ? "" : " " + m.precision());
+  if (!m.init_from().empty()) absl::StrAppend(&what, ", from ", m.init_from());
+  return what;
+}
+
+std::string DataText(const v1::DataSpec& d) {
+  std::string out;
+  switch (d.source_case()) {
+    case v1::DataSpec::kSynthetic: out = absl::StrCat("synthetic, ", d.synthetic().num_samples(), " samples"); break;
+    case v1::DataSpec::kText: out = absl::StrCat("text ", absl::StrJoin(d.text().paths(), ", ")); break;
+    case v1::DataSpec::kShards: out = absl::StrCat("shards ", absl::StrJoin(d.shards().paths(), ", ")); break;
+    default: return "";
+  }
+  if (d.validation().disabled()) {
+    absl::StrAppend(&out, "; no validation");
+  } else if (d.validation().paths_size() > 0) {
+    absl::StrAppend(&out, "; validation ", absl::StrJoin(d.validation().paths(), ", "));
+  }
+  return out;
+}
+
+std::string TrainingText(const v1::TrainingSpec& t) {
+  std::string out = absl::StrFormat("%d ranks", t.world_size());
+  if (t.has_min_workers() || t.has_max_workers()) {
+    absl::StrAppend(&out, absl::StrFormat(" (elastic %d..%d)", t.min_workers(), t.max_workers()));
+  }
+  absl::StrAppend(&out, absl::StrFormat(", micro-batch %d x %d accumulated", t.micro_batch(), t.grad_accum_steps()));
+  if (t.max_steps() > 0) absl::StrAppend(&out, ", ", t.max_steps(), " steps");
+  if (t.epochs() > 0) absl::StrAppend(&out, ", ", t.epochs(), " epochs");
+  absl::StrAppend(&out, absl::StrFormat(", lr %g", t.lr()));
+  if (!t.lr_schedule().empty()) absl::StrAppend(&out, " ", t.lr_schedule());
+  if (t.warmup_steps() > 0) absl::StrAppend(&out, " after ", t.warmup_steps(), " warm-up steps");
+  absl::StrAppend(&out, ", seed ", t.seed());
+  return out;
+}
+
+std::string DdpText(const v1::DdpSpec& d) {
+  std::vector<std::string> parts;
+  if (!d.backend().empty()) parts.push_back(absl::StrCat("backend ", d.backend()));
+  if (!d.sharding().empty()) parts.push_back(absl::StrCat("sharding ", d.sharding()));
+  if (d.has_bucket_cap_mb()) parts.push_back(absl::StrFormat("buckets %g MB", d.bucket_cap_mb()));
+  if (!d.grad_compression().empty()) parts.push_back(absl::StrCat("compression ", d.grad_compression()));
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string CheckpointText(const v1::CheckpointSpec& c) {
+  std::vector<std::string> parts;
+  if (c.every_steps() > 0) parts.push_back(absl::StrCat("every ", c.every_steps(), " steps"));
+  if (c.every_seconds() > 0) parts.push_back(absl::StrCat("every ", HumanDuration(c.every_seconds())));
+  if (parts.empty()) return "";
+  if (c.has_keep()) parts.push_back(absl::StrCat("keep ", c.keep()));
+  if (!c.dir().empty()) parts.push_back(absl::StrCat("in ", c.dir()));
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string TimesText(const v1::Job& job) {
+  std::string out;
+  if (job.has_start_time()) absl::StrAppend(&out, "started ", Time(job.start_time()));
+  if (job.has_end_time()) absl::StrAppend(&out, ", ended ", Time(job.end_time()));
+  if (job.has_start_time()) absl::StrAppend(&out, " (", HumanDuration(WallSeconds(job)), ")");
+  return out;
+}
+
+std::string ProgressText(const v1::Job& job) {
+  if (job.has_result()) {
+    const v1::JobResult& r = job.result();
+    return absl::StrFormat("step %d, loss %.4f -> %.4f%s", r.global_step(), r.initial_loss(), r.final_loss(),
+                           r.has_validation_loss() ? absl::StrFormat(", val loss %.4f", r.validation_loss()) : "");
+  }
+  if (!job.has_progress()) return "";
+  const v1::JobProgress& p = job.progress();
+  return absl::StrFormat("step %d/%d, epoch %d, loss %.4f%s", p.step(), p.total_steps(), p.epoch(), p.loss(),
+                         p.has_validation_loss() ? absl::StrFormat(", val loss %.4f", p.validation_loss()) : "");
+}
+
+void CheckpointTable(std::string* out, const v1::Job& job) {
+  if (job.checkpoints().empty()) return;
+  absl::StrAppend(out, "Checkpoints:\n",
+                  absl::StrFormat("  %-8s %-6s %-10s %-21s %s\n", "STEP", "RANKS", "SIZE", "COMMITTED", "DIR"));
+  for (const v1::CheckpointManifest& c : job.checkpoints()) {
+    absl::StrAppend(out, absl::StrFormat("  %-8d %-6d %-10s %-21s %s\n", c.step(), c.world_size(),
+                                         HumanBytes(c.total_bytes()), Time(c.commit_time()), c.dir()));
+  }
+}
+
+void EventTable(std::string* out, const v1::Job& job) {
+  if (job.events().empty()) return;
+  absl::StrAppend(out, "Events:\n", absl::StrFormat("  %-21s %-20s %s\n", "TIME", "TYPE", "MESSAGE"));
+  for (const v1::JobEvent& e : job.events()) {
+    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", Time(e.time()), e.type(), e.message()));
+  }
+}
+
+}  // namespace
+
+std::string DescribeJob(const v1::Job& job) {
+  std::string out;
+  Line(&out, "Name", job.name());
+  Line(&out, "State",
+       absl::StrCat(v1::JobState_Name(job.state()), job.state_reason().empty() ? "" : ": " + job.state_reason()));
+  Line(&out, "Model", ModelText(job.spec().model()));
+  Line(&out, "Data", DataText(job.spec().data()));
+  Line(&out, "Training", TrainingText(job.spec().training()));
+  Line(&out, "DDP", DdpText(job.spec().ddp()));
+  Line(&out, "Checkpoint", CheckpointText(job.spec().checkpoint()));
+  Line(&out, "Created", job.has_create_time() ? Time(job.create_time()) : "");
+  Line(&out, "Ran", TimesText(job));
+  Line(&out, "Generations",
+       job.generation() > 0
+           ? absl::StrFormat("%d (%d restart%s)", job.generation(), job.restarts(), job.restarts() == 1 ? "" : "s")
+           : "");
+  Line(&out, "Progress", ProgressText(job));
+  Line(&out, "Weights", job.result().weights_path());
+  Line(&out, "Digest", job.result().param_digest());
+  CheckpointTable(&out, job);
+  EventTable(&out, job);
+  return out;
+}
+
+}  // namespace gradsync::cli
