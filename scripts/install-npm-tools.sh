@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the npm packages the tests use as references (package-lock.json pins each):
-# tests/deploy/k8s-schemas (the Kubernetes and prometheus-operator schemas) and
-# tests/tokenizer/reference (gpt-3-encoder, js-tiktoken and @huggingface/tokenizers). Node.js and npm come
-# from Debian where the machine has neither. Quiet and quick when everything is in place.
+# tests/deploy/k8s-schemas (the Kubernetes and prometheus-operator schemas),
+# tests/tokenizer/reference (gpt-3-encoder, js-tiktoken and @huggingface/tokenizers) and tests/openapi
+# (@redocly/cli, the OpenAPI linter). Node.js and npm come from Debian where the machine has
+# neither. Quiet and quick when everything is in place.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -15,7 +16,7 @@ if ! command -v npm > /dev/null; then
     || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends nodejs npm > /dev/null; }
 fi
 
-for dir in tests/deploy/k8s-schemas tests/tokenizer/reference; do
+for dir in tests/deploy/k8s-schemas tests/tokenizer/reference tests/openapi; do
   lock="$repo/$dir/package-lock.json"
   stamp="$repo/$dir/node_modules/.package-lock.json"
   # npm ci writes node_modules/.package-lock.json; it is current when newer than the lock file.

@@ -38,10 +38,18 @@ std::string ArtifactPath(const std::string& name, const std::string& path) {
   return absl::StrCat(JobPath(name), "/artifacts/", absl::StrJoin(parts, "/"));
 }
 
-// The code whose canonical name ("NOT_FOUND") is `name`.
-bool CodeFromName(const std::string& name, absl::StatusCode* code) {
-  for (int c = 0; c <= static_cast<int>(absl::StatusCode::kUnauthenticated); ++c) {
-    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == name) {
+// The gRPC code an error body carries: its number ("code": 5), or, from a coordinator older than
+// the shape with numbers, its name ("code": "NOT_FOUND").
+bool CodeOf(const google::protobuf::Value& value, absl::StatusCode* code) {
+  constexpr int kLast = static_cast<int>(absl::StatusCode::kUnauthenticated);
+  if (value.kind_case() == google::protobuf::Value::kNumberValue) {
+    const double n = value.number_value();
+    if (n < 0 || n > kLast || n != static_cast<int>(n)) return false;
+    *code = static_cast<absl::StatusCode>(static_cast<int>(n));
+    return true;
+  }
+  for (int c = 0; c <= kLast; ++c) {
+    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == value.string_value()) {
       *code = static_cast<absl::StatusCode>(c);
       return true;
     }
@@ -72,8 +80,9 @@ bool Transient(absl::StatusCode code) {
          code == absl::StatusCode::kInternal || code == absl::StatusCode::kUnknown;
 }
 
-// The status a REST error answer stands for: the code and message of its {"code", "message"}
-// body, or, when the body is not one (e.g. from a proxy), a code derived from the HTTP status.
+// The status a REST error answer stands for: the code and message of its {"code", "status",
+// "message", "details"} body (http::ErrorJson), or, when the body is not one (e.g. from a proxy), a code derived from
+// the HTTP status.
 absl::Status StatusFromHttpError(long http_status, const std::string& body, const std::string& url) {
   google::protobuf::Struct error;
   if (google::protobuf::util::JsonStringToMessage(body, &error).ok()) {
@@ -81,8 +90,7 @@ absl::Status StatusFromHttpError(long http_status, const std::string& body, cons
     auto code = f.find("code");
     auto message = f.find("message");
     absl::StatusCode parsed;
-    if (code != f.end() && message != f.end() && CodeFromName(code->second.string_value(), &parsed) &&
-        parsed != absl::StatusCode::kOk) {
+    if (code != f.end() && message != f.end() && CodeOf(code->second, &parsed) && parsed != absl::StatusCode::kOk) {
       return absl::Status(parsed, message->second.string_value());
     }
   }

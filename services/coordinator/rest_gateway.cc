@@ -4,20 +4,23 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/http/error_reply.h"
 #include "gradsync/spec/job_spec.h"
+#include "openapi.h"
 
 namespace gradsync::coordinator {
 namespace {
 
+using http::ErrorReply;
+
 constexpr char kJobsPrefix[] = "/v1/jobs";
 constexpr char kWorkersPath[] = "/v1/workers";
+constexpr char kOpenApiPath[] = "/v1/openapi.json";
 constexpr absl::string_view kArtifacts = "/artifacts";
 constexpr absl::string_view kArtifactsDir = "/artifacts/";
 // The lowercase hex SHA-256 of an artifact's bytes, as sha256sum prints it.
@@ -63,19 +66,8 @@ http::Reply JobPart(const absl::StatusOr<v1::Job>& job, bool checkpoints) {
 }
 
 http::Reply MethodNotAllowed(const http::Request& request) {
-  http::Reply r =
-      ErrorReply(absl::InvalidArgumentError(absl::StrCat(request.method, " is not allowed on ", request.path)));
-  r.status = 405;
-  return r;
-}
-
-// An error may quote request bytes (a path, a job id, a query value) that are not UTF-8, which a
-// JSON body cannot carry: such a message is sent escaped, whole.
-std::string JsonSafe(absl::string_view message) {
-  if (google::protobuf::internal::IsStructurallyValidUTF8(message.data(), static_cast<int>(message.size()))) {
-    return std::string(message);
-  }
-  return absl::CHexEscape(message);
+  return http::ErrorReply(405,
+                          absl::UnimplementedError(absl::StrCat(request.method, " is not allowed on ", request.path)));
 }
 
 http::Reply NoRoute(const std::string& path) {
@@ -92,39 +84,16 @@ http::Reply Health(const absl::Status& store) {
 
 }  // namespace
 
-int HttpStatusOf(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk: return 200;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange: return 400;
-    case absl::StatusCode::kUnauthenticated: return 401;
-    case absl::StatusCode::kPermissionDenied: return 403;
-    case absl::StatusCode::kNotFound: return 404;
-    case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kAborted: return 409;
-    case absl::StatusCode::kResourceExhausted: return 413;
-    case absl::StatusCode::kUnimplemented: return 501;
-    case absl::StatusCode::kUnavailable: return 503;
-    case absl::StatusCode::kDeadlineExceeded: return 504;
-    default: return 500;
-  }
-}
-
-http::Reply ErrorReply(const absl::Status& s) {
-  google::protobuf::Struct error;
-  auto& f = *error.mutable_fields();
-  f["code"].set_string_value(absl::StatusCodeToString(s.code()));
-  f["message"].set_string_value(JsonSafe(s.message()));
-  f["details"].mutable_list_value();
-  http::Reply r{HttpStatusOf(s.code()), ""};
-  (void)google::protobuf::util::MessageToJsonString(error, &r.body);
-  if (r.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"gradsync\"");
-  return r;
-}
-
 http::Reply RestApi::Handle(const http::Request& request) const {
-  if (request.path == "/healthz") return Health(c_->StoreHealth());
+  if (request.path == "/healthz") {
+    if (request.method != "GET") return MethodNotAllowed(request);
+    return Health(c_->StoreHealth());
+  }
+  // The description holds nothing of the cluster's: no token needed, as for /healthz.
+  if (request.path == kOpenApiPath) {
+    if (request.method != "GET") return MethodNotAllowed(request);
+    return http::Reply{200, OpenApiDocument()};
+  }
   const bool workers = request.path == kWorkersPath || request.path == absl::StrCat(kWorkersPath, "/");
   if (!workers && !absl::StartsWith(request.path, kJobsPrefix)) return NoRoute(request.path);
   if (absl::Status s = auth_.Check(request.Header("Authorization")); !s.ok()) return ErrorReply(s);
@@ -219,13 +188,7 @@ absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coo
   server.max_body_bytes = options.max_body_bytes;
   server.threads = 8;
   server.error_reply = [](int status, std::string message) {
-    const absl::StatusCode code = status == 413   ? absl::StatusCode::kResourceExhausted
-                                  : status == 404 ? absl::StatusCode::kNotFound
-                                  : status < 500  ? absl::StatusCode::kInvalidArgument
-                                                  : absl::StatusCode::kInternal;
-    http::Reply r = ErrorReply(absl::Status(code, message));
-    r.status = status;
-    return r;
+    return http::ErrorReply(status, absl::Status(http::CodeOfHttpStatus(status), message));
   };
   const RestApi* api = &g->api_;
   auto started = http::Server::Start(std::move(server), [api](const http::Request& r) { return api->Handle(r); });

@@ -17,8 +17,11 @@
 //   GET  /healthz                                       -> {"status": "SERVING"} (no token), or 503
 //                                                          {"status": "NOT_SERVING"} while job writes fail
 //
-// Errors are {"code": "INVALID_ARGUMENT", "message": "training.worldSize: ...", "details": []}
-// with the matching HTTP status (400, 401, 404, 409, 413, 500, 503).
+//   GET  /v1/openapi.json                               -> this API's OpenAPI 3 description (no token)
+//
+// Errors are http::ErrorJson's shape, {"code": 3, "status": "INVALID_ARGUMENT", "message":
+// "training.worldSize: ...", "details": []}, with http::HttpStatusOf the code (405 for a method a
+// route does not take). services/coordinator/openapi.json describes every route.
 #pragma once
 
 #include <cstdint>
@@ -68,9 +71,6 @@ class RestApi {
   int64_t max_artifact_bytes_;
 };
 
-// A JSON error body {"code", "message", "details": []} with the matching HTTP status.
-http::Reply ErrorReply(const absl::Status& status);
-
 class RestGateway {
  public:
   // INVALID_ARGUMENT for a bad address or TLS file, UNAVAILABLE if the address cannot be bound.
@@ -85,8 +85,5 @@ class RestGateway {
   RestApi api_;
   std::unique_ptr<http::Server> server_;  // declared last: stops calling api_ first
 };
-
-// The HTTP status for a status code.
-int HttpStatusOf(absl::StatusCode code);
 
 }  // namespace gradsync::coordinator

@@ -7,6 +7,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/http/bearer.h"
+#include "gradsync/http/error_reply.h"
 
 namespace gradsync::metrics {
 namespace {
@@ -23,19 +24,7 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-HttpReply Error(absl::Status status) {
-  int http = 500;
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument: http = 400; break;
-    case absl::StatusCode::kNotFound: http = 404; break;
-    case absl::StatusCode::kUnimplemented: http = 405; break;
-    default: break;
-  }
-  google::protobuf::Struct body;
-  (*body.mutable_fields())["code"].set_number_value(static_cast<int>(status.code()));
-  (*body.mutable_fields())["message"].set_string_value(std::string(status.message()));
-  return HttpReply{http, ToJson(body)};
-}
+HttpReply Error(const absl::Status& status) { return http::ErrorReply(status); }
 
 }  // namespace
 
@@ -57,7 +46,10 @@ HttpReply HandleApiGet(const MetricsCollector& collector, std::string_view path,
 }
 
 HttpReply HandleApi(const MetricsCollector& collector, const http::Request& request) {
-  if (request.method != "GET") return Error(absl::UnimplementedError("the API is read-only: use GET"));
+  if (request.method != "GET") {
+    return http::ErrorReply(
+        405, absl::UnimplementedError(absl::StrCat(request.method, " is not allowed: the API is read-only, use GET")));
+  }
   return HandleApiGet(collector, request.path, request.Query("limit"));
 }
 
@@ -69,12 +61,7 @@ absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& addre
   options.threads = 2;
   options.max_body_bytes = 4096;  // GET only
   options.error_reply = [](int status, std::string message) {
-    const absl::StatusCode code = status == 404   ? absl::StatusCode::kNotFound
-                                  : status == 401 ? absl::StatusCode::kUnauthenticated
-                                                  : absl::StatusCode::kInvalidArgument;
-    HttpReply r = Error(absl::Status(code, message));
-    r.status = status;
-    return r;
+    return http::ErrorReply(status, absl::Status(http::CodeOfHttpStatus(status), message));
   };
   auto routes = [collector](const http::Request& r) { return HandleApi(*collector, r); };
   auto guarded = http::RequireBearer(std::move(auth), routes, options.error_reply);

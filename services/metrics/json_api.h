@@ -5,8 +5,8 @@
 //                                        kept when N is absent or 0)
 //
 // Bodies are the protobuf JSON mapping (lowerCamelCase names, int64 as strings, zero values
-// printed). Errors are {"code": <google.rpc.Code>, "message": "..."} with HTTP 400, 401 (a missing
-// or wrong bearer token), 404 or 405.
+// printed). Errors are http::ErrorJson's shape, {"code": 5, "status": "NOT_FOUND", "message": "...",
+// "details": []}, with HTTP 400, 401 (a missing or wrong bearer token), 404 or 405.
 #pragma once
 
 #include <memory>

@@ -68,7 +68,7 @@ TEST_F(RestGatewayTest, CreateGetListCancelAndEvents) {
   EXPECT_NE(cancelled.body.find("CANCELLED"), std::string::npos);
   auto again = Call("POST", "/v1/jobs/" + id + ":cancel");
   EXPECT_EQ(again.status, 409) << again.body;
-  EXPECT_NE(again.body.find("\"code\":\"FAILED_PRECONDITION\""), std::string::npos) << again.body;
+  EXPECT_NE(again.body.find(R"("code": 9, "status": "FAILED_PRECONDITION")"), std::string::npos) << again.body;
   auto events = Call("GET", "/v1/jobs/" + id + "/events");
   EXPECT_EQ(events.status, 200);
   EXPECT_NE(events.body.find("\"Cancelled\""), std::string::npos) << events.body;
@@ -91,12 +91,12 @@ TEST_F(RestGatewayTest, BadRequestsGetTheRightStatusAndNameTheProblem) {
     auto r = Call("POST", "/v1/jobs", c.body);
     EXPECT_EQ(r.status, c.status) << c.body.substr(0, 60) << " -> " << r.body;
     EXPECT_NE(r.body.find(c.needle), std::string::npos) << r.body;
-    EXPECT_NE(r.body.find("\"details\":[]"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find(R"("details": [])"), std::string::npos) << r.body;
   }
   EXPECT_EQ(c_.ListJobs(0, "")->jobs_size(), 0) << "a refused request must create nothing";
   auto unknown = Call("GET", "/v1/jobs/nope");
   EXPECT_EQ(unknown.status, 404);
-  EXPECT_NE(unknown.body.find("\"code\":\"NOT_FOUND\""), std::string::npos);
+  EXPECT_NE(unknown.body.find(R"("code": 5, "status": "NOT_FOUND")"), std::string::npos);
   EXPECT_EQ(Call("DELETE", "/v1/jobs").status, 405);
   EXPECT_EQ(Call("GET", "/v1/jobs?pageSize=many").status, 400);
 }
