@@ -154,6 +154,18 @@ std::vector<Command> MakeTable() {
                .formats = {F::kTable, F::kJson, F::kYaml},
                .connects = true,
                .run = WatchCommand});
+  t.push_back({.name = "logs",
+               .synopsis = "JOB [--rank R] [--follow]",
+               .summary = "a job's own log lines, from every rank (or rank R), in time order",
+               .example = "gradsync logs jobs/mlp-1a2b3 --rank 0 --follow",
+               .details = "Lines read \"I 2026-11-28T15:04:05.123Z r1 g2 source] message\": level, UTC time, rank,\n"
+                          "generation. They come through the coordinator, which keeps the newest lines of each\n"
+                          "job in memory (a worker ships at most 50 a second); with -f/--follow new lines follow\n"
+                          "until the job ends. Once a local cluster is gone, --state-dir DIR reads its workers'\n"
+                          "files (DIR/logs/jobs/<id>/rank-<r>.log) instead.\n",
+               .options = Plus({{"rank", "R"}, {"follow", "", 'f'}}, ConnectionOptions()),
+               .connects = true,
+               .run = LogsCommand});
   t.push_back({.name = "workers",
                .synopsis = "",
                .summary = "the worker pool: each worker's host, device and state (idle, busy with a rank, lost)",

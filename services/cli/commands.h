@@ -14,6 +14,8 @@ int GetCommand(const std::vector<std::string>& argv);
 int ListCommand(const std::vector<std::string>& argv);
 int CancelCommand(const std::vector<std::string>& argv);
 int WatchCommand(const std::vector<std::string>& argv);
+// gradsync logs JOB [--rank R] [--follow]: the job's own log lines.
+int LogsCommand(const std::vector<std::string>& argv);
 int HealthCommand(const std::vector<std::string>& argv);
 int ReportCommand(const std::vector<std::string>& argv);
 // gradsync artifacts list JOB [PREFIX] | get JOB [PATH] -o DIR: a job's files through the coordinator.

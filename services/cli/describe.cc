@@ -30,8 +30,8 @@ std::string ModelText(const v1::ModelSpec& m) {
   } else if (m.mlp().hidden_dims_size() > 0) {
     absl::StrAppend(&what, " (hidden ", absl::StrJoin(m.mlp().hidden_dims(), "x"), ")");
   }
-  const std::string device = m.device().empty() ? "auto" : m.device();
-  absl::StrAppend(&what, ", device ", device, m.precision().empty() ? "" : " " + m.precision());
+  absl::StrAppend(&what, ", device ", m.device().empty() ? "auto" : m.device());
+  if (!m.precision().empty()) absl::StrAppend(&what, ", precision ", m.precision());
   if (!m.init_from().empty()) absl::StrAppend(&what, ", from ", m.init_from());
   return what;
 }
@@ -54,7 +54,7 @@ std::string DataText(const v1::DataSpec& d) {
 
 std::string TrainingText(const v1::TrainingSpec& t) {
   std::string out = absl::StrFormat("%d ranks", t.world_size());
-  if (t.has_min_workers() || t.has_max_workers()) {
+  if (t.min_workers() < t.max_workers()) {
     absl::StrAppend(&out, absl::StrFormat(" (elastic %d..%d)", t.min_workers(), t.max_workers()));
   }
   absl::StrAppend(&out, absl::StrFormat(", micro-batch %d x %d accumulated", t.micro_batch(), t.grad_accum_steps()));

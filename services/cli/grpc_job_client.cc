@@ -26,8 +26,11 @@ absl::Status Annotate(const grpc::Status& s, const std::string& address) {
 
 }  // namespace
 
-GrpcJobClient::GrpcJobClient(const std::string& address, const rpc::ChannelOptions& channel)
-    : address_(address), stub_(v1::JobService::NewStub(rpc::MakeChannel(address, channel))) {}
+GrpcJobClient::GrpcJobClient(const std::string& address, const rpc::ChannelOptions& channel) : address_(address) {
+  const std::shared_ptr<grpc::Channel> ch = rpc::MakeChannel(address, channel);
+  stub_ = v1::JobService::NewStub(ch);
+  log_stub_ = v1::JobLogService::NewStub(ch);
+}
 
 template <typename Request, typename Response>
 absl::StatusOr<Response> GrpcJobClient::Call(UnaryMethod<Request, Response> method, const Request& request,
@@ -73,6 +76,14 @@ absl::StatusOr<v1::Job> GrpcJobClient::Checkpoint(const std::string& name) {
 
 absl::StatusOr<v1::ListWorkersResponse> GrpcJobClient::ListWorkers() {
   return Call(&v1::JobService::Stub::ListWorkers, v1::ListWorkersRequest());
+}
+
+absl::StatusOr<v1::GetJobLogsResponse> GrpcJobClient::GetLogs(const v1::GetJobLogsRequest& request) {
+  v1::GetJobLogsResponse response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+  if (grpc::Status s = log_stub_->GetJobLogs(&ctx, request, &response); !s.ok()) return Annotate(s, address_);
+  return response;
 }
 
 absl::StatusOr<v1::Job> GrpcJobClient::Watch(const std::string& name,

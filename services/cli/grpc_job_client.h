@@ -7,6 +7,7 @@
 #include "absl/time/time.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/v1/job.grpc.pb.h"
+#include "gradsync/v1/logs.grpc.pb.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
@@ -22,6 +23,7 @@ class GrpcJobClient : public JobClient {
   absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
   absl::StatusOr<v1::Job> Checkpoint(const std::string& name) override;
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers() override;
+  absl::StatusOr<v1::GetJobLogsResponse> GetLogs(const v1::GetJobLogsRequest& request) override;
   absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,
                                 const std::atomic<bool>* stop) override;
   absl::StatusOr<v1::ListArtifactsResponse> ListArtifacts(const std::string& name, const std::string& prefix,
@@ -43,6 +45,7 @@ class GrpcJobClient : public JobClient {
 
   std::string address_;
   std::unique_ptr<v1::JobService::Stub> stub_;
+  std::unique_ptr<v1::JobLogService::Stub> log_stub_;
 };
 
 }  // namespace gradsync::cli

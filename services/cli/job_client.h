@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "gradsync/v1/artifact.pb.h"
 #include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/logs.pb.h"
 
 namespace gradsync::cli {
 
@@ -36,6 +37,10 @@ class JobClient {
 
   // The worker pool: registered workers, then those lost within the last hour.
   virtual absl::StatusOr<v1::ListWorkersResponse> ListWorkers() = 0;
+
+  // The job's own log lines the request selects (logs.proto): JobLogService.GetJobLogs, or
+  // GET /v1/jobs/{id}/logs.
+  virtual absl::StatusOr<v1::GetJobLogsResponse> GetLogs(const v1::GetJobLogsRequest& request) = 0;
 
   // Calls `on_update` with the job now and again whenever it changes, until it ends (returns
   // the final job) or `stop` becomes true (CANCELLED). Rides out a coordinator that is briefly

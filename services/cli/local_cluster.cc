@@ -11,6 +11,7 @@
 #include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
+#include "job_log_files.h"
 #include "local_tokens.h"
 
 namespace gradsync::cli {
@@ -149,7 +150,8 @@ absl::Status LocalCluster::StartWorkers(const std::string& metrics) {
                                      "--health_listen=127.0.0.1:0",
                                      TokenFlag("cluster_token_file", kClusterToken),
                                      TokenFlag("metrics_token_file", kMetricsToken),
-                                     "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string()};
+                                     "--endpoints_file=" + (state / absl::StrCat("worker-", i, ".json")).string(),
+                                     "--job_log_dir=" + JobLogDir(options_.state_dir)};
     if (const std::string share = ShareOfAllowedCpus(options_.workers, i); options_.bind_cpus && !share.empty()) {
       argv.push_back("--cpus=" + share);
     }

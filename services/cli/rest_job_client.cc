@@ -173,6 +173,15 @@ absl::StatusOr<v1::ListWorkersResponse> RestJobClient::ListWorkers() {
   return workers;
 }
 
+absl::StatusOr<v1::GetJobLogsResponse> RestJobClient::GetLogs(const v1::GetJobLogsRequest& request) {
+  std::string path = absl::StrCat(JobPath(request.name()), "/logs?afterSeq=", request.after_seq());
+  if (request.has_rank()) absl::StrAppend(&path, "&rank=", request.rank());
+  if (request.limit() > 0) absl::StrAppend(&path, "&limit=", request.limit());
+  v1::GetJobLogsResponse logs;
+  if (absl::Status s = Send("GET", path, "", &logs); !s.ok()) return s;
+  return logs;
+}
+
 absl::StatusOr<v1::Job> RestJobClient::Watch(const std::string& name,
                                              const std::function<void(const v1::Job&)>& on_update,
                                              const std::atomic<bool>* stop) {

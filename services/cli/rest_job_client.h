@@ -29,6 +29,7 @@ class RestJobClient : public JobClient {
   absl::StatusOr<v1::Job> Cancel(const std::string& name) override;
   absl::StatusOr<v1::Job> Checkpoint(const std::string& name) override;
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers() override;
+  absl::StatusOr<v1::GetJobLogsResponse> GetLogs(const v1::GetJobLogsRequest& request) override;
   // GET /v1/jobs/{id} about every second, calling `on_update` when the job differs from the
   // last answer.
   absl::StatusOr<v1::Job> Watch(const std::string& name, const std::function<void(const v1::Job&)>& on_update,

@@ -29,6 +29,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "job_artifacts.h"
+#include "job_logs.h"
 #include "job_runtime.h"
 #include "job_store.h"
 #include "job_writer.h"
@@ -142,6 +143,14 @@ class Coordinator {
   // FAILED_PRECONDITION for a report of a generation that is no longer running; the store's error
   // if the commit cannot be stored (then old checkpoints are kept).
   absl::StatusOr<v1::ReportCheckpointResponse> ReportCheckpoint(const v1::ReportCheckpointRequest& request);
+
+  // A rank's own log lines (job_logs.h), kept for GetJobLogs. FAILED_PRECONDITION when the
+  // generation no longer runs; PERMISSION_DENIED when the worker does not hold the rank;
+  // INVALID_ARGUMENT for more than 500 lines.
+  absl::Status ReportLogs(const v1::ReportLogsRequest& request);
+  // A job's lines after `after_seq`. NOT_FOUND for an unknown job; INVALID_ARGUMENT naming
+  // "limit", "rank" or "afterSeq" when negative.
+  absl::StatusOr<v1::GetJobLogsResponse> GetJobLogs(const v1::GetJobLogsRequest& request);
 
   // Asks a running job's ranks to checkpoint at their next step boundary.
   // FAILED_PRECONDITION if the job is not running.
@@ -301,6 +310,8 @@ class Coordinator {
 
   const CoordinatorOptions options_;
   KvStore kv_;
+  // Has its own lock, which is never taken while holding mu_.
+  JobLogStore job_logs_;
   // Has its own lock, which is never taken while holding mu_.
   JobWriter writer_;
 

@@ -227,4 +227,17 @@ grpc::Status CoordinatorServiceImpl::ReportCheckpoint(grpc::ServerContext* ctx, 
   return Unwrap(c_->ReportCheckpoint(*req), out);
 }
 
+grpc::Status JobLogServiceImpl::GetJobLogs(grpc::ServerContext* ctx, const v1::GetJobLogsRequest* req,
+                                           v1::GetJobLogsResponse* out) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  return Unwrap(c_->GetJobLogs(*req), out);
+}
+
+grpc::Status WorkerLogServiceImpl::ReportLogs(grpc::ServerContext* ctx, const v1::ReportLogsRequest* req,
+                                              v1::ReportLogsResponse*) {
+  if (grpc::Status s = Authorize(auth_, ctx); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeWorker(c_, ctx, req->worker_id()); !s.ok()) return s;
+  return ToGrpc(c_->ReportLogs(*req));
+}
+
 }  // namespace gradsync::coordinator

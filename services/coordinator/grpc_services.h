@@ -6,6 +6,7 @@
 #include "gradsync/rpc/server.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 #include "gradsync/v1/job.grpc.pb.h"
+#include "gradsync/v1/logs.grpc.pb.h"
 
 namespace gradsync::coordinator {
 
@@ -55,6 +56,32 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::Service {
   grpc::Status ReportResult(grpc::ServerContext*, const v1::ReportResultRequest*, v1::ReportResultResponse*) override;
   grpc::Status ReportCheckpoint(grpc::ServerContext*, const v1::ReportCheckpointRequest*,
                                 v1::ReportCheckpointResponse*) override;
+
+ private:
+  Coordinator* c_;
+  TokenAuth auth_;
+};
+
+// Job logs for clients, with JobService's token.
+class JobLogServiceImpl final : public v1::JobLogService::Service {
+ public:
+  explicit JobLogServiceImpl(Coordinator* coordinator, TokenAuth auth = TokenAuth())
+      : c_(coordinator), auth_(std::move(auth)) {}
+
+  grpc::Status GetJobLogs(grpc::ServerContext*, const v1::GetJobLogsRequest*, v1::GetJobLogsResponse*) override;
+
+ private:
+  Coordinator* c_;
+  TokenAuth auth_;
+};
+
+// Job logs from the workers, with CoordinatorService's cluster token and worker session.
+class WorkerLogServiceImpl final : public v1::WorkerLogService::Service {
+ public:
+  WorkerLogServiceImpl(Coordinator* coordinator, TokenAuth cluster_auth)
+      : c_(coordinator), auth_(std::move(cluster_auth)) {}
+
+  grpc::Status ReportLogs(grpc::ServerContext*, const v1::ReportLogsRequest*, v1::ReportLogsResponse*) override;
 
  private:
   Coordinator* c_;

@@ -238,7 +238,10 @@ absl::Status Run() {
   if (!tls.ok()) return tls.status();
   gradsync::coordinator::JobServiceImpl jobs(&coordinator, *auth);
   gradsync::coordinator::CoordinatorServiceImpl workers(&coordinator, *cluster_auth);
-  auto server = gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers}, *tls);
+  gradsync::coordinator::JobLogServiceImpl job_logs(&coordinator, *auth);
+  gradsync::coordinator::WorkerLogServiceImpl worker_logs(&coordinator, *cluster_auth);
+  auto server =
+      gradsync::rpc::StartServer(absl::GetFlag(FLAGS_listen), {&jobs, &workers, &job_logs, &worker_logs}, *tls);
   if (!server.ok()) return server.status();
   // grpc.health.v1 follows the store: NOT_SERVING while job writes fail.
   grpc::HealthCheckServiceInterface* health = (*server)->server()->GetHealthCheckService();
@@ -251,7 +254,7 @@ absl::Status Run() {
   auto http = StartHttp(&coordinator, *auth, coordinator_metrics);
   if (!http.ok()) return http.status();
   GS_LOG(INFO) << "serving gRPC" << (tls->enabled() ? " over TLS" : "") << " on port " << (*server)->port()
-               << " (JobService, CoordinatorService, health, reflection)";
+               << " (JobService, JobLogService, CoordinatorService, WorkerLogService, health, reflection)";
   if (absl::Status s = WriteEndpoints((*server)->port(), *http); !s.ok()) return s;
 
   gradsync::WaitForShutdown();

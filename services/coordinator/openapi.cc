@@ -5,6 +5,7 @@
 #include "gradsync/v1/artifact.pb.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/logs.pb.h"
 #include "gradsync/v1/worker.pb.h"
 #include "proto_json_schema.h"
 
@@ -28,6 +29,7 @@ std::string Build() {
   AddMessageSchemas(*v1::ListJobsResponse::descriptor(), schemas);
   AddMessageSchemas(*v1::ListArtifactsResponse::descriptor(), schemas);
   AddMessageSchemas(*v1::ListWorkersResponse::descriptor(), schemas);
+  AddMessageSchemas(*v1::GetJobLogsResponse::descriptor(), schemas);
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   std::string json;

@@ -134,6 +134,10 @@ http::Reply RestApi::RouteJobs(const http::Request& request, const std::string& 
     if (method != "GET") return MethodNotAllowed(request);
     return JobPart(c_->GetJob(id), /*checkpoints=*/true);
   }
+  if (absl::EndsWith(rest, "/logs")) {
+    if (method != "GET") return MethodNotAllowed(request);
+    return Logs(request, rest.substr(0, rest.size() - 5));
+  }
   if (absl::EndsWith(rest, "/events")) {
     if (method != "GET") return MethodNotAllowed(request);
     return JobPart(c_->GetJob(rest.substr(0, rest.size() - 7)), /*checkpoints=*/false);
@@ -161,6 +165,34 @@ http::Reply RestApi::Artifacts(const http::Request& request, const std::string& 
   absl::StatusOr<ArtifactBytes> bytes = ReadArtifact(*file, max_artifact_bytes_);
   if (!bytes.ok()) return ErrorReply(bytes.status());
   return http::Reply{200, std::move(bytes->data), "application/octet-stream", {{kChecksumHeader, bytes->sha256}}};
+}
+
+namespace {
+
+// The integer query parameter `name` into `*out` (unchanged when absent); false when malformed.
+bool QueryInt(const http::Request& request, const std::string& name, int64_t* out, http::Reply* error) {
+  const std::string value = request.Query(name);
+  if (value.empty()) return true;
+  if (absl::SimpleAtoi(value, out)) return true;
+  *error = ErrorReply(absl::InvalidArgumentError(absl::StrCat(name, ": expected an integer, got \"", value, "\"")));
+  return false;
+}
+
+}  // namespace
+
+http::Reply RestApi::Logs(const http::Request& request, const std::string& id) const {
+  v1::GetJobLogsRequest req;
+  req.set_name(id);
+  int64_t rank = -1, after = 0, limit = 0;
+  http::Reply error;
+  if (!QueryInt(request, "rank", &rank, &error) || !QueryInt(request, "afterSeq", &after, &error) ||
+      !QueryInt(request, "limit", &limit, &error)) {
+    return error;
+  }
+  if (!request.Query("rank").empty()) req.set_rank(static_cast<int32_t>(std::clamp<int64_t>(rank, -1, INT32_MAX)));
+  req.set_after_seq(after);
+  req.set_limit(static_cast<int32_t>(std::clamp<int64_t>(limit, -1, INT32_MAX)));
+  return JsonListReply(c_->GetJobLogs(req), "lines");
 }
 
 http::Reply RestApi::ListJobs(const http::Request& request) const {

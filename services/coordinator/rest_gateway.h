@@ -12,6 +12,8 @@
 //   GET  /v1/jobs/{id}/artifacts/{path...}              -> the file's bytes (application/octet-stream), with
 //                                                          Content-Length and X-Checksum-Sha256: <hex> of them;
 //                                                          at most RestOptions::max_artifact_bytes (gRPC streams any)
+//   GET  /v1/jobs/{id}/logs?rank=&afterSeq=&limit=     -> GetJobLogsResponse ({"lines": [...]}): the job's own log
+//                                                          lines after afterSeq, oldest first
 //   GET  /v1/workers                                    -> ListWorkersResponse ({"workers": [...]}): the pool,
 //                                                          and the workers lost within the last hour
 //   GET  /healthz                                       -> {"status": "SERVING"} (no token), or 503
@@ -63,6 +65,8 @@ class RestApi {
   http::Reply RouteJobs(const http::Request& request, const std::string& rest) const;
   http::Reply Create(const http::Request& request) const;
   http::Reply ListJobs(const http::Request& request) const;
+  // GET /v1/jobs/{id}/logs?rank=&afterSeq=&limit=
+  http::Reply Logs(const http::Request& request, const std::string& id) const;
   // GET /v1/jobs/{id}/artifacts (`path` null) or /v1/jobs/{id}/artifacts/{*path}.
   http::Reply Artifacts(const http::Request& request, const std::string& id, const std::string* path) const;
 

@@ -37,6 +37,7 @@ Agent::Agent(AgentOptions options)
       session_(std::make_shared<rpc::LateHeader>(rpc::kWorkerSessionMetadata)),
       channel_(CoordinatorChannel(options_, session_)),
       stub_(v1::CoordinatorService::NewStub(channel_)),
+      log_stub_(v1::WorkerLogService::NewStub(channel_)),
       // The metrics service takes step reports from holders of the cluster token alone.
       metrics_({.address = options_.metrics, .bearer_token = options_.coordinator_channel.bearer_token}),
       watchdog_(options_.abort_grace, [this] { return DescribeStuckGeneration(); }) {}
@@ -179,6 +180,14 @@ void Agent::ReportCheckpoint(const v1::ReportCheckpointRequest& request) {
   } else if (resp.committed()) {
     GS_LOG(INFO) << "checkpoint at step " << req.step() << " committed";
   }
+}
+
+absl::Status Agent::ReportLogs(const v1::ReportLogsRequest& request) {
+  v1::ReportLogsResponse resp;
+  grpc::ClientContext ctx;
+  // Short: a batch that fails is tried again with the next one, and Stop waits for the last.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return rpc::FromGrpc(log_stub_->ReportLogs(&ctx, request, &resp));
 }
 
 }  // namespace gradsync::worker

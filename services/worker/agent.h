@@ -24,6 +24,8 @@
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
+#include "gradsync/v1/logs.grpc.pb.h"
+#include "job_log_shipper.h"
 #include "sample_log.h"
 #include "train_loop.h"
 
@@ -44,6 +46,9 @@ struct AgentOptions {
   WorkerMetrics* own_metrics = nullptr;
   // If set, every step's sample indices are appended to a file per generation and rank here.
   std::string sample_log_dir;
+  // If set, each generation's own log lines are appended to DIR/<job>/rank-<r>.log
+  // (job_log_shipper.h) beside going to the coordinator.
+  std::string job_log_dir;
   // A drill: stall this rank at this step (heartbeats go on).
   std::optional<StallFault> stall;
   // How long an aborted generation may take to stop before the worker exits (abort_watchdog.h);
@@ -102,6 +107,8 @@ class Agent {
   void SendHeartbeat();
   void ReportResult(const v1::ReportResultRequest& request);
   void ReportCheckpoint(const v1::ReportCheckpointRequest& request);
+  // Ships a generation's own log lines (JobLogShipper's SendLogs).
+  absl::Status ReportLogs(const v1::ReportLogsRequest& request);
   // Stops the running generation: at its next step boundary, and in its collective now.
   void AbortGeneration();
   // Where the generation is, for the watchdog; never blocks.
@@ -115,6 +122,9 @@ class Agent {
   // The channel of every call to the coordinator; the assignment stream reads it directly.
   std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
+  std::unique_ptr<v1::WorkerLogService::Stub> log_stub_;
+  // The running generation's log lines, from BeginGeneration to EndGeneration (the log tap).
+  std::shared_ptr<JobLogShipper> job_log_;
   // Never blocks training: reports queue and go out on its own thread.
   telemetry::MetricsReporter metrics_;
 

@@ -35,6 +35,19 @@ void Agent::RunAssignment(const v1::Assignment& a, const absl::Status& parsed) {
 
 void Agent::BeginGeneration(const v1::Assignment& a) {
   SetLogComponent(absl::StrCat("worker r", a.rank()));
+  v1::ReportLogsRequest identity;
+  {
+    absl::MutexLock lock(&mu_);
+    identity.set_worker_id(worker_id_);
+  }
+  identity.set_job_id(a.job_id());
+  identity.set_generation(a.generation());
+  identity.set_rank(a.rank());
+  const std::string file = options_.job_log_dir.empty() ? "" : JobLogFile(options_.job_log_dir, a.job_id(), a.rank());
+  job_log_ =
+      std::make_shared<JobLogShipper>(identity, file, [this](const v1::ReportLogsRequest& r) { return ReportLogs(r); });
+  // The tap holds the shipper: a line logged while the tap is being replaced still finds it.
+  SetLogTap([log = job_log_](const LogRecord& r) { log->Add(r); });
   SetLogContext(a.job_id(), a.rank());
   GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id() << " generation "
                << a.generation();
@@ -183,6 +196,11 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOut
     report.set_during_setup(during_setup);
     GS_LOG(ERROR) << "generation failed" << (during_setup ? " during setup: " : ": ") << outcome.status();
   }
+  // The generation's lines, its result among them, reach the coordinator while the generation still
+  // runs there: once every rank has reported, it takes no more.
+  SetLogTap(nullptr);
+  job_log_->Stop(absl::Seconds(2));
+  job_log_.reset();
   ReportResult(report);
   if (absl::Status s = metrics_.Flush(absl::Seconds(2)); !s.ok() && metrics_.enabled()) {
     GS_LOG(WARNING) << "step reports not all delivered to the metrics service: " << s;

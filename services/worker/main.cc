@@ -69,6 +69,9 @@ ABSL_FLAG(int64_t, abort_grace_ms, 30000,
 ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR", ""),
           "if set, append every step's sample indices here, a file per job generation and rank, for "
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
+ABSL_FLAG(std::string, job_log_dir, gradsync::EnvOr("GRADSYNC_JOB_LOG_DIR", ""),
+          "If set, each job's own log lines are also appended to DIR/<job id>/rank-<rank>.log (what gradsync "
+          "logs reads for a local cluster); they go to the coordinator either way");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
 ABSL_FLAG(std::string, nvml_library, gradsync::EnvOr("GRADSYNC_NVML_LIBRARY", "libnvidia-ml.so.1"),
@@ -232,6 +235,7 @@ int main(int argc, char** argv) {
   options.device = *device;
   options.metrics = absl::GetFlag(FLAGS_metrics);
   options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
+  options.job_log_dir = absl::GetFlag(FLAGS_job_log_dir);
   auto stall = gradsync::worker::ParseStallFault(absl::GetFlag(FLAGS_inject_stall));
   if (!stall.ok()) {
     GS_LOG(ERROR) << stall.status();

@@ -71,7 +71,8 @@ TEST(Describe, ShowsTheSpecTimesRestartsResultCheckpointsAndEvents) {
   EXPECT_THAT(text, HasSubstr("State:       SUCCEEDED\n"));
   EXPECT_THAT(text, HasSubstr("Model:       gpt-tiny (" + model + "), device cpu\n"));
   EXPECT_THAT(text, HasSubstr("Data:        shards /data/train_*.bin\n"));
-  EXPECT_THAT(text, HasSubstr("2 ranks, micro-batch 8 x 2 accumulated, 500 steps, lr 0.0003 cosine, seed 7\n"));
+  EXPECT_THAT(text,
+              HasSubstr("Training:    2 ranks, micro-batch 8 x 2 accumulated, 500 steps, lr 0.0003 cosine, seed 7\n"));
   EXPECT_THAT(text, HasSubstr("DDP:         backend gloo, sharding optimizer\n"));
   EXPECT_THAT(text, HasSubstr("Checkpoint:  every 100 steps, keep 3\n"));
   EXPECT_THAT(text, HasSubstr("Created:     2026-05-28T20:26:40Z\n"));
@@ -94,7 +95,12 @@ TEST(Describe, APendingJobSaysWhyItWaitsAndLeavesOutWhatItHasNot) {
   job.clear_checkpoints();
   job.clear_events();
   job.clear_result();
+  job.mutable_spec()->mutable_model()->set_precision("bf16");
+  job.mutable_spec()->mutable_training()->set_min_workers(1);
+  job.mutable_spec()->mutable_training()->set_max_workers(4);
   const std::string text = DescribeJob(job);
+  EXPECT_THAT(text, HasSubstr(", device cpu, precision bf16\n"));
+  EXPECT_THAT(text, HasSubstr("Training:    2 ranks (elastic 1..4), micro-batch"));
   EXPECT_THAT(text, HasSubstr("State:       PENDING: waiting for 2 idle workers: 1 idle of 1 registered\n"));
   for (const char* absent : {"Ran:", "Generations:", "Progress:", "Weights:", "Checkpoints:", "Events:"}) {
     EXPECT_THAT(text, Not(HasSubstr(absent))) << text;

@@ -120,5 +120,37 @@ TEST(Log, MessagesBelowTheMinimumLevelAreDropped) {
   EXPECT_NE(lines[0].find("kept"), std::string::npos) << lines[0];
 }
 
+// What a tap sees: every message logged while a job's context is set, with its level, source,
+// job and rank; nothing outside a job; and not what the tap itself logs.
+TEST(LogTap, SeesTheJobsMessagesOnlyAndNotItsOwn) {
+  struct Seen {
+    std::string level, source, message, job;
+    int rank;
+  };
+  std::vector<Seen> seen;
+  CaptureLines([&] {
+    SetLogTap([&](const LogRecord& r) {
+      seen.push_back(
+          {LogLevelName(r.level), std::string(r.source), std::string(r.message), std::string(r.job), r.rank});
+      EXPECT_LT(absl::AbsDuration(absl::Now() - r.time), absl::Minutes(1));
+      GS_LOG(INFO) << "from inside the tap";
+    });
+    GS_LOG(INFO) << "before any job";
+    SetLogContext("job-7", 3);
+    GS_LOG(WARNING) << "step " << 12;
+    ClearLogContext();
+    GS_LOG(INFO) << "after the job";
+    SetLogTap(nullptr);
+    SetLogContext("job-7", 3);
+    GS_LOG(INFO) << "no tap";
+  });
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].level, "warning");
+  EXPECT_EQ(seen[0].message, "step 12");
+  EXPECT_EQ(seen[0].job, "job-7");
+  EXPECT_EQ(seen[0].rank, 3);
+  EXPECT_TRUE(seen[0].source.rfind("log_test.cc:", 0) == 0) << seen[0].source;
+}
+
 }  // namespace
 }  // namespace gradsync

@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "google/protobuf/struct.pb.h"
@@ -233,6 +236,63 @@ TEST_F(CliWorkflow, RelativeDataPathsStartWhereTheCommandRuns) {
   EXPECT_EQ(outside.exit_code, 2) << outside.out << outside.err;
   EXPECT_NE(outside.err.find(elsewhere + "/corpus/*.txt"), std::string::npos) << outside.err;
   EXPECT_NE(outside.err.find(root), std::string::npos) << outside.err;
+}
+
+// The lines of `text` that contain `needle`.
+int CountLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) n += absl::StrContains(line, needle) ? 1 : 0;
+  return n;
+}
+
+std::vector<std::string> SortedLines(const std::string& text) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// gradsync logs: a running job's lines followed to its end over gRPC, the same through REST and
+// for one rank, and from the workers' files once the cluster is gone.
+TEST_F(CliWorkflow, LogsFollowARunningJobThroughTheCoordinatorAndOutliveTheCluster) {
+  Up({"--workers", "2", "--no-cpu-binding"});
+  CommandResult submitted = Cli({"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.maxSteps=3000",
+                                 "--set", "training.epochs=30", "--set", "training.logEvery=100", "-o", "name"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string job(absl::StripAsciiWhitespace(submitted.out));
+  CommandResult followed;
+  std::thread follow([&] { followed = Cli({"gradsync", "logs", job, "--follow"}); });
+  follow.join();
+  ASSERT_EQ(followed.exit_code, 0) << followed.err;
+  // It ended with the job: both ranks' whole generation is there, once.
+  EXPECT_EQ(Field(ParseObject(Cli({"gradsync", "get", job, "-o", "json"}).out), "state"), "SUCCEEDED");
+  for (const std::string rank : {"0", "1"}) {
+    EXPECT_EQ(CountLines(followed.out, "] assigned rank " + rank + "/2 of job"), 1) << followed.out;
+    EXPECT_GT(CountLines(followed.out, " r" + rank + " g1 "), 2) << followed.out;
+  }
+  EXPECT_EQ(CountLines(followed.out, "] finished: 3000 steps"), 2) << followed.out;
+  EXPECT_EQ(CountLines(followed.out, "] step 3000/3000"), 1) << followed.out;
+  CommandResult all = Cli({"gradsync", "logs", job});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out, followed.out) << "following missed or repeated lines";
+
+  const std::map<std::string, std::string> endpoints = ParseFlatJson(ReadFile(state_ + "/endpoints.json"));
+  CommandResult rest = RunBinary({"gradsync", "logs", job, "--address", "http://" + endpoints.at("rest"),
+                                  "--token-file", state_ + "/tokens/auth.token"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_EQ(rest.out, all.out);
+  CommandResult one = Cli({"gradsync", "logs", job, "--rank", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_GT(CountLines(one.out, " r1 g1 "), 2);
+  EXPECT_EQ(CountLines(one.out, " r0 "), 0) << one.out;
+  CommandResult unknown = Cli({"gradsync", "logs", "jobs/none-such"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(unknown.err, "NOT_FOUND")) << unknown.err;
+
+  ASSERT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", state_}).exit_code, 0);
+  CommandResult files = RunBinary({"gradsync", "logs", job, "--state-dir", state_});
+  ASSERT_EQ(files.exit_code, 0) << files.err;
+  EXPECT_EQ(SortedLines(files.out), SortedLines(all.out)) << "the files hold what the coordinator held";
+  state_.clear();
 }
 
 }  // namespace

@@ -175,7 +175,7 @@ TEST_F(OpenApiTest, EveryDocumentedOperationIsARouteAndAnswersAsDocumented) {
       }
     }
   }
-  EXPECT_EQ(operations, 12);
+  EXPECT_EQ(operations, 13);
 }
 
 TEST_F(OpenApiTest, PathsOutsideTheDescriptionAreNotRoutes) {

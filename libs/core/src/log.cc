@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -96,29 +97,40 @@ char LevelChar(LogLevel level) {
   return '?';
 }
 
-const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kError: return "error";
-  }
-  return "unknown";
+// RFC 3339 in UTC with milliseconds: 2026-11-25T01:02:03.456Z.
+std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()); }
+
+// The tap, shared so that a call in flight keeps the one it started with.
+std::mutex& TapMutex() {
+  static std::mutex mu;
+  return mu;
 }
 
-// RFC 3339 in UTC with milliseconds: 2026-11-25T01:02:03.456Z.
-std::string Now() { return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()); }
+std::shared_ptr<const LogTap>& SharedTap() {
+  static std::shared_ptr<const LogTap> tap;
+  return tap;
+}
 
-std::string TextLine(LogLevel level, const Context& context, std::string_view source, std::string_view message) {
+std::shared_ptr<const LogTap> CurrentTap() {
+  std::lock_guard<std::mutex> lock(TapMutex());
+  return SharedTap();
+}
+
+// Whether this thread is inside the tap: what the tap logs is written, not tapped again.
+thread_local bool in_tap = false;
+
+std::string TextLine(absl::Time now, LogLevel level, const Context& context, std::string_view source,
+                     std::string_view message) {
   std::string line(1, LevelChar(level));
-  absl::StrAppend(&line, " ", Now(), " ");
+  absl::StrAppend(&line, " ", Rfc3339(now), " ");
   if (!context.component.empty()) absl::StrAppend(&line, "[", context.component, "] ");
   line.append(source).append("] ").append(message).append("\n");
   return line;
 }
 
-std::string JsonLine(LogLevel level, const Context& context, std::string_view source, std::string_view message) {
-  std::string line = absl::StrCat("{\"time\":\"", Now(), "\",\"level\":\"", LevelName(level), "\"");
+std::string JsonLine(absl::Time now, LogLevel level, const Context& context, std::string_view source,
+                     std::string_view message) {
+  std::string line = absl::StrCat("{\"time\":\"", Rfc3339(now), "\",\"level\":\"", LogLevelName(level), "\"");
   if (!context.component.empty()) {
     line.append(",\"component\":");
     AppendJsonString(&line, context.component);
@@ -146,6 +158,22 @@ void WarnOfUnknownFormatOnce() {
 }
 
 }  // namespace
+
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kError: return "error";
+  }
+  return "unknown";
+}
+
+void SetLogTap(LogTap tap) {
+  std::shared_ptr<const LogTap> next = tap ? std::make_shared<const LogTap>(std::move(tap)) : nullptr;
+  std::lock_guard<std::mutex> lock(TapMutex());
+  SharedTap() = std::move(next);
+}
 
 void SetMinLogLevel(LogLevel level) { MinLevel().store(static_cast<int>(level)); }
 LogLevel MinLogLevel() { return static_cast<LogLevel>(MinLevel().load()); }
@@ -178,12 +206,19 @@ LogMessage::~LogMessage() {
   const std::string source = absl::StrCat(base ? base + 1 : file_, ":", line_);
   const Context context = CurrentContext();
   const std::string message = stream_.str();
+  const absl::Time now = absl::Now();
   const std::string line = static_cast<LogFormat>(Format().load()) == LogFormat::kJson
-                               ? JsonLine(level_, context, source, message)
-                               : TextLine(level_, context, source, message);
+                               ? JsonLine(now, level_, context, source, message)
+                               : TextLine(now, level_, context, source, message);
   // One write per line keeps lines from concurrent threads and processes whole.
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;
+  if (!context.has_job || in_tap) return;
+  if (const std::shared_ptr<const LogTap> tap = CurrentTap()) {
+    in_tap = true;
+    (*tap)(LogRecord{now, level_, source, message, context.job, context.rank});
+    in_tap = false;
+  }
 }
 
 }  // namespace gradsync

@@ -12,8 +12,11 @@
 // Thread-safe: each message is formatted in full and written with one call.
 #pragma once
 
+#include <functional>
 #include <sstream>
 #include <string_view>
+
+#include "absl/time/time.h"
 
 namespace gradsync {
 
@@ -35,6 +38,26 @@ void SetLogFormat(LogFormat format);
 // worker sets them while it runs a generation.
 void SetLogContext(std::string_view job, int rank);
 void ClearLogContext();
+
+// A message logged while a log context is set, as a tap sees it (valid during the call only).
+struct LogRecord {
+  absl::Time time;
+  LogLevel level;
+  std::string_view source;  // "train_loop.cc:120"
+  std::string_view message;
+  std::string_view job;
+  int rank;
+};
+
+// Every message logged while a log context is set is also handed to `tap`, on the thread that
+// logs it, after its line is written; null removes the tap. A message the tap logs itself is not
+// handed to it again. The tap must be quick (a worker queues the record for shipping); it may run
+// on several threads at once and once more after SetLogTap replaced it.
+using LogTap = std::function<void(const LogRecord&)>;
+void SetLogTap(LogTap tap);
+
+// "debug", "info", "warning", "error".
+const char* LogLevelName(LogLevel level);
 
 class LogMessage {
  public:

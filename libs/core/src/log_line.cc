@@ -1,0 +1,18 @@
+#include "gradsync/core/log_line.h"
+
+#include <cctype>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+
+namespace gradsync {
+
+std::string LogLineText(const v1::LogLine& line) {
+  const char level = line.level().empty() ? '?' : static_cast<char>(std::toupper(line.level()[0]));
+  const absl::Time t = absl::FromUnixSeconds(line.time().seconds()) + absl::Nanoseconds(line.time().nanos());
+  return absl::StrFormat("%c %s r%d g%d %s] %s\n", level,
+                         absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()), line.rank(),
+                         line.generation(), line.source(), line.message());
+}
+
+}  // namespace gradsync

@@ -1,0 +1,68 @@
+// The job log lines workers ship (logs.proto), held in memory for GetJobLogs and `gradsync logs`.
+//
+// Bounded in bytes (messages and sources): a job keeps at most `max_job_bytes` of its newest
+// lines, and all jobs together at most `max_total_bytes`, the job appended to longest ago losing
+// its oldest lines first. Every line lost to a bound, and every line a worker reports it dropped,
+// is counted in the job's `dropped`. Lines are numbered per job from 1 in arrival order (seq), so
+// a reader that follows asks for the lines after the last seq it saw. Not persisted: a
+// coordinator restart starts empty (a local cluster's workers also keep them in files).
+//
+// Thread-safe; its own lock, never the coordinator's.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gradsync/v1/logs.pb.h"
+
+namespace gradsync::coordinator {
+
+struct JobLogBounds {
+  size_t max_job_bytes = size_t{8} << 20;
+  size_t max_total_bytes = size_t{128} << 20;
+};
+
+class JobLogStore {
+ public:
+  // The most lines one Read returns.
+  static constexpr int kMaxReadLines = 5000;
+
+  explicit JobLogStore(JobLogBounds bounds = {}) : bounds_(bounds) {}
+
+  // Appends `batch`'s lines to job `batch.job_id()`, numbering them, and counts its `dropped`.
+  // The caller has checked that the reporter holds the rank.
+  void Append(const v1::ReportLogsRequest& batch, absl::Time now);
+
+  // Job `job_id`'s lines with seq above `after_seq`, of `rank` when set, oldest first, at most
+  // `limit` (kMaxReadLines when 0), with the job's last seq and dropped count. A job with no lines
+  // answers an empty response.
+  v1::GetJobLogsResponse Read(const std::string& job_id, std::optional<int> rank, int64_t after_seq, int limit) const;
+
+  size_t total_bytes() const;
+
+ private:
+  struct JobLines {
+    std::deque<v1::LogLine> lines;
+    size_t bytes = 0;
+    int64_t last_seq = 0;
+    int64_t dropped = 0;
+    absl::Time last_append;
+  };
+  static size_t Cost(const v1::LogLine& line) { return line.message().size() + line.source().size() + 64; }
+  // Drops `job`'s oldest line, counting it.
+  void DropOldest(JobLines* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings all jobs within max_total_bytes, the least recently appended job first.
+  void EnforceTotal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const JobLogBounds bounds_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, JobLines> jobs_ ABSL_GUARDED_BY(mu_);
+  size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace gradsync::coordinator
