@@ -138,13 +138,14 @@ void JobLogShipper::Run() {
   bool failed = false;
   for (;;) {
     v1::ReportLogsRequest batch;
+    bool stopping = false;
     {
       absl::MutexLock lock(&mu_);
       // After a failed send, wait a whole interval (or for Stop) before the next try.
       mu_.AwaitWithTimeout(
           failed ? absl::Condition(this, &JobLogShipper::Stopping) : absl::Condition(this, &JobLogShipper::ReadyToSend),
           limits_.interval);
-      const bool stopping = stopping_;
+      stopping = stopping_;
       if (!TakeBatch(&batch)) {
         if (stopping) return;
         continue;
@@ -155,6 +156,9 @@ void JobLogShipper::Run() {
         return;
       }
     }
+    // Once stopping, the wait above ends at once: a coordinator that refuses at once is tried
+    // again a little later, not in a busy loop, until the deadline.
+    if (failed && stopping) absl::SleepFor(absl::Milliseconds(50));
     failed = !SendOrRequeue(std::move(batch));
   }
 }

@@ -138,7 +138,7 @@ TEST(CliTable, EveryListedOptionIsAcceptedByItsCommandsParser) {
         std::vector<std::string> args = {"gradsync", words[0]};
         if (!takes_operands) args.push_back("unexpected-operand");
         args.push_back(form);
-        if (form.size() == 2) args.push_back("v");
+        if (form.size() == 2 && o.TakesValue()) args.push_back("v");
         CommandResult r = RunBinary(args);
         ++checked;
         const std::string line = absl::StrJoin(args, " ");

@@ -7,7 +7,7 @@ outcome; see README.md.
     check_cluster.py CHECK --build-dir DIR [--tag TAG]
 
 CHECK is one of: across-hosts, rank-killed, network-cut, rank-paused, coordinator-replaced,
-prometheus, compose, nodes-script. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
+prometheus, compose, nodes-script, tls-names. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
 no Docker engine can be had or the images are missing."""
 import argparse
 import glob
@@ -494,6 +494,77 @@ def nodes_script(k):
         k.expect(not left, f"{role} still runs {left} after the script stopped")
 
 
+def make_service_certificate(tls_dir, name):
+    """The guide's openssl recipe (docs/deployment.md, section 3), for a certificate that names only
+    the Service `name`: a CA of its own, and the server's key and certificate."""
+    os.makedirs(tls_dir, exist_ok=True)
+    run = lambda *a: subprocess.run(a, cwd=tls_dir, check=True, capture_output=True)  # noqa: E731
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gradsync-ca",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-keyout", "ca.key", "-out", "ca.crt")
+    run("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+        "-keyout", "tls.key", "-out", "tls.csr")
+    with open(os.path.join(tls_dir, "ext.cnf"), "w") as f:
+        f.write(f"extendedKeyUsage = serverAuth\nsubjectAltName = DNS:{name}\n")
+    run("openssl", "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-extfile", "ext.cnf", "-out", "tls.crt")
+    for f in os.listdir(tls_dir):
+        os.chown(os.path.join(tls_dir, f), c.UID, c.UID)
+        os.chmod(os.path.join(tls_dir, f), 0o644 if f.endswith(".crt") else 0o600)
+
+
+def tls_names(k):
+    """The guide's TLS flow on containers. The coordinator serves gRPC and HTTPS REST with a
+    certificate that names its Service alone (gradsync-coordinator, as the chart's does), and is
+    dialled at its address, as through a port-forward to 127.0.0.1. Workers verify the Service's
+    name with GRADSYNC_TLS_SERVER_NAME and train a job; the CLI on this host is refused with advice
+    without --tls-server-name, and submits, follows and reads the job with it, over gRPC and HTTPS."""
+    cl = k.cluster
+    service = "gradsync-coordinator"
+    cl.down(quiet=True)
+    os.makedirs(cl.data_dir, exist_ok=True)
+    tls_dir = os.path.join(cl.dir, "tls")
+    make_service_certificate(tls_dir, service)
+    cl._write_tokens()
+    cl.docker("network", "create", "--driver", "bridge", cl.network)
+    for volume in c.VOLUMES:
+        cl.docker("volume", "create", f"{cl.prefix}-{volume}")
+    cl.start_coordinator(env={"GRADSYNC_TLS_CERT_FILE": "/run/tls/tls.crt", "GRADSYNC_TLS_KEY_FILE": "/run/tls/tls.key"},
+                         mounts=[f"{tls_dir}:/run/tls:ro"], docker_args=["--network-alias", service])
+    cl.start_metrics()
+    for w in cl.workers[:2]:
+        cl.start_worker(w, env={"GRADSYNC_TLS_CA_FILE": "/run/tls/ca.crt", "GRADSYNC_TLS_SERVER_NAME": service},
+                        mounts=[f"{tls_dir}:/run/tls:ro"])
+    cl.wait_workers(2)
+    log("2 workers registered over TLS, verifying the coordinator as " + service)
+
+    ip = cl.ip("coordinator")
+    gradsync = os.path.join(k.args.build_dir, "bin", "gradsync")
+    tls = ["--token-file", cl.tokens["auth"], "--tls-ca", os.path.join(tls_dir, "ca.crt")]
+    spec = k.spec(world_size=2, steps=20)
+
+    def cli(*args):
+        return subprocess.run([gradsync, *args], capture_output=True, text=True, timeout=300)
+
+    refused = cli("submit", spec, "--address", f"{ip}:7070", *tls)
+    k.expect(refused.returncode != 0, f"a submit verifying {ip} against a certificate for {service} succeeded")
+    k.expect("--tls-server-name" in refused.stderr, f"the refusal gives no advice: {refused.stderr.strip()}")
+    submitted = cli("submit", spec, "--address", f"{ip}:7070", "--tls-server-name", service, *tls, "-o", "name")
+    if not k.expect(submitted.returncode == 0, f"submit with --tls-server-name failed: {submitted.stderr.strip()}"):
+        return
+    job = submitted.stdout.strip()
+    watched = cli("watch", job, "--address", f"{ip}:7070", "--tls-server-name", service, *tls)
+    k.expect(watched.returncode == 0, f"watch over TLS: exit {watched.returncode}: {watched.stderr.strip()[-500:]}")
+    env_named = subprocess.run([gradsync, "get", job, "-o", "json", "--address", f"https://{ip}:8080", *tls],
+                               capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, GRADSYNC_TLS_SERVER_NAME=service))
+    k.expect(env_named.returncode == 0, f"get over HTTPS with GRADSYNC_TLS_SERVER_NAME: {env_named.stderr.strip()}")
+    if env_named.returncode == 0:
+        state = json.loads(env_named.stdout).get("state")
+        k.expect(state == "SUCCEEDED", f"the job ended {state}")
+        log(f"{job} {state}: submitted, watched and read over gRPC and HTTPS as {service}")
+
+
 def compose_tool(k):
     """Compose v2 (`docker compose`) where the client has it, else Debian's docker-compose."""
     if subprocess.run([k.docker.client, "compose", "version"], capture_output=True).returncode == 0:
@@ -504,9 +575,9 @@ def compose_tool(k):
 
 CHECKS = {"across-hosts": across_hosts, "rank-killed": rank_killed, "network-cut": network_cut,
           "rank-paused": rank_paused, "coordinator-replaced": coordinator_replaced, "prometheus": prometheus,
-          "compose": compose, "nodes-script": nodes_script}
+          "compose": compose, "nodes-script": nodes_script, "tls-names": tls_names}
 # Checks that bring up their own containers instead of the standard cluster.
-OWN_CLUSTER = ("compose", "nodes-script")
+OWN_CLUSTER = ("compose", "nodes-script", "tls-names")
 
 
 def main():

@@ -117,16 +117,17 @@ class Cluster:
     def _secret(self, name, target=None):
         return f"{self.tokens[name]}:{target or '/run/secrets/' + name + '_token'}:ro"
 
-    def start_coordinator(self, role="coordinator"):
+    def start_coordinator(self, role="coordinator", env=None, mounts=None, docker_args=()):
+        """`env`, `mounts` and `docker_args` come on top of the standard ones (TLS, say)."""
         env = {"GRADSYNC_AUTH_TOKEN_FILE": "/run/secrets/auth_token",
                "GRADSYNC_CLUSTER_TOKEN_FILE": "/run/secrets/cluster_token",
                "GRADSYNC_METRICS_TOKEN_FILE": "/run/secrets/metrics_token",
-               "GRADSYNC_DATA_ROOT": self.data_dir}
+               "GRADSYNC_DATA_ROOT": self.data_dir, **(env or {})}
         mounts = [f"{self.prefix}-state:/var/lib/gradsync/state",
                   f"{self.prefix}-checkpoints:/var/lib/gradsync/checkpoints",
                   f"{self.data_dir}:{self.data_dir}:ro",
-                  self._secret("auth"), self._secret("cluster"), self._secret("metrics")]
-        self._run(role, f"gradsync/coordinator:{self.tag}", env, mounts, self.coordinator_args)
+                  self._secret("auth"), self._secret("cluster"), self._secret("metrics"), *(mounts or [])]
+        self._run(role, f"gradsync/coordinator:{self.tag}", env, mounts, self.coordinator_args, docker_args)
 
     def start_metrics(self):
         env = {"GRADSYNC_CLUSTER_TOKEN_FILE": "/run/secrets/cluster_token",
@@ -138,14 +139,14 @@ class Cluster:
                   [f"{self.prefix}-prometheus:/var/lib/gradsync/prometheus",
                    self._secret("metrics", "/etc/prometheus/metrics.token")])
 
-    def start_worker(self, role):
+    def start_worker(self, role, env=None, mounts=None):
         env = {"GRADSYNC_COORDINATOR": "coordinator:7070", "GRADSYNC_METRICS": "metrics:7071",
                "GRADSYNC_COMM_HOST": role, "GRADSYNC_WORKER_NAME": role,
                "GRADSYNC_CLUSTER_TOKEN_FILE": "/run/secrets/cluster_token",
-               "GRADSYNC_METRICS_TOKEN_FILE": "/run/secrets/metrics_token"}
+               "GRADSYNC_METRICS_TOKEN_FILE": "/run/secrets/metrics_token", **(env or {})}
         mounts = [f"{self.prefix}-checkpoints:/var/lib/gradsync/checkpoints",
                   f"{self.data_dir}:{self.data_dir}:ro",
-                  self._secret("cluster"), self._secret("metrics")]
+                  self._secret("cluster"), self._secret("metrics"), *(mounts or [])]
         # As in Compose and Kubernetes, a worker that exits with a failure (the abort watchdog's
         # status 70) is started again.
         self._run(role, f"gradsync/worker-cpu:{self.tag}", env, mounts,
