@@ -342,7 +342,7 @@ TEST_F(ArtifactRestTest, RefusesWithTheStatusOfEachProblem) {
     EXPECT_EQ(r.status, c.status) << c.path << ": " << r.body;
     EXPECT_THAT(r.body, HasSubstr(c.says)) << c.path;
     if (r.status == 400) {
-      EXPECT_THAT(r.body, HasSubstr("\"message\":\"path: ")) << c.path;
+      EXPECT_THAT(r.body, HasSubstr("\"message\": \"path: ")) << c.path;
     }
     EXPECT_THAT(r.body, Not(HasSubstr(kSecret))) << c.path;
     EXPECT_EQ(r.headers.count("x-checksum-sha256"), 0u) << c.path;

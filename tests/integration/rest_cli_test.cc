@@ -69,7 +69,7 @@ TEST_F(RestCli, JobCommandsOverRestPrintWhatTheyPrintOverGrpc) {
   EXPECT_EQ(get.out, Cli({"gradsync", "get", job, "-o", "json"}, grpc_).out);
   CommandResult text = Cli({"gradsync", "get", job}, rest_);
   EXPECT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("[Created]"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  Created  "), std::string::npos) << "the describe view lists the events" << text.out;
   EXPECT_EQ(text.out, Cli({"gradsync", "get", job}, grpc_).out);
 
   // A second job and a page size of 1: listing walks the REST pages.
