@@ -454,7 +454,9 @@ def nodes_script(k):
         docker("run", "-d", "--name", cl.container(role), "--hostname", role, "--network", cl.network,
                "--network-alias", role, "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL",
                "--security-opt", "no-new-privileges:true", "-v", f"{cl.dir}:{cl.dir}",
-               "--entrypoint", "sleep", f"gradsync/{image}:{k.args.tag}", "infinity")
+               # A bare host runs no image's health probe: one caught running would read as a
+               # process the script left behind.
+               "--no-healthcheck", "--entrypoint", "sleep", f"gradsync/{image}:{k.args.tag}", "infinity")
         cl.started.append(role)
     nodes = [cl.container("node-0"), cl.container("node-1")]
     script = subprocess.Popen(
