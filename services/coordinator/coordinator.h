@@ -259,6 +259,12 @@ class Coordinator {
   // id stays free while create_mu_ is held.
   absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(create_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The running generation `generation` of job `job_id` in which `worker_id` holds `rank`, for a
+  // report of that rank: FAILED_PRECONDITION when no such generation runs, PERMISSION_DENIED when
+  // the worker does not hold the rank.
+  absl::StatusOr<Generation*> ReportedGenerationLocked(const std::string& job_id, int generation,
+                                                       const std::string& worker_id, int rank)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job as stored; a call returns it once its StateLock committed.
   v1::Job StoredJob(const std::string& id);
   // FAILED_PRECONDITION with `message` about the job's state, unless that state is not stored

@@ -37,13 +37,10 @@ absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const
   v1::ReportCheckpointResponse resp;
   {
     StateLock lock(this);
+    absl::StatusOr<Generation*> gen =
+        ReportedGenerationLocked(req.job_id(), req.generation(), req.worker_id(), req.rank());
+    if (!gen.ok()) return gen.status();
     JobRuntime* rt = FindJobLocked(req.job_id());
-    Generation* gen = rt == nullptr ? nullptr : rt->RunningGeneration(req.generation());
-    if (gen == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", req.job_id(), " generation ", req.generation(), " is not running"));
-    }
-    if (absl::Status s = gen->CheckReporter(req.worker_id(), req.rank()); !s.ok()) return s;
     // The coordinator writes the manifest and applies retention: only ever in the job's own root.
     const std::string expected = ckpt::CheckpointDir(
         (std::filesystem::path(rt->Dir(options_.artifact_root)) / "checkpoints").string(), req.step());
@@ -51,7 +48,7 @@ absl::StatusOr<v1::ReportCheckpointResponse> Coordinator::ReportCheckpoint(const
       return absl::PermissionDeniedError(absl::StrCat("checkpoint dir \"", req.dir(), "\" of step ", req.step(),
                                                       " is not job ", req.job_id(), "'s (", expected, ")"));
     }
-    const std::optional<v1::CheckpointManifest> m = gen->AddCheckpointPart(req, options_.clock());
+    const std::optional<v1::CheckpointManifest> m = (*gen)->AddCheckpointPart(req, options_.clock());
     if (!m.has_value()) return resp;
     // The commit point: a checkpoint exists once its manifest does.
     if (absl::Status s = ckpt::WriteManifest(m->dir(), *m); !s.ok()) {

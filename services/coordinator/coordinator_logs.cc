@@ -14,13 +14,9 @@ absl::Status Coordinator::ReportLogs(const v1::ReportLogsRequest& request) {
   }
   {
     absl::MutexLock lock(&mu_);
-    JobRuntime* rt = FindJobLocked(request.job_id());
-    Generation* gen = rt == nullptr ? nullptr : rt->RunningGeneration(request.generation());
-    if (gen == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", request.job_id(), " generation ", request.generation(), " is not running"));
-    }
-    if (absl::Status s = gen->CheckReporter(request.worker_id(), request.rank()); !s.ok()) return s;
+    absl::StatusOr<Generation*> gen =
+        ReportedGenerationLocked(request.job_id(), request.generation(), request.worker_id(), request.rank());
+    if (!gen.ok()) return gen.status();
   }
   job_logs_.Append(request, options_.clock());
   return absl::OkStatus();

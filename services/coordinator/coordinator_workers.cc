@@ -258,4 +258,15 @@ Coordinator::AssignmentWaitStats Coordinator::TEST_AssignmentWaits() {
   return {assignment_waits_.TEST_waiters(), assignment_waits_.TEST_checks()};
 }
 
+absl::StatusOr<Generation*> Coordinator::ReportedGenerationLocked(const std::string& job_id, int generation,
+                                                                  const std::string& worker_id, int rank) {
+  JobRuntime* rt = FindJobLocked(job_id);
+  Generation* gen = rt == nullptr ? nullptr : rt->RunningGeneration(generation);
+  if (gen == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " generation ", generation, " is not running"));
+  }
+  if (absl::Status s = gen->CheckReporter(worker_id, rank); !s.ok()) return s;
+  return gen;
+}
+
 }  // namespace gradsync::coordinator
