@@ -35,17 +35,13 @@ int Fail(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-std::string TimeText(const google::protobuf::Timestamp& t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()), absl::UTCTimeZone());
-}
-
 // One line per file: path, bytes, human size, modification time (UTC), and with `sha256` the digest.
 std::string Table(const v1::ListArtifactsResponse& listed, bool sha256) {
   std::string out =
       absl::StrFormat("%-48s %14s %10s  %-20s%s\n", "PATH", "BYTES", "SIZE", "MODIFIED", sha256 ? " SHA256" : "");
   for (const v1::Artifact& a : listed.artifacts()) {
     absl::StrAppendFormat(&out, "%-48s %14d %10s  %-20s%s\n", a.path(), a.size_bytes(), HumanBytes(a.size_bytes()),
-                          TimeText(a.modify_time()), sha256 ? " " + a.sha256() : "");
+                          UtcTime(a.modify_time()), sha256 ? " " + a.sha256() : "");
   }
   // No padding at the ends of lines.
   std::string trimmed;

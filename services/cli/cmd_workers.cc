@@ -11,6 +11,7 @@
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
+#include "display.h"
 #include "google/protobuf/util/json_util.h"
 #include "job_client.h"
 #include "output_format.h"
@@ -49,7 +50,7 @@ std::string Age(const google::protobuf::Duration& d) {
 
 std::string Utc(const google::protobuf::Timestamp& t) {
   if (t.seconds() == 0 && t.nanos() == 0) return "-";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()), absl::UTCTimeZone());
+  return UtcTime(t);
 }
 
 // One line per worker: id, host, device, state, the job and rank it holds, heartbeat age; `wide`

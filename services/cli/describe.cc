@@ -12,10 +12,6 @@
 namespace gradsync::cli {
 namespace {
 
-std::string Time(const google::protobuf::Timestamp& t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()), absl::UTCTimeZone());
-}
-
 void Line(std::string* out, absl::string_view label, absl::string_view value) {
   if (value.empty()) return;
   absl::StrAppend(out, absl::StrFormat("%-13s%s\n", absl::StrCat(label, ":"), value));
@@ -88,8 +84,8 @@ std::string CheckpointText(const v1::CheckpointSpec& c) {
 
 std::string TimesText(const v1::Job& job) {
   std::string out;
-  if (job.has_start_time()) absl::StrAppend(&out, "started ", Time(job.start_time()));
-  if (job.has_end_time()) absl::StrAppend(&out, ", ended ", Time(job.end_time()));
+  if (job.has_start_time()) absl::StrAppend(&out, "started ", UtcTime(job.start_time()));
+  if (job.has_end_time()) absl::StrAppend(&out, ", ended ", UtcTime(job.end_time()));
   if (job.has_start_time()) absl::StrAppend(&out, " (", HumanDuration(WallSeconds(job)), ")");
   return out;
 }
@@ -112,7 +108,7 @@ void CheckpointTable(std::string* out, const v1::Job& job) {
                   absl::StrFormat("  %-8s %-6s %-10s %-21s %s\n", "STEP", "RANKS", "SIZE", "COMMITTED", "DIR"));
   for (const v1::CheckpointManifest& c : job.checkpoints()) {
     absl::StrAppend(out, absl::StrFormat("  %-8d %-6d %-10s %-21s %s\n", c.step(), c.world_size(),
-                                         HumanBytes(c.total_bytes()), Time(c.commit_time()), c.dir()));
+                                         HumanBytes(c.total_bytes()), UtcTime(c.commit_time()), c.dir()));
   }
 }
 
@@ -120,7 +116,7 @@ void EventTable(std::string* out, const v1::Job& job) {
   if (job.events().empty()) return;
   absl::StrAppend(out, "Events:\n", absl::StrFormat("  %-21s %-20s %s\n", "TIME", "TYPE", "MESSAGE"));
   for (const v1::JobEvent& e : job.events()) {
-    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", Time(e.time()), e.type(), e.message()));
+    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", UtcTime(e.time()), e.type(), e.message()));
   }
 }
 
@@ -136,7 +132,7 @@ std::string DescribeJob(const v1::Job& job) {
   Line(&out, "Training", TrainingText(job.spec().training()));
   Line(&out, "DDP", DdpText(job.spec().ddp()));
   Line(&out, "Checkpoint", CheckpointText(job.spec().checkpoint()));
-  Line(&out, "Created", job.has_create_time() ? Time(job.create_time()) : "");
+  Line(&out, "Created", job.has_create_time() ? UtcTime(job.create_time()) : "");
   Line(&out, "Ran", TimesText(job));
   Line(&out, "Generations",
        job.generation() > 0

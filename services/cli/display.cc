@@ -166,6 +166,10 @@ void TransferProgress::Finish() {
   std::fflush(out_);
 }
 
+std::string UtcTime(const google::protobuf::Timestamp& t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(t.seconds()), absl::UTCTimeZone());
+}
+
 std::string HumanDuration(double seconds) {
   const auto s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
   if (s < 60) return absl::StrCat(s, "s");
@@ -386,10 +390,7 @@ std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
       const bool elastic = t.min_workers() > 0 && t.max_workers() > t.min_workers();
       const std::string world =
           elastic ? absl::StrCat(t.min_workers(), "-", t.max_workers()) : absl::StrCat(t.world_size());
-      const std::string created =
-          j.has_create_time() ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(j.create_time().seconds()),
-                                                 absl::UTCTimeZone())
-                              : "-";
+      const std::string created = j.has_create_time() ? UtcTime(j.create_time()) : "-";
       absl::StrAppend(&out, absl::StrFormat("%-7s %-8d %-20s ", world, j.restarts(), created));
     }
     absl::StrAppend(&out, j.spec().name(), j.state_reason().empty() ? "" : absl::StrCat(" (", j.state_reason(), ")"),

@@ -88,6 +88,9 @@ class TransferProgress {
 // "512 B", "8.4 KiB", "120.0 MiB", "1.25 GiB".
 std::string HumanBytes(int64_t bytes);
 
+// "2026-11-28T15:04:05Z": a time as every CLI table and view prints it (UTC, whole seconds).
+std::string UtcTime(const google::protobuf::Timestamp& t);
+
 // "45s", "12m03s", "3h07m": a duration at the precision a person reads it.
 std::string HumanDuration(double seconds);
 

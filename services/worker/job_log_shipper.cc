@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/log_line.h"
 
@@ -62,10 +63,7 @@ bool JobLogShipper::Admit(absl::Time now) {
 
 void JobLogShipper::Add(const LogRecord& record) {
   v1::LogLine line;
-  const absl::Duration since_epoch = record.time - absl::UnixEpoch();
-  const int64_t seconds = absl::ToInt64Seconds(since_epoch);
-  line.mutable_time()->set_seconds(seconds);
-  line.mutable_time()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(since_epoch - absl::Seconds(seconds))));
+  *line.mutable_time() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(record.time));
   line.set_level(LogLevelName(record.level));
   line.set_source(std::string(record.source));
   line.set_message(Cut(record.message, limits_.max_message_bytes));
