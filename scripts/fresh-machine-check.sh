@@ -4,12 +4,16 @@
 # GoogleMock, Google Benchmark) and stock CMake, the repository cloned from HEAD, then
 # `make test` and `make demo` inside it.
 #
-#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [BUILD_DIR]
+#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [--binaries-out DIR] [BUILD_DIR]
 #
 #   --cuda auto   bind the CUDA toolkit (/usr/local/cuda) in when the host has one (default)
 #   --cuda on     bind it in, fail when the host has none
 #   --cuda off    a machine without the toolkit
 #   --base-only   make (or keep) the base system and stop
+#   --binaries-out DIR
+#                 once both pass, stage the binaries the images need into DIR
+#                 (docker/stage-binaries.sh, with DIR/revision the commit tested): a CPU build
+#                 on the images' own distribution, which scripts/images.sh --binaries takes
 #
 # The base system lives in BUILD_DIR/fresh-machine/base (default BUILD_DIR: build) and is reused
 # by later runs; each run works on a copy of it, so every run starts from the same clean base.
@@ -19,12 +23,14 @@ set -euo pipefail
 
 cuda=auto
 base_only=0
+binaries_out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) cuda="${2:?--cuda needs auto, on or off}"; shift 2 ;;
     --cuda=*) cuda="${1#--cuda=}"; shift ;;
     --base-only) base_only=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --binaries-out) binaries_out="${2:?--binaries-out needs a directory}"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fresh-machine-check: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -52,6 +58,14 @@ if [ "$cuda" = on ] && [ -z "$cuda_dir" ]; then
 fi
 
 # Unmounts everything below $1, deepest first; lazily when a mount is still busy.
+if [ -n "$binaries_out" ]; then
+  if [ -n "$cuda_dir" ]; then
+    echo "fresh-machine-check: --binaries-out stages the CPU images' binaries and needs --cuda off" >&2
+    exit 2
+  fi
+  binaries_out="$(mkdir -p "$binaries_out" && cd "$binaries_out" && pwd)"
+fi
+
 unmount_below() {
   local dir="$1" m
   [ -d "$dir" ] || return 0
@@ -154,9 +168,23 @@ run_quick_start() {
   echo "fresh-machine-check: make test and make demo passed on a fresh Debian 12 ($( [ -n "$cuda_dir" ] && echo "with" || echo "without") CUDA); log: $log"
 }
 
+# The binaries the images take (--binaries-out), from the build just tested: CPU only, which the
+# images are, so not from a run with the CUDA toolkit bound in.
+stage_binaries() {
+  rm -rf "$root/tmp/image-binaries"
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+    bash /src/gradsync/docker/stage-binaries.sh /src/gradsync/build /tmp/image-binaries
+  git -C "$root/src/gradsync" rev-parse HEAD > "$root/tmp/image-binaries/revision"
+  mkdir -p "$binaries_out"
+  rm -rf "${binaries_out:?}"/*
+  cp -a "$root/tmp/image-binaries/." "$binaries_out/"
+  echo "fresh-machine-check: the images' binaries are staged in $binaries_out"
+}
+
 mkdir -p "$top"
 make_base
 [ "$base_only" -eq 1 ] && exit 0
 prepare_run
 mount_run
 run_quick_start
+if [ -n "$binaries_out" ]; then stage_binaries; fi

@@ -2,8 +2,12 @@
 # Builds the CPU images of docker/Dockerfile (coordinator, metrics, worker-cpu, cli, prometheus), offline if
 # need be: the images users get, from the same Dockerfile and install scripts.
 #
-#   scripts/images.sh [--tag TAG] [TARGET...]     (make images)
+#   scripts/images.sh [--tag TAG] [--binaries DIR] [TARGET...]     (make images)
 #
+# --binaries DIR (or GRADSYNC_IMAGE_BINARIES=DIR): take the binaries from DIR, staged by
+# docker/stage-binaries.sh from a CPU build of this very commit on Debian 12, instead of compiling
+# them in the Dockerfile's build stage (docker/prebuilt/README.md). DIR/revision must name the
+# commit checked out here, with nothing changed since; otherwise the images compile their own.
 # Tags each as gradsync/TARGET:TAG (default `dev`, the tag docker/compose.yaml runs). The Debian
 # base the Dockerfile names (ARG DEBIAN_IMAGE) is used when the engine has it, pulled when a
 # registry answers, and otherwise made here: `debootstrap --variant=minbase bookworm` from this
@@ -13,11 +17,13 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 tag=dev
+binaries="${GRADSYNC_IMAGE_BINARIES:-}"
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tag) tag="${2:?--tag needs a value}"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --binaries) binaries="${2:?--binaries needs a directory}"; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "images: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -77,11 +83,32 @@ snapshot() {
   fi
 }
 
+# Lays DIR (--binaries) into the context when it holds this commit's binaries; says why not.
+use_binaries() {
+  local dir="$1" staged b
+  for b in gradsync gradsync-coordinator gradsync-metrics gradsync-worker; do
+    [ -x "$dir/bin/$b" ] || { say "$dir has no bin/$b; compiling the binaries instead"; return 0; }
+  done
+  staged="$(cat "$dir/revision" 2>/dev/null || true)"
+  if [ -z "$revision" ] || [ "$staged" != "$revision" ]; then
+    say "the binaries in $dir are of commit '${staged}', this tree is at '${revision}'; compiling them instead"
+    return 0
+  fi
+  if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    say "this tree has changes the binaries in $dir lack; compiling them instead"
+    return 0
+  fi
+  mkdir -p "$context/docker/prebuilt"
+  cp -a "$dir/." "$context/docker/prebuilt/"
+  from=prebuilt
+  say "the binaries come from $dir (commit $revision)"
+}
+
 build() {
   local target="$1" log="$work/build-$1.log"
   say "building gradsync/$target:$tag (log: $log)"
   if ! DOCKER_BUILDKIT=1 "$docker" build --progress=plain -f "$context/docker/Dockerfile" --target "$target" \
-      --build-arg REVISION="$revision" \
+      --build-arg REVISION="$revision" --build-arg BINARIES="$from" \
       -t "gradsync/$target:$tag" "$context" > "$log" 2>&1; then
     tail -n 40 "$log"
     echo "images: building $target failed; the whole log is $log" >&2
@@ -91,5 +118,7 @@ build() {
 
 ensure_base
 snapshot
+from=build
+if [ -n "$binaries" ]; then use_binaries "$binaries"; fi
 for t in "${targets[@]}"; do build "$t"; done
 say "built: $(printf 'gradsync/%s:'"$tag"' ' "${targets[@]}")"

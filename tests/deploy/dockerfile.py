@@ -83,11 +83,21 @@ class Dockerfile:
         """The stage's base image with the global ARG defaults substituted."""
         return re.sub(r"\$\{?(\w+)\}?", lambda m: self.global_args.get(m.group(1), m.group(0)), stage.base)
 
+    def selectable(self, stage):
+        """Stages a FROM ${ARG} may name: the ARG's default and every ARG=<stage> the file names."""
+        m = re.fullmatch(r"\$\{?(\w+)\}?", stage.base)
+        if not m:
+            return set()
+        names = {s.name for s in self.stages}
+        chosen = set(re.findall(rf"\b{m.group(1)}=([\w.-]+)", self.text))
+        return {n for n in chosen | {self.global_args.get(m.group(1))} if n in names}
+
     def final_stages(self):
         """Stages that no other stage builds on or copies from: the images one can build."""
         used = set()
         for s in self.stages:
             used.add(s.base)
+            used.update(self.selectable(s))
             for i in s.instructions:
                 used.update(re.findall(r"(?:--from|from)=([\w.-]+)", i.args))
         return [s for s in self.stages if s.name not in used]
