@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -68,8 +69,14 @@ class Replica {
   // copies), and its shard_begin. Sharded (ddp.sharding), the range must be this rank's shard:
   // INVALID_ARGUMENT otherwise.
   virtual absl::Status SaveState(int64_t begin, int64_t end, ckpt::RankState* state) = 0;
-  // Loads parameters and optimizer state from the whole `state`, whose sizes the caller has
-  // checked; sharded, this rank keeps its shard of the moments.
+  // The elements [first, second) of the flat state LoadState needs: all of them with sharding
+  // off, this rank's shard with it (ckpt::ReadCheckpointRange reads just those).
+  virtual std::pair<int64_t, int64_t> StateRange() const = 0;
+  // Loads parameters and optimizer state from `state` (its model the caller has checked), which
+  // must cover StateRange(): INVALID_ARGUMENT otherwise, changing nothing. This rank keeps its
+  // range of the moments. Where `state` holds only the range and the rank keeps the whole
+  // parameters (ddp.sharding "optimizer", "gradients"), the rest of them are all-gathered from
+  // the other ranks: a collective then, every rank loading its own range.
   virtual absl::Status LoadState(const ckpt::RankState& state) = 0;
 
   // Where and how it computes, e.g. "cpu, fp32, gloo" or "NVIDIA H100 (cuda:0), bf16, nccl".
@@ -100,6 +107,11 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& con
 absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const TrainConfig& config, const ReplicaOptions& options);
 // The Gloo options of `config` for this worker.
 comm::GlooOptions GlooOptionsOf(const TrainConfig& config, const ReplicaOptions& options);
+// INVALID_ARGUMENT unless `state` holds parameters and moments for elements [begin, begin + n)
+// (Replica::LoadState).
+absl::Status CoversRange(const ckpt::RankState& state, int64_t begin, int64_t n);
+// Whether `state` holds all `total` parameters.
+bool HoldsAll(const ckpt::RankState& state, size_t total);
 }  // namespace internal
 
 }  // namespace gradsync::worker

@@ -101,23 +101,26 @@ class CpuReplica final : public Replica {
     return absl::OkStatus();
   }
 
+  std::pair<int64_t, int64_t> StateRange() const override { return {optimizer_.begin(), optimizer_.end()}; }
+
   absl::Status LoadState(const ckpt::RankState& state) override {
-    const auto total = static_cast<size_t>(model_->layout().total_numel());
-    if (state.adam_m.size() != total || state.adam_v.size() != total) {
-      return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", state.adam_m.size(), "/",
-                                                     state.adam_v.size(), " elements does not fit a model of ", total));
-    }
     const int64_t begin = optimizer_.begin(), n = optimizer_.end() - begin;
+    if (absl::Status s = CoversRange(state, begin, n); !s.ok()) return s;
+    const auto at = static_cast<size_t>(begin - state.shard_begin);
     // The moments first: Restore checks their sizes, so a refused state changes nothing.
-    if (absl::Status s = optimizer_.Restore(std::span<const float>(state.adam_m).subspan(begin, n),
-                                            std::span<const float>(state.adam_v).subspan(begin, n), state.adam_step);
+    if (absl::Status s = optimizer_.Restore(std::span<const float>(state.adam_m).subspan(at, n),
+                                            std::span<const float>(state.adam_v).subspan(at, n), state.adam_step);
         !s.ok()) {
       return s;
     }
-    // Sharded parameters: this rank's shard alone, the rest stays given back.
-    const int64_t from = params_sharded() ? begin : 0;
-    const int64_t to = params_sharded() ? begin + n : static_cast<int64_t>(total);
-    std::copy(state.params.begin() + from, state.params.begin() + to, model_->params().begin() + from);
+    const std::span<float> params = model_->params();
+    if (params_sharded() || !HoldsAll(state, params.size())) {
+      // This rank's shard alone; sharded parameters leave the rest given back, whole ones gather it.
+      std::copy_n(state.params.begin() + static_cast<std::ptrdiff_t>(at), n, params.begin() + begin);
+      if (params_sharded()) return absl::OkStatus();
+      return comm_->AllGatherBlocks(params, bounds_)->Wait();
+    }
+    std::copy(state.params.begin(), state.params.end(), params.begin());
     return absl::OkStatus();
   }
 
@@ -210,6 +213,22 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& c, 
   return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), c.adamw, c.sharding);
 }
 
+absl::Status CoversRange(const ckpt::RankState& state, int64_t begin, int64_t n) {
+  const auto held = static_cast<int64_t>(state.params.size());
+  if (state.adam_m.size() != state.params.size() || state.adam_v.size() != state.params.size() ||
+      begin < state.shard_begin || begin + n > state.shard_begin + held) {
+    return absl::InvalidArgumentError(absl::StrCat("a state of elements [", state.shard_begin, ", ",
+                                                   state.shard_begin + held, ") with ", state.adam_m.size(), "/",
+                                                   state.adam_v.size(), " moments does not cover this rank's [", begin,
+                                                   ", ", begin + n, ")"));
+  }
+  return absl::OkStatus();
+}
+
+bool HoldsAll(const ckpt::RankState& state, size_t total) {
+  return state.shard_begin == 0 && state.params.size() == total;
+}
+
 comm::GlooOptions GlooOptionsOf(const TrainConfig& c, const ReplicaOptions& options) {
   comm::GlooOptions o;
   o.hostname = options.comm_host;
@@ -222,12 +241,6 @@ comm::GlooOptions GlooOptionsOf(const TrainConfig& c, const ReplicaOptions& opti
 
 absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const TrainConfig& c, const ReplicaOptions& options) {
   if (c.placement.device == spec::Device::kCuda) {
-    if (c.sharding != spec::Sharding::kNone && c.sharding != spec::Sharding::kOptimizer) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("ddp.sharding \"", spec::Name(c.sharding),
-                       "\" runs on CPU ranks so far, and this rank was placed on a GPU; set model.device to \"cpu\" "
-                       "or ddp.sharding to \"none\" or \"optimizer\""));
-    }
     return internal::CreateCudaReplica(c, options);
   }
   return internal::CreateCpuReplica(c, options);

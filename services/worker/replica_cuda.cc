@@ -4,8 +4,22 @@
 //
 // ddp.sharding "optimizer" (ZeRO-1, as llm.c does it): rank r keeps AdamW's moments for elements
 // [bounds_[r], bounds_[r+1]) of the flat parameters alone, updates them alone, and the updated
-// shards are all-gathered (AllGatherBlocks: one broadcast per block on NCCL and staged Gloo). The
+// shards are all-gathered (AllGatherBlocks: one grouped broadcast per block on NCCL). The
 // gradients are all-reduced whole, so the clip's norm covers all of them on every rank.
+//
+// ddp.sharding "gradients" (ZeRO-2): the reducer reduce-scatters each bucket instead
+// (ReduceScatterBlocks: one grouped reduce per block to its owner on NCCL), so a rank holds the
+// reduced gradients of its shard alone, and gives the chunks of each reduced bucket outside its
+// shard back to the device (the model's gradients are kernels::cuda::DevicePages): ZeroGrads
+// gives back all of them, backward maps each layer's again as it writes them, and the reducer
+// discards a bucket's unowned part once its reduce-scatter is done. The clip's norm is then the
+// sum of the ranks' shard sums of squares, all-reduced as one device float before the factor.
+//
+// ddp.sharding "full" (ZeRO-3 / FSDP FULL_SHARD): as "gradients", and the parameters live
+// sharded too. The model brackets each unit (the embeddings, a block, the head) with the gate,
+// ddp::ParamGather over this replica's communicator: a unit's parameters are mapped back and
+// all-gathered before it computes, the next unit's fetched meanwhile, and the chunks outside
+// this rank's shard given back once the unit's kernels are done. No all-gather follows the step.
 #include <cuda_runtime_api.h>
 
 #include <utility>
@@ -13,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/comm/nccl.h"
+#include "gradsync/ddp/param_gather.h"
 #include "gradsync/kernels/cuda/cuda_check.h"
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/nn/cuda/cuda_optimizer.h"
@@ -46,17 +61,43 @@ class CudaReplica final : public Replica {
  public:
   static absl::StatusOr<std::unique_ptr<Replica>> Create(const TrainConfig& c, const ReplicaOptions& options);
 
+  ~CudaReplica() override {
+    if (model_ != nullptr) model_->set_param_gate(nullptr);
+    gather_.reset();  // waits for gathers in flight, before the communicator goes
+  }
+
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
+  bool params_sharded() const override { return sharding_ == spec::Sharding::kFull; }
+
+  void InitParams(uint64_t seed) override {
+    if (!params_sharded()) return model_->InitParams(seed);
+    for (int p = 0; p < model_->layout().size(); ++p) {
+      model_->InitParamRange(seed, p, p + 1);
+      gather_->DiscardUnowned(p, p + 1);
+    }
+  }
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {
     if (absl::Status s = Use(); !s.ok()) return s;
-    if (absl::Status s = clip_->Compute(model_->grads(), max_norm); !s.ok()) return s;
+    if (absl::Status s = grads_sharded_ ? ClipByShards(max_norm) : clip_->Compute(model_->grads(), max_norm); !s.ok()) {
+      return s;
+    }
     if (absl::Status s = adamw_->Step(model_->params(), model_->grads(), lr, clip_->scale()); !s.ok()) return s;
-    if (sharded_) {
+    if (sharded_ && !params_sharded()) {
       if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
     }
     return clip_->ReadNorm();
+  }
+
+  void ZeroGrads() override {
+    if (!grads_sharded_) return model_->ZeroGrads();
+    // Every chunk back to the device: the last step's readers of the gradients (clip, AdamW) are
+    // done once the stream is.
+    if (absl::Status s = model_->Synchronize(); !s.ok()) {
+      return model_->ZeroGrads();  // the error surfaces at the next call that returns a status
+    }
+    model_->DiscardGrads(0, model_->layout().total_numel());
   }
 
   absl::Status SetClipScope(std::vector<int>) override {
@@ -66,8 +107,16 @@ class CudaReplica final : public Replica {
   }
 
   absl::StatusOr<std::vector<float>> HostParams() override {
-    std::vector<float> host(model_->params().size());
-    if (absl::Status s = ToHost(model_->params(), host); !s.ok()) return s;
+    const std::span<float> params = model_->params();
+    if (params_sharded()) {
+      // Gathered whole once (a collective), copied, and given back.
+      if (absl::Status s = model_->CommitParams(0, static_cast<int64_t>(params.size())); !s.ok()) return s;
+      if (absl::Status s = comm_->AllGatherBlocks(params, bounds_)->Wait(); !s.ok()) return s;
+    }
+    std::vector<float> host(params.size());
+    absl::Status copied = ToHost(params, host);
+    if (params_sharded()) gather_->DiscardUnowned(0, model_->layout().size());
+    if (!copied.ok()) return copied;
     return host;
   }
 
@@ -90,26 +139,39 @@ class CudaReplica final : public Replica {
     return ToHost(adamw_->second_moment().subspan(moments_at, n), state->adam_v);
   }
 
+  std::pair<int64_t, int64_t> StateRange() const override { return {adamw_->begin(), adamw_->end()}; }
+
   absl::Status LoadState(const ckpt::RankState& state) override {
     if (absl::Status s = Use(); !s.ok()) return s;
-    const auto total = static_cast<size_t>(model_->layout().total_numel());
-    if (state.adam_m.size() != total || state.adam_v.size() != total) {
-      return absl::InvalidArgumentError(absl::StrCat("optimizer state of ", state.adam_m.size(), "/",
-                                                     state.adam_v.size(), " elements does not fit a model of ", total));
-    }
-    const auto begin = static_cast<size_t>(adamw_->begin()), n = static_cast<size_t>(adamw_->end()) - begin;
+    const int64_t begin = adamw_->begin(), n = adamw_->end() - begin;
+    if (absl::Status s = CoversRange(state, begin, n); !s.ok()) return s;
+    const auto at = static_cast<size_t>(begin - state.shard_begin);
     // The moments first: Restore checks their sizes, so a refused state changes nothing.
-    if (absl::Status s = adamw_->Restore(std::span<const float>(state.adam_m).subspan(begin, n),
-                                         std::span<const float>(state.adam_v).subspan(begin, n), state.adam_step);
+    if (absl::Status s = adamw_->Restore(std::span<const float>(state.adam_m).subspan(at, n),
+                                         std::span<const float>(state.adam_v).subspan(at, n), state.adam_step);
         !s.ok()) {
       return s;
     }
+    // The whole parameters when `state` has them and the rank keeps them whole; this rank's shard
+    // otherwise, the rest gathered where the rank keeps them whole.
     const std::span<float> params = model_->params();
-    if (absl::Status s = CudaStatus(cudaMemcpyAsync(params.data(), state.params.data(), params.size_bytes(),
-                                                    cudaMemcpyHostToDevice, stream_.get()),
-                                    "copying checkpointed parameters to the GPU");
+    const bool all = !params_sharded() && HoldsAll(state, params.size());
+    const std::span<const float> from = all ? std::span<const float>(state.params)
+                                            : std::span<const float>(state.params).subspan(at, n);
+    float* to = all ? params.data() : params.data() + begin;
+    // Sharded parameters may have nothing mapped yet (nn::ModelInit::kNone).
+    if (absl::Status s = model_->CommitParams(to - params.data(), to - params.data() + static_cast<int64_t>(from.size()));
         !s.ok()) {
       return s;
+    }
+    if (absl::Status s = CudaStatus(
+            cudaMemcpyAsync(to, from.data(), from.size_bytes(), cudaMemcpyHostToDevice, stream_.get()),
+            "copying checkpointed parameters to the GPU");
+        !s.ok()) {
+      return s;
+    }
+    if (!all && !params_sharded()) {
+      if (absl::Status s = comm_->AllGatherBlocks(params, bounds_)->Wait(); !s.ok()) return s;
     }
     return model_->Synchronize();
   }
@@ -118,13 +180,30 @@ class CudaReplica final : public Replica {
 
   MemoryFootprint Memory() const override {
     const int64_t n = model_->layout().total_numel();
-    // fp32 master weights, plus the bf16 copy the kernels read in bf16; fp32 gradients and moments
-    // (this rank's shard of them when sharded).
-    return {n * 4 + (bf16_ ? n * 2 : 0), n * 4, 2 * (adamw_->end() - adamw_->begin()) * 4};
+    // fp32 master weights, plus the bf16 copy the kernels read in bf16; fp32 gradients (the
+    // chunks mapped when a rank keeps its shard of them), plus the bf16 scratch backward writes
+    // in bf16; and the moments (this rank's shard of them when sharded).
+    // Sharded parameters: the shard and the most this rank held gathered at once.
+    const int64_t shard = adamw_->end() - adamw_->begin();
+    const int64_t params = params_sharded() ? (shard + gather_->peak_gathered()) * 4 : n * 4;
+    const int64_t grads = grads_sharded_ ? model_->ResidentGradBytes() : n * 4;
+    return {params + (bf16_ ? n * 2 : 0), grads + (bf16_ ? n * 2 : 0), 2 * shard * 4};
   }
 
  private:
   absl::Status Use() const { return CudaStatus(cudaSetDevice(gpu_), "cudaSetDevice"); }
+
+  // The clip factor from gradients reduced onto their owners: this rank's shard's sum of
+  // squares, summed across the ranks in place, then the norm and factor from that sum.
+  absl::Status ClipByShards(double max_norm) {
+    const int64_t begin = adamw_->begin(), n = adamw_->end() - begin;
+    if (absl::Status s = clip_->ComputeSquared(model_->grads().subspan(begin, n)); !s.ok()) return s;
+    if (absl::Status s = comm_->AllReduce(std::span<float>(clip_->norm_sq(), 1), comm::ReduceOp::kSum)->Wait();
+        !s.ok()) {
+      return s;
+    }
+    return clip_->Finish(max_norm);
+  }
 
   // Copies a device span to the host once the stream's queued work (the step that wrote it) is done.
   absl::Status ToHost(std::span<const float> device, std::vector<float>& host) const {
@@ -149,8 +228,13 @@ class CudaReplica final : public Replica {
   std::unique_ptr<nn::cuda::CudaAdamW> adamw_;
   std::string description_;
   bool bf16_ = false;
-  // ddp.sharding "optimizer": the ranks' shards of the flat parameters (comm::EvenBounds).
+  // ddp.sharding "optimizer" or "gradients": the ranks' shards of the flat parameters
+  // (comm::EvenBounds); with "gradients" a rank holds only its shard's reduced gradients.
   bool sharded_ = false;
+  bool grads_sharded_ = false;
+  spec::Sharding sharding_ = spec::Sharding::kNone;
+  // ddp.sharding "full": the model's gate (declared last: destroyed first, see the destructor).
+  std::unique_ptr<ddp::ParamGather> gather_;
   std::vector<int64_t> bounds_;
 };
 
@@ -171,6 +255,8 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
   mo.precision =
       c.placement.precision == spec::Precision::kFp32 ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
   r->bf16_ = mo.precision == nn::cuda::Precision::kBf16;
+  // Sharded parameters are initialised per shard later (Replica::InitParams).
+  mo.init = c.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone : nn::ModelInit::kFromSeed;
   auto model = nn::cuda::CreateCudaModel(c.spec, mo);
   if (!model.ok()) return model.status();
   r->model_ = *std::move(model);
@@ -178,7 +264,9 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
   if (!clip.ok()) return clip.status();
   r->clip_ = *std::move(clip);
   const int64_t total = r->model_->layout().total_numel();
-  r->sharded_ = c.sharding == spec::Sharding::kOptimizer;
+  r->sharding_ = c.sharding;
+  r->sharded_ = c.sharding != spec::Sharding::kNone;
+  r->grads_sharded_ = c.sharding == spec::Sharding::kGradients || c.sharding == spec::Sharding::kFull;
   r->bounds_ = comm::EvenBounds(total, c.world_size);
   auto adamw =
       nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get(), r->sharded_ ? r->bounds_[c.rank] : 0,
@@ -200,8 +288,13 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
     r->host_comm_ = *std::move(host);
     r->comm_ = comm::StageThroughHost(r->host_comm_.get(), r->gpu_, r->stream_.get());
   }
+  if (r->params_sharded()) {
+    r->gather_ = std::make_unique<ddp::ParamGather>(r->model_.get(), r->comm_.get(), r->bounds_);
+    r->model_->set_param_gate(r->gather_.get());
+  }
   r->description_ = absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ",
-                                 r->comm_->backend(), r->sharded_ ? ", sharding optimizer" : "");
+                                 r->comm_->backend(),
+                                 r->sharded_ ? absl::StrCat(", sharding ", spec::Name(r->sharding_)) : std::string());
   return r;
 }
 

@@ -49,14 +49,16 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c
 
 absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m, int rank, Replica& replica) {
   const nn::Model& model = replica.model();
-  // Every part, laid into the whole state: any world size resumes from any other's checkpoint,
-  // and this rank's own values win where parts overlap (its rank-local parameters).
-  auto state = ckpt::ReadCheckpointState(m, rank);
+  // The range of the state this rank keeps, from every part that holds some of it: any world
+  // size resumes from any other's checkpoint, and this rank's own values win where parts overlap
+  // (its rank-local parameters). A sharded rank never reads more than its range and one part.
+  const auto [begin, end] = replica.StateRange();
+  auto state = ckpt::ReadCheckpointRange(m, rank, begin, end);
   if (!state.ok()) return state.status();
-  if (state->params.size() != model.params().size() || state->layout.Hash() != model.layout().Hash()) {
+  if (state->layout.total_numel() != model.layout().total_numel() || state->layout.Hash() != model.layout().Hash()) {
     return absl::FailedPreconditionError(absl::StrCat("checkpoint ", m.dir(), " holds another model (",
-                                                      state->params.size(), " parameters, this model has ",
-                                                      model.params().size(), ")"));
+                                                      state->layout.total_numel(), " parameters, this model has ",
+                                                      model.layout().total_numel(), ")"));
   }
   if (absl::Status s = replica.LoadState(*state); !s.ok()) return s;
   TrainPosition at;

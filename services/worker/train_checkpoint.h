@@ -25,9 +25,12 @@ struct TrainPosition {
 absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& config, Replica& replica,
                                                             const TrainPosition& at);
 
-// Restores parameters, optimizer state and position from `manifest`. A rank beyond the saved world
-// size reads rank 0's part (replicas hold the same parameters and optimizer state). DATA_LOSS naming
-// the file when a part is corrupt.
+// Restores parameters, optimizer state and position from `manifest`, reading only the range of the
+// state this rank keeps (Replica::StateRange) from whichever parts hold it, whatever world size
+// wrote them; where the mode keeps whole parameters the rest are all-gathered, so every rank of
+// the generation calls it. Where parts overlap (rank-local parameters) this rank's own part wins;
+// a rank beyond the saved world size takes rank 0's. DATA_LOSS naming the file when a part is
+// corrupt; FAILED_PRECONDITION when the checkpoint holds another model.
 absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& manifest, int rank, Replica& replica);
 
 }  // namespace gradsync::worker

@@ -1,5 +1,5 @@
-// Sharded checkpoint parts and ReadCheckpointState: shards written by any world size lay into the
-// whole state, overlapping (whole) parts resolve to the preferred rank, gaps and disagreements
+// Sharded checkpoint parts, ReadCheckpointState and ReadCheckpointRange: shards written by any
+// world size lay into the whole state or any range of it, overlapping (whole) parts resolve to the preferred rank, gaps and disagreements
 // are DATA_LOSS naming the checkpoint, and version 1 (whole) parts still read.
 #include <cstring>
 #include <string>
@@ -117,6 +117,61 @@ TEST_F(CheckpointStateTest, GapsAndDisagreementsAreDataLossNamingTheCheckpoint) 
   state = ReadCheckpointState(models, 0);
   EXPECT_EQ(state.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(state.status().message(), HasSubstr("rank 1's part holds another model than rank 0's"));
+}
+
+// Whatever world size wrote the parts, every rank of any other reads exactly its own range.
+TEST_F(CheckpointStateTest, ARangeReadsThoseElementsOfTheWholeStateAlone) {
+  const RankState whole = SmallState();  // 9 elements
+  const std::vector<std::vector<int64_t>> written = {{0, 9}, {0, 5, 9}, {0, 3, 6, 9}, {0, 8, 8, 9}};
+  for (const auto& bounds : written) {
+    std::vector<RankState> parts;
+    for (int r = 0; r + 1 < static_cast<int>(bounds.size()); ++r) parts.push_back(Shard(whole, bounds, r));
+    const v1::CheckpointManifest m = WriteParts(FreshDir(absl::StrCat("range-", bounds.size(), "-", bounds[1])), parts);
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      for (int r = 0; r < ranks; ++r) {
+        const int64_t begin = 9 * r / ranks, end = 9 * (r + 1) / ranks;
+        SCOPED_TRACE(absl::StrCat(parts.size(), " parts, [", begin, ", ", end, ")"));
+        absl::StatusOr<RankState> range = ReadCheckpointRange(m, r, begin, end);
+        ASSERT_TRUE(range.ok()) << range.status();
+        EXPECT_EQ(range->shard_begin, begin);
+        const auto cut = [&](const std::vector<float>& v) {
+          return std::vector<float>(v.begin() + begin, v.begin() + end);
+        };
+        EXPECT_EQ(range->params, cut(whole.params));
+        EXPECT_EQ(range->adam_m, cut(whole.adam_m));
+        EXPECT_EQ(range->adam_v, cut(whole.adam_v));
+        EXPECT_EQ(range->layout.total_numel(), 9);
+        EXPECT_EQ(range->adam_step, whole.adam_step);
+      }
+    }
+  }
+}
+
+TEST_F(CheckpointStateTest, ARangeHonoursThePreferredRankAndChecksOnlyItsOwnCoverage) {
+  std::vector<RankState> whole_parts = {SmallState(0, 2, 0.0f), SmallState(1, 2, 100.0f)};
+  const v1::CheckpointManifest overlap = WriteParts(FreshDir("range-overlap"), whole_parts);
+  absl::StatusOr<RankState> range = ReadCheckpointRange(overlap, 1, 2, 5);
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->params, std::vector<float>(whole_parts[1].params.begin() + 2, whole_parts[1].params.begin() + 5));
+  EXPECT_EQ(range->rank, 1);
+
+  // Elements 4 and 5 are in no part: a range without them reads, one with them is DATA_LOSS naming
+  // the first.
+  const RankState whole = SmallState();
+  const std::string gap_dir = FreshDir("range-gap");
+  const v1::CheckpointManifest gap = WriteParts(gap_dir, {Shard(whole, {0, 4, 9}, 0), Shard(whole, {0, 6, 9}, 1)});
+  EXPECT_TRUE(ReadCheckpointRange(gap, 0, 6, 9).ok());
+  range = ReadCheckpointRange(gap, 0, 3, 6);
+  EXPECT_EQ(range.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(range.status().message(), HasSubstr(gap_dir + ": element 4 of 9 is in no part"));
+
+  for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{-1, 3}, {5, 4}}) {
+    EXPECT_EQ(ReadCheckpointRange(overlap, 0, begin, end).status().code(), absl::StatusCode::kInvalidArgument)
+        << "[" << begin << ", " << end << ")";
+  }
+  range = ReadCheckpointRange(overlap, 0, 0, 10);
+  EXPECT_EQ(range.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(range.status().message(), HasSubstr("beyond the checkpoint's model of 9"));
 }
 
 TEST_F(CheckpointStateTest, AShardOutsideTheLayoutIsRefusedAtWrite) {

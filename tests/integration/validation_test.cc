@@ -15,6 +15,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -153,10 +154,17 @@ TEST(Validation, OneAndThreeRanksReportTheLossOfTheWeightsOnTheValShards) {
               std::vector<std::string>{dir + "/shards/val_*.bin"})
         << "the job names the val shards found beside its train shards";
     const std::string metrics_http = endpoints.at("metricsHttp");
-    const HttpResponse scrape = HttpRequest("GET", std::stoi(metrics_http.substr(metrics_http.rfind(':') + 1)),
-                                            "/metrics", {{"Authorization", "Bearer " + token}});
+    // Step reports reach the metrics service on their own schedule, so the job may have ended
+    // before its last report is in: the series must appear within a few report intervals.
     const std::string series = absl::StrCat("gradsync_validation_loss{training_job=\"", id, "\"} ");
-    const size_t at = scrape.body.find(series);
+    HttpResponse scrape;
+    size_t at = std::string::npos;
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(30); at == std::string::npos && absl::Now() < deadline;
+         absl::SleepFor(absl::Milliseconds(200))) {
+      scrape = HttpRequest("GET", std::stoi(metrics_http.substr(metrics_http.rfind(':') + 1)), "/metrics",
+                           {{"Authorization", "Bearer " + token}});
+      at = scrape.body.find(series);
+    }
     ASSERT_NE(at, std::string::npos) << scrape.body;
     double scraped = NAN;
     ASSERT_TRUE(absl::SimpleAtod(

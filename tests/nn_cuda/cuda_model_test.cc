@@ -1,5 +1,6 @@
 // The GPU transformer against the CPU one (both flavours): layout and initial values, loss and
-// every gradient in fp32, the ready callbacks, accumulation, bf16 mode, determinism, errors.
+// every gradient in fp32, the ready callbacks, accumulation, gradients given back to the device,
+// bf16 mode, determinism, errors.
 #include "gradsync/nn/cuda/cuda_model.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +124,45 @@ TEST_P(CudaTransformerTest, GradientsAccumulate) {
     const std::vector<float> twice = ToHost(gpu->grads());
     for (float& g : once) g *= 2.0f;
     EXPECT_TRUE(Close(twice, once, {1e-6, 1e-5, 1e-5}, "accumulated grads"));
+  }
+}
+
+// ddp.sharding "gradients": gradients given back to the device (DiscardGrads, DevicePages) come
+// back mapped and zeroed where backward writes them, so the same batch gives the very bits it
+// gives after ZeroGrads, micro-steps still accumulate, and an empty batch maps every range the
+// reducer will read.
+TEST_P(CudaTransformerTest, DiscardedGradientsComeBackZeroedWhereBackwardWrites) {
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    SCOPED_TRACE(precision == Precision::kFp32 ? "fp32" : "bf16");
+    auto gpu = MustCreateCuda(Spec(), Options(precision));
+    ASSERT_TRUE(gpu);
+    const int64_t total = gpu->layout().total_numel();
+    const Batch batch = RandomBatch(2, 16, 256, 4);
+    gpu->ZeroGrads();
+    ASSERT_TRUE(gpu->ForwardBackward(batch, 0.01f, nullptr).ok());
+    const std::vector<float> once = ToHost(gpu->grads());
+    ASSERT_TRUE(gpu->ForwardBackward(batch, 0.01f, nullptr).ok());
+    const std::vector<float> twice = ToHost(gpu->grads());
+    const int64_t mapped = gpu->ResidentGradBytes();
+    EXPECT_GE(mapped, total * 4);
+
+    ASSERT_EQ(gpu->Synchronize(), absl::OkStatus());
+    gpu->DiscardGrads(0, total);
+    EXPECT_EQ(gpu->ResidentGradBytes(), 0);
+    ASSERT_TRUE(gpu->ForwardBackward(batch, 0.01f, nullptr).ok());
+    EXPECT_EQ(gpu->ResidentGradBytes(), mapped);
+    std::vector<float> again = ToHost(gpu->grads());
+    EXPECT_EQ(std::memcmp(again.data(), once.data(), again.size() * sizeof(float)), 0);
+    ASSERT_TRUE(gpu->ForwardBackward(batch, 0.01f, nullptr).ok());
+    again = ToHost(gpu->grads());
+    EXPECT_EQ(std::memcmp(again.data(), twice.data(), again.size() * sizeof(float)), 0);
+
+    ASSERT_EQ(gpu->Synchronize(), absl::OkStatus());
+    gpu->DiscardGrads(0, total);
+    Batch empty;
+    ASSERT_TRUE(gpu->ForwardBackward(empty, 0.01f, nullptr).ok());
+    EXPECT_EQ(gpu->ResidentGradBytes(), mapped);
+    for (float g : ToHost(gpu->grads())) ASSERT_EQ(g, 0.0f);
   }
 }
 

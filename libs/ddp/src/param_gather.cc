@@ -35,7 +35,11 @@ void ParamGather::Gather(int first, int last) {
   const int64_t end = layout.param(last - 1).offset + layout.param(last - 1).numel;
   std::vector<int64_t> bounds(bounds_.size());
   for (size_t r = 0; r < bounds.size(); ++r) bounds[r] = std::clamp(bounds_[r], begin, end) - begin;
-  std::shared_ptr<comm::Work> work = comm_->AllGatherBlocks(model_->params().subspan(begin, end - begin), bounds);
+  // A device model maps the range back first; host pages come back as the gather writes them.
+  absl::Status mapped = model_->CommitParams(begin, end);
+  std::shared_ptr<comm::Work> work = mapped.ok()
+                                         ? comm_->AllGatherBlocks(model_->params().subspan(begin, end - begin), bounds)
+                                         : comm::CompletedWork(std::move(mapped));
   for (int p = first; p < last; ++p) {
     params_[p].fetch = work;
     params_[p].whole = true;

@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::J
                      dims->width, " / ", dims->heads, " = ", head_dim));
   }
   // The CPU model of the same spec: the source of the layout and of the initial values.
-  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec, options.init);
   if (!reference.ok()) return reference.status();
   if (options.precision == Precision::kFp32) {
     auto model = CudaTransformer<float>::Create(spec, *dims, **reference, options);

@@ -46,10 +46,16 @@ CudaGradClip::CudaGradClip(cudaStream_t stream, float* device_floats)
 CudaGradClip::~CudaGradClip() { cudaFree(device_floats_); }
 
 absl::Status CudaGradClip::Compute(std::span<const float> grads, double max_norm) {
-  GRADSYNC_CUDA_RETURN_IF_ERROR(k::GlobalNormSquared<float>(norm_sq_, grads.data(), static_cast<int64_t>(grads.size()),
-                                                            /*accumulate=*/false, partials_, stream_));
-  return k::ClipScale(scale_, norm_, norm_sq_, max_norm, stream_);
+  GRADSYNC_CUDA_RETURN_IF_ERROR(ComputeSquared(grads));
+  return Finish(max_norm);
 }
+
+absl::Status CudaGradClip::ComputeSquared(std::span<const float> grads) {
+  return k::GlobalNormSquared<float>(norm_sq_, grads.data(), static_cast<int64_t>(grads.size()),
+                                     /*accumulate=*/false, partials_, stream_);
+}
+
+absl::Status CudaGradClip::Finish(double max_norm) { return k::ClipScale(scale_, norm_, norm_sq_, max_norm, stream_); }
 
 absl::StatusOr<double> CudaGradClip::ReadNorm() {
   float norm = 0.0f;

@@ -54,11 +54,26 @@ CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec, const Tra
       spec_(spec),
       dims_(dims),
       index_(AddTransformerParams(dims, &mutable_layout())),
-      logits_stride_((dims.vocab + 63) / 64 * 64) {}
+      logits_stride_((dims.vocab + 63) / 64 * 64) {
+  BuildUnits();
+}
+
+template <typename T>
+void CudaTransformer<T>::BuildUnits() {
+  const int L = static_cast<int>(dims_.layers);
+  units_.push_back({{0, index_.blocks_begin()}});
+  for (const TransformerBlockParams& block : index_.blocks) units_.push_back({{block.first, block.last}});
+  units_.push_back({{index_.normf_w, layout().size()}, {index_.wte, index_.wte + 1}});
+  for (const ParamUnit& unit : units_) forward_order_.push_back(&unit);
+  train_order_ = forward_order_;
+  for (int l = L - 1; l >= 0; --l) train_order_.push_back(&units_[1 + l]);
+}
 
 template <typename T>
 CudaTransformer<T>::~CudaTransformer() {
   if (host_loss_ != nullptr) cudaFreeHost(host_loss_);
+  if (UseDevice().ok() && Synchronize().ok()) (void)ReapReleases();
+  for (const PendingRelease& r : releases_) cudaEventDestroy(r.done);
 }
 
 template <typename T>
@@ -79,9 +94,15 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
   matmul_ = *std::move(matmul);
 
   const int64_t total = layout().total_numel();
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(params_, total));
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(grads_, total));
-  UseExternalBuffers({params_.data(), params_.size()}, {grads_.data(), grads_.size()});
+  // Mapped and zeroed whole; only a rank that keeps its shard of them gives chunks back.
+  const bool init = options().init == ModelInit::kFromSeed;
+  absl::StatusOr<std::unique_ptr<k::DevicePages>> params = k::DevicePages::Create(device(), total, stream(), init);
+  if (!params.ok()) return params.status();
+  params_ = *std::move(params);
+  absl::StatusOr<std::unique_ptr<k::DevicePages>> grads = k::DevicePages::Create(device(), total, stream());
+  if (!grads.ok()) return grads.status();
+  grads_ = *std::move(grads);
+  UseExternalBuffers({params_->data(), static_cast<size_t>(total)}, {grads_->data(), static_cast<size_t>(total)});
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(weights_bf16_, total));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(grads_bf16_, total));
@@ -89,8 +110,6 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
         CudaStatus(cudaMemsetAsync(grads_bf16_.data(), 0, total * sizeof(__nv_bfloat16), stream()),
                    "cudaMemsetAsync of the bf16 gradient scratch"));
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemsetAsync(grads_.data(), 0, total * sizeof(float), stream()), "cudaMemsetAsync of grads"));
   if (!dims_.gpt2()) {
     const int64_t table = dims_.seq_len * dims_.head_dim / 2;
     GRADSYNC_CUDA_RETURN_IF_ERROR(Grow(rope_cos_, table));
@@ -105,13 +124,14 @@ absl::Status CudaTransformer<T>::Init(const Model& reference) {
   void* pinned = nullptr;
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaMallocHost(&pinned, sizeof(DeviceLoss)), "cudaMallocHost of the loss"));
   host_loss_ = static_cast<DeviceLoss*>(pinned);
+  if (!init) return Synchronize();
   return CopyParamsFromHost(reference.params());
 }
 
 template <typename T>
 absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host, int64_t offset) {
   GRADSYNC_CUDA_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpyAsync(params_.data() + offset, host.data(), host.size() * sizeof(float),
+      CudaStatus(cudaMemcpyAsync(params_->data() + offset, host.data(), host.size() * sizeof(float),
                                  cudaMemcpyHostToDevice, stream()),
                  "cudaMemcpyAsync of the initial parameters"));
   return Synchronize();
@@ -120,15 +140,17 @@ absl::Status CudaTransformer<T>::CopyParamsFromHost(std::span<const float> host,
 template <typename T>
 void CudaTransformer<T>::InitParamRange(uint64_t seed, int first, int last) {
   if (first >= last) return;
-  gradsync::v1::JobSpec spec = spec_;
-  spec.mutable_training()->set_seed(seed);
-  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec);
+  // The CPU model uninitialised (its pages untouched) but for these parameters: a rank that
+  // initialises one parameter at a time never builds the whole model.
+  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec_, ModelInit::kNone);
   absl::Status status = reference.status();
   if (status.ok()) status = UseDevice();
   if (status.ok()) {
+    (*reference)->InitParamRange(seed, first, last);
     const int64_t begin = layout().param(first).offset;
     const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
-    status = CopyParamsFromHost((*reference)->params().subspan(begin, end - begin), begin);
+    status = CommitParams(begin, end);
+    if (status.ok()) status = CopyParamsFromHost((*reference)->params().subspan(begin, end - begin), begin);
   }
   if (!status.ok() && pending_error_.ok()) pending_error_ = status;
 }
@@ -136,11 +158,91 @@ void CudaTransformer<T>::InitParamRange(uint64_t seed, int first, int last) {
 template <typename T>
 void CudaTransformer<T>::ZeroGrads() {
   absl::Status status = UseDevice();
+  if (status.ok()) status = grads_->Zero(0, grads_->size());
+  if (!status.ok() && pending_error_.ok()) pending_error_ = status;
+}
+
+template <typename T>
+void CudaTransformer<T>::DiscardGrads(int64_t begin, int64_t end) {
+  absl::Status status = UseDevice();
+  if (status.ok()) status = grads_->Release(begin, end);
+  if (!status.ok() && pending_error_.ok()) pending_error_ = status;
+}
+
+template <typename T>
+int64_t CudaTransformer<T>::ResidentGradBytes() const {
+  return grads_->mapped_bytes();
+}
+
+template <typename T>
+void CudaTransformer<T>::DiscardParams(int64_t begin, int64_t end) {
+  absl::Status status = UseDevice();
+  cudaEvent_t done = nullptr;
+  if (status.ok()) status = CudaStatus(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  if (status.ok()) status = CudaStatus(cudaEventRecord(done, stream()), "cudaEventRecord");
   if (status.ok()) {
-    status = CudaStatus(cudaMemsetAsync(grads_.data(), 0, grads_.size() * sizeof(float), stream()),
-                        "cudaMemsetAsync of grads");
+    releases_.push_back({done, begin, end});
+    status = ReapReleases();
+  } else if (done != nullptr) {
+    cudaEventDestroy(done);
   }
   if (!status.ok() && pending_error_.ok()) pending_error_ = status;
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::CommitParams(int64_t begin, int64_t end) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(UseDevice());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(ReapReleases(begin, end));
+  return params_->Commit(begin, end);
+}
+
+template <typename T>
+int64_t CudaTransformer<T>::ResidentParamBytes() const {
+  return params_->mapped_bytes();
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::ReapReleases(int64_t wait_begin, int64_t wait_end) {
+  for (auto it = releases_.begin(); it != releases_.end();) {
+    if (it->begin < wait_end && wait_begin < it->end) {
+      GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(it->done), "waiting to give parameters back"));
+    } else if (const cudaError_t q = cudaEventQuery(it->done); q == cudaErrorNotReady) {
+      ++it;
+      continue;
+    } else {
+      GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(q, "cudaEventQuery before giving parameters back"));
+    }
+    GRADSYNC_CUDA_RETURN_IF_ERROR(params_->Release(it->begin, it->end));
+    cudaEventDestroy(it->done);
+    it = releases_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::Enter(GatedPass& pass, const ParamUnit& unit) {
+  GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Next());
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    // The unit's fp32 parameters were gathered just now: its bf16 weights from them.
+    if (gated()) {
+      for (const ParamRange& range : unit) {
+        if (range.first >= range.last) continue;
+        const int64_t begin = layout().param(range.first).offset;
+        const int64_t end = layout().param(range.last - 1).offset + layout().param(range.last - 1).numel;
+        GRADSYNC_CUDA_RETURN_IF_ERROR(
+            CastToBf16(weights_bf16_.data() + begin, params_->data() + begin, end - begin, stream()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CudaTransformer<T>::CommitGrads(int first, int last) {
+  if (first >= last) return absl::OkStatus();
+  const int64_t begin = layout().param(first).offset;
+  const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
+  return grads_->Commit(begin, end);
 }
 
 template <typename T>
@@ -155,7 +257,7 @@ const T* CudaTransformer<T>::W(int index) const {
   if (index < 0) return nullptr;
   const int64_t offset = layout().param(index).offset;
   if constexpr (std::is_same_v<T, float>) {
-    return params_.data() + offset;
+    return params_->data() + offset;
   } else {
     return weights_bf16_.data() + offset;
   }
@@ -166,7 +268,7 @@ T* CudaTransformer<T>::G(int index) {
   if (index < 0) return nullptr;
   const int64_t offset = layout().param(index).offset;
   if constexpr (std::is_same_v<T, float>) {
-    return grads_.data() + offset;
+    return grads_->data() + offset;
   } else {
     return grads_bf16_.data() + offset;
   }
@@ -180,7 +282,7 @@ absl::Status CudaTransformer<T>::Flush(int first, int last) {
     if (first >= last) return absl::OkStatus();
     const int64_t begin = layout().param(first).offset;
     const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
-    return FlushBf16Grads(grads_.data() + begin, grads_bf16_.data() + begin, end - begin, stream());
+    return FlushBf16Grads(grads_->data() + begin, grads_bf16_.data() + begin, end - begin, stream());
   }
 }
 
@@ -288,8 +390,12 @@ absl::StatusOr<int64_t> CudaTransformer<T>::Prepare(const Batch& batch, bool nee
   }
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     // params() is the truth; whoever wrote it last (optimizer, checkpoint, broadcast), the pass
-    // runs on its rounding. One pass over the weights: well under 1% of a step's time.
-    GRADSYNC_CUDA_RETURN_IF_ERROR(CastToBf16(weights_bf16_.data(), params_.data(), layout().total_numel(), stream()));
+    // runs on its rounding. One pass over the weights: well under 1% of a step's time. Gated,
+    // most of params() is not there: each unit is cast as it is acquired (Enter).
+    if (!gated()) {
+      GRADSYNC_CUDA_RETURN_IF_ERROR(
+          CastToBf16(weights_bf16_.data(), params_->data(), layout().total_numel(), stream()));
+    }
   }
   return t;
 }
@@ -301,17 +407,20 @@ absl::Status CudaTransformer<T>::Zero(Dev& buffer, int64_t count) {
 }
 
 template <typename T>
-absl::Status CudaTransformer<T>::Forward() {
+absl::Status CudaTransformer<T>::Forward(GatedPass& pass) {
   Activations& a = acts_;
   const TransformerParams& p = index_;
   const int64_t n = n_, C = dims_.width, V = dims_.vocab;
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_.front()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       k::EncoderForward(a.encoded.data(), a.tokens.data(), W(p.wte), W(p.wpe), batch_, seq_len_, C, V, stream()));
   const T* x = a.encoded.data();
   for (int l = 0; l < dims_.layers; ++l) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_[1 + l]));
     GRADSYNC_CUDA_RETURN_IF_ERROR(BlockForward(l, x));
     x = a.res_mlp.data() + l * n * C;
   }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_.back()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), dims_.gpt2() ? a.normf_mean.data() : nullptr,
                                             a.normf_rstd.data(), x, p.normf_w, p.normf_b));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
@@ -340,13 +449,18 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
                                                             const GradsReadyFn& on_ready) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
+  GatedPass pass(param_gate(), &train_order_);
   if (*t == 0) {
-    if (on_ready) {
-      for (auto [first, last] : index_.ReadyRanges(layout().size())) on_ready(first, last);
+    // Every rank takes part in every gather, with or without a batch.
+    GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Drain());
+    // No gradient, but the ranges still go to the reducer, which reads them: mapped, zero.
+    for (auto [first, last] : index_.ReadyRanges(layout().size())) {
+      GRADSYNC_CUDA_RETURN_IF_ERROR(CommitGrads(first, last));
+      if (on_ready) on_ready(first, last);
     }
     return LossSum{};
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward(pass));
   Activations& a = acts_;
   const TransformerParams& p = index_;
   const int64_t n = n_, C = dims_.width, V = dims_.vocab, L = dims_.layers;
@@ -354,6 +468,9 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(a.logits.data(), a.row_loss.data(), a.logits.data(),
                                                           a.targets.data(), n, V, loss_scale, k::kXentIgnoreIndex,
                                                           stream(), logits_stride_));
+  // The gradients backward writes are mapped first, section by section (DevicePages).
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CommitGrads(p.wte, p.wte + 1));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CommitGrads(p.normf_w, layout().size()));
   // dnorm over the padded vocabulary (the padding's gradient is 0), dwte over its V real rows.
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::MatmulBackward<T>(*matmul_, a.dnorm.data(), nullptr, nullptr, a.logits.data(),
                                                      a.normf.data(), lm_head_.data(), n, C, logits_stride_, stream(), 0,
@@ -368,40 +485,59 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
                                              dims_.gpt2() ? a.normf_mean.data() : nullptr, a.normf_rstd.data()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.normf_w, layout().size(), on_ready));
   for (int l = static_cast<int>(L) - 1; l >= 0; --l) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(CommitGrads(p.blocks[l].first, p.blocks[l].last));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_[1 + l]));
     GRADSYNC_CUDA_RETURN_IF_ERROR(BlockBackward(l, l == 0 ? a.encoded.data() : a.res_mlp.data() + (l - 1) * n * C));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.blocks[l].first, p.blocks[l].last, on_ready));
   }
+  pass.Finish();  // the embeddings' backward reads no parameter
+  GRADSYNC_CUDA_RETURN_IF_ERROR(CommitGrads(0, p.blocks_begin()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::EncoderBackward<T>(G(p.wte), G(p.wpe), a.dres.data(), a.tokens.data(), batch_,
                                                       seq_len_, C, V, a.encoder_scratch.data(),
                                                       a.encoder_scratch.size(), stream()));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Report(0, p.blocks_begin(), on_ready));
-  return ReadLoss();
+  absl::StatusOr<LossSum> loss = ReadLoss();
+  if (loss.ok()) GRADSYNC_CUDA_RETURN_IF_ERROR(ReapReleases());  // the stream is idle: all of them
+  return loss;
 }
 
 template <typename T>
 absl::StatusOr<LossSum> CudaTransformer<T>::Evaluate(const Batch& batch) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  if (*t == 0) return LossSum{};
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
+  GatedPass pass(param_gate(), &forward_order_);
+  if (*t == 0) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Drain());
+    return LossSum{};
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward(pass));
+  pass.Finish();
   GRADSYNC_CUDA_RETURN_IF_ERROR(k::SoftmaxCrossEntropy<T>(nullptr, acts_.row_loss.data(), acts_.logits.data(),
                                                           acts_.targets.data(), n_, dims_.vocab, 1.0f,
                                                           k::kXentIgnoreIndex, stream(), logits_stride_));
-  return ReadLoss();
+  absl::StatusOr<LossSum> loss = ReadLoss();
+  if (loss.ok()) GRADSYNC_CUDA_RETURN_IF_ERROR(ReapReleases());
+  return loss;
 }
 
 template <typename T>
 absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batch) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/false);
   if (!t.ok()) return t.status();
-  if (*t == 0) return std::vector<float>{};
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward());
+  GatedPass pass(param_gate(), &forward_order_);
+  if (*t == 0) {
+    GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Drain());
+    return std::vector<float>{};
+  }
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Forward(pass));
+  pass.Finish();
   std::vector<T> logits(n_ * dims_.vocab);
   GRADSYNC_CUDA_RETURN_IF_ERROR(CudaStatus(
       cudaMemcpy2DAsync(logits.data(), dims_.vocab * sizeof(T), acts_.logits.data(), logits_stride_ * sizeof(T),
                         dims_.vocab * sizeof(T), n_, cudaMemcpyDeviceToHost, stream()),
       "cudaMemcpy2DAsync of the logits"));
   GRADSYNC_CUDA_RETURN_IF_ERROR(Synchronize());
+  GRADSYNC_CUDA_RETURN_IF_ERROR(ReapReleases());
   if constexpr (std::is_same_v<T, float>) {
     return logits;
   } else {

@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,10 +34,12 @@
 #include "gradsync/kernels/cuda/attention.cuh"
 #include "gradsync/kernels/cuda/attention_gemm.cuh"
 #include "gradsync/kernels/cuda/device_buffer.h"
+#include "gradsync/kernels/cuda/device_pages.h"
 #include "gradsync/kernels/cuda/flash_attention.cuh"
 #include "gradsync/kernels/cuda/matmul.cuh"
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/transformer_params.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -59,6 +62,19 @@ class CudaTransformer final : public CudaModel {
   // returned by the next call that returns a status.
   void InitParamRange(uint64_t seed, int first, int last) override;
   void ZeroGrads() override;
+  // ddp.sharding "full": the passes bracket the embeddings, each block and the head with the
+  // gate, as the CPU Transformer does; in bf16 each unit's weights are cast when it is acquired.
+  bool supports_param_gate() const override { return true; }
+  // Gives the whole chunks of params() inside [begin, end) back to the device once the work
+  // queued so far (the unit's kernels that read them) is done; CommitParams maps a range back,
+  // first finishing any such release that overlaps it.
+  void DiscardParams(int64_t begin, int64_t end) override;
+  absl::Status CommitParams(int64_t begin, int64_t end) override;
+  int64_t ResidentParamBytes() const override;
+  // Gives the whole chunks of grads() inside [begin, end) back to the device (DevicePages), the
+  // rest of the range zeroed; backward maps them again, zeroed, before it writes there.
+  void DiscardGrads(int64_t begin, int64_t end) override;
+  int64_t ResidentGradBytes() const override;
   absl::StatusOr<LossSum> ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) override;
   absl::StatusOr<LossSum> Evaluate(const Batch& batch) override;
   // Logits [size, T, V] (converted to float in bf16 mode).
@@ -110,6 +126,9 @@ class CudaTransformer final : public CudaModel {
   // bf16 mode: adds the bf16 gradients of parameters [first, last) into grads() and clears them.
   absl::Status Flush(int first, int last);
   absl::Status Report(int first, int last, const GradsReadyFn& on_ready);
+  // Maps (zeroed) whatever chunks of the gradients of parameters [first, last) were given back,
+  // before backward writes them.
+  absl::Status CommitGrads(int first, int last);
 
   // Checks the batch, sizes the activations, uploads tokens (and targets), and refreshes the bf16
   // weights. Returns T (0 for an empty batch).
@@ -120,7 +139,14 @@ class CudaTransformer final : public CudaModel {
   // Reserve's part for attention: picks the kernels (options().attention, the shape, the device,
   // the free memory) and sizes their buffers for n tokens.
   absl::Status ChooseAttention(int64_t n);
-  absl::Status Forward();
+  absl::Status Forward(GatedPass& pass);
+  // Acquires the pass's next unit, which is `unit`; gated in bf16, casts its weights.
+  absl::Status Enter(GatedPass& pass, const ParamUnit& unit);
+  void BuildUnits();
+  // Carries out the deferred parameter releases whose work is done, waiting for those that
+  // overlap [wait_begin, wait_end).
+  absl::Status ReapReleases(int64_t wait_begin = 0, int64_t wait_end = 0);
+  bool gated() const { return param_gate() != nullptr; }
   absl::Status AttentionForward(int l, const LayerView& v);
   absl::Status AttentionBackward(int l, const LayerView& v);
   absl::Status BlockForward(int l, const T* x);
@@ -149,7 +175,19 @@ class CudaTransformer final : public CudaModel {
   int64_t batch_ = 0, seq_len_ = 0, n_ = 0;
 
   std::unique_ptr<kernels::cuda::MatmulContext> matmul_;
-  DevF params_, grads_;
+  // fp32 parameters and gradients in chunks the device can take back (ddp.sharding "full" and
+  // "gradients").
+  std::unique_ptr<kernels::cuda::DevicePages> params_, grads_;
+  // Parameter ranges given back once the work queued before `done` is over.
+  struct PendingRelease {
+    cudaEvent_t done = nullptr;
+    int64_t begin = 0, end = 0;
+  };
+  std::deque<PendingRelease> releases_;
+  // The gate's units (embeddings, blocks, head) and the orders a training and a forward-only
+  // pass use them in, as the CPU Transformer's.
+  std::vector<ParamUnit> units_;
+  std::vector<const ParamUnit*> train_order_, forward_order_;
   // bf16 mode only: the working copy of the weights and the gradient scratch, laid out as params.
   kernels::cuda::DeviceBuffer<__nv_bfloat16> weights_bf16_, grads_bf16_;
   DevF rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]

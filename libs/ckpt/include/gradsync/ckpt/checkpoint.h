@@ -6,8 +6,8 @@
 // Parts are sharded: rank r of N writes elements [begin, end) of the flat parameter and moment
 // buffers, comm::BlockRange(total, N, r), so the ranks write one copy of the state between
 // them, in parallel, whatever ddp.sharding is. ReadCheckpointState lays the shards of every part
-// into whole buffers, so any world size resumes from any checkpoint (a job that grows or shrinks
-// reshards). A rank with rank-local parameters (ddp.ignoreParams) writes a whole part.
+// into whole buffers, and ReadCheckpointRange into the range one rank resumes, so any world size
+// resumes from any checkpoint (a job that grows or shrinks reshards). A rank with rank-local parameters (ddp.ignoreParams) writes a whole part.
 //
 // A rank part, "rank-%05d.bin" (little-endian):
 //   "GSCKPART" | u32 version (3) | u64 file bytes (trailer included)
@@ -94,6 +94,14 @@ absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::Checkpo
 // rank. ReadRankPart's errors; DATA_LOSS naming the checkpoint when parts disagree on the model,
 // leave elements uncovered, or some carry optimizer state and others not.
 absl::StatusOr<RankState> ReadCheckpointState(const v1::CheckpointManifest& m, int prefer_rank);
+
+// As ReadCheckpointState, but only elements [begin, end) of the state (shard_begin = begin): what
+// one rank of a sharded job resumes. The parts are read one at a time and each dropped once its
+// elements in the range are copied, so the caller never holds more than the range and one part,
+// whatever world size wrote them. INVALID_ARGUMENT when [begin, end) is no range,
+// FAILED_PRECONDITION when it ends beyond the checkpoint's model; then as ReadCheckpointState.
+absl::StatusOr<RankState> ReadCheckpointRange(const v1::CheckpointManifest& m, int prefer_rank, int64_t begin,
+                                              int64_t end);
 
 // Writes `dir`/MANIFEST.json (protobuf JSON mapping) atomically: this commits the checkpoint.
 // INTERNAL / PERMISSION_DENIED naming the path on I/O errors.

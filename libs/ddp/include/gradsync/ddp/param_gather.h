@@ -1,9 +1,10 @@
 // The parameter gate of fully sharded data parallel (ddp.sharding "full"; see
 // gradsync/nn/param_gate.h): rank r owns elements [bounds[r], bounds[r + 1]) of the model's flat
 // parameters and keeps only those. Acquiring a unit all-gathers its parameters from their owners
-// (Communicator::AllGatherBlocks over the unit's element range, each rank giving its part of it),
-// then starts gathering the next unit while the model computes; releasing a unit gives its pages
-// outside this rank's shard back (nn::Model::DiscardParams).
+// (Communicator::AllGatherBlocks over the unit's element range, each rank giving its part of it,
+// after nn::Model::CommitParams maps a device model's range back), then starts gathering the next
+// unit while the model computes; releasing a unit gives its memory outside this rank's shard back
+// (nn::Model::DiscardParams).
 //
 // What is whole is tracked per parameter and changes only through Acquire and Release, which
 // every rank calls in the same order, so every rank issues the same gathers in the same order.

@@ -67,14 +67,21 @@ class Model {
   void set_param_gate(ParamGate* gate) { gate_ = gate; }
   ParamGate* param_gate() const { return gate_; }
 
-  // Host models: elements [begin, end) of params() or grads() read as zero afterwards, and their
-  // whole pages go back to the system (gradsync/core/page_buffer.h); what a rank does with the
-  // parts of the buffers outside its shard. No-ops on a model whose buffers it does not own.
-  void DiscardParams(int64_t begin, int64_t end);
-  void DiscardGrads(int64_t begin, int64_t end);
-  // Host models: the bytes of params() and grads() resident in memory now; -1 elsewhere.
-  int64_t ResidentParamBytes() const;
-  int64_t ResidentGradBytes() const;
+  // Elements [begin, end) of params() or grads() read as zero afterwards, and their whole pages
+  // go back to the system (host models: gradsync/core/page_buffer.h) or their whole chunks to the
+  // device (the GPU model's gradients: gradsync/kernels/cuda/device_pages.h); what a rank does
+  // with the parts of the buffers outside its shard. No-ops on buffers a model cannot give back.
+  // On a device model, no queued work may still touch the whole chunks inside the range.
+  virtual void DiscardParams(int64_t begin, int64_t end);
+  virtual void DiscardGrads(int64_t begin, int64_t end);
+  // Makes elements [begin, end) of params() writable again after DiscardParams, before the caller
+  // fills them (a gather): a device model maps their chunks back, zeroed; host pages come back by
+  // themselves when touched, so host models need nothing. The device's error otherwise.
+  virtual absl::Status CommitParams(int64_t /*begin*/, int64_t /*end*/) { return absl::OkStatus(); }
+  // The bytes of params() and grads() resident in memory now (host pages, or device chunks
+  // mapped); -1 where the model cannot tell.
+  virtual int64_t ResidentParamBytes() const;
+  virtual int64_t ResidentGradBytes() const;
 
   // Runs forward and backward on `batch`. The loss whose gradient is taken is
   // loss_scale * (sum of per-example losses); gradients are ADDED to grads() so that

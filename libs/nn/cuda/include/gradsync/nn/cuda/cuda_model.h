@@ -4,7 +4,10 @@
 // Memory. params() and grads() are ONE contiguous fp32 device buffer each, laid out by the very
 // ParamLayout the CPU model builds (same names, shapes, offsets, order), so checkpoints, layout
 // hashes and the bucketed reducer, which works on ranges of grads(), apply unchanged; on_device()
-// is true and the spans must never be dereferenced on the host. Activations live in a device
+// is true and the spans must never be dereferenced on the host. grads() is contiguous in
+// addresses but backed by chunks of device memory (kernels::cuda::DevicePages): DiscardGrads gives
+// the whole chunks of a range back to the device, and backward maps every layer's chunks again,
+// zeroed, before it writes them (a range given back reads as zero). Activations live in a device
 // arena sized for the largest batch seen (grown, never shrunk).
 //
 // Precision.
@@ -62,6 +65,10 @@ struct CudaModelOptions {
   Precision precision = Precision::kFp32;
   // How bf16 attention runs; fp32 always takes the exact fused kernels.
   AttentionKernels attention = AttentionKernels::kProducts;
+  // kNone: the parameters are left for the caller to fill (InitParamRange, one shard at a time),
+  // and none of their device memory is mapped until then (CommitParams): a rank of a fully
+  // sharded job never holds the whole model.
+  ModelInit init = ModelInit::kFromSeed;
 };
 
 class CudaModel : public Model {

@@ -41,6 +41,15 @@ class CudaGradClip {
   // most max_norm). INVALID_ARGUMENT from the kernels' checks.
   absl::Status Compute(std::span<const float> grads, double max_norm);
 
+  // The two halves of Compute, for a norm whose gradients lie on several ranks (ddp.sharding
+  // "gradients": each holds its shard's reduced gradients). ComputeSquared queues the sum of
+  // squares of `grads` into the device float norm_sq(); the caller sums it across ranks in place
+  // (an all-reduce ordered after the stream), then Finish queues the norm and clip factor of
+  // norm_sq() as it then stands.
+  absl::Status ComputeSquared(std::span<const float> grads);
+  float* norm_sq() { return norm_sq_; }
+  absl::Status Finish(double max_norm);
+
   // Device pointer to the clip factor of the last Compute, for CudaAdamW::Step.
   const float* scale() const { return scale_; }
 
