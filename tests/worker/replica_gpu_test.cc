@@ -2,6 +2,8 @@
 // through host memory follows the CPU replica, its state survives a save and load exactly, and
 // every ddp.sharding mode trains as unsharded training does.
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "replica.h"
 #include "replica_test_util.h"
+#include "train_checkpoint.h"
 
 namespace gradsync::worker {
 namespace {
@@ -326,6 +329,81 @@ TEST(GpuReplica, FullyShardedOnTwoRanksSharingTheGpuTrainsBitwiseLikeShardedGrad
       const auto [begin, end] = comm::BlockRange(total, 2, rank);
       EXPECT_EQ(full.optimizer_bytes[rank], 2 * 4 * (end - begin)) << "rank " << rank;
     }
+  }
+}
+
+// Every sharded mode on GPU ranks resumes at another world size from its range of the checkpoint
+// alone (RestoreCheckpoint): two ranks sharing the GPU train and write their shards, three fresh
+// ranks on the same GPU load them, and each then holds the trained parameters (gathered, where the
+// mode keeps them whole) and exactly its range of the moments.
+TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
+  SKIP_WITHOUT_GPU();
+  for (const char* sharding : {"optimizer", "gradients", "full"}) {
+    SCOPED_TRACE(sharding);
+    testing::CoordinatorServer server;
+    const std::string dir = ::testing::TempDir() + "/gpu-resume-" + sharding;
+    std::filesystem::remove_all(dir);
+    auto run_ranks = [&](int world, const std::string& ns, const std::function<void(int, Replica&)>& body) {
+      std::vector<std::thread> ranks;
+      for (int rank = 0; rank < world; ++rank) {
+        ranks.emplace_back([&, rank] {
+          auto kv = server.Kv(ns);
+          v1::Assignment a = TinyAssignment("cuda", "gloo", "fp32", world);
+          a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
+          a.set_rank(rank);
+          auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+          ASSERT_TRUE(r.ok()) << r.status();
+          body(rank, **r);
+        });
+      }
+      for (std::thread& t : ranks) t.join();
+    };
+    v1::CheckpointManifest m;
+    m.set_dir(dir);
+    m.set_step(2);
+    m.set_world_size(2);
+    std::vector<v1::CheckpointPart> parts(2);
+    std::vector<float> trained;
+    run_ranks(2, "train", [&](int rank, Replica& r) {
+      r.InitParams(5);
+      for (int s = 0; s < 2; ++s) {
+        r.ZeroGrads();
+        ASSERT_TRUE(r.model().ForwardBackward(TinyBatch(2, s), 1.0f / 256, {}).ok());
+        const std::span<float> grads = r.model().grads();
+        ASSERT_TRUE(r.comm().ReduceScatterBlocks(grads, comm::EvenBounds(static_cast<int64_t>(grads.size()), 2))
+                        ->Wait()
+                        .ok());
+        ASSERT_TRUE(r.Step(1e-3, 0.5).ok());
+      }
+      const auto [begin, end] = r.StateRange();
+      ckpt::RankState state;
+      state.layout = r.model().layout();
+      ASSERT_TRUE(r.SaveState(begin, end, &state).ok());
+      state.rank = rank;
+      state.world_size = 2;
+      auto part = ckpt::WriteRankPart(dir, state);
+      ASSERT_TRUE(part.ok()) << part.status();
+      parts[rank] = *part;
+      auto params = r.HostParams();
+      ASSERT_TRUE(params.ok()) << params.status();
+      if (rank == 0) trained = *params;
+    });
+    for (const auto& p : parts) *m.add_parts() = p;
+    absl::StatusOr<ckpt::RankState> whole = ckpt::ReadCheckpointState(m, 0);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    run_ranks(3, "resume", [&](int rank, Replica& r) {
+      auto at = RestoreCheckpoint(m, rank, r);
+      ASSERT_TRUE(at.ok()) << at.status();
+      const auto [begin, end] = r.StateRange();
+      EXPECT_EQ(std::make_pair(begin, end), comm::BlockRange(static_cast<int64_t>(trained.size()), 3, rank));
+      ckpt::RankState mine;
+      ASSERT_TRUE(r.SaveState(begin, end, &mine).ok());
+      EXPECT_TRUE(mine.adam_m == std::vector<float>(whole->adam_m.begin() + begin, whole->adam_m.begin() + end));
+      EXPECT_TRUE(mine.params == std::vector<float>(trained.begin() + begin, trained.begin() + end));
+      auto params = r.HostParams();
+      ASSERT_TRUE(params.ok()) << params.status();
+      EXPECT_TRUE(*params == trained) << "rank " << rank;
+    });
   }
 }
 
