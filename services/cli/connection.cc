@@ -126,7 +126,9 @@ absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::strin
   if (!local.ok()) return local.status();
   MetricsApi api;
   const std::string local_api = local->has_value() ? (*local)->endpoints["metricsApi"] : "";
-  api.address = args.Get("metrics-api", !local_api.empty() ? local_api : EnvOr("GRADSYNC_METRICS_API", fallback));
+  api.address = args.Get("metrics-api", !local_api.empty() ? local_api : EnvOr("GRADSYNC_METRICS_API", ""));
+  api.named = !api.address.empty();
+  if (!api.named) api.address = fallback;
   std::string file = args.Get("metrics-token-file", LocalTokenFile(*local, kMetricsToken));
   if (file.empty()) file = EnvOr("GRADSYNC_METRICS_TOKEN_FILE", "");
   absl::StatusOr<std::string> token = TokenIn(file, "the metrics token");

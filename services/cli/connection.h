@@ -41,6 +41,9 @@ absl::StatusOr<bool> TargetsLocalCluster(const Args& args);
 struct MetricsApi {
   std::string address;  // host:port; "" when nothing names one
   std::string token;
+  // Whether the options, a local cluster or the environment named the address, rather than the
+  // fallback standing in for them.
+  bool named = false;
 };
 // What the options name, `fallback` for the address when nothing does. NOT_FOUND naming a token
 // file or a state directory without a running cluster.

@@ -36,7 +36,16 @@ absl::StatusOr<FoundSeries> FromService(const Args& args, const std::string& id)
   // A state directory without a running cluster: no service to ask, its files may still tell.
   if (!api.ok()) return api.status();
   absl::StatusOr<v1::JobSeries> series = FetchSeries(api->address, api->token, id);
-  if (!series.ok()) return series.status();
+  if (!series.ok()) {
+    // Nothing named the service, and whatever listens at the default address will not serve this
+    // caller: no service of this job's, as far as the files are concerned.
+    const absl::StatusCode code = series.status().code();
+    if (!api->named && (code == absl::StatusCode::kUnauthenticated || code == absl::StatusCode::kPermissionDenied)) {
+      return absl::UnavailableError(
+          absl::StrCat("the metrics service at ", api->address, " (the default) refused: ", series.status().message()));
+    }
+    return series.status();
+  }
   return FoundSeries{*std::move(series), absl::StrCat("the metrics service at ", api->address)};
 }
 
