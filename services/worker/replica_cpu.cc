@@ -46,10 +46,7 @@ class CpuReplica final : public Replica {
 
   void InitParams(uint64_t seed) override {
     if (!params_sharded()) return model_->InitParams(seed);
-    for (int p = 0; p < model_->layout().size(); ++p) {
-      model_->InitParamRange(seed, p, p + 1);
-      gather_->DiscardUnowned(p, p + 1);
-    }
+    gather_->InitParams(seed);
   }
 
   void ZeroGrads() override {

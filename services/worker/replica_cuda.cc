@@ -72,10 +72,7 @@ class CudaReplica final : public Replica {
 
   void InitParams(uint64_t seed) override {
     if (!params_sharded()) return model_->InitParams(seed);
-    for (int p = 0; p < model_->layout().size(); ++p) {
-      model_->InitParamRange(seed, p, p + 1);
-      gather_->DiscardUnowned(p, p + 1);
-    }
+    gather_->InitParams(seed);
   }
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {

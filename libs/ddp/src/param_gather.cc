@@ -31,8 +31,7 @@ int64_t ParamGather::Unowned(int p) const {
 
 void ParamGather::Gather(int first, int last) {
   const nn::ParamLayout& layout = model_->layout();
-  const int64_t begin = layout.param(first).offset;
-  const int64_t end = layout.param(last - 1).offset + layout.param(last - 1).numel;
+  const auto [begin, end] = layout.Elements(first, last);
   std::vector<int64_t> bounds(bounds_.size());
   for (size_t r = 0; r < bounds.size(); ++r) bounds[r] = std::clamp(bounds_[r], begin, end) - begin;
   // A device model maps the range back first; host pages come back as the gather writes them.
@@ -100,14 +99,20 @@ void ParamGather::Release(const nn::ParamUnit& unit) {
 void ParamGather::Discard(int first, int last) {
   if (comm_->size() == 1) return;  // everything is this rank's
   const nn::ParamLayout& layout = model_->layout();
-  const int64_t begin = layout.param(first).offset;
-  const int64_t end = layout.param(last - 1).offset + layout.param(last - 1).numel;
+  const auto [begin, end] = layout.Elements(first, last);
   // One range for the run, so that only its two ends can leave partial pages behind.
   if (begin < own_begin_) model_->DiscardParams(begin, std::min(end, own_begin_));
   if (end > own_end_) model_->DiscardParams(std::max(begin, own_end_), end);
   for (int p = first; p < last; ++p) {
     gathered_ -= Unowned(p);
     params_[p] = Param{};
+  }
+}
+
+void ParamGather::InitParams(uint64_t seed) {
+  for (int p = 0; p < model_->layout().size(); ++p) {
+    model_->InitParamRange(seed, p, p + 1);
+    DiscardUnowned(p, p + 1);
   }
 }
 

@@ -23,6 +23,13 @@ std::string ParamCount(int64_t n) {
   return absl::StrFormat("%.1fM params", n / 1e6);
 }
 
+// One unit per layer (its weight and bias); a training pass goes back through all of them.
+std::vector<ParamUnit> LayerUnits(int layers) {
+  std::vector<ParamUnit> units;
+  for (int i = 0; i < layers; ++i) units.push_back({{2 * i, 2 * i + 2}});
+  return units;
+}
+
 }  // namespace
 
 absl::StatusOr<Mlp::Config> Mlp::ConfigFromSpec(const gradsync::v1::JobSpec& spec) {
@@ -63,7 +70,10 @@ absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(const gradsync::v1::JobSpec& sp
   return std::make_unique<Mlp>(*std::move(config));
 }
 
-Mlp::Mlp(Config config) : activation_(config.activation) {
+Mlp::Mlp(Config config)
+    : activation_(config.activation),
+      orders_(LayerUnits(static_cast<int>(config.hidden_dims.size()) + 1), 0,
+              static_cast<int>(config.hidden_dims.size()) + 1) {
   dims_.push_back(config.input_dim);
   dims_.insert(dims_.end(), config.hidden_dims.begin(), config.hidden_dims.end());
   dims_.push_back(config.num_classes);
@@ -78,10 +88,6 @@ Mlp::Mlp(Config config) : activation_(config.activation) {
   post_.resize(num_layers());
   dpre_.resize(num_layers());
   dpost_.resize(num_layers());
-  for (int i = 0; i < num_layers(); ++i) units_.push_back({{2 * i, 2 * i + 2}});
-  for (const ParamUnit& unit : units_) forward_order_.push_back(&unit);
-  train_order_ = forward_order_;
-  for (int i = num_layers() - 1; i >= 0; --i) train_order_.push_back(&units_[i]);
 }
 
 void Mlp::InitParamRange(uint64_t seed, int first, int last) {
@@ -159,7 +165,7 @@ absl::Status Mlp::Forward(const Batch& batch, GatedPass& pass) {
 
 absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scale, const GradsReadyFn& on_ready) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
-  GatedPass pass(param_gate(), &train_order_);
+  GatedPass pass(param_gate(), orders_.train());
   if (absl::Status s = Forward(batch, pass); !s.ok()) return s;
   const int64_t n = batch.size;
   const int last = num_layers() - 1;
@@ -188,7 +194,7 @@ absl::StatusOr<LossSum> Mlp::ForwardBackward(const Batch& batch, float loss_scal
 
 absl::StatusOr<LossSum> Mlp::Evaluate(const Batch& batch) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/true); !s.ok()) return s;
-  GatedPass pass(param_gate(), &forward_order_);
+  GatedPass pass(param_gate(), orders_.forward());
   if (absl::Status s = Forward(batch, pass); !s.ok()) return s;
   const k::XentSum xent =
       k::SoftmaxCrossEntropy<float>(nullptr, pre_.back().data(), batch.targets.data(), batch.size, dims_.back(), 1.0f);
@@ -197,7 +203,7 @@ absl::StatusOr<LossSum> Mlp::Evaluate(const Batch& batch) {
 
 absl::StatusOr<std::vector<float>> Mlp::Predict(const Batch& batch) {
   if (absl::Status s = CheckBatch(batch, /*need_targets=*/false); !s.ok()) return s;
-  GatedPass pass(param_gate(), &forward_order_);
+  GatedPass pass(param_gate(), orders_.forward());
   if (absl::Status s = Forward(batch, pass); !s.ok()) return s;
   return pre_.back();
 }

@@ -66,8 +66,7 @@ class Mlp final : public Model {
   // (post_), and their gradients. Resized per batch; capacity is kept across calls.
   std::vector<std::vector<float>> pre_, post_, dpre_, dpost_;
   // The gate's units and the orders a training and a forward-only pass use them in.
-  std::vector<ParamUnit> units_;
-  std::vector<const ParamUnit*> train_order_, forward_order_;
+  PassOrders orders_;
 };
 
 }  // namespace gradsync::nn

@@ -1,8 +1,16 @@
 #include "gradsync/nn/param_gate.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace gradsync::nn {
+
+PassOrders::PassOrders(std::vector<ParamUnit> units, int back_first, int back_last) : units_(std::move(units)) {
+  for (const ParamUnit& unit : units_) forward_.push_back(&unit);
+  train_ = forward_;
+  for (int i = back_last - 1; i >= back_first; --i) train_.push_back(&units_[i]);
+}
 
 absl::Status GatedPass::Next() {
   if (gate_ == nullptr) return absl::OkStatus();

@@ -29,24 +29,15 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const gradsync:
 }
 
 Transformer::Transformer(const TransformerDims& dims)
-    : dims_(dims), index_(AddTransformerParams(dims, &mutable_layout())) {
+    : dims_(dims),
+      index_(AddTransformerParams(dims, &mutable_layout())),
+      orders_(index_.Units(layout().size()), 1, 1 + static_cast<int>(index_.blocks.size())) {
   AllocateBuffers();
-  BuildUnits();
   if (!dims_.gpt2()) {
     rope_cos_.resize(dims_.seq_len * dims_.head_dim / 2);
     rope_sin_.resize(rope_cos_.size());
     k::RopeTables(rope_cos_.data(), rope_sin_.data(), dims_.seq_len, dims_.head_dim, dims_.rope_theta);
   }
-}
-
-void Transformer::BuildUnits() {
-  const int L = static_cast<int>(dims_.layers);
-  units_.push_back({{0, index_.blocks_begin()}});
-  for (const TransformerBlockParams& block : index_.blocks) units_.push_back({{block.first, block.last}});
-  units_.push_back({{index_.normf_w, layout().size()}, {index_.wte, index_.wte + 1}});
-  for (const ParamUnit& unit : units_) forward_order_.push_back(&unit);
-  train_order_ = forward_order_;
-  for (int l = L - 1; l >= 0; --l) train_order_.push_back(&units_[1 + l]);
 }
 
 float* Transformer::P(int index) { return index < 0 ? nullptr : params().data() + layout().param(index).offset; }
@@ -131,7 +122,7 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
                                                      const GradsReadyFn& on_ready) {
   absl::StatusOr<int64_t> t = CheckBatch(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  GatedPass pass(param_gate(), &train_order_);
+  GatedPass pass(param_gate(), orders_.train());
   if (batch.size == 0) {
     if (absl::Status s = pass.Drain(); !s.ok()) return s;
     ReportAll(on_ready);
@@ -166,7 +157,7 @@ absl::StatusOr<LossSum> Transformer::ForwardBackward(const Batch& batch, float l
 absl::StatusOr<LossSum> Transformer::Evaluate(const Batch& batch) {
   absl::StatusOr<int64_t> t = CheckBatch(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  GatedPass pass(param_gate(), &forward_order_);
+  GatedPass pass(param_gate(), orders_.forward());
   if (batch.size == 0) {
     if (absl::Status s = pass.Drain(); !s.ok()) return s;
     return LossSum{};
@@ -181,7 +172,7 @@ absl::StatusOr<LossSum> Transformer::Evaluate(const Batch& batch) {
 absl::StatusOr<std::vector<float>> Transformer::Predict(const Batch& batch) {
   absl::StatusOr<int64_t> t = CheckBatch(batch, /*need_targets=*/false);
   if (!t.ok()) return t.status();
-  GatedPass pass(param_gate(), &forward_order_);
+  GatedPass pass(param_gate(), orders_.forward());
   if (batch.size == 0) {
     if (absl::Status s = pass.Drain(); !s.ok()) return s;
     return std::vector<float>{};

@@ -84,7 +84,6 @@ class Transformer final : public Model {
   LayerView Layer(int l);
   // Runs every layer on the tokens, leaving the logits in buf_.logits and the head held by `pass`.
   absl::Status Forward(const int32_t* tokens, GatedPass& pass);
-  void BuildUnits();
   void BlockForward(int l, const float* x);
   // Takes the gradient of block l's output in buf_.dres and leaves that of its input there.
   void BlockBackward(int l, const float* x);
@@ -99,8 +98,7 @@ class Transformer final : public Model {
   Buffers buf_;
   // The gate's units (embeddings, blocks, head) and the orders a training and a forward-only
   // pass use them in.
-  std::vector<ParamUnit> units_;
-  std::vector<const ParamUnit*> train_order_, forward_order_;
+  PassOrders orders_;
 };
 
 }  // namespace gradsync::nn

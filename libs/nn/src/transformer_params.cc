@@ -63,6 +63,13 @@ std::vector<std::pair<int, int>> TransformerParams::ReadyRanges(int layout_size)
   return ranges;
 }
 
+std::vector<ParamUnit> TransformerParams::Units(int layout_size) const {
+  std::vector<ParamUnit> units = {{{0, blocks_begin()}}};
+  for (const TransformerBlockParams& block : blocks) units.push_back({{block.first, block.last}});
+  units.push_back({{normf_w, layout_size}, {wte, wte + 1}});
+  return units;
+}
+
 TransformerParams AddTransformerParams(const TransformerDims& dims, ParamLayout* layout) {
   TransformerParams params;
   Registrar r(layout, &params);

@@ -54,20 +54,8 @@ CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec, const Tra
       spec_(spec),
       dims_(dims),
       index_(AddTransformerParams(dims, &mutable_layout())),
-      logits_stride_((dims.vocab + 63) / 64 * 64) {
-  BuildUnits();
-}
-
-template <typename T>
-void CudaTransformer<T>::BuildUnits() {
-  const int L = static_cast<int>(dims_.layers);
-  units_.push_back({{0, index_.blocks_begin()}});
-  for (const TransformerBlockParams& block : index_.blocks) units_.push_back({{block.first, block.last}});
-  units_.push_back({{index_.normf_w, layout().size()}, {index_.wte, index_.wte + 1}});
-  for (const ParamUnit& unit : units_) forward_order_.push_back(&unit);
-  train_order_ = forward_order_;
-  for (int l = L - 1; l >= 0; --l) train_order_.push_back(&units_[1 + l]);
-}
+      logits_stride_((dims.vocab + 63) / 64 * 64),
+      orders_(index_.Units(layout().size()), 1, 1 + static_cast<int>(index_.blocks.size())) {}
 
 template <typename T>
 CudaTransformer<T>::~CudaTransformer() {
@@ -147,8 +135,7 @@ void CudaTransformer<T>::InitParamRange(uint64_t seed, int first, int last) {
   if (status.ok()) status = UseDevice();
   if (status.ok()) {
     (*reference)->InitParamRange(seed, first, last);
-    const int64_t begin = layout().param(first).offset;
-    const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
+    const auto [begin, end] = layout().Elements(first, last);
     status = CommitParams(begin, end);
     if (status.ok()) status = CopyParamsFromHost((*reference)->params().subspan(begin, end - begin), begin);
   }
@@ -227,8 +214,7 @@ absl::Status CudaTransformer<T>::Enter(GatedPass& pass, const ParamUnit& unit) {
     if (gated()) {
       for (const ParamRange& range : unit) {
         if (range.first >= range.last) continue;
-        const int64_t begin = layout().param(range.first).offset;
-        const int64_t end = layout().param(range.last - 1).offset + layout().param(range.last - 1).numel;
+        const auto [begin, end] = layout().Elements(range.first, range.last);
         GRADSYNC_CUDA_RETURN_IF_ERROR(
             CastToBf16(weights_bf16_.data() + begin, params_->data() + begin, end - begin, stream()));
       }
@@ -240,8 +226,7 @@ absl::Status CudaTransformer<T>::Enter(GatedPass& pass, const ParamUnit& unit) {
 template <typename T>
 absl::Status CudaTransformer<T>::CommitGrads(int first, int last) {
   if (first >= last) return absl::OkStatus();
-  const int64_t begin = layout().param(first).offset;
-  const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
+  const auto [begin, end] = layout().Elements(first, last);
   return grads_->Commit(begin, end);
 }
 
@@ -280,8 +265,7 @@ absl::Status CudaTransformer<T>::Flush(int first, int last) {
     return absl::OkStatus();
   } else {
     if (first >= last) return absl::OkStatus();
-    const int64_t begin = layout().param(first).offset;
-    const int64_t end = layout().param(last - 1).offset + layout().param(last - 1).numel;
+    const auto [begin, end] = layout().Elements(first, last);
     return FlushBf16Grads(grads_->data() + begin, grads_bf16_.data() + begin, end - begin, stream());
   }
 }
@@ -411,16 +395,16 @@ absl::Status CudaTransformer<T>::Forward(GatedPass& pass) {
   Activations& a = acts_;
   const TransformerParams& p = index_;
   const int64_t n = n_, C = dims_.width, V = dims_.vocab;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_.front()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, orders_.unit(0)));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       k::EncoderForward(a.encoded.data(), a.tokens.data(), W(p.wte), W(p.wpe), batch_, seq_len_, C, V, stream()));
   const T* x = a.encoded.data();
   for (int l = 0; l < dims_.layers; ++l) {
-    GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_[1 + l]));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, orders_.unit(1 + l)));
     GRADSYNC_CUDA_RETURN_IF_ERROR(BlockForward(l, x));
     x = a.res_mlp.data() + l * n * C;
   }
-  GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_.back()));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, orders_.unit(static_cast<int>(dims_.layers) + 1)));
   GRADSYNC_CUDA_RETURN_IF_ERROR(NormForward(a.normf.data(), dims_.gpt2() ? a.normf_mean.data() : nullptr,
                                             a.normf_rstd.data(), x, p.normf_w, p.normf_b));
   GRADSYNC_CUDA_RETURN_IF_ERROR(
@@ -449,7 +433,7 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
                                                             const GradsReadyFn& on_ready) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  GatedPass pass(param_gate(), &train_order_);
+  GatedPass pass(param_gate(), orders_.train());
   if (*t == 0) {
     // Every rank takes part in every gather, with or without a batch.
     GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Drain());
@@ -486,7 +470,7 @@ absl::StatusOr<LossSum> CudaTransformer<T>::ForwardBackward(const Batch& batch, 
   GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.normf_w, layout().size(), on_ready));
   for (int l = static_cast<int>(L) - 1; l >= 0; --l) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(CommitGrads(p.blocks[l].first, p.blocks[l].last));
-    GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, units_[1 + l]));
+    GRADSYNC_CUDA_RETURN_IF_ERROR(Enter(pass, orders_.unit(1 + l)));
     GRADSYNC_CUDA_RETURN_IF_ERROR(BlockBackward(l, l == 0 ? a.encoded.data() : a.res_mlp.data() + (l - 1) * n * C));
     GRADSYNC_CUDA_RETURN_IF_ERROR(Report(p.blocks[l].first, p.blocks[l].last, on_ready));
   }
@@ -505,7 +489,7 @@ template <typename T>
 absl::StatusOr<LossSum> CudaTransformer<T>::Evaluate(const Batch& batch) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/true);
   if (!t.ok()) return t.status();
-  GatedPass pass(param_gate(), &forward_order_);
+  GatedPass pass(param_gate(), orders_.forward());
   if (*t == 0) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Drain());
     return LossSum{};
@@ -524,7 +508,7 @@ template <typename T>
 absl::StatusOr<std::vector<float>> CudaTransformer<T>::Predict(const Batch& batch) {
   absl::StatusOr<int64_t> t = Prepare(batch, /*need_targets=*/false);
   if (!t.ok()) return t.status();
-  GatedPass pass(param_gate(), &forward_order_);
+  GatedPass pass(param_gate(), orders_.forward());
   if (*t == 0) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(pass.Drain());
     return std::vector<float>{};

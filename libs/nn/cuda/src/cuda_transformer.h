@@ -142,7 +142,6 @@ class CudaTransformer final : public CudaModel {
   absl::Status Forward(GatedPass& pass);
   // Acquires the pass's next unit, which is `unit`; gated in bf16, casts its weights.
   absl::Status Enter(GatedPass& pass, const ParamUnit& unit);
-  void BuildUnits();
   // Carries out the deferred parameter releases whose work is done, waiting for those that
   // overlap [wait_begin, wait_end).
   absl::Status ReapReleases(int64_t wait_begin = 0, int64_t wait_end = 0);
@@ -185,9 +184,8 @@ class CudaTransformer final : public CudaModel {
   };
   std::deque<PendingRelease> releases_;
   // The gate's units (embeddings, blocks, head) and the orders a training and a forward-only
-  // pass use them in, as the CPU Transformer's.
-  std::vector<ParamUnit> units_;
-  std::vector<const ParamUnit*> train_order_, forward_order_;
+  // pass use them in, as the CPU Transformer's (TransformerParams::Units).
+  PassOrders orders_;
   // bf16 mode only: the working copy of the weights and the gradient scratch, laid out as params.
   kernels::cuda::DeviceBuffer<__nv_bfloat16> weights_bf16_, grads_bf16_;
   DevF rope_cos_, rope_sin_;  // llama: [seqLen, D / 2]

@@ -34,6 +34,10 @@ class ParamGather final : public nn::ParamGate {
   absl::Status Acquire(const nn::ParamUnit& unit, const nn::ParamUnit* next) override;
   void Release(const nn::ParamUnit& unit) override;
 
+  // Fills the model's parameters from `seed` one at a time (nn::Model::InitParamRange), giving
+  // back after each what lies outside this rank's shard: the rank never holds the whole model.
+  void InitParams(uint64_t seed);
+
   // Gives back the elements of parameters [first, last) outside this rank's shard, once they were
   // set whole (initialised one at a time, or gathered whole for the weights file). None of them
   // may be held.

@@ -35,6 +35,24 @@ class ParamGate {
   virtual void Release(const ParamUnit& unit) = 0;
 };
 
+// A model's units and the orders its passes acquire them in: a forward pass walks every unit in
+// turn; a training pass then walks units [back_first, back_last) again in reverse (a unit that
+// follows itself at the turn is held once). Not copyable: the orders point into the units.
+class PassOrders {
+ public:
+  PassOrders(std::vector<ParamUnit> units, int back_first, int back_last);
+  PassOrders(const PassOrders&) = delete;
+  PassOrders& operator=(const PassOrders&) = delete;
+
+  const ParamUnit& unit(int i) const { return units_[i]; }
+  const std::vector<const ParamUnit*>* forward() const { return &forward_; }
+  const std::vector<const ParamUnit*>* train() const { return &train_; }
+
+ private:
+  const std::vector<ParamUnit> units_;
+  std::vector<const ParamUnit*> forward_, train_;
+};
+
 // One pass's walk through its units (forward, or forward and backward), holding one at a time:
 // Next() releases the unit held and acquires the next in `order`, naming the one after it. A unit
 // that follows itself is kept. Without a gate every call is a no-op.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gradsync::nn {
@@ -33,6 +34,13 @@ class ParamLayout {
   }
   std::span<const float> View(std::span<const float> buffer, int index) const {
     return buffer.subspan(params_[index].offset, params_[index].numel);
+  }
+
+  // The elements [first, second) of a buffer that parameters [first, last) cover (adjacent in
+  // the buffer, as they are in the layout); {0, 0} when first >= last.
+  std::pair<int64_t, int64_t> Elements(int first, int last) const {
+    if (first >= last) return {0, 0};
+    return {params_[first].offset, params_[last - 1].offset + params_[last - 1].numel};
   }
 
   // A digest of names, shapes and offsets: equal layouts have equal hashes.

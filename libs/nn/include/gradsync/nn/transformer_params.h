@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/param_layout.h"
 
 namespace gradsync::nn {
@@ -47,6 +48,11 @@ struct TransformerParams {
   // order on_ready reports: the final norm, each block from the last to the first, then the
   // embeddings (the tied token embedding gets gradient at both ends, so it comes last).
   std::vector<std::pair<int, int>> ReadyRanges(int layout_size) const;
+
+  // The gate's units (gradsync/nn/param_gate.h), in forward order: the embeddings, each block,
+  // and the head (the final norm with the tied token embedding). A training pass goes back
+  // through the blocks alone: PassOrders(Units(size), 1, 1 + blocks.size()).
+  std::vector<ParamUnit> Units(int layout_size) const;
 };
 
 // Appends the parameters of a transformer with `dims` to `layout`, which must be empty, in the
