@@ -4,7 +4,7 @@
 # GoogleMock, Google Benchmark) and stock CMake, the repository cloned from HEAD, then
 # `make test` and `make demo` inside it.
 #
-#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [--binaries-out DIR] [BUILD_DIR]
+#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [--binaries-out DIR] [--ccache DIR] [BUILD_DIR]
 #
 #   --cuda auto   bind the CUDA toolkit (/usr/local/cuda) in when the host has one (default)
 #   --cuda on     bind it in, fail when the host has none
@@ -14,9 +14,14 @@
 #                 once both pass, stage the binaries the images need into DIR
 #                 (docker/stage-binaries.sh, with DIR/revision the commit tested): a CPU build
 #                 on the images' own distribution, which scripts/images.sh --binaries takes
+#   --ccache DIR  compile through ccache (installed in the chroot from Debian), with its cache in
+#                 DIR: a later build of this checkout on the host, with the same cache
+#                 (scripts/ccache-env.sh), compiles again only what differs, such as the CUDA code
 #
 # The base system lives in BUILD_DIR/fresh-machine/base (default BUILD_DIR: build) and is reused
 # by later runs; each run works on a copy of it, so every run starts from the same clean base.
+# The repository is cloned inside at the host checkout's own path, so that the compiler sees the
+# same paths in both places (a shared compiler cache hits only then).
 # Every mount is undone on exit, also on failure or interruption. Needs root (chroot, mount) and
 # debootstrap (installed from Debian when missing). The mirror is the one this machine's apt uses.
 set -euo pipefail
@@ -24,13 +29,15 @@ set -euo pipefail
 cuda=auto
 base_only=0
 binaries_out=""
+ccache_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) cuda="${2:?--cuda needs auto, on or off}"; shift 2 ;;
     --cuda=*) cuda="${1#--cuda=}"; shift ;;
     --base-only) base_only=1; shift ;;
     --binaries-out) binaries_out="${2:?--binaries-out needs a directory}"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ccache) ccache_dir="${2:?--ccache needs a directory}"; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fresh-machine-check: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -65,6 +72,9 @@ if [ -n "$binaries_out" ]; then
   fi
   binaries_out="$(mkdir -p "$binaries_out" && cd "$binaries_out" && pwd)"
 fi
+
+if [ -n "$ccache_dir" ]; then ccache_dir="$(mkdir -p "$ccache_dir" && cd "$ccache_dir" && pwd)"; fi
+src="$repo"  # the clone's path inside the chroot
 
 unmount_below() {
   local dir="$1" m
@@ -115,7 +125,7 @@ make_base() {
   touch "$base/.gradsync-base"
 }
 
-# A fresh copy of the base with the repository's HEAD cloned into /src/gradsync.
+# A fresh copy of the base with the repository's HEAD cloned into $src.
 prepare_run() {
   unmount_below "$root"
   rm -rf --one-file-system "$root"
@@ -131,8 +141,9 @@ prepare_run() {
   # the host's kernel), as in Debian's own build chroots.
   printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
   chmod 755 "$root/usr/sbin/policy-rc.d"
-  git clone -q --no-hardlinks "$repo" "$root/src/gradsync"
-  echo "fresh-machine-check: testing $(git -C "$root/src/gradsync" log --oneline -1)"
+  mkdir -p "$(dirname "$root$src")"
+  git clone -q --no-hardlinks "$repo" "$root$src"
+  echo "fresh-machine-check: testing $(git -C "$root$src" log --oneline -1) in $src"
 }
 
 mount_run() {
@@ -147,6 +158,24 @@ mount_run() {
   else
     echo "fresh-machine-check: no CUDA toolkit"
   fi
+  if [ -n "$ccache_dir" ]; then
+    mkdir -p "$root$ccache_dir"
+    mount --bind "$ccache_dir" "$root$ccache_dir"
+  fi
+}
+
+# The quick start's environment: a login's, plus the compiler cache's when --ccache asks for one.
+quick_start_env() {
+  printf '%s\n' HOME=/root TERM=dumb LANG=C.UTF-8 GRADSYNC_CLUSTER_TESTS=0 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  if [ -n "$ccache_dir" ]; then bash "$repo/scripts/ccache-env.sh" "$ccache_dir"; fi
+}
+
+install_ccache() {
+  [ -n "$ccache_dir" ] || return 0
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+    bash -c 'apt-get install -y -qq ccache > /dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq ccache > /dev/null; }'
+  echo "fresh-machine-check: compiling through ccache, cache in $ccache_dir"
 }
 
 run_quick_start() {
@@ -155,9 +184,10 @@ run_quick_start() {
   # between commands, and `wait` is one); the clean-up then kills what runs inside.
   # GRADSYNC_CLUSTER_TESTS=0: a chroot cannot host a container engine (it would share the host's
   # kernel, bridge and iptables with the host's own); CI runs the cluster checks on the host.
-  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 GRADSYNC_CLUSTER_TESTS=0 \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c 'cd /src/gradsync && make test && make demo' > "$log" 2>&1 &
+  local env_vars
+  mapfile -t env_vars < <(quick_start_env)
+  chroot "$root" /usr/bin/env -i "${env_vars[@]}" \
+    bash -c "cd '$src' && make test && make demo" > "$log" 2>&1 &
   wait $! || status=$?
   if [ "$status" -ne 0 ]; then
     tail -n 80 "$log"
@@ -173,8 +203,8 @@ run_quick_start() {
 stage_binaries() {
   rm -rf "$root/tmp/image-binaries"
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-    bash /src/gradsync/docker/stage-binaries.sh /src/gradsync/build /tmp/image-binaries
-  git -C "$root/src/gradsync" rev-parse HEAD > "$root/tmp/image-binaries/revision"
+    bash "$src/docker/stage-binaries.sh" "$src/build" /tmp/image-binaries
+  git -C "$root$src" rev-parse HEAD > "$root/tmp/image-binaries/revision"
   mkdir -p "$binaries_out"
   rm -rf "${binaries_out:?}"/*
   cp -a "$root/tmp/image-binaries/." "$binaries_out/"
@@ -186,5 +216,6 @@ make_base
 [ "$base_only" -eq 1 ] && exit 0
 prepare_run
 mount_run
+install_ccache
 run_quick_start
 if [ -n "$binaries_out" ]; then stage_binaries; fi
