@@ -15,6 +15,7 @@ import csv
 import sys
 
 METRIC = "gpu__time_duration.sum"
+TOTAL = "total kernel time of one step"
 UNITS_NS = {"ns": 1.0, "nsecond": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
             "second": 1e9, "s": 1e9}
 
@@ -90,15 +91,19 @@ def main(argv):
         print("kernel_summary.py: the longer run launched no more kernels than the shorter", file=sys.stderr)
         return 1
     total = sum(ns for _, ns in step.values())
+
+    def row(label, launches, ns):
+        share = f"{100 * ns / total:>6.1f}%" if label != TOTAL else ""
+        print(f"{label[:60]:<60} {launches:>8} {ns / 1e3:>10.1f} {share}".rstrip())
+
     print(f"{'kernel':<60} {'launches':>8} {'us':>10} {'share':>7}")
     ordered = sorted(step.items(), key=lambda item: -item[1][1])
     for name, (launches, ns) in ordered[:args.top]:
-        print(f"{name[:60]:<60} {launches:>8} {ns / 1e3:>10.1f} {100 * ns / total:>6.1f}%")
-    rest = ordered[args.top:]
+        row(name, launches, ns)
+    rest = [counts for _, counts in ordered[args.top:]]
     if rest:
-        print(f"{f'({len(rest)} more kernels)':<60} {sum(l for _, (l, _) in rest):>8} "
-              f"{sum(ns for _, (_, ns) in rest) / 1e3:>10.1f} {100 * sum(ns for _, (_, ns) in rest) / total:>6.1f}%")
-    print(f"{'total kernel time of one step':<60} {sum(l for l, _ in step.values()):>8} {total / 1e3:>10.1f}")
+        row(f"({len(rest)} more kernels)", sum(l for l, _ in rest), sum(ns for _, ns in rest))
+    row(TOTAL, sum(l for l, _ in step.values()), total)
     return 0
 
 
