@@ -6,6 +6,9 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# `make test TEST_LABELS=REGEX` runs only the tests with a CTest label that REGEX matches
+# (tests/README.md lists the labels); empty, the default, runs every test.
+TEST_LABELS ?=
 
 .PHONY: all deps configure build test demo demo-binaries fuzz images format clean
 
@@ -26,7 +29,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 $(if $(TEST_LABELS),-L '$(TEST_LABELS)')
 
 # The four binaries the demo runs, built quietly: the compiler's output goes to a log, shown
 # (its end) only when the build fails; progress is one line.

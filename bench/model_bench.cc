@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "args.h"
+#include "gradsync/core/digest.h"
 #include "gradsync/core/rng.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
 #include "gradsync/nn/model.h"
@@ -152,5 +153,8 @@ int main(int argc, char** argv) {
                 flops_per_token / 1e6);
   }
   std::printf("\n");
+  // Equal on two machines only where BLAS rounded alike in every step: scripts/numerics-check.sh
+  // --survey groups OpenBLAS's kernels by it.
+  std::printf("parameters %s\n", gradsync::DigestString(std::as_bytes(model.params())).c_str());
   return 0;
 }

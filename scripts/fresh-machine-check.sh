@@ -4,7 +4,8 @@
 # GoogleMock, Google Benchmark) and stock CMake, the repository cloned from HEAD, then
 # `make test` and `make demo` inside it.
 #
-#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [--binaries-out DIR] [--ccache DIR] [BUILD_DIR]
+#   scripts/fresh-machine-check.sh [--cuda auto|on|off] [--binaries-out DIR] [--ccache DIR]
+#                                  [--base DIR] [--apt-cache DIR] [BUILD_DIR]
 #
 #   --cuda auto   bind the CUDA toolkit (/usr/local/cuda) in when the host has one (default)
 #   --cuda on     bind it in, fail when the host has none
@@ -14,12 +15,19 @@
 #                 once both pass, stage the binaries the images need into DIR
 #                 (docker/stage-binaries.sh, with DIR/revision the commit tested): a CPU build
 #                 on the images' own distribution, which scripts/images.sh --binaries takes
-#   --ccache DIR  compile through ccache (installed in the chroot from Debian), with its cache in
-#                 DIR: a later build of this checkout on the host, with the same cache
-#                 (scripts/ccache-env.sh), compiles again only what differs, such as the CUDA code
+#   --ccache DIR  the compiler cache the build uses (cmake/GradsyncCcache.cmake compiles through
+#                 ccache, which install-deps.sh installs), bound in at the same path: the host's
+#                 builds with the same cache (~/.cache/ccache by default) find the chroot's
+#                 objects, and the chroot finds theirs; each checkout's paths are rewritten
+#                 relative to it, so two checkouts share one cache
+#   --base DIR    where the debootstrapped base lives (default BUILD_DIR/fresh-machine/base);
+#                 outside the build directory, a clean clone reuses it too
+#   --apt-cache DIR
+#                 bound in as the chroot's /var/cache/apt/archives, so that the packages the
+#                 quick start installs are downloaded once and installed from there later
 #
-# The base system lives in BUILD_DIR/fresh-machine/base (default BUILD_DIR: build) and is reused
-# by later runs; each run works on a copy of it, so every run starts from the same clean base.
+# The base system (debootstrap with the packages above, nothing else) is reused by later runs;
+# each run works on a copy of it, so every run starts from the same clean base.
 # The repository is cloned inside at the host checkout's own path, so that the compiler sees the
 # same paths in both places (a shared compiler cache hits only then).
 # Every mount is undone on exit, also on failure or interruption. Needs root (chroot, mount) and
@@ -30,6 +38,8 @@ cuda=auto
 base_only=0
 binaries_out=""
 ccache_dir=""
+base=""
+apt_cache=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) cuda="${2:?--cuda needs auto, on or off}"; shift 2 ;;
@@ -37,7 +47,9 @@ while [ $# -gt 0 ]; do
     --base-only) base_only=1; shift ;;
     --binaries-out) binaries_out="${2:?--binaries-out needs a directory}"; shift 2 ;;
     --ccache) ccache_dir="${2:?--ccache needs a directory}"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --base) base="${2:?--base needs a directory}"; shift 2 ;;
+    --apt-cache) apt_cache="${2:?--apt-cache needs a directory}"; shift 2 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fresh-machine-check: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -47,7 +59,7 @@ case "$cuda" in auto|on|off) ;; *) echo "fresh-machine-check: --cuda must be aut
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build_dir="$(mkdir -p "${1:-$repo/build}" && cd "${1:-$repo/build}" && pwd)"
 top="$build_dir/fresh-machine"
-base="$top/base"
+base="${base:-$top/base}"
 root="$top/run"
 log="$top/run.log"
 packages="g++,cmake,make,git,python3,libgtest-dev,libgmock-dev,libbenchmark-dev"
@@ -74,6 +86,9 @@ if [ -n "$binaries_out" ]; then
 fi
 
 if [ -n "$ccache_dir" ]; then ccache_dir="$(mkdir -p "$ccache_dir" && cd "$ccache_dir" && pwd)"; fi
+if [ -n "$apt_cache" ]; then apt_cache="$(mkdir -p "$apt_cache/partial" && cd "$apt_cache" && pwd)"; fi
+mkdir -p "$(dirname "$base")"
+base="$(cd "$(dirname "$base")" && pwd)/$(basename "$base")"
 src="$repo"  # the clone's path inside the chroot
 
 unmount_below() {
@@ -100,7 +115,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 make_base() {
-  if [ -f "$base/.gradsync-base" ]; then
+  # The marker names the packages the base was made with: a base of another list is made again.
+  if [ "$(cat "$base/.gradsync-base" 2>/dev/null)" = "$packages" ]; then
     echo "fresh-machine-check: reusing the base in $base"
     return 0
   fi
@@ -122,7 +138,7 @@ make_base() {
     cp /etc/apt/sources.list.d/*.sources "$base/etc/apt/sources.list.d/"
   fi
   chroot "$base" apt-get clean
-  touch "$base/.gradsync-base"
+  echo "$packages" > "$base/.gradsync-base"
 }
 
 # A fresh copy of the base with the repository's HEAD cloned into $src.
@@ -161,6 +177,10 @@ mount_run() {
   if [ -n "$ccache_dir" ]; then
     mkdir -p "$root$ccache_dir"
     mount --bind "$ccache_dir" "$root$ccache_dir"
+    echo "fresh-machine-check: compiler cache $ccache_dir bound in"
+  fi
+  if [ -n "$apt_cache" ]; then
+    mount --bind "$apt_cache" "$root/var/cache/apt/archives"
   fi
 }
 
@@ -168,14 +188,7 @@ mount_run() {
 quick_start_env() {
   printf '%s\n' HOME=/root TERM=dumb LANG=C.UTF-8 GRADSYNC_CLUSTER_TESTS=0 \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-  if [ -n "$ccache_dir" ]; then bash "$repo/scripts/ccache-env.sh" "$ccache_dir"; fi
-}
-
-install_ccache() {
-  [ -n "$ccache_dir" ] || return 0
-  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    bash -c 'apt-get install -y -qq ccache > /dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq ccache > /dev/null; }'
-  echo "fresh-machine-check: compiling through ccache, cache in $ccache_dir"
+  if [ -n "$ccache_dir" ]; then echo "CCACHE_DIR=$ccache_dir"; fi
 }
 
 run_quick_start() {
@@ -216,6 +229,5 @@ make_base
 [ "$base_only" -eq 1 ] && exit 0
 prepare_run
 mount_run
-install_ccache
 run_quick_start
 if [ -n "$binaries_out" ]; then stage_binaries; fi

@@ -120,5 +120,11 @@ ensure_base
 snapshot
 from=build
 if [ -n "$binaries" ]; then use_binaries "$binaries"; fi
-for t in "${targets[@]}"; do build "$t"; done
+# The targets at once: each waits mostly on apt inside its own container, and BuildKit shares
+# the stages they have in common (runtime, the binaries).
+pids=()
+for t in "${targets[@]}"; do build "$t" & pids+=($!); done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" -eq 0 ] || exit 1
 say "built: $(printf 'gradsync/%s:'"$tag"' ' "${targets[@]}")"

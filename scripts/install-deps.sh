@@ -9,6 +9,7 @@ set -euo pipefail
 
 build_packages=(
   build-essential cmake pkg-config
+  ccache  # cmake/GradsyncCcache.cmake: every checkout compiles through one cache in ~/.cache/ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
   libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
