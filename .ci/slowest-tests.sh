@@ -12,4 +12,4 @@ for named in "$@"; do
   [ -f "$log" ] || continue
   sed -n -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*[ *]*([A-Za-z][A-Za-z ]*[A-Za-z]) +([0-9.]+) sec$/\3\t\2\t\1/p' "$log" \
     | awk -F'\t' -v name="$name" '{ printf "%8.1f s  %-8s %s  (%s)\n", $1, $2, $3, name }'
-done | sort -rn | head -n "$n"
+done | sort -rn | awk -v n="$n" 'NR <= n'  # reads to the end: `head` would leave sort a broken pipe

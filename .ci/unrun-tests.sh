@@ -7,6 +7,13 @@
 #   .ci/unrun-tests.sh CHROOT_LOG BUILD_DIR HOST_LABELS
 set -euo pipefail
 log="${1:?usage: .ci/unrun-tests.sh CHROOT_LOG BUILD_DIR HOST_LABELS}" build="${2:?}" labels="${3:?}"
+# `ctest -N` writes Testing/Temporary/LastTest.log too: keep the real run's log as it was.
+last="$build/Testing/Temporary/LastTest.log"
+if [ -f "$last" ]; then
+  kept="$(mktemp)"
+  cp "$last" "$kept"
+  trap 'cp "$kept" "$last"; rm -f "$kept"' EXIT
+fi
 names() { sed -n -E 's/^ *Test +#[0-9]+: ([^ ]+)$/\1/p'; }
 ran_in_chroot="$(sed -n -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .*/\1/p' "$log" | sort -u)"
 on_host="$(cd "$build" && ctest -N -L "$labels" | names | sort -u)"
@@ -17,4 +24,5 @@ if [ -n "$unrun" ]; then
   printf '  %s\n' $unrun
   exit 1
 fi
-echo "unrun-tests: every test of the host's build ran: $(echo "$ran_in_chroot" | wc -l) in the fresh machine, $(echo "$on_host" | wc -l) on the host"
+count() { printf '%s' "$1" | grep -c . || true; }
+echo "unrun-tests: every test of the host's build ran: $(count "$ran_in_chroot") in the fresh machine, $(count "$on_host") on the host"

@@ -184,10 +184,12 @@ def across_hosts(k):
     k.matches_reference(job, spec, workers=3)
 
 
-def interrupted_job(k, inject, steps=240, at_step=80):
+def interrupted_job(k, inject, steps=120, at_step=40, checkpoint_every=10):
     """A 2-rank job on 3 workers (one spare), a fault injected at `at_step` by `inject(job_id,
-    victim, ranks)`, and then the job's end, compared bit for bit with the uninterrupted local run."""
-    spec = k.spec(world_size=2, steps=steps, checkpoint_every=20)
+    victim, ranks)`, and then the job's end, compared bit for bit with the uninterrupted local run.
+    The fault lands after several checkpoints, with two thirds of the job still to run: a restart
+    resumes from a checkpoint, not from the start, and the job cannot end before the fault."""
+    spec = k.spec(world_size=2, steps=steps, checkpoint_every=checkpoint_every)
     job_id = k.cluster.submit(spec)
     k.wait_step(job_id, at_step)
     ranks = k.ranks(job_id, 1)
@@ -313,7 +315,9 @@ def coordinator_replaced(k):
                                  what="the job known to the new coordinator")
         k.expect(c.events(job, "CoordinatorRestarted"), "no CoordinatorRestarted event")
 
-    job, _ = interrupted_job(k, inject)
+    # Longer than the other faults' jobs: training goes on while the coordinator is away, and
+    # the job must still be running when the new one comes up to adopt it.
+    job, _ = interrupted_job(k, inject, steps=240, at_step=80, checkpoint_every=20)
     if job:
         k.expect(int(job.get("restarts", 0)) == 0,
                  f"the job restarted {job.get('restarts')} times; it should have gone on by itself")
