@@ -107,9 +107,15 @@ kill_inside() {
   done
 }
 
+# Undoes mount_run: everything below the run's root, then the root's own bind mount.
+unmount_run() {
+  unmount_below "$root"
+  if mountpoint -q "$root" 2>/dev/null; then umount "$root" 2>/dev/null || umount -l "$root" 2>/dev/null || true; fi
+}
+
 cleanup() {
   kill_inside "$root"
-  unmount_below "$root"
+  unmount_run
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -143,10 +149,18 @@ make_base() {
 
 # A fresh copy of the base with the repository's HEAD cloned into $src.
 prepare_run() {
-  unmount_below "$root"
+  unmount_run
   rm -rf --one-file-system "$root"
   cp -a "$base" "$root"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # The machine's trust anchors, as the network it is on needs them (an intercepting proxy's CA
+  # among them): the certificates added locally, which Debian's ca-certificates adds to the bundle
+  # when a package pulls it in, and the bundle itself until then.
+  if [ -d /usr/local/share/ca-certificates ]; then
+    mkdir -p "$root/usr/local/share/ca-certificates" "$root/etc/ssl/certs"
+    cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+    [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  fi
   # debootstrap writes no /etc/hosts; Debian's installer (and every container runtime) does, and
   # without it `localhost` does not resolve.
   if [ ! -s "$root/etc/hosts" ]; then
@@ -163,6 +177,10 @@ prepare_run() {
 }
 
 mount_run() {
+  # The root a mount point of its own, as on any machine or container: a process there can then
+  # make its mounts private in a namespace of its own (mount --make-rprivate /), which the
+  # comm tests' rank with a /dev/shm of its own does.
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"

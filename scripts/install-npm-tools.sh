@@ -16,6 +16,12 @@ if ! command -v npm > /dev/null; then
     || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends nodejs npm > /dev/null; }
 fi
 
+# Node.js trusts its own roots only; the system's bundle adds the CAs installed on this machine
+# (a proxy's, say), as every other tool here trusts them.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
+
 for dir in tests/deploy/k8s-schemas tests/tokenizer/reference tests/openapi; do
   lock="$repo/$dir/package-lock.json"
   stamp="$repo/$dir/node_modules/.package-lock.json"
