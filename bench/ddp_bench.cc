@@ -81,7 +81,8 @@ absl::StatusOr<std::vector<coordinator::RankHost>> BenchRanks(const v1::JobSpec&
   const int gpus = static_cast<int>(device::ListGpus().size());
   std::vector<coordinator::RankHost> hosts;
   for (int r = 0; r < ranks; ++r) {
-    auto d = device::ResolveDevice(cuda && gpus > 0 ? absl::StrCat("cuda:", r % gpus) : "cpu");
+    auto d =
+        device::ResolveDevice(cuda && gpus > 0 ? device::DeviceRequest::Gpu(r % gpus) : device::DeviceRequest::Cpu());
     if (!d.ok()) return d.status();
     hosts.push_back({absl::StrCat("bench-", r), HostName(), *d});
   }

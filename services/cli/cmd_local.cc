@@ -19,6 +19,7 @@
 #include "gradsync/cli/local_cluster_file.h"
 #include "gradsync/core/child_process.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/device/device_request.h"
 #include "local_cluster.h"
 
 namespace gradsync::cli {
@@ -68,7 +69,9 @@ int Up(const Args& args) {
   auto port = args.GetInt("coordinator-port", 0, 0, 65535);
   auto rest_port = args.GetInt("rest-port", 0, 0, 65535);
   auto metrics_port = args.GetInt("metrics-port", 0, 0, 65535);
-  for (const absl::Status& s : {workers.status(), port.status(), rest_port.status(), metrics_port.status()}) {
+  auto device = device::ParseDeviceRequest(args.Get("device", "auto"), "--device");
+  for (const absl::Status& s :
+       {workers.status(), port.status(), rest_port.status(), metrics_port.status(), device.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 2;
@@ -96,7 +99,7 @@ int Up(const Args& args) {
   options.coordinator_port = *port;
   options.rest_port = *rest_port;
   options.metrics_port = *metrics_port;
-  options.device = args.Get("device", "auto");
+  options.device = *device;
   options.bind_cpus = !args.Has("no-cpu-binding");
   for (const std::string& root : args.GetAll("data-root")) options.data_roots.push_back(fs::absolute(root).string());
 

@@ -13,6 +13,7 @@
 #include "display.h"
 #include "gradsync/core/secret_file.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/device/device_request.h"
 #include "grpc_job_client.h"
 #include "local_cluster.h"
 #include "local_tokens.h"
@@ -102,9 +103,12 @@ int RunCommand(const std::vector<std::string>& argv) {
     return 2;
   }
   auto workers = args->GetInt("workers", 0, 1, 1024);
-  if (!workers.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(workers.status().message()).c_str());
-    return 2;
+  auto device = device::ParseDeviceRequest(args->Get("device", "auto"), "--device");
+  for (const absl::Status& s : {workers.status(), device.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 2;
+    }
   }
   auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
   if (!spec.ok()) {
@@ -118,7 +122,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   options.workers = *workers > 0 ? *workers : spec->training().world_size();
   options.state_dir = args->Get("state-dir", "");
   if (options.state_dir.empty()) options.state_dir = MakeRunDir();
-  options.device = args->Get("device", "auto");
+  options.device = *device;
   options.bind_cpus = !args->Has("no-cpu-binding");
   options.data_roots = RunDataRoots(*spec);
   if (options.state_dir.empty()) {

@@ -1,9 +1,9 @@
 #include "local_cluster.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -138,13 +138,13 @@ absl::Status LocalCluster::StartWorkers(const std::string& metrics) {
   const fs::path state(options_.state_dir);
   const int gpus = static_cast<int>(device::ListGpus().size());
   for (int i = 0; i < options_.workers; ++i) {
-    absl::StatusOr<std::string> worker_device = LocalWorkerDevice(options_.device, i, gpus);
+    absl::StatusOr<device::DeviceRequest> worker_device = LocalWorkerDevice(options_.device, i, gpus);
     if (!worker_device.ok()) return worker_device.status();
     std::vector<std::string> argv = {BinaryDir() + "/gradsync-worker",
                                      "--coordinator=" + address_,
                                      "--comm_host=127.0.0.1",
                                      absl::StrCat("--name=local", i),
-                                     "--device=" + *worker_device,
+                                     "--device=" + worker_device->ToString(),
                                      "--metrics=" + metrics,
                                      "--metrics_listen=127.0.0.1:0",
                                      "--health_listen=127.0.0.1:0",
@@ -160,17 +160,15 @@ absl::Status LocalCluster::StartWorkers(const std::string& metrics) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int index, int gpus) {
-  if ((device == "auto" || device == "cuda") && gpus > 0) return absl::StrCat("cuda:", index % gpus);
-  if (device == "auto" || device == "cpu") return std::string("cpu");
-  int n = 0;
-  if (device == "cuda" || (absl::StartsWith(device, "cuda:") && absl::SimpleAtoi(device.substr(5), &n) && n >= 0)) {
-    if (n < gpus) return device;
-    return absl::FailedPreconditionError(absl::StrCat("--device ", device, ": ", gpus,
-                                                      " GPUs are visible on this machine",
-                                                      device::BuiltWithCuda() ? "" : " (this build has no CUDA)"));
-  }
-  return absl::InvalidArgumentError(absl::StrCat("--device: expected auto, cpu, cuda or cuda:N, got \"", device, "\""));
+absl::StatusOr<device::DeviceRequest> LocalWorkerDevice(const device::DeviceRequest& device, int index, int gpus) {
+  using Kind = device::DeviceRequest::Kind;
+  const bool spread = device.kind == Kind::kAuto || (device.kind == Kind::kCuda && device.ordinal < 0);
+  if (spread && gpus > 0) return device::DeviceRequest::Gpu(index % gpus);
+  if (device.kind != Kind::kCuda) return device::DeviceRequest::Cpu();
+  if (std::max(device.ordinal, 0) < gpus) return device;
+  return absl::FailedPreconditionError(absl::StrCat("--device ", device.ToString(), ": ", gpus,
+                                                    " GPUs are visible on this machine",
+                                                    device::BuiltWithCuda() ? "" : " (this build has no CUDA)"));
 }
 
 absl::Status LocalCluster::WriteClusterFile() const {

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "gradsync/device/device_request.h"
 
 namespace gradsync::cli {
 
@@ -28,10 +29,10 @@ struct LocalClusterOptions {
   int rest_port = 0;
   int metrics_port = 0;  // the metrics service's /metrics
   bool with_metrics = true;
-  // The workers' --device: "auto" gives worker i GPU i mod (GPUs visible), one GPU per worker
-  // as far as they go (as torchrun's local ranks), or the CPU when there is none; "cuda" the same
-  // but refused without a GPU; "cpu" or an existing "cuda:N" goes to every worker as is.
-  std::string device = "auto";
+  // The workers' --device: auto gives worker i GPU i mod (GPUs visible), one GPU per worker
+  // as far as they go (as torchrun's local ranks), or the CPU when there is none; cuda the same
+  // but refused without a GPU; cpu or an existing cuda:N goes to every worker as is.
+  device::DeviceRequest device;
   // Worker i runs bound to part i of this process's CPUs split evenly (gradsync/core/cpu_set.h):
   // ranks synchronise every step, and unbound ones wait on each other more. No binding when
   // there are fewer CPUs than workers.
@@ -43,7 +44,7 @@ struct LocalClusterOptions {
 
 // The --device worker `index` of a local cluster gets, with `gpus` GPUs visible.
 // FAILED_PRECONDITION, naming --device, for a GPU this machine does not have.
-absl::StatusOr<std::string> LocalWorkerDevice(const std::string& device, int index, int gpus);
+absl::StatusOr<device::DeviceRequest> LocalWorkerDevice(const device::DeviceRequest& device, int index, int gpus);
 
 class LocalCluster {
  public:

@@ -140,15 +140,17 @@ std::vector<std::string> ForwardedFlags() {
 absl::StatusOr<std::vector<gradsync::worker::NodeWorker>> NodeWorkersFromFlags() {
   const std::string gpus = absl::GetFlag(FLAGS_gpus);
   const int count = absl::GetFlag(FLAGS_workers);
-  const std::string device = absl::GetFlag(FLAGS_device);
+  auto device = gradsync::device::ParseDeviceRequest(absl::GetFlag(FLAGS_device), "--device");
+  if (!device.ok()) return device.status();
   if (!gpus.empty() && count != 0) {
     return absl::InvalidArgumentError(
         "--gpus and --workers: give one, --gpus for GPU workers or --workers N for CPU ones");
   }
   if (count < 0) return absl::InvalidArgumentError(absl::StrCat("--workers: expected 1 or more, not ", count));
-  if (device != "auto" && device != (gpus.empty() ? "cpu" : "cuda")) {
+  const auto fitting = gpus.empty() ? gradsync::device::DeviceRequest::Cpu() : gradsync::device::DeviceRequest::Gpu(-1);
+  if (device->kind != gradsync::device::DeviceRequest::Kind::kAuto && *device != fitting) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--device ", device, ": the node agent gives each worker its device (",
+        absl::StrCat("--device ", device->ToString(), ": the node agent gives each worker its device (",
                      gpus.empty() ? "cpu with --workers" : "cuda:K with --gpus", "); leave --device out"));
   }
   gradsync::worker::NodeLayout layout;
@@ -217,7 +219,12 @@ int main(int argc, char** argv) {
   if (!gradsync::kernels::cpu::SetBlasThreads(absl::GetFlag(FLAGS_blas_threads))) {
     GS_LOG(WARNING) << "the BLAS in use has no thread control; --blas_threads ignored";
   }
-  auto device = gradsync::device::ResolveDevice(absl::GetFlag(FLAGS_device));
+  auto request = gradsync::device::ParseDeviceRequest(absl::GetFlag(FLAGS_device), "--device");
+  if (!request.ok()) {
+    GS_LOG(ERROR) << request.status();
+    return 2;
+  }
+  auto device = gradsync::device::ResolveDevice(*request);
   if (!device.ok()) {
     GS_LOG(ERROR) << device.status();
     return 2;

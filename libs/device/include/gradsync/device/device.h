@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/device/device_request.h"
 #include "gradsync/v1/coordinator.pb.h"
 
 namespace gradsync::device {
@@ -26,9 +27,9 @@ bool BuiltWithCuda();
 // build (any CUDA error counts as "no GPU").
 std::vector<GpuInfo> ListGpus();
 
-// Resolves a device request: "auto" (the first GPU if any, else the CPU), "cpu", "cuda" or
-// "cuda:N". A GPU comes with its ordinal and its UUID. INVALID_ARGUMENT for other text;
+// The device of this host a request names: auto the first GPU if any, else the CPU; cuda the
+// first GPU; cuda:N the GPU of ordinal N. A GPU comes with its ordinal and its UUID.
 // FAILED_PRECONDITION when a GPU is asked for and not present.
-absl::StatusOr<v1::Device> ResolveDevice(const std::string& request);
+absl::StatusOr<v1::Device> ResolveDevice(const DeviceRequest& request);
 
 }  // namespace gradsync::device
