@@ -214,10 +214,9 @@ absl::Status CoversRange(const ckpt::RankState& state, int64_t begin, int64_t n)
   const auto held = static_cast<int64_t>(state.params.size());
   if (state.adam_m.size() != state.params.size() || state.adam_v.size() != state.params.size() ||
       begin < state.shard_begin || begin + n > state.shard_begin + held) {
-    return absl::InvalidArgumentError(absl::StrCat("a state of elements [", state.shard_begin, ", ",
-                                                   state.shard_begin + held, ") with ", state.adam_m.size(), "/",
-                                                   state.adam_v.size(), " moments does not cover this rank's [", begin,
-                                                   ", ", begin + n, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a state of elements [", state.shard_begin, ", ", state.shard_begin + held, ") with ", state.adam_m.size(), "/",
+        state.adam_v.size(), " moments does not cover this rank's [", begin, ", ", begin + n, ")"));
   }
   return absl::OkStatus();
 }

@@ -153,17 +153,18 @@ class CudaReplica final : public Replica {
     // otherwise, the rest gathered where the rank keeps them whole.
     const std::span<float> params = model_->params();
     const bool all = !params_sharded() && HoldsAll(state, params.size());
-    const std::span<const float> from = all ? std::span<const float>(state.params)
-                                            : std::span<const float>(state.params).subspan(at, n);
+    const std::span<const float> from =
+        all ? std::span<const float>(state.params) : std::span<const float>(state.params).subspan(at, n);
     float* to = all ? params.data() : params.data() + begin;
     // Sharded parameters may have nothing mapped yet (nn::ModelInit::kNone).
-    if (absl::Status s = model_->CommitParams(to - params.data(), to - params.data() + static_cast<int64_t>(from.size()));
+    if (absl::Status s =
+            model_->CommitParams(to - params.data(), to - params.data() + static_cast<int64_t>(from.size()));
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = CudaStatus(
-            cudaMemcpyAsync(to, from.data(), from.size_bytes(), cudaMemcpyHostToDevice, stream_.get()),
-            "copying checkpointed parameters to the GPU");
+    if (absl::Status s =
+            CudaStatus(cudaMemcpyAsync(to, from.data(), from.size_bytes(), cudaMemcpyHostToDevice, stream_.get()),
+                       "copying checkpointed parameters to the GPU");
         !s.ok()) {
       return s;
     }
@@ -289,9 +290,9 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
     r->gather_ = std::make_unique<ddp::ParamGather>(r->model_.get(), r->comm_.get(), r->bounds_);
     r->model_->set_param_gate(r->gather_.get());
   }
-  r->description_ = absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ",
-                                 r->comm_->backend(),
-                                 r->sharded_ ? absl::StrCat(", sharding ", spec::Name(r->sharding_)) : std::string());
+  r->description_ =
+      absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ", r->comm_->backend(),
+                   r->sharded_ ? absl::StrCat(", sharding ", spec::Name(r->sharding_)) : std::string());
   return r;
 }
 

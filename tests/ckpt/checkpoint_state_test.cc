@@ -1,6 +1,6 @@
 // Sharded checkpoint parts, ReadCheckpointState and ReadCheckpointRange: shards written by any
-// world size lay into the whole state or any range of it, overlapping (whole) parts resolve to the preferred rank, gaps and disagreements
-// are DATA_LOSS naming the checkpoint, and version 1 (whole) parts still read.
+// world size lay into the whole state or any range of it, overlapping (whole) parts resolve to the preferred rank, gaps
+// and disagreements are DATA_LOSS naming the checkpoint, and version 1 (whole) parts still read.
 #include <cstring>
 #include <string>
 #include <vector>

@@ -21,8 +21,8 @@ class MetricsApiTest : public ::testing::Test {
     config_ = ::testing::TempDir() + "/metrics-api-test-config";
     std::filesystem::create_directories(config_);
     ::setenv("GRADSYNC_CONFIG_DIR", config_.c_str(), 1);
-    for (const char* name : {"GRADSYNC_STATE_DIR", "GRADSYNC_METRICS_API", "GRADSYNC_ADDRESS",
-                             "GRADSYNC_METRICS_TOKEN_FILE"}) {
+    for (const char* name :
+         {"GRADSYNC_STATE_DIR", "GRADSYNC_METRICS_API", "GRADSYNC_ADDRESS", "GRADSYNC_METRICS_TOKEN_FILE"}) {
       ::unsetenv(name);
     }
   }

@@ -40,14 +40,20 @@ TEST(JsonString, KeepsValidUtf8) {
 
 TEST(JsonString, ReplacesEachInvalidByteWithFffd) {
   const std::string r = kFffd;
-  EXPECT_EQ(RoundTrip("a\xff" "b"), "a" + r + "b");                        // never in UTF-8
-  EXPECT_EQ(RoundTrip("a\x80" "b"), "a" + r + "b");                        // stray continuation byte
-  EXPECT_EQ(RoundTrip("\xc0\xaf"), r + r);                                 // overlong '/'
-  EXPECT_EQ(RoundTrip("\xe0\x80\xaf"), r + r + r);                         // overlong, 3 bytes
-  EXPECT_EQ(RoundTrip("\xed\xa0\x80"), r + r + r);                         // a surrogate
-  EXPECT_EQ(RoundTrip("\xf4\x90\x80\x80"), r + r + r + r);                 // past U+10FFFF
-  EXPECT_EQ(RoundTrip("end \xe2\x82"), "end " + r + r);                    // truncated at the end
-  EXPECT_EQ(RoundTrip("\xc3\xa9\xc3" "x\xc3\xa9"), "\xc3\xa9" + r + "x\xc3\xa9");  // resumes after
+  EXPECT_EQ(RoundTrip("a\xff"
+                      "b"),
+            "a" + r + "b");  // never in UTF-8
+  EXPECT_EQ(RoundTrip("a\x80"
+                      "b"),
+            "a" + r + "b");                                 // stray continuation byte
+  EXPECT_EQ(RoundTrip("\xc0\xaf"), r + r);                  // overlong '/'
+  EXPECT_EQ(RoundTrip("\xe0\x80\xaf"), r + r + r);          // overlong, 3 bytes
+  EXPECT_EQ(RoundTrip("\xed\xa0\x80"), r + r + r);          // a surrogate
+  EXPECT_EQ(RoundTrip("\xf4\x90\x80\x80"), r + r + r + r);  // past U+10FFFF
+  EXPECT_EQ(RoundTrip("end \xe2\x82"), "end " + r + r);     // truncated at the end
+  EXPECT_EQ(RoundTrip("\xc3\xa9\xc3"
+                      "x\xc3\xa9"),
+            "\xc3\xa9" + r + "x\xc3\xa9");  // resumes after
 }
 
 }  // namespace

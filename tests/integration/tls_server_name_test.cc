@@ -31,15 +31,13 @@ class TlsServerName : public ::testing::Test {
         << ReadFile(dir_ + "/openssl.log");
     std::ofstream(dir_ + "/user.token") << "user-token-for-tls-names\n";
     std::ofstream(dir_ + "/cluster.token") << "cluster-token-for-tls-names\n";
-    const pid_t coordinator = children_.Start({"gradsync-coordinator", "--listen=127.0.0.1:0",
-                                               "--rest_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                                               "--state_dir=" + dir_ + "/state", "--artifact_root=" + dir_ + "/artifacts",
-                                               "--auth_token_file=" + dir_ + "/user.token",
-                                               "--cluster_token_file=" + dir_ + "/cluster.token",
-                                               "--tls_cert_file=" + dir_ + "/server.pem",
-                                               "--tls_key_file=" + dir_ + "/server.key",
-                                               "--endpoints_file=" + dir_ + "/coordinator.json"},
-                                              dir_ + "/coordinator.log");
+    const pid_t coordinator =
+        children_.Start({"gradsync-coordinator", "--listen=127.0.0.1:0", "--rest_listen=127.0.0.1:0",
+                         "--metrics_listen=127.0.0.1:0", "--state_dir=" + dir_ + "/state",
+                         "--artifact_root=" + dir_ + "/artifacts", "--auth_token_file=" + dir_ + "/user.token",
+                         "--cluster_token_file=" + dir_ + "/cluster.token", "--tls_cert_file=" + dir_ + "/server.pem",
+                         "--tls_key_file=" + dir_ + "/server.key", "--endpoints_file=" + dir_ + "/coordinator.json"},
+                        dir_ + "/coordinator.log");
     std::map<std::string, std::string> endpoints;
     const absl::Time deadline = absl::Now() + absl::Seconds(20);
     while (endpoints["rest"].empty() && absl::Now() < deadline && ProcessAlive(coordinator)) {
@@ -53,8 +51,8 @@ class TlsServerName : public ::testing::Test {
 
   // `gradsync list` against `address` with the token and the CA, then `extra`.
   CommandResult List(const std::string& address, const std::vector<std::string>& extra = {}) const {
-    std::vector<std::string> args = {"gradsync", "list",     "--address",       address,
-                                     "--tls-ca", CaFile(),   "--token-file",    dir_ + "/user.token"};
+    std::vector<std::string> args = {"gradsync", "list",   "--address",    address,
+                                     "--tls-ca", CaFile(), "--token-file", dir_ + "/user.token"};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunBinary(args);
   }
@@ -133,24 +131,32 @@ TEST_F(TlsServerName, HealthcheckVerifiesTheCertificateAgainstTheGivenName) {
 }
 
 TEST_F(TlsServerName, WorkerWithTheNameRegistersAndTrains) {
-  const std::vector<std::string> tls = {"--cluster_token_file=" + dir_ + "/cluster.token",
-                                        "--tls_ca_file=" + CaFile()};
+  const std::vector<std::string> tls = {"--cluster_token_file=" + dir_ + "/cluster.token", "--tls_ca_file=" + CaFile()};
   // Without the name the worker cannot verify the coordinator and says why.
   const pid_t unnamed = children_.Start(WorkerArgs(grpc_, tls), dir_ + "/unnamed.log");
   const absl::Time deadline = absl::Now() + absl::Seconds(15);
   while (absl::Now() < deadline && !absl::StrContains(ReadFile(dir_ + "/unnamed.log"), "peer certificate")) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/unnamed.log"), "peer certificate")) << ReadFile(dir_ + "/unnamed.log");
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir_ + "/unnamed.log"), "peer certificate"))
+      << ReadFile(dir_ + "/unnamed.log");
   children_.Stop(unnamed);
 
   std::vector<std::string> named = tls;
   named.push_back(absl::StrCat("--tls_server_name=", kServiceName));
   children_.Start(WorkerArgs(grpc_, named), dir_ + "/worker.log");
-  const std::vector<std::string> connection = {"--address",    grpc_, "--tls-ca", CaFile(), "--tls-server-name",
-                                               kServiceName, "--token-file", dir_ + "/user.token"};
-  std::vector<std::string> submit = {"gradsync", "submit", ExamplePath("mlp.yaml"), "--set", "training.worldSize=1",
-                                     "--set", "training.maxSteps=10", "--set", "training.epochs=0", "--wait"};
+  const std::vector<std::string> connection = {"--address",         grpc_,        "--tls-ca",     CaFile(),
+                                               "--tls-server-name", kServiceName, "--token-file", dir_ + "/user.token"};
+  std::vector<std::string> submit = {"gradsync",
+                                     "submit",
+                                     ExamplePath("mlp.yaml"),
+                                     "--set",
+                                     "training.worldSize=1",
+                                     "--set",
+                                     "training.maxSteps=10",
+                                     "--set",
+                                     "training.epochs=0",
+                                     "--wait"};
   submit.insert(submit.end(), connection.begin(), connection.end());
   CommandResult r = RunBinary(submit);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << ReadFile(dir_ + "/worker.log");

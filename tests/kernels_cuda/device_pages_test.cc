@@ -113,8 +113,8 @@ TEST_F(DevicePagesTest, ReleasedMemoryGoesBackToTheDeviceAndThePeakRemembersIt) 
   ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
   EXPECT_GE(static_cast<int64_t>(free_after) - static_cast<int64_t>(free_before), count * 4 - (8 << 20))
       << "the device did not get the released memory back";
-  EXPECT_EQ(p.peak_mapped_bytes(), (count * 4 + p.chunk_elements() * 4 - 1) / (p.chunk_elements() * 4) *
-                                       (p.chunk_elements() * 4));
+  EXPECT_EQ(p.peak_mapped_bytes(),
+            (count * 4 + p.chunk_elements() * 4 - 1) / (p.chunk_elements() * 4) * (p.chunk_elements() * 4));
   p.ResetPeak();
   EXPECT_EQ(p.peak_mapped_bytes(), 0);
   ASSERT_TRUE(p.Commit(0, p.chunk_elements()).ok());

@@ -512,15 +512,16 @@ TEST(NormalizeTest, ExplicitZerosAreJudgedNotDefaulted) {
   built.mutable_training()->set_world_size(0);
   EXPECT_THAT(std::string(Normalize(built).status().message()), HasSubstr("training.worldSize"));
 
-  absl::StatusOr<v1::JobSpec> kept = Normalize(*ParseJobSpec(
-      "training: {beta1: 0, minLrRatio: 0}\ndata: {synthetic: {seed: 0}}", "a"));
+  absl::StatusOr<v1::JobSpec> kept =
+      Normalize(*ParseJobSpec("training: {beta1: 0, minLrRatio: 0}\ndata: {synthetic: {seed: 0}}", "a"));
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(kept->training().beta1(), 0);
   EXPECT_EQ(kept->training().min_lr_ratio(), 0);
   EXPECT_EQ(kept->data().synthetic().seed(), 0u);
 
   // Left out, they take their defaults; an empty override leaves them out.
-  absl::StatusOr<v1::JobSpec> unset = Normalize(*ParseJobSpec("training: {worldSize: 0}", "a", {"training.worldSize="}));
+  absl::StatusOr<v1::JobSpec> unset =
+      Normalize(*ParseJobSpec("training: {worldSize: 0}", "a", {"training.worldSize="}));
   ASSERT_TRUE(unset.ok()) << unset.status();
   EXPECT_EQ(unset->training().world_size(), 1);
 }

@@ -240,8 +240,7 @@ TEST(ParseErrorTest, OneDocumentOnly) {
 // On this text yaml-cpp's parser, after a spec and a stray scalar, returns empty documents at the
 // `?` forever: YAML::LoadAll never ends and runs out of memory. The parse must end with an error.
 TEST(ParseErrorTest, TextThatKeepsYamlCppsParserInPlaceEnds) {
-  const std::string text =
-      "{\n  \"namee80\",, \"beta1\": 0.999,\n       {\"nt,\"}}onstant\"},\n? .n\n  \"naddpmnLrR\"";
+  const std::string text = "{\n  \"namee80\",, \"beta1\": 0.999,\n       {\"nt,\"}}onstant\"},\n? .n\n  \"naddpmnLrR\"";
   EXPECT_EQ(ParseError(text), "job.yaml: expected one YAML document, found a second at line 3, column 16");
 }
 

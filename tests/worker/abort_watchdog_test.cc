@@ -60,7 +60,8 @@ TEST(AbortWatchdog, NeverFiresForAGenerationThatStopped) {
 // generation to stop, the watchdog must not end the process.
 TEST(AbortWatchdog, AnAbortBetweenGenerationsNeverFires) {
   Expiry expiry;
-  AbortWatchdog watchdog(absl::Milliseconds(100), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
+  AbortWatchdog watchdog(
+      absl::Milliseconds(100), [] { return ""; }, [&expiry](const std::string& why) { expiry(why); });
   watchdog.AbortRequested();  // before any generation
   EXPECT_FALSE(expiry.fired.WaitForNotificationWithTimeout(absl::Seconds(1)));
   watchdog.GenerationStarted();

@@ -169,11 +169,12 @@ TwoRanks TrainTwoRanksOnTheGpu(const v1::Assignment& a, double max_norm) {
         ASSERT_TRUE((*r)->model().ForwardBackward(batch, 1.0f / (2.0f * batch.tokens.size()), {}).ok());
         // As the reducer does: "gradients" leaves each rank the sums of its own shard alone.
         const std::span<float> grads = (*r)->model().grads();
-        ASSERT_TRUE((sharding == "gradients" || sharding == "full"
-                         ? (*r)->comm().ReduceScatterBlocks(grads, comm::EvenBounds(static_cast<int64_t>(grads.size()), 2))
-                         : (*r)->comm().AllReduce(grads, comm::ReduceOp::kSum))
-                        ->Wait()
-                        .ok());
+        ASSERT_TRUE(
+            (sharding == "gradients" || sharding == "full"
+                 ? (*r)->comm().ReduceScatterBlocks(grads, comm::EvenBounds(static_cast<int64_t>(grads.size()), 2))
+                 : (*r)->comm().AllReduce(grads, comm::ReduceOp::kSum))
+                ->Wait()
+                .ok());
         ASSERT_TRUE((*r)->Step(1e-3, max_norm).ok());
       }
       run.params[rank] = *(*r)->HostParams();
@@ -370,9 +371,8 @@ TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
         r.ZeroGrads();
         ASSERT_TRUE(r.model().ForwardBackward(TinyBatch(2, s), 1.0f / 256, {}).ok());
         const std::span<float> grads = r.model().grads();
-        ASSERT_TRUE(r.comm().ReduceScatterBlocks(grads, comm::EvenBounds(static_cast<int64_t>(grads.size()), 2))
-                        ->Wait()
-                        .ok());
+        ASSERT_TRUE(
+            r.comm().ReduceScatterBlocks(grads, comm::EvenBounds(static_cast<int64_t>(grads.size()), 2))->Wait().ok());
         ASSERT_TRUE(r.Step(1e-3, 0.5).ok());
       }
       const auto [begin, end] = r.StateRange();

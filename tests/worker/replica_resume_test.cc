@@ -34,8 +34,7 @@ TrainConfig ShardedConfig(spec::Sharding sharding, int world, int rank) {
 
 // Runs `body(rank, replica)` on `world` ranks at once, each with its replica.
 template <typename Body>
-void OnRanks(testing::CoordinatorServer& server, const std::string& ns, spec::Sharding sharding, int world,
-             Body body) {
+void OnRanks(testing::CoordinatorServer& server, const std::string& ns, spec::Sharding sharding, int world, Body body) {
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.emplace_back([&, rank] {
@@ -139,8 +138,7 @@ TEST(ReplicaResumeRefusal, AStateNotCoveringTheRanksRangeChangesNothing) {
     other.shard_begin = begin + 1;  // one element short of this rank's range
     const absl::Status s = r.LoadState(other);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-    EXPECT_NE(s.message().find(absl::StrCat("does not cover this rank's [", begin, ", ", end, ")")),
-              std::string::npos)
+    EXPECT_NE(s.message().find(absl::StrCat("does not cover this rank's [", begin, ", ", end, ")")), std::string::npos)
         << s;
     EXPECT_TRUE(std::equal(before.begin(), before.end(), r.model().params().begin())) << "rank " << rank;
   });

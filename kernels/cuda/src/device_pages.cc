@@ -120,8 +120,8 @@ absl::Status DevicePages::Reserve() {
   const Driver& d = TheDriver();
   const CUmemAllocationProp prop = DeviceProp(device_);
   size_t granularity = 0;
-  GRADSYNC_CUDA_RETURN_IF_ERROR(DriverStatus(
-      d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity"));
+  GRADSYNC_CUDA_RETURN_IF_ERROR(DriverStatus(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                                             "cuMemGetAllocationGranularity"));
   const auto g = static_cast<int64_t>(std::max<size_t>(granularity, sizeof(float)));
   const int64_t bytes = std::max<int64_t>(count_ * static_cast<int64_t>(sizeof(float)), 1);
   const int64_t per_chunk = (bytes + kMaxChunks * g - 1) / (kMaxChunks * g);  // granules a chunk

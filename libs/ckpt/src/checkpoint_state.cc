@@ -57,8 +57,8 @@ class RangeAssembler {
       return absl::InvalidArgumentError(absl::StrCat("elements [", begin_, ", ", end, ") are no range"));
     }
     if (end > total) {
-      return absl::FailedPreconditionError(absl::StrCat(m_.dir(), ": elements [", begin_, ", ", end,
-                                                        ") are beyond the checkpoint's model of ", total));
+      return absl::FailedPreconditionError(
+          absl::StrCat(m_.dir(), ": elements [", begin_, ", ", end, ") are beyond the checkpoint's model of ", total));
     }
     end_ = end;
     state_.model = part.model;
@@ -79,9 +79,8 @@ class RangeAssembler {
     if (part.params.empty()) return absl::OkStatus();
     const bool moments = !part.adam_m.empty();
     if (moments_.has_value() && moments != moments_->second) {
-      return absl::DataLossError(absl::StrCat(m_.dir(), ": rank ", part.rank, "'s part ",
-                                              moments ? "carries" : "lacks", " optimizer state where rank ",
-                                              moments_->first, "'s does not"));
+      return absl::DataLossError(absl::StrCat(m_.dir(), ": rank ", part.rank, "'s part ", moments ? "carries" : "lacks",
+                                              " optimizer state where rank ", moments_->first, "'s does not"));
     }
     if (!moments_.has_value()) {
       moments_.emplace(part.rank, moments);

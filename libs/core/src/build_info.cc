@@ -16,8 +16,8 @@ const BuildInfo& GetBuildInfo() {
 std::string VersionLine(std::string_view program) {
   const BuildInfo& info = GetBuildInfo();
   const std::string cuda = info.cuda == "none" ? "no CUDA" : "CUDA " + std::string(info.cuda);
-  return std::string(program) + " " + std::string(info.version) + " (commit " + std::string(info.commit) + ", " +
-         cuda + ")";
+  return std::string(program) + " " + std::string(info.version) + " (commit " + std::string(info.commit) + ", " + cuda +
+         ")";
 }
 
 }  // namespace gradsync

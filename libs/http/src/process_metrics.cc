@@ -92,9 +92,8 @@ prometheus::MetricFamily BuildInfoFamily() {
   prometheus::MetricFamily family = Family(
       "gradsync_build_info", "1, labelled with the version, git commit and CUDA toolkit (or none) of this binary",
       prometheus::MetricType::Gauge, 1);
-  family.metric[0].label = {{"commit", std::string(info.commit)},
-                            {"cuda", std::string(info.cuda)},
-                            {"version", std::string(info.version)}};
+  family.metric[0].label = {
+      {"commit", std::string(info.commit)}, {"cuda", std::string(info.cuda)}, {"version", std::string(info.version)}};
   return family;
 }
 
@@ -115,8 +114,7 @@ class ProcessCollector : public prometheus::Collectable {
       }
     }
     if (const std::optional<double> fds = OpenFds()) {
-      families.push_back(
-          Family("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, *fds));
+      families.push_back(Family("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, *fds));
     }
     return families;
   }

@@ -43,7 +43,8 @@ absl::Status CheckHealth(const std::string& address, const std::string& service,
   }
   if (!s.ok()) return FromGrpc(s);
   if (resp.status() != HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(address, " is ", HealthCheckResponse::ServingStatus_Name(resp.status())));
+    return absl::UnavailableError(
+        absl::StrCat(address, " is ", HealthCheckResponse::ServingStatus_Name(resp.status())));
   }
   return absl::OkStatus();
 }

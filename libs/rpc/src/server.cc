@@ -63,11 +63,12 @@ absl::StatusOr<ChannelOptions> ChannelOptions::FromFiles(const std::string& ca_f
 absl::Status CheckTlsServerName(const std::string& name) {
   constexpr size_t kMaxDnsName = 253;
   if (name.size() > kMaxDnsName) {
-    return absl::InvalidArgumentError(absl::StrCat("a name of ", name.size(), " characters; a DNS name has at most 253"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a name of ", name.size(), " characters; a DNS name has at most 253"));
   }
   // Anything else would be a URL's port or path to libcurl, or a name no certificate carries.
-  const bool allowed = std::all_of(name.begin(), name.end(),
-                                   [](char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.'; });
+  const bool allowed =
+      std::all_of(name.begin(), name.end(), [](char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.'; });
   if (!allowed || absl::StartsWith(name, ".") || absl::StartsWith(name, "-")) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", name, "\" is not a DNS name or IPv4 address (letters, digits, '-' and '.')"));

@@ -7,7 +7,8 @@
 // buffers, comm::BlockRange(total, N, r), so the ranks write one copy of the state between
 // them, in parallel, whatever ddp.sharding is. ReadCheckpointState lays the shards of every part
 // into whole buffers, and ReadCheckpointRange into the range one rank resumes, so any world size
-// resumes from any checkpoint (a job that grows or shrinks reshards). A rank with rank-local parameters (ddp.ignoreParams) writes a whole part.
+// resumes from any checkpoint (a job that grows or shrinks reshards). A rank with rank-local parameters
+// (ddp.ignoreParams) writes a whole part.
 //
 // A rank part, "rank-%05d.bin" (little-endian):
 //   "GSCKPART" | u32 version (3) | u64 file bytes (trailer included)
