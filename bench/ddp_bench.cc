@@ -19,6 +19,7 @@
 #include "gradsync/device/device.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
 #include "gradsync/spec/choices.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 #include "placement.h"
 #include "proc_stats.h"
@@ -92,7 +93,9 @@ absl::StatusOr<std::vector<coordinator::RankHost>> BenchRanks(const v1::JobSpec&
 // This rank's assignment, placed as the coordinator would place the gang.
 absl::StatusOr<v1::Assignment> BenchAssignment(const v1::JobSpec& spec, const BenchArgs& args,
                                                const std::vector<coordinator::RankHost>& hosts) {
-  auto placement = coordinator::PlaceRanks(spec, hosts);
+  auto model = spec::PlanModel(spec);
+  if (!model.ok()) return model.status();
+  auto placement = coordinator::PlaceRanks(spec, *model, hosts);
   if (!placement.ok()) return placement.status();
   v1::Assignment a;
   a.set_job_id("bench");

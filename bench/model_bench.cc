@@ -18,6 +18,7 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/optimizer.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 #include "model_bench_gpu.h"
 
@@ -34,7 +35,7 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch, int64_t tokens_per_step,
+int RunOnGpu(const gradsync::nn::ModelPlan& plan, const gradsync::nn::Batch& batch, int64_t tokens_per_step,
              double flops_per_token, const std::string& device, const std::string& precision,
              const std::string& attention, int steps, int warmup) {
   int index = 0;
@@ -45,7 +46,7 @@ int RunOnGpu(const gradsync::v1::JobSpec& spec, const gradsync::nn::Batch& batch
   if (precision != "bf16" && precision != "fp32") {
     return Fail("--precision: expected bf16 or fp32, got \"" + precision + "\"");
   }
-  auto r = gradsync::bench::RunGpuModelBench(spec, batch, tokens_per_step, index, precision == "bf16", attention, steps,
+  auto r = gradsync::bench::RunGpuModelBench(plan, batch, tokens_per_step, index, precision == "bf16", attention, steps,
                                              warmup);
   if (!r.ok()) return Fail(std::string(r.status().message()));
   const double step_seconds = r->forward_backward_seconds + r->optimizer_seconds;
@@ -86,9 +87,10 @@ int main(int argc, char** argv) {
   // Defaults only: the bench reads no data (a transformer spec without data would not validate),
   // and CreateModel checks the model section.
   spec::FillDefaults(&*spec);
-  auto created = nn::CreateModel(*spec);
-  if (!created.ok()) return Fail(std::string(created.status().message()));
-  nn::Model& model = **created;
+  auto plan = spec::PlanModel(*spec);
+  if (!plan.ok()) return Fail(std::string(plan.status().message()));
+  const std::unique_ptr<nn::Model> created = nn::CreateModel(*plan);
+  nn::Model& model = *created;
 
   // Random tokens (transformers) or random features and classes (mlp): speed does not depend
   // on the values.
@@ -97,22 +99,21 @@ int main(int argc, char** argv) {
   batch.size = *batch_size;
   int64_t tokens_per_step = *batch_size;
   double flops_per_token = 0;
-  if (nn::IsTransformerPreset(preset)) {
-    const v1::TransformerConfig& t = spec->model().transformer();
-    tokens_per_step = int64_t{*batch_size} * t.seq_len();
+  if (const nn::TransformerPlan* t = plan->transformer()) {
+    tokens_per_step = int64_t{*batch_size} * t->dims.seq_len;
     for (int64_t i = 0; i < tokens_per_step; ++i) {
-      batch.tokens.push_back(static_cast<int32_t>(rng.Below(t.vocab_size())));
-      batch.targets.push_back(static_cast<int32_t>(rng.Below(t.vocab_size())));
+      batch.tokens.push_back(static_cast<int32_t>(rng.Below(static_cast<uint64_t>(t->dims.vocab))));
+      batch.targets.push_back(static_cast<int32_t>(rng.Below(static_cast<uint64_t>(t->dims.vocab))));
     }
-    flops_per_token = nn::FlopsPerToken(t);
+    flops_per_token = nn::FlopsPerToken(t->config);
   } else {
-    const v1::SyntheticData& d = spec->data().synthetic();
-    batch.feature_dim = d.input_dim();
-    for (int64_t i = 0; i < int64_t{*batch_size} * d.input_dim(); ++i) {
+    const nn::MlpConfig& m = *plan->mlp();
+    batch.feature_dim = m.input_dim;
+    for (int64_t i = 0; i < int64_t{*batch_size} * m.input_dim; ++i) {
       batch.features.push_back(static_cast<float>(rng.Normal()));
     }
     for (int i = 0; i < *batch_size; ++i) {
-      batch.targets.push_back(static_cast<int32_t>(rng.Below(d.num_classes())));
+      batch.targets.push_back(static_cast<int32_t>(rng.Below(static_cast<uint64_t>(m.num_classes))));
     }
   }
 
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
     return Fail("--attention: expected products, flash or fused, got \"" + attention + "\"");
   }
   if (device != "cpu") {
-    return RunOnGpu(*spec, batch, tokens_per_step, flops_per_token, device, args->Get("precision", "bf16"), attention,
+    return RunOnGpu(*plan, batch, tokens_per_step, flops_per_token, device, args->Get("precision", "bf16"), attention,
                     *steps, *warmup);
   }
 

@@ -60,9 +60,9 @@ absl::StatusOr<double> MatmulPeak(cudaStream_t stream, int64_t n = 8192, int rep
 
 }  // namespace
 
-absl::StatusOr<GpuModelBench> RunGpuModelBench(const v1::JobSpec& spec, const nn::Batch& batch, int64_t tokens_per_step,
-                                               int device, bool bf16, const std::string& attention, int steps,
-                                               int warmup) {
+absl::StatusOr<GpuModelBench> RunGpuModelBench(const nn::ModelPlan& plan, const nn::Batch& batch,
+                                               int64_t tokens_per_step, int device, bool bf16,
+                                               const std::string& attention, int steps, int warmup) {
   absl::StatusOr<nn::cuda::AttentionKernels> kernels = nn::cuda::ParseAttentionKernels(attention);
   if (!kernels.ok()) return absl::InvalidArgumentError(absl::StrCat("--attention: ", kernels.status().message()));
   if (absl::Status s = CudaStatus(cudaSetDevice(device), "cudaSetDevice"); !s.ok()) return s;
@@ -87,7 +87,7 @@ absl::StatusOr<GpuModelBench> RunGpuModelBench(const v1::JobSpec& spec, const nn
     mo.stream = stream;
     mo.precision = bf16 ? nn::cuda::Precision::kBf16 : nn::cuda::Precision::kFp32;
     mo.attention = *kernels;
-    auto model = nn::cuda::CreateCudaModel(spec, mo);
+    auto model = nn::cuda::CreateCudaModel(plan, mo);
     if (!model.ok()) return model.status();
     out.model = (*model)->Describe();
     auto clip = nn::cuda::CudaGradClip::Create(stream);

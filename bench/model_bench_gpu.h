@@ -7,7 +7,6 @@
 
 #include "absl/status/statusor.h"
 #include "gradsync/nn/model.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::bench {
 
@@ -22,8 +21,8 @@ struct GpuModelBench {
 };
 
 // `attention` names the bf16 attention kernels (products, flash or fused; nn/cuda/cuda_model.h).
-absl::StatusOr<GpuModelBench> RunGpuModelBench(const v1::JobSpec& spec, const nn::Batch& batch, int64_t tokens_per_step,
-                                               int device, bool bf16, const std::string& attention, int steps,
-                                               int warmup);
+absl::StatusOr<GpuModelBench> RunGpuModelBench(const nn::ModelPlan& plan, const nn::Batch& batch,
+                                               int64_t tokens_per_step, int device, bool bf16,
+                                               const std::string& attention, int steps, int warmup);
 
 }  // namespace gradsync::bench

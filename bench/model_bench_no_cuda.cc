@@ -2,7 +2,7 @@
 
 namespace gradsync::bench {
 
-absl::StatusOr<GpuModelBench> RunGpuModelBench(const v1::JobSpec&, const nn::Batch&, int64_t, int, bool,
+absl::StatusOr<GpuModelBench> RunGpuModelBench(const nn::ModelPlan&, const nn::Batch&, int64_t, int, bool,
                                                const std::string&, int, int) {
   return absl::FailedPreconditionError("--device: cuda needs a build with CUDA; this one has none");
 }

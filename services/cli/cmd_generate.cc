@@ -22,6 +22,7 @@
 #include "gradsync/core/rng.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/tokenizer/tokenizer.h"
 
 namespace gradsync::cli {
@@ -73,19 +74,19 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path, const tokenizer::
     return absl::InvalidArgumentError(absl::StrCat(path, ": holds a model of preset \"", file->model.preset(),
                                                    "\"; gradsync generate needs a transformer's weights"));
   }
-  // Files hold the resolved network; resolving again also covers a spec that names only a preset.
-  absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(file->model);
-  if (!config.ok()) return config.status();
-  if (config->vocab_size() != tokenizer.vocab_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the model's vocabulary has ", config->vocab_size(),
-                                                   " tokens but ", what, " has ", tokenizer.vocab_size(),
-                                                   "; pass --tokenizer with the tokenizer the model was trained with"));
-  }
+  // Files hold the resolved network; planning also covers a spec that names only a preset.
   v1::JobSpec spec;
   *spec.mutable_model() = file->model;
-  absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
-  if (!model.ok()) return model.status();
-  const nn::ParamLayout& want = (*model)->layout();
+  absl::StatusOr<nn::ModelPlan> plan = spec::PlanModel(spec);
+  if (!plan.ok()) return plan.status();
+  const nn::TransformerDims& dims = plan->transformer()->dims;
+  if (dims.vocab != tokenizer.vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the model's vocabulary has ", dims.vocab, " tokens but ",
+                                                   what, " has ", tokenizer.vocab_size(),
+                                                   "; pass --tokenizer with the tokenizer the model was trained with"));
+  }
+  std::unique_ptr<nn::Model> model = nn::CreateModel(*plan);
+  const nn::ParamLayout& want = model->layout();
   const nn::ParamLayout& got = file->layout;
   for (int i = 0; i < std::max(want.size(), got.size()); ++i) {
     if (i >= want.size() || i >= got.size() || want.param(i).name != got.param(i).name ||
@@ -98,11 +99,11 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path, const tokenizer::
                                                      " but the model its spec describes has ", describe(want)));
     }
   }
-  if (want.Hash() != got.Hash() || file->values.size() != (*model)->params().size()) {
+  if (want.Hash() != got.Hash() || file->values.size() != model->params().size()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": its parameter layout differs from the model's"));
   }
-  std::copy(file->values.begin(), file->values.end(), (*model)->params().begin());
-  return LoadedModel{*std::move(model), config->seq_len(), config->vocab_size()};
+  std::copy(file->values.begin(), file->values.end(), model->params().begin());
+  return LoadedModel{std::move(model), static_cast<int>(dims.seq_len), static_cast<int>(dims.vocab)};
 }
 
 // One token from `logits` (one row of vocabulary size): the likeliest when temperature is 0,
@@ -151,8 +152,7 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const Args& 
 }  // namespace
 
 int GenerateCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs(
-      "generate", argv, {{"weights"}, {"prompt"}, {"tokenizer"}, {"tokens"}, {"temperature"}, {"top-k"}, {"seed"}});
+  absl::StatusOr<Args> args = ParseCommandArgs("generate", argv);
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()));
   if (!args->positional.empty() || !args->Has("weights") || !args->Has("prompt")) return Fail(Usage());
   const std::string prompt = args->Get("prompt");

@@ -18,6 +18,7 @@
 #include "gradsync/ckpt/interchange.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 #include "output_format.h"
 
@@ -133,14 +134,15 @@ int Logits(const Args& args) {
   if (!w.ok()) return Fail(std::string(w.status().message()));
   v1::JobSpec spec;
   *spec.mutable_model() = w->model;
-  absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
-  if (!model.ok()) return Fail(std::string(model.status().message()));
-  if ((*model)->layout().Hash() != w->layout.Hash()) return Fail("the weights' layout is not their model's");
-  std::copy(w->values.begin(), w->values.end(), (*model)->params().begin());
+  absl::StatusOr<nn::ModelPlan> plan = spec::PlanModel(spec);
+  if (!plan.ok()) return Fail(std::string(plan.status().message()));
+  const std::unique_ptr<nn::Model> model = nn::CreateModel(*plan);
+  if (model->layout().Hash() != w->layout.Hash()) return Fail("the weights' layout is not their model's");
+  std::copy(w->values.begin(), w->values.end(), model->params().begin());
   nn::Batch batch;
   batch.size = 1;
   batch.tokens = *tokens;
-  absl::StatusOr<std::vector<float>> logits = (*model)->Predict(batch);
+  absl::StatusOr<std::vector<float>> logits = model->Predict(batch);
   if (!logits.ok()) return Fail(std::string(logits.status().message()));
   const size_t vocab = logits->size() / tokens->size();
   std::string out = absl::StrCat("{\"vocab\": ", vocab, ", \"logits\": [");
@@ -158,7 +160,7 @@ int Logits(const Args& args) {
 }  // namespace
 
 int ModelCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("model", argv, {{"set"}, {"output", true, 'o'}, {"tokens"}, {"preset"}});
+  absl::StatusOr<Args> args = ParseCommandArgs("model", argv);
   const std::string usage = GroupUsage("model");
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", usage));
   if (!args->positional.empty() && args->positional[0] == "logits") return Logits(*args);

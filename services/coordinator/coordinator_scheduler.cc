@@ -10,6 +10,7 @@
 #include "coordinator.h"
 #include "gradsync/device/gpu_peak.h"
 #include "gradsync/spec/choices.h"
+#include "gradsync/spec/job_plan.h"
 #include "placement.h"
 
 namespace gradsync::coordinator {
@@ -80,7 +81,9 @@ void Coordinator::ScheduleLocked() {
     std::vector<WorkerLease*> gang(idle.begin(), idle.begin() + take);
     std::vector<RankHost> hosts;
     for (const WorkerLease* w : gang) hosts.push_back(w->host());
-    absl::StatusOr<std::vector<v1::Placement>> placement = PlaceRanks(rt.spec(), hosts);
+    absl::StatusOr<nn::ModelPlan> model = spec::PlanModel(rt.spec());
+    absl::StatusOr<std::vector<v1::Placement>> placement =
+        model.ok() ? PlaceRanks(rt.spec(), *model, hosts) : model.status();
     if (!placement.ok()) {
       // The gang stays idle for the jobs behind; this one cannot run on what registered.
       unplaceable.emplace_back(&rt, std::string(placement.status().message()));

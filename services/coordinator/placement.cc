@@ -8,14 +8,12 @@
 namespace gradsync::coordinator {
 namespace {
 
-// The mlp preset has no GPU implementation; every transformer preset has one.
-bool HasGpuModel(const v1::ModelSpec& model) { return model.preset() != "mlp"; }
-
 std::string Where(const RankHost& r) { return absl::StrCat(r.worker_id, " on ", r.hostname); }
 
 }  // namespace
 
-absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const std::vector<RankHost>& ranks) {
+absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const nn::ModelPlan& plan,
+                                                      const std::vector<RankHost>& ranks) {
   const v1::ModelSpec& model = spec.model();
   const absl::StatusOr<spec::Device> device = spec::ParseDevice(model.device());
   const absl::StatusOr<spec::Precision> precision = spec::ParsePrecision(model.precision());
@@ -32,7 +30,7 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
   }
   // One device kind for the whole generation (see the header).
   const bool cuda =
-      *device == spec::Device::kCuda || (*device == spec::Device::kAuto && without_gpu.empty() && HasGpuModel(model));
+      *device == spec::Device::kCuda || (*device == spec::Device::kAuto && without_gpu.empty() && plan.has_gpu_model());
   const spec::Precision placed =
       *precision != spec::Precision::kAuto ? *precision : (cuda ? spec::Precision::kBf16 : spec::Precision::kFp32);
   for (size_t r = 0; r < ranks.size(); ++r) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/nn/model_plan.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -32,9 +33,10 @@ struct RankHost {
   v1::Device device;
 };
 
-// One Placement per rank, in rank order. FAILED_PRECONDITION naming the spec field and the worker
-// when the gang cannot run what the spec asks for; INVALID_ARGUMENT naming the field for a choice
-// the spec's validation would have refused (a spec that never went through it).
-absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const std::vector<RankHost>& ranks);
+// One Placement per rank, in rank order, for `spec` and its model's plan (spec::PlanModel). FAILED_PRECONDITION naming
+// the spec field and the worker when the gang cannot run what the spec asks for; INVALID_ARGUMENT naming the field for
+// a choice the spec's validation would have refused (a spec that never went through it).
+absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const nn::ModelPlan& plan,
+                                                      const std::vector<RankHost>& ranks);
 
 }  // namespace gradsync::coordinator

@@ -11,7 +11,7 @@ namespace gradsync::worker {
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const TrainConfig& config, int world_size) {
   auto evaluator = std::make_unique<Evaluator>();
-  absl::StatusOr<std::unique_ptr<data::ValidationSet>> set = data::CreateValidationSet(config.spec);
+  absl::StatusOr<std::unique_ptr<data::ValidationSet>> set = data::CreateValidationSet(config.plan.data);
   if (!set.ok()) return set.status();
   evaluator->set_ = *std::move(set);
   evaluator->every_ = config.eval_every;

@@ -36,7 +36,7 @@ struct Evaluation {
 
 class Evaluator {
  public:
-  // The validation set of config.spec (CreateValidationSet's errors) and config.rank's share of it
+  // The validation set of config.plan.data (CreateValidationSet's errors) and config.rank's share of it
   // among `world_size` ranks, in batches of config.sampler.micro_batch windows; an evaluator that
   // never evaluates when the job has none.
   static absl::StatusOr<std::unique_ptr<Evaluator>> Create(const TrainConfig& config, int world_size);

@@ -22,6 +22,7 @@
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/comm/communicator.h"
 #include "gradsync/comm/kv_client.h"
+#include "gradsync/ddp/shard_plan.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "train_config.h"
@@ -58,7 +59,9 @@ class Replica {
   virtual void InitParams(uint64_t seed) { model().InitParams(seed); }
   // ddp.sharding "full": each rank keeps only its shard of params(), the model gathering each
   // layer's parameters while it computes with them. No rank has them whole to broadcast.
-  virtual bool params_sharded() const { return false; }
+  bool params_sharded() const { return shards().params_sharded(); }
+  // How this generation divides the training state among its ranks, and this rank's shard.
+  virtual const ddp::ShardPlan& shards() const = 0;
   // Zeroes the gradients before a step. Where a rank keeps only its shard of the reduced
   // gradients (ddp.sharding "gradients" and "full"), the buffer's pages go back to the system.
   virtual void ZeroGrads() { model().ZeroGrads(); }

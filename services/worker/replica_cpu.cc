@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/ddp/param_gather.h"
+#include "gradsync/ddp/shard_plan.h"
 #include "gradsync/kernels/cpu/global_norm.h"
 #include "gradsync/nn/optimizer.h"
 #include "replica.h"
@@ -14,7 +15,7 @@ namespace gradsync::worker {
 namespace internal {
 namespace {
 
-// With sharding (ddp.sharding other than "none") rank r owns elements [bounds_[r], bounds_[r+1])
+// With sharding (ddp.sharding other than "none"; gradsync/ddp/shard_plan.h) rank r owns its shard
 // of the flat parameters: it keeps AdamW's moments for them alone and updates them alone. With
 // "optimizer" and "gradients" the updated shards are all-gathered into every rank's parameters;
 // with "full" they stay where they are, the model gathering each layer's parameters through
@@ -25,12 +26,10 @@ class CpuReplica final : public Replica {
              spec::Sharding sharding)
       : comm_(std::move(comm)),
         model_(std::move(model)),
-        sharding_(sharding),
-        bounds_(comm::EvenBounds(model_->layout().total_numel(), comm_->size())),
-        optimizer_(model_->layout(), adamw, sharded() ? bounds_[comm_->rank()] : 0,
-                   sharded() ? bounds_[comm_->rank() + 1] : model_->layout().total_numel()) {
+        shards_(sharding, model_->layout().total_numel(), comm_->rank(), comm_->size()),
+        optimizer_(model_->layout(), adamw, shards_.optimizer_range().first, shards_.optimizer_range().second) {
     if (params_sharded()) {
-      gather_ = std::make_unique<ddp::ParamGather>(model_.get(), comm_.get(), bounds_);
+      gather_ = std::make_unique<ddp::ParamGather>(model_.get(), comm_.get(), shards_.bounds());
       model_->set_param_gate(gather_.get());
     }
   }
@@ -42,7 +41,7 @@ class CpuReplica final : public Replica {
 
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
-  bool params_sharded() const override { return sharding_ == spec::Sharding::kFull; }
+  const ddp::ShardPlan& shards() const override { return shards_; }
 
   void InitParams(uint64_t seed) override {
     if (!params_sharded()) return model_->InitParams(seed);
@@ -50,7 +49,7 @@ class CpuReplica final : public Replica {
   }
 
   void ZeroGrads() override {
-    if (!grads_sharded()) return model_->ZeroGrads();
+    if (!shards_.grads_sharded()) return model_->ZeroGrads();
     model_->DiscardGrads(0, model_->layout().total_numel());
   }
 
@@ -58,21 +57,22 @@ class CpuReplica final : public Replica {
     absl::StatusOr<double> norm = clip_scope_.empty() ? ClipByShards(max_norm) : ClipScoped(max_norm);
     if (!norm.ok()) return norm.status();
     optimizer_.Step(model_->params(), model_->grads(), lr);
-    if (sharded() && !params_sharded()) {
-      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
+    if (shards_.optimizer_sharded() && !params_sharded()) {
+      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), shards_.bounds())->Wait(); !s.ok()) return s;
     }
     return norm;
   }
 
   absl::Status SetClipScope(std::vector<int> params) override {
-    if (sharded()) return absl::FailedPreconditionError("ddp.sharding shards every parameter; none is rank-local");
+    if (shards_.optimizer_sharded())
+      return absl::FailedPreconditionError("ddp.sharding shards every parameter; none is rank-local");
     clip_scope_ = std::move(params);
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::vector<float>> HostParams() override {
     if (params_sharded()) {
-      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
+      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), shards_.bounds())->Wait(); !s.ok()) return s;
     }
     std::vector<float> params(model_->params().begin(), model_->params().end());
     if (params_sharded()) gather_->DiscardUnowned(0, model_->layout().size());
@@ -115,7 +115,7 @@ class CpuReplica final : public Replica {
       // This rank's shard alone; sharded parameters leave the rest given back, whole ones gather it.
       std::copy_n(state.params.begin() + static_cast<std::ptrdiff_t>(at), n, params.begin() + begin);
       if (params_sharded()) return absl::OkStatus();
-      return comm_->AllGatherBlocks(params, bounds_)->Wait();
+      return comm_->AllGatherBlocks(params, shards_.bounds())->Wait();
     }
     std::copy(state.params.begin(), state.params.end(), params.begin());
     return absl::OkStatus();
@@ -125,19 +125,14 @@ class CpuReplica final : public Replica {
     const auto floats = static_cast<int64_t>(sizeof(float));
     const int64_t total = model_->layout().total_numel(), shard = optimizer_.end() - optimizer_.begin();
     const int64_t params = params_sharded() ? shard + gather_->peak_gathered() : total;
-    return {params * floats, (grads_sharded() ? shard : total) * floats, 2 * shard * floats};
+    return {params * floats, (shards_.grads_sharded() ? shard : total) * floats, 2 * shard * floats};
   }
 
   std::string Describe() const override {
-    return absl::StrCat("cpu, fp32, ", comm_->backend(),
-                        sharded() ? absl::StrCat(", sharding ", spec::Name(sharding_)) : std::string());
+    return absl::StrCat("cpu, fp32, ", comm_->backend(), shards_.DescribeSuffix());
   }
 
  private:
-  bool sharded() const { return sharding_ != spec::Sharding::kNone; }
-  // A rank keeps only its shard of the reduced gradients.
-  bool grads_sharded() const { return sharding_ == spec::Sharding::kGradients || params_sharded(); }
-
   // The global norm as every sharding mode computes it, so that the clip factor has the same bits
   // whoever holds which gradients: each shard's sum of squares in double, the sums added in rank
   // order. Holding only its shard's reduced gradients ("gradients", "full"), a rank all-reduces a vector
@@ -145,12 +140,13 @@ class CpuReplica final : public Replica {
   // additions. Scales what this rank's optimizer reads.
   absl::StatusOr<double> ClipByShards(double max_norm) {
     const std::span<float> grads = model_->grads();
+    const std::vector<int64_t>& bounds = shards_.bounds();
     std::vector<double> sums(static_cast<size_t>(comm_->size()), 0.0);
     for (int r = 0; r < comm_->size(); ++r) {
-      if (grads_sharded() && r != comm_->rank()) continue;
-      sums[r] = kernels::cpu::SumOfSquares(grads.data() + bounds_[r], bounds_[r + 1] - bounds_[r]);
+      if (shards_.grads_sharded() && r != comm_->rank()) continue;
+      sums[r] = kernels::cpu::SumOfSquares(grads.data() + bounds[r], bounds[r + 1] - bounds[r]);
     }
-    if (grads_sharded() && comm_->size() > 1) {
+    if (shards_.grads_sharded() && comm_->size() > 1) {
       if (absl::Status s = comm_->AllReduceSum(std::span<double>(sums)); !s.ok()) return s;
     }
     double total = 0;
@@ -180,9 +176,7 @@ class CpuReplica final : public Replica {
 
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<nn::Model> model_;
-  const spec::Sharding sharding_;
-  // The ranks' shards of the flat buffer (comm::EvenBounds), also with sharding off (the norm).
-  const std::vector<int64_t> bounds_;
+  const ddp::ShardPlan shards_;
   nn::AdamW optimizer_;
   // Empty: every parameter.
   std::vector<int> clip_scope_;
@@ -197,17 +191,17 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCpuReplica(const TrainConfig& c, 
     return absl::FailedPreconditionError("placement: nccl reduces GPU memory and this rank computes on its CPU");
   }
   // Sharded parameters are initialised per shard later (Replica::InitParams).
-  auto model =
-      nn::CreateModel(c.spec, c.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone : nn::ModelInit::kFromSeed);
-  if (!model.ok()) return model.status();
-  if (c.sharding == spec::Sharding::kFull && !(*model)->supports_param_gate()) {
+  const spec::Sharding sharding = c.plan.sharding;
+  std::unique_ptr<nn::Model> model = nn::CreateModel(
+      c.plan.model, sharding == spec::Sharding::kFull ? nn::ModelInit::kNone : nn::ModelInit::kFromSeed);
+  if (sharding == spec::Sharding::kFull && !model->supports_param_gate()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("ddp.sharding \"full\" needs a model that gathers its layers' parameters, and ",
-                     (*model)->Describe(), " does not"));
+        absl::StrCat("ddp.sharding \"full\" needs a model that gathers its layers' parameters, and ", model->Describe(),
+                     " does not"));
   }
   auto comm = comm::ConnectGloo(options.kv, c.rank, c.world_size, GlooOptionsOf(c, options));
   if (!comm.ok()) return comm.status();
-  return std::make_unique<CpuReplica>(*std::move(comm), *std::move(model), c.adamw, c.sharding);
+  return std::make_unique<CpuReplica>(*std::move(comm), std::move(model), c.adamw, sharding);
 }
 
 absl::Status CoversRange(const ckpt::RankState& state, int64_t begin, int64_t n) {

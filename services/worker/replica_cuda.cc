@@ -2,8 +2,8 @@
 // AdamW on the device, and NCCL (or Gloo staged through pinned host memory) ordered after the
 // model's stream. Built only with CUDA; replica_no_cuda.cc stands in otherwise.
 //
-// ddp.sharding "optimizer" (ZeRO-1, as llm.c does it): rank r keeps AdamW's moments for elements
-// [bounds_[r], bounds_[r+1]) of the flat parameters alone, updates them alone, and the updated
+// ddp.sharding "optimizer" (ZeRO-1, as llm.c does it): rank r keeps AdamW's moments for
+// its shard (gradsync/ddp/shard_plan.h) of the flat parameters alone, updates them alone, and the updated
 // shards are all-gathered (AllGatherBlocks: one grouped broadcast per block on NCCL). The
 // gradients are all-reduced whole, so the clip's norm covers all of them on every rank.
 //
@@ -22,6 +22,7 @@
 // this rank's shard given back once the unit's kernels are done. No all-gather follows the step.
 #include <cuda_runtime_api.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -68,7 +69,7 @@ class CudaReplica final : public Replica {
 
   nn::Model& model() override { return *model_; }
   comm::Communicator& comm() override { return *comm_; }
-  bool params_sharded() const override { return sharding_ == spec::Sharding::kFull; }
+  const ddp::ShardPlan& shards() const override { return *shards_; }
 
   void InitParams(uint64_t seed) override {
     if (!params_sharded()) return model_->InitParams(seed);
@@ -77,18 +78,19 @@ class CudaReplica final : public Replica {
 
   absl::StatusOr<double> Step(double lr, double max_norm) override {
     if (absl::Status s = Use(); !s.ok()) return s;
-    if (absl::Status s = grads_sharded_ ? ClipByShards(max_norm) : clip_->Compute(model_->grads(), max_norm); !s.ok()) {
+    if (absl::Status s = shards_->grads_sharded() ? ClipByShards(max_norm) : clip_->Compute(model_->grads(), max_norm);
+        !s.ok()) {
       return s;
     }
     if (absl::Status s = adamw_->Step(model_->params(), model_->grads(), lr, clip_->scale()); !s.ok()) return s;
-    if (sharded_ && !params_sharded()) {
-      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), bounds_)->Wait(); !s.ok()) return s;
+    if (shards_->optimizer_sharded() && !params_sharded()) {
+      if (absl::Status s = comm_->AllGatherBlocks(model_->params(), shards_->bounds())->Wait(); !s.ok()) return s;
     }
     return clip_->ReadNorm();
   }
 
   void ZeroGrads() override {
-    if (!grads_sharded_) return model_->ZeroGrads();
+    if (!shards_->grads_sharded()) return model_->ZeroGrads();
     // Every chunk back to the device: the last step's readers of the gradients (clip, AdamW) are
     // done once the stream is.
     if (absl::Status s = model_->Synchronize(); !s.ok()) {
@@ -108,7 +110,7 @@ class CudaReplica final : public Replica {
     if (params_sharded()) {
       // Gathered whole once (a collective), copied, and given back.
       if (absl::Status s = model_->CommitParams(0, static_cast<int64_t>(params.size())); !s.ok()) return s;
-      if (absl::Status s = comm_->AllGatherBlocks(params, bounds_)->Wait(); !s.ok()) return s;
+      if (absl::Status s = comm_->AllGatherBlocks(params, shards_->bounds())->Wait(); !s.ok()) return s;
     }
     std::vector<float> host(params.size());
     absl::Status copied = ToHost(params, host);
@@ -169,7 +171,7 @@ class CudaReplica final : public Replica {
       return s;
     }
     if (!all && !params_sharded()) {
-      if (absl::Status s = comm_->AllGatherBlocks(params, bounds_)->Wait(); !s.ok()) return s;
+      if (absl::Status s = comm_->AllGatherBlocks(params, shards_->bounds())->Wait(); !s.ok()) return s;
     }
     return model_->Synchronize();
   }
@@ -184,7 +186,7 @@ class CudaReplica final : public Replica {
     // Sharded parameters: the shard and the most this rank held gathered at once.
     const int64_t shard = adamw_->end() - adamw_->begin();
     const int64_t params = params_sharded() ? (shard + gather_->peak_gathered()) * 4 : n * 4;
-    const int64_t grads = grads_sharded_ ? model_->ResidentGradBytes() : n * 4;
+    const int64_t grads = shards_->grads_sharded() ? model_->ResidentGradBytes() : n * 4;
     return {params + (bf16_ ? n * 2 : 0), grads + (bf16_ ? n * 2 : 0), 2 * shard * 4};
   }
 
@@ -226,14 +228,10 @@ class CudaReplica final : public Replica {
   std::unique_ptr<nn::cuda::CudaAdamW> adamw_;
   std::string description_;
   bool bf16_ = false;
-  // ddp.sharding "optimizer" or "gradients": the ranks' shards of the flat parameters
-  // (comm::EvenBounds); with "gradients" a rank holds only its shard's reduced gradients.
-  bool sharded_ = false;
-  bool grads_sharded_ = false;
-  spec::Sharding sharding_ = spec::Sharding::kNone;
+  // ddp.sharding: what this rank keeps of each state (set once the model's size is known).
+  std::optional<ddp::ShardPlan> shards_;
   // ddp.sharding "full": the model's gate (declared last: destroyed first, see the destructor).
   std::unique_ptr<ddp::ParamGather> gather_;
-  std::vector<int64_t> bounds_;
 };
 
 absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& c, const ReplicaOptions& options) {
@@ -254,21 +252,16 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
       c.placement.precision == spec::Precision::kFp32 ? nn::cuda::Precision::kFp32 : nn::cuda::Precision::kBf16;
   r->bf16_ = mo.precision == nn::cuda::Precision::kBf16;
   // Sharded parameters are initialised per shard later (Replica::InitParams).
-  mo.init = c.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone : nn::ModelInit::kFromSeed;
-  auto model = nn::cuda::CreateCudaModel(c.spec, mo);
+  mo.init = c.plan.sharding == spec::Sharding::kFull ? nn::ModelInit::kNone : nn::ModelInit::kFromSeed;
+  auto model = nn::cuda::CreateCudaModel(c.plan.model, mo);
   if (!model.ok()) return model.status();
   r->model_ = *std::move(model);
   auto clip = nn::cuda::CudaGradClip::Create(r->stream_.get());
   if (!clip.ok()) return clip.status();
   r->clip_ = *std::move(clip);
-  const int64_t total = r->model_->layout().total_numel();
-  r->sharding_ = c.sharding;
-  r->sharded_ = c.sharding != spec::Sharding::kNone;
-  r->grads_sharded_ = c.sharding == spec::Sharding::kGradients || c.sharding == spec::Sharding::kFull;
-  r->bounds_ = comm::EvenBounds(total, c.world_size);
-  auto adamw =
-      nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get(), r->sharded_ ? r->bounds_[c.rank] : 0,
-                                  r->sharded_ ? r->bounds_[c.rank + 1] : total);
+  r->shards_.emplace(c.plan.sharding, r->model_->layout().total_numel(), c.rank, c.world_size);
+  const auto [opt_begin, opt_end] = r->shards_->optimizer_range();
+  auto adamw = nn::cuda::CudaAdamW::Create(r->model_->layout(), c.adamw, r->stream_.get(), opt_begin, opt_end);
   if (!adamw.ok()) return adamw.status();
   r->adamw_ = *std::move(adamw);
 
@@ -287,12 +280,11 @@ absl::StatusOr<std::unique_ptr<Replica>> CudaReplica::Create(const TrainConfig& 
     r->comm_ = comm::StageThroughHost(r->host_comm_.get(), r->gpu_, r->stream_.get());
   }
   if (r->params_sharded()) {
-    r->gather_ = std::make_unique<ddp::ParamGather>(r->model_.get(), r->comm_.get(), r->bounds_);
+    r->gather_ = std::make_unique<ddp::ParamGather>(r->model_.get(), r->comm_.get(), r->shards_->bounds());
     r->model_->set_param_gate(r->gather_.get());
   }
-  r->description_ =
-      absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ", r->comm_->backend(),
-                   r->sharded_ ? absl::StrCat(", sharding ", spec::Name(r->sharding_)) : std::string());
+  r->description_ = absl::StrCat(options.device.description(), ", ", spec::Name(c.placement.precision), ", ",
+                                 r->comm_->backend(), r->shards_->DescribeSuffix());
   return r;
 }
 

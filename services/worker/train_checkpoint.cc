@@ -14,7 +14,7 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c
                                                             const TrainPosition& at) {
   const absl::Time boundary = absl::Now();
   ckpt::RankState state;
-  state.model = c.spec.model();
+  state.model = c.model_spec;
   state.layout = replica.model().layout();
   // This rank's shard of one copy of the state, which the ranks write between them; with
   // rank-local parameters (ddp.ignoreParams) the whole of its own.

@@ -9,7 +9,6 @@ struct Choices {
   spec::LrSchedule lr_schedule;
   spec::GradCompression grad_compression;
   spec::Transport transport;
-  spec::Sharding sharding;
   spec::Placement placement;
 };
 
@@ -19,13 +18,12 @@ absl::StatusOr<Choices> ReadChoices(const v1::Assignment& a) {
   const auto lr_schedule = spec::ParseLrSchedule(spec.training().lr_schedule());
   const auto grad_compression = spec::ParseGradCompression(spec.ddp().grad_compression());
   const auto transport = spec::ParseTransport(spec.ddp().transport());
-  const auto sharding = spec::ParseSharding(spec.ddp().sharding());
   const auto placement = spec::ParsePlacement(a.placement());
-  for (const absl::Status& s : {last_batch.status(), lr_schedule.status(), grad_compression.status(),
-                                transport.status(), sharding.status(), placement.status()}) {
+  for (const absl::Status& s :
+       {last_batch.status(), lr_schedule.status(), grad_compression.status(), transport.status(), placement.status()}) {
     if (!s.ok()) return s;
   }
-  return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *sharding, *placement};
+  return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *placement};
 }
 
 void SetTraining(const v1::TrainingSpec& t, TrainConfig* c) {
@@ -59,13 +57,17 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   absl::StatusOr<Choices> choices = ReadChoices(a);
   if (!choices.ok()) return choices.status();
   const v1::JobSpec& spec = a.spec();
+  absl::StatusOr<spec::JobPlan> plan = spec::PlanJob(spec);
+  if (!plan.ok()) return plan.status();
   TrainConfig c;
   c.job_id = a.job_id();
   c.generation = a.generation();
   c.rank = a.rank();
   c.world_size = a.world_size();
   c.placement = choices->placement;
-  c.spec = spec;
+  c.plan = *std::move(plan);
+  c.model_spec = spec.model();
+  c.data_paths = spec::DataPaths(spec);
   c.data_roots.assign(a.data_roots().begin(), a.data_roots().end());
   if (!a.artifact_root().empty()) {
     c.init_roots = c.data_roots;
@@ -74,8 +76,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   SetTraining(spec.training(), &c);
   c.sampler.last_batch = choices->last_batch;
   c.lr.cosine = choices->lr_schedule == spec::LrSchedule::kCosine;
-  const v1::ModelSpec& model = spec.model();
-  if (model.has_transformer() && model.transformer().seq_len() > 0) c.tokens_per_sample = model.transformer().seq_len();
+  if (const nn::TransformerPlan* t = c.plan.model.transformer()) c.tokens_per_sample = t->dims.seq_len;
   c.checkpoint_root = a.checkpoint_root();
   c.checkpoint_every_steps = spec.checkpoint().every_steps();
   c.checkpoint_every = absl::Seconds(spec.checkpoint().every_seconds());
@@ -83,7 +84,6 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.weights_path = a.weights_path();
   SetDdp(spec.ddp(), choices->grad_compression, &c);
   c.shared_memory = choices->transport != spec::Transport::kTcp;
-  c.sharding = choices->sharding;
   return c;
 }
 

@@ -14,6 +14,8 @@
 #include "gradsync/ddp/sampler.h"
 #include "gradsync/nn/optimizer.h"
 #include "gradsync/spec/choices.h"
+#include "gradsync/spec/job_paths.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 
@@ -28,10 +30,14 @@ struct TrainConfig {
   // Where this rank computes and how the generation exchanges gradients (the coordinator's
   // resolution of the spec's "auto" choices).
   spec::Placement placement;
-  // The job spec with its defaults filled. Only its model and data sections are read after
-  // TrainConfigFromAssignment, by the libraries that build from them (nn::CreateModel,
-  // nn::cuda::CreateCudaModel, data::CreateDataset, the checkpoint and weights headers).
-  v1::JobSpec spec;
+  // The job's model, data and sharding mode, resolved once (gradsync/spec/job_plan.h): what
+  // nn::CreateModel, nn::cuda::CreateCudaModel, data::CreateDataset and the replicas build from.
+  spec::JobPlan plan;
+  // The spec's model section with its defaults filled: what checkpoints and weights files record
+  // of the model (libs/ckpt), and model.initFrom.
+  v1::ModelSpec model_spec;
+  // The data paths as the spec names them (spec::DataPaths), checked again right before reading.
+  std::vector<spec::DataPath> data_paths;
   // The coordinator's data roots: every file the data paths match must resolve inside one of them
   // when it is read. Empty (an older coordinator): not checked.
   std::vector<std::string> data_roots;
@@ -78,9 +84,6 @@ struct TrainConfig {
   ddp::ReducerOptions reducer;
   absl::Duration comm_timeout = absl::Minutes(5);
   bool shared_memory = true;
-  // Sharded data parallel (ddp.sharding): what each rank keeps of the optimizer state and the
-  // reduced gradients (the replica's shard of the flat buffer; the reducer's shard_bounds).
-  spec::Sharding sharding = spec::Sharding::kNone;
 
   // The sampler's configuration for a dataset of num_samples.
   ddp::ShardConfig Shard(int64_t num_samples) const;
@@ -89,7 +92,8 @@ struct TrainConfig {
 };
 
 // Reads `assignment` (its spec with defaults filled, its placement). INVALID_ARGUMENT naming the
-// field when a choice is not one the spec allows (a spec that skipped validation).
+// field when a choice is not one the spec allows or the plan cannot be made (a spec that skipped
+// validation).
 absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& assignment);
 
 }  // namespace gradsync::worker

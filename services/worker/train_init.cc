@@ -14,11 +14,11 @@ absl::Status Named(const absl::Status& s) {
 }  // namespace
 
 absl::Status InitFromWeights(const TrainConfig& config, Replica& replica) {
-  const v1::ModelSpec& model = config.spec.model();
+  const v1::ModelSpec& model = config.model_spec;
   if (!config.init_roots.empty()) {
     absl::StatusOr<spec::ConfinedRoots> roots = spec::ConfinedRoots::Open(config.init_roots, "data or artifact root");
     if (!roots.ok()) return roots.status();
-    if (absl::Status s = spec::CheckInitFrom(config.spec, *roots); !s.ok()) return s;
+    if (absl::Status s = spec::CheckInitFrom(model, *roots); !s.ok()) return s;
   }
   const nn::ParamLayout& layout = replica.model().layout();
   absl::StatusOr<ckpt::ImportedWeights> imported = ckpt::ImportWeights(model.init_from(), model, layout);

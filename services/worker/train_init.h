@@ -9,7 +9,7 @@
 
 namespace gradsync::worker {
 
-// Loads config.spec.model().init_from into the replica: the weights, with a fresh optimizer, or
+// Loads config.model_spec.init_from into the replica: the weights, with a fresh optimizer, or
 // with model.initOptimizer also the AdamW moments and step count of a checkpoint directory. The
 // path must resolve inside config.init_roots (none given: not checked). INVALID_ARGUMENT naming
 // model.initFrom and the tensor on a mismatch with the model, or model.initOptimizer when the

@@ -37,7 +37,7 @@ absl::Status CheckDataConfined(const TrainConfig& config) {
   if (config.data_roots.empty()) return absl::OkStatus();
   absl::StatusOr<spec::ConfinedRoots> roots = spec::ConfinedRoots::Open(config.data_roots, "data root");
   if (!roots.ok()) return roots.status();
-  return spec::CheckDataFiles(config.spec, *roots);
+  return spec::CheckDataFiles(config.data_paths, *roots);
 }
 
 // FNV-1a over the synchronised parameters in layout order: over all of them, the digest of the
@@ -83,17 +83,17 @@ absl::Status TrainLoop::Prepare() {
   memory_.Start(config_.placement.device == spec::Device::kCuda);
   nn::Model& model = replica_.model();
   if (absl::Status s = CheckDataConfined(config_); !s.ok()) return s;
-  auto dataset = data::CreateDataset(config_.spec);
+  auto dataset = data::CreateDataset(config_.plan.data);
   if (!dataset.ok()) return dataset.status();
   dataset_ = *std::move(dataset);
   auto evaluator = Evaluator::Create(config_, replica_.comm().size());
   if (!evaluator.ok()) return evaluator.status();
   evaluator_ = *std::move(evaluator);
   ddp::ReducerOptions reducer_options = config_.reducer;
-  if (config_.sharding == spec::Sharding::kGradients || config_.sharding == spec::Sharding::kFull) {
-    // The replica's shards (replica_cpu.cc): a rank keeps the reduced gradients of its own, and
-    // the rest of each bucket's memory goes back once it is reduced.
-    reducer_options.shard_bounds = comm::EvenBounds(model.layout().total_numel(), replica_.comm().size());
+  if (replica_.shards().grads_sharded()) {
+    // The replica's shards: a rank keeps the reduced gradients of its own, and the rest of each
+    // bucket's memory goes back once it is reduced.
+    reducer_options.shard_bounds = replica_.shards().reducer_bounds();
     reducer_options.discard_unowned = [&model](int64_t begin, int64_t end) { model.DiscardGrads(begin, end); };
   }
   auto reducer = ddp::Reducer::Create(model.layout(), model.grads(), &replica_.comm(), reducer_options);
@@ -115,7 +115,7 @@ absl::Status TrainLoop::Resume() {
     auto restored = RestoreCheckpoint(config_.resume_from, config_.rank, replica_);
     if (!restored.ok()) return restored.status();
     at_ = *restored;
-  } else if (!config_.spec.model().init_from().empty()) {
+  } else if (!config_.model_spec.init_from().empty()) {
     if (absl::Status s = InitFromWeights(config_, replica_); !s.ok()) return s;
   }
   // Sharded parameters (ddp.sharding "full") are whole on no rank, and each rank's shard came from
@@ -161,7 +161,7 @@ absl::StatusOr<TrainOutcome> TrainLoop::Finish() {
   const nn::ParamLayout& layout = replica_.model().layout();
   out.param_digest = SynchronisedDigest(*reducer_, layout, *params);
   if (config_.rank == 0) {
-    if (absl::Status s = ckpt::SaveWeights(config_.weights_path, config_.spec.model(), layout, *params); !s.ok()) {
+    if (absl::Status s = ckpt::SaveWeights(config_.weights_path, config_.model_spec, layout, *params); !s.ok()) {
       return s;
     }
     out.result.set_weights_path(config_.weights_path);

@@ -19,6 +19,7 @@
 #include "gradsync/data/token_shard.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/tokenizer/tokenizer.h"
+#include "plans.h"
 #include "tokenizer_json.h"
 
 namespace gradsync::cli {
@@ -57,7 +58,7 @@ class TokenizerCommandsTest : public ::testing::Test {
     t->set_mlp_width(32);
     t->set_seq_len(8);
     t->set_vocab_size(vocab);
-    absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
+    absl::StatusOr<std::unique_ptr<nn::Model>> model = gradsync::testing::ModelOf(spec);
     EXPECT_TRUE(model.ok()) << model.status();
     if (always >= 0) {
       const nn::ParamLayout& layout = (*model)->layout();

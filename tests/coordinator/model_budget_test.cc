@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "coordinator.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
 
@@ -23,6 +24,18 @@ v1::JobSpec Mlp(std::initializer_list<int32_t> hidden) {
   v1::JobSpec spec;
   for (int32_t width : hidden) spec.mutable_model()->mutable_mlp()->add_hidden_dims(width);
   return spec;
+}
+
+// GPT-2 124M on `ranks` ranks, sharded by `sharding`, its defaults filled.
+v1::JobSpec Gpt2(const std::string& sharding, int ranks) {
+  v1::JobSpec spec;
+  spec.mutable_model()->set_preset("gpt2-124m");
+  spec.mutable_data()->mutable_shards()->add_paths("tokens.bin");
+  spec.mutable_ddp()->set_sharding(sharding);
+  spec.mutable_training()->set_world_size(ranks);
+  absl::StatusOr<v1::JobSpec> normalized = spec::Normalize(spec);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+  return normalized.ok() ? *normalized : spec;
 }
 
 TEST(ModelBudget, AModelTooLargeForTheWorkersIsRefusedAtSubmission) {
@@ -54,16 +67,13 @@ TEST(ModelBudget, TheFootprintIsSixteenBytesAParameter) {
   // The default student, mlp 32-128-128-10.
   absl::StatusOr<v1::JobSpec> mlp = spec::Normalize(v1::JobSpec());
   ASSERT_TRUE(mlp.ok()) << mlp.status();
-  absl::StatusOr<ModelFootprint> f = FootprintOf(*mlp);
-  ASSERT_TRUE(f.ok()) << f.status();
+  absl::StatusOr<ModelFootprint> f = FootprintOf(*spec::PlanJob(*mlp), 1);
   EXPECT_EQ(f->params, (32 * 128 + 128) + (128 * 128 + 128) + (128 * 10 + 10));
   EXPECT_EQ(f->model_bytes, 16 * f->params);
   EXPECT_EQ(f->field, "model.mlp.hiddenDims");
 
-  v1::JobSpec gpt2;
-  gpt2.mutable_model()->set_preset("gpt2-124m");
-  f = FootprintOf(gpt2);
-  ASSERT_TRUE(f.ok()) << f.status();
+  const v1::JobSpec gpt2 = Gpt2("none", 1);
+  f = FootprintOf(*spec::PlanJob(gpt2), 1);
   EXPECT_EQ(f->params, 124439808);
   EXPECT_EQ(f->teacher_bytes, 0);
   EXPECT_TRUE(CheckModelBudget(gpt2, kDefaultMaxModelBytes).ok());
@@ -72,6 +82,30 @@ TEST(ModelBudget, TheFootprintIsSixteenBytesAParameter) {
   // The operator's budget is the one applied.
   EXPECT_EQ(NewCoordinator(1 << 20)->CreateJob(*mlp).status().code(), absl::StatusCode::kOk);
   EXPECT_EQ(NewCoordinator(1 << 10)->CreateJob(v1::JobSpec()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// GPT-2 124M takes 1.85 GiB a rank unsharded, over a 1 GiB budget. Fully sharded over 8 ranks a
+// rank holds an eighth of each state, plus its largest gate unit (the embeddings, 39.4M
+// parameters) twice over, gathered, and its gradients: 0.67 GiB. Sharding the optimizer alone
+// leaves 9 bytes a parameter, still over.
+TEST(ModelBudget, TheBudgetFollowsTheShardingMode) {
+  constexpr int64_t kBudget = int64_t{1} << 30;
+  const absl::Status unsharded = CheckModelBudget(Gpt2("none", 8), kBudget);
+  EXPECT_EQ(unsharded.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(unsharded.message(), "model.transformer: the model's 124439808 parameters take 1.9 GiB"))
+      << unsharded;
+  EXPECT_EQ(NewCoordinator(kBudget)->CreateJob(Gpt2("none", 8)).status().code(), absl::StatusCode::kInvalidArgument);
+
+  EXPECT_TRUE(CheckModelBudget(Gpt2("full", 8), kBudget).ok());
+  const ModelFootprint full = FootprintOf(*spec::PlanJob(Gpt2("full", 8)), 8);
+  const int64_t shard = 124439808 / 8, embeddings = (50257 + 1024) * 768;
+  EXPECT_EQ(full.model_bytes, 4 * (shard + 2 * embeddings) + 4 * (shard + embeddings) + 8 * shard);
+
+  const absl::Status optimizer = CheckModelBudget(Gpt2("optimizer", 8), kBudget);
+  EXPECT_EQ(optimizer.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(optimizer.message(), "ddp.sharding \"optimizer\" over 8 ranks")) << optimizer;
+  // A full job on one rank is its whole state again.
+  EXPECT_FALSE(CheckModelBudget(Gpt2("full", 1), kBudget).ok());
 }
 
 }  // namespace

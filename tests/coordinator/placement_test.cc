@@ -6,6 +6,8 @@
 #include "coordinator.h"
 #include "coordinator_test_util.h"
 #include "gmock/gmock.h"
+#include "gradsync/spec/job_plan.h"
+#include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::coordinator {
@@ -36,13 +38,21 @@ v1::JobSpec Spec(const std::string& preset, const std::string& device, const std
   return s;
 }
 
+// The model's plan, as the scheduler makes it from the stored spec (its defaults filled).
+nn::ModelPlan ModelOf(v1::JobSpec spec) {
+  spec::FillDefaults(&spec);
+  absl::StatusOr<nn::ModelPlan> plan = spec::PlanModel(spec);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : nn::ModelPlan{};
+}
+
 struct Placed {
   std::vector<std::string> devices, precisions;
   std::string backend;
 };
 
 Placed Place(const v1::JobSpec& spec, const std::vector<RankHost>& ranks) {
-  absl::StatusOr<std::vector<v1::Placement>> p = PlaceRanks(spec, ranks);
+  absl::StatusOr<std::vector<v1::Placement>> p = PlaceRanks(spec, ModelOf(spec), ranks);
   EXPECT_TRUE(p.ok()) << p.status();
   Placed out;
   if (!p.ok()) return out;
@@ -98,25 +108,26 @@ TEST(PlaceRanks, ExplicitChoicesAreKept) {
 
 TEST(PlaceRanks, ImpossibleChoicesNameTheFieldAndTheWorker) {
   absl::StatusOr<std::vector<v1::Placement>> no_gpu =
-      PlaceRanks(Spec("gpt-tiny", "cuda", "auto"), {Gpu("a", 0), Cpu("b")});
+      PlaceRanks(Spec("gpt-tiny", "cuda", "auto"), ModelOf(Spec("gpt-tiny", "cuda", "auto")), {Gpu("a", 0), Cpu("b")});
   EXPECT_EQ(no_gpu.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(
       no_gpu.status().message(),
       HasSubstr("model.device: \"cuda\" needs a GPU on every worker; rank 1 (w-b on b) registered without one"));
 
-  absl::StatusOr<std::vector<v1::Placement>> shared =
-      PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 1), Gpu("a", 1)});
+  absl::StatusOr<std::vector<v1::Placement>> shared = PlaceRanks(
+      Spec("gpt-tiny", "auto", "nccl"), ModelOf(Spec("gpt-tiny", "auto", "nccl")), {Gpu("a", 1), Gpu("a", 1)});
   EXPECT_EQ(shared.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(shared.status().message(),
               HasSubstr("ddp.backend: \"nccl\" needs every rank on a GPU of its own, and rank 1"));
   EXPECT_THAT(shared.status().message(), HasSubstr("shares GPU 1 with another rank"));
 
   absl::StatusOr<std::vector<v1::Placement>> cpu_rank =
-      PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), {Gpu("a", 0), Cpu("b")});
+      PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), ModelOf(Spec("gpt-tiny", "auto", "nccl")), {Gpu("a", 0), Cpu("b")});
   EXPECT_THAT(cpu_rank.status().message(), HasSubstr("rank 0 (w-a-0 on a) computes on its CPU"))
       << "with one worker without a GPU every rank computes on its CPU";
 
-  absl::StatusOr<std::vector<v1::Placement>> bf16 = PlaceRanks(Spec("gpt-tiny", "auto", "gloo", "bf16"), {Cpu("a")});
+  absl::StatusOr<std::vector<v1::Placement>> bf16 = PlaceRanks(
+      Spec("gpt-tiny", "auto", "gloo", "bf16"), ModelOf(Spec("gpt-tiny", "auto", "gloo", "bf16")), {Cpu("a")});
   EXPECT_THAT(bf16.status().message(), HasSubstr("model.precision: bf16 runs on a GPU only, and rank 0 (w-a on a)"));
 }
 

@@ -11,6 +11,7 @@
 #include "gradsync/nn/optimizer.h"
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::data {
 namespace {
@@ -44,8 +45,8 @@ double MeanLoss(nn::Model& model, const nn::Batch& batch) {
 
 TEST(LearnableTest, LossFallsWellBelowChance) {
   const gradsync::v1::JobSpec spec = DefaultSpec();
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = CreateDataset(spec);
-  absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = gradsync::testing::DatasetOf(spec);
+  absl::StatusOr<std::unique_ptr<nn::Model>> model = gradsync::testing::ModelOf(spec);
   ASSERT_TRUE(dataset.ok() && model.ok());
   const int64_t train_size = (*dataset)->size() - kHeldOut;
 

@@ -12,6 +12,7 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::data {
 namespace {
@@ -22,7 +23,7 @@ struct Outcome {
 };
 
 Outcome Run(const gradsync::v1::JobSpec& spec, const Dataset& dataset, const std::vector<int64_t>& indices) {
-  auto model = nn::CreateModel(spec);
+  auto model = gradsync::testing::ModelOf(spec);
   EXPECT_TRUE(model.ok()) << model.status();
   (*model)->InitParams(5);
   (*model)->ZeroGrads();
@@ -34,7 +35,7 @@ Outcome Run(const gradsync::v1::JobSpec& spec, const Dataset& dataset, const std
 }
 
 void ExpectPaddingInert(const gradsync::v1::JobSpec& spec) {
-  auto dataset = CreateDataset(spec);
+  auto dataset = gradsync::testing::DatasetOf(spec);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   const Outcome plain = Run(spec, **dataset, {3, 1});
   const Outcome padded = Run(spec, **dataset, {3, kPadIndex, 1, kPadIndex});

@@ -9,6 +9,7 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::data {
 namespace {
@@ -26,7 +27,7 @@ gradsync::v1::JobSpec DefaultSpec(uint64_t seed = 1234) {
 }
 
 std::unique_ptr<Dataset> MustCreate(const gradsync::v1::JobSpec& spec) {
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = CreateDataset(spec);
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = gradsync::testing::DatasetOf(spec);
   EXPECT_TRUE(dataset.ok()) << dataset.status();
   return dataset.ok() ? *std::move(dataset) : nullptr;
 }
@@ -104,17 +105,17 @@ TEST(SyntheticTeacherTest, FeaturesAreStandardNormal) {
 
 TEST(CreateDatasetTest, RejectsMissingOrBadSource) {
   gradsync::v1::JobSpec spec;
-  EXPECT_EQ(CreateDataset(spec).status(), absl::InvalidArgumentError("data: no source set"));
+  EXPECT_EQ(gradsync::testing::DatasetOf(spec).status(), absl::InvalidArgumentError("data: no source set"));
 
   spec = DefaultSpec();
   spec.mutable_data()->mutable_synthetic()->set_num_classes(1);
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = CreateDataset(spec);
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = gradsync::testing::DatasetOf(spec);
   EXPECT_EQ(dataset.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(dataset.status().message().find("data.synthetic.numClasses"), std::string::npos);
 
   spec = DefaultSpec();
   spec.mutable_data()->mutable_synthetic()->set_num_samples(0);
-  EXPECT_NE(CreateDataset(spec).status().message().find("data.synthetic.numSamples"), std::string::npos);
+  EXPECT_NE(gradsync::testing::DatasetOf(spec).status().message().find("data.synthetic.numSamples"), std::string::npos);
 }
 
 }  // namespace

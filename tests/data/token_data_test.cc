@@ -8,6 +8,7 @@
 #include "gradsync/data/token_dataset.h"
 #include "gradsync/data/token_shard.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::data {
 namespace {
@@ -251,7 +252,7 @@ TEST_F(TokenDataTest, CreateDatasetReadsTextAndShardsWithTheModelsContext) {
   WriteBytes("a.txt", "abcdefghij");
   gradsync::v1::JobSpec spec = TinyGptSpec(3);
   spec.mutable_data()->mutable_text()->add_paths(Path("*.txt"));
-  auto text = CreateDataset(spec);
+  auto text = gradsync::testing::DatasetOf(spec);
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ((*text)->size(), 3);
   nn::Batch b;
@@ -263,7 +264,7 @@ TEST_F(TokenDataTest, CreateDatasetReadsTextAndShardsWithTheModelsContext) {
   ASSERT_TRUE(WriteShard(Path("train_000.bin"), std::vector<uint16_t>{1, 2, 3, 4, 5, 6, 7}).ok());
   spec = TinyGptSpec(2);
   spec.mutable_data()->mutable_shards()->add_paths(Path("train_000.bin"));
-  auto shards = CreateDataset(spec);
+  auto shards = gradsync::testing::DatasetOf(spec);
   ASSERT_TRUE(shards.ok()) << shards.status();
   EXPECT_EQ((*shards)->size(), 3);
   (*shards)->Fill(idx, &b);
@@ -275,36 +276,37 @@ TEST_F(TokenDataTest, CreateDatasetRefusesBadCombinationsAndNamesMissingFiles) {
   WriteBytes("a.txt", "abcdefghij");
   gradsync::v1::JobSpec synthetic = TinyGptSpec(3);
   synthetic.mutable_data()->mutable_synthetic()->set_num_samples(10);
-  EXPECT_NE(CreateDataset(synthetic).status().message().find("a transformer needs data.text or data.shards"),
-            std::string::npos);
+  EXPECT_NE(
+      gradsync::testing::DatasetOf(synthetic).status().message().find("a transformer needs data.text or data.shards"),
+      std::string::npos);
 
   gradsync::v1::JobSpec mlp;
   mlp.mutable_model()->set_preset("mlp");
   mlp.mutable_data()->mutable_text()->add_paths(Path("a.txt"));
-  EXPECT_EQ(CreateDataset(mlp).status(),
+  EXPECT_EQ(gradsync::testing::DatasetOf(mlp).status(),
             absl::InvalidArgumentError("data.text: token data needs a transformer preset, got model.preset \"mlp\""));
 
   gradsync::v1::JobSpec no_paths = TinyGptSpec(3);
   no_paths.mutable_data()->mutable_shards();
-  EXPECT_EQ(CreateDataset(no_paths).status(),
+  EXPECT_EQ(gradsync::testing::DatasetOf(no_paths).status(),
             absl::InvalidArgumentError("data.shards.paths: must list at least one file"));
 
   gradsync::v1::JobSpec missing = TinyGptSpec(3);
   missing.mutable_data()->mutable_text()->add_paths(Path("a.txt"));
   missing.mutable_data()->mutable_text()->add_paths(Path("missing.txt"));
-  const absl::Status status = CreateDataset(missing).status();
+  const absl::Status status = gradsync::testing::DatasetOf(missing).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find(Path("missing.txt")), std::string::npos) << status;
 
   gradsync::v1::JobSpec vocab = TinyGptSpec(3);
   vocab.mutable_model()->mutable_transformer()->set_vocab_size(512);
   vocab.mutable_data()->mutable_text()->add_paths(Path("a.txt"));
-  EXPECT_NE(CreateDataset(vocab).status().message().find("bytewise"), std::string::npos);
+  EXPECT_NE(gradsync::testing::DatasetOf(vocab).status().message().find("bytewise"), std::string::npos);
 
   ASSERT_TRUE(WriteShard(Path("big.bin"), std::vector<uint16_t>{1, 2, 300, 4, 5}).ok());
   gradsync::v1::JobSpec tokens = TinyGptSpec(2);
   tokens.mutable_data()->mutable_shards()->add_paths(Path("big.bin"));
-  const absl::Status out_of_vocab = CreateDataset(tokens).status();
+  const absl::Status out_of_vocab = gradsync::testing::DatasetOf(tokens).status();
   EXPECT_NE(out_of_vocab.message().find(Path("big.bin")), std::string::npos) << out_of_vocab;
   EXPECT_NE(out_of_vocab.message().find("outside the vocabulary of 256"), std::string::npos) << out_of_vocab;
 }

@@ -14,6 +14,7 @@
 #include "gradsync/data/token_shard.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 #include "transformer_util.h"
 
 namespace gradsync::data {
@@ -117,19 +118,21 @@ INSTANTIATE_TEST_SUITE_P(Flavours, PaddingIsHarmless, ::testing::Values("gpt2", 
 
 TEST_F(ValidationSetTest, RefusalsNameTheFieldAndTheFile) {
   v1::JobSpec spec = nn::testing::TinySpec("gpt2");
-  EXPECT_EQ(*CreateValidationSet(spec), nullptr) << "no paths: no validation";
+  spec.mutable_data()->mutable_shards()->add_paths("train.bin");  // planned, never read here
+  EXPECT_EQ(*gradsync::testing::ValidationSetOf(spec), nullptr) << "no paths: no validation";
   spec.mutable_data()->mutable_validation()->add_paths(Write("one.bin", {3}));
-  absl::StatusOr<std::unique_ptr<ValidationSet>> one = CreateValidationSet(spec);
+  absl::StatusOr<std::unique_ptr<ValidationSet>> one = gradsync::testing::ValidationSetOf(spec);
   EXPECT_EQ(one.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(one.status().message()), HasSubstr("data.validation: "));
   EXPECT_THAT(std::string(one.status().message()), HasSubstr("one.bin: holds no token to predict"));
 
   spec.mutable_data()->mutable_validation()->set_paths(0, Write("big.bin", {3, 9}));
-  EXPECT_THAT(std::string(CreateValidationSet(spec).status().message()), HasSubstr("outside the vocabulary of 7"));
+  EXPECT_THAT(std::string(gradsync::testing::ValidationSetOf(spec).status().message()),
+              HasSubstr("outside the vocabulary of 7"));
   spec.mutable_data()->mutable_validation()->set_paths(0, (dir_ / "none_*.bin").string());
-  EXPECT_THAT(std::string(CreateValidationSet(spec).status().message()), HasSubstr("matches no file"));
+  EXPECT_THAT(std::string(gradsync::testing::ValidationSetOf(spec).status().message()), HasSubstr("matches no file"));
   spec.mutable_data()->mutable_validation()->set_disabled(true);
-  EXPECT_EQ(*CreateValidationSet(spec), nullptr);
+  EXPECT_EQ(*gradsync::testing::ValidationSetOf(spec), nullptr);
 }
 
 }  // namespace

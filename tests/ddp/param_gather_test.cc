@@ -15,6 +15,7 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::ddp {
 namespace {
@@ -53,7 +54,7 @@ nn::Batch BatchFor(const v1::JobSpec& spec, int64_t size, uint64_t seed) {
     const v1::TransformerConfig& t = spec.model().transformer();
     return nn::testing::RandomTokens(size, t.seq_len(), static_cast<int>(t.vocab_size()), seed);
   }
-  auto data = data::CreateDataset(spec);
+  auto data = gradsync::testing::DatasetOf(spec);
   EXPECT_TRUE(data.ok()) << data.status();
   std::vector<int64_t> idx(size);
   for (int64_t i = 0; i < size; ++i) idx[i] = static_cast<int64_t>(seed) + i;
@@ -99,7 +100,7 @@ TEST_P(ParamGatherTest, ShardedPassesComputeBitForBitWhatTheWholeModelComputes) 
   const v1::JobSpec spec = SpecOf(GetParam());
   constexpr int kWorld = 3;
   const nn::Batch batch = BatchFor(spec, 4, 17);
-  std::unique_ptr<nn::Model> reference = *nn::CreateModel(spec);
+  std::unique_ptr<nn::Model> reference = *gradsync::testing::ModelOf(spec);
   const std::vector<float> whole(reference->params().begin(), reference->params().end());
   const Outputs expected = Compute(*reference, batch);
   // A parameter count the world size does not divide, so the shards are uneven.
@@ -107,7 +108,7 @@ TEST_P(ParamGatherTest, ShardedPassesComputeBitForBitWhatTheWholeModelComputes) 
 
   CoordinatorServer server;
   RunRanks(server, "gather-" + GetParam(), kWorld, [&](int rank, comm::Communicator& comm, comm::KvClient&) {
-    std::unique_ptr<nn::Model> model = *nn::CreateModel(spec);
+    std::unique_ptr<nn::Model> model = *gradsync::testing::ModelOf(spec);
     ASSERT_TRUE(model->supports_param_gate());
     const std::vector<int64_t> bounds = comm::EvenBounds(model->layout().total_numel(), kWorld);
     ParamGather gate(model.get(), &comm, bounds);
@@ -135,20 +136,23 @@ TEST_P(ParamGatherTest, ARankWithAnEmptyBatchStillJoinsEveryGather) {
   empty.features.clear();
   empty.tokens.clear();
   empty.targets.clear();
-  std::unique_ptr<nn::Model> reference = *nn::CreateModel(spec);
+  std::unique_ptr<nn::Model> reference = *gradsync::testing::ModelOf(spec);
   const absl::StatusOr<nn::LossSum> expected = reference->Evaluate(batch);
   ASSERT_TRUE(expected.ok()) << expected.status();
 
   CoordinatorServer server;
   RunRanks(server, "empty-" + GetParam(), 2, [&](int rank, comm::Communicator& comm, comm::KvClient&) {
-    std::unique_ptr<nn::Model> model = *nn::CreateModel(spec);
+    std::unique_ptr<nn::Model> model = *gradsync::testing::ModelOf(spec);
     ParamGather gate(model.get(), &comm, comm::EvenBounds(model->layout().total_numel(), 2));
     gate.DiscardUnowned(0, model->layout().size());
     model->set_param_gate(&gate);
     const absl::StatusOr<nn::LossSum> got = model->Evaluate(rank == 0 ? batch : empty);
     ASSERT_TRUE(got.ok()) << got.status();
-    if (rank == 0) EXPECT_EQ(got->sum, expected->sum);
-    if (rank == 1) EXPECT_EQ(got->count, 0);
+    if (rank == 0) {
+      EXPECT_EQ(got->sum, expected->sum);
+    } else {
+      EXPECT_EQ(got->count, 0);
+    }
     model->ZeroGrads();
     int ready = 0;
     ASSERT_TRUE(model->ForwardBackward(rank == 0 ? batch : empty, 1.0f, [&](int, int) { ++ready; }).ok());
@@ -166,7 +170,7 @@ TEST(ParamGather, GathersEachUnitOncePerUseAndPrefetchesTheNext) {
   const nn::Batch batch = BatchFor(spec, 4, 0);
   CoordinatorServer server;
   RunRanks(server, "count", 2, [&](int, comm::Communicator& comm, comm::KvClient&) {
-    std::unique_ptr<nn::Model> model = *nn::CreateModel(spec);
+    std::unique_ptr<nn::Model> model = *gradsync::testing::ModelOf(spec);
     const int layers = model->layout().size() / 2;
     ASSERT_EQ(layers, 4);
     ParamGather gate(model.get(), &comm, comm::EvenBounds(model->layout().total_numel(), 2));
@@ -206,7 +210,7 @@ TEST(ParamGather, ARankHoldsOnlyItsShardsPagesBetweenPasses) {
   const nn::Batch batch = BatchFor(spec, 2, 9);
   CoordinatorServer server;
   RunRanks(server, "resident", 2, [&](int rank, comm::Communicator& comm, comm::KvClient&) {
-    std::unique_ptr<nn::Model> model = *nn::CreateModel(spec);
+    std::unique_ptr<nn::Model> model = *gradsync::testing::ModelOf(spec);
     const int64_t total = model->layout().total_numel();
     ASSERT_GT(total * 4, 64 * kPage);
     EXPECT_GE(model->ResidentParamBytes(), total * 4);

@@ -9,6 +9,7 @@
 #include "gradsync/nn/model.h"
 #include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::ddp {
 namespace {
@@ -39,7 +40,7 @@ struct Replica {
 };
 
 Replica MakeReplica(const v1::JobSpec& spec) {
-  Replica r{*nn::CreateModel(spec), *data::CreateDataset(spec)};
+  Replica r{*gradsync::testing::ModelOf(spec), *gradsync::testing::DatasetOf(spec)};
   r.model->InitParams(11);
   return r;
 }

@@ -26,6 +26,7 @@
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
 #include "http_client.h"
+#include "plans.h"
 #include "tokenizer_json.h"
 
 namespace gradsync::testing {
@@ -57,7 +58,7 @@ double OneWindowAtATime(const std::string& weights_path, const std::vector<std::
   EXPECT_TRUE(weights.ok()) << weights.status();
   v1::JobSpec spec;
   *spec.mutable_model() = weights->model;
-  absl::StatusOr<std::unique_ptr<nn::Model>> model = nn::CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<nn::Model>> model = gradsync::testing::ModelOf(spec);
   EXPECT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->params().size(), weights->values.size());
   std::copy(weights->values.begin(), weights->values.end(), (*model)->params().begin());

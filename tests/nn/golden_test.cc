@@ -9,6 +9,7 @@
 #include "golden_util.h"
 #include "gradsync/nn/optimizer.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 
 namespace gradsync::nn {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 TEST(Golden, Gpt2FirstStepsMatchPyTorch) {
   const golden::Struct g = golden::Load();
   ASSERT_TRUE(g.fields().contains("losses")) << "golden/gpt2_golden.json is missing or unreadable";
-  auto created = CreateModel(golden::Spec(g));
+  auto created = gradsync::testing::ModelOf(golden::Spec(g));
   ASSERT_TRUE(created.ok()) << created.status();
   Model& model = **created;
   ASSERT_EQ(model.layout().total_numel(), static_cast<int64_t>(golden::Num(g, "paramCount")))

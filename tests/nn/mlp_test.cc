@@ -12,6 +12,7 @@
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
 #include "model_properties.h"
+#include "plans.h"
 
 namespace gradsync::nn {
 namespace {
@@ -38,7 +39,7 @@ gradsync::v1::JobSpec MlpSpec(int input_dim, std::vector<int> hidden, int num_cl
 gradsync::v1::JobSpec TinySpec() { return MlpSpec(4, {5, 3}, 3); }
 
 std::unique_ptr<Model> MustCreate(const gradsync::v1::JobSpec& spec) {
-  absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<Model>> model = gradsync::testing::ModelOf(spec);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;
 }
@@ -105,21 +106,21 @@ TEST(MlpTest, InitIsDeterministicAndScaled) {
 TEST(MlpTest, RejectsBadSpecs) {
   gradsync::v1::JobSpec spec = TinySpec();
   spec.mutable_model()->set_preset("x");
-  absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<Model>> model = gradsync::testing::ModelOf(spec);
   EXPECT_EQ(model.status(), absl::InvalidArgumentError(
                                 "model.preset: unknown preset \"x\"; known: mlp, gpt-tiny, gpt2-124m, minimind-26m"));
 
   spec = MlpSpec(4, {5}, 3, "tanh");
-  model = CreateModel(spec);
+  model = gradsync::testing::ModelOf(spec);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(model.status().message().find("model.mlp.activation"), std::string::npos);
 
   spec = MlpSpec(4, {5, 0}, 3);
-  EXPECT_NE(CreateModel(spec).status().message().find("model.mlp.hiddenDims[1]"), std::string::npos);
+  EXPECT_NE(gradsync::testing::ModelOf(spec).status().message().find("model.mlp.hiddenDims[1]"), std::string::npos);
 
   spec = TinySpec();
   spec.mutable_data()->clear_synthetic();
-  EXPECT_EQ(CreateModel(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gradsync::testing::ModelOf(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MlpTest, RejectsBatchesThatDoNotFit) {

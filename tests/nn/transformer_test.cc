@@ -14,6 +14,7 @@
 #include "gradsync/nn/presets.h"
 #include "gtest/gtest.h"
 #include "model_properties.h"
+#include "plans.h"
 #include "transformer_util.h"
 
 namespace gradsync::nn {
@@ -248,10 +249,10 @@ TEST(TransformerPresetTest, CreateModelRejectsBadConfigs) {
   gradsync::v1::JobSpec spec;
   spec.mutable_model()->set_preset("minimind-26m");
   spec.mutable_model()->mutable_transformer()->set_kv_heads(3);
-  EXPECT_EQ(CreateModel(spec).status(),
+  EXPECT_EQ(gradsync::testing::ModelOf(spec).status(),
             absl::InvalidArgumentError("model.transformer.kvHeads: must divide heads (8), got 3"));
   spec.mutable_model()->set_preset("gpt-huge");
-  EXPECT_EQ(CreateModel(spec).status(),
+  EXPECT_EQ(gradsync::testing::ModelOf(spec).status(),
             absl::InvalidArgumentError("model.preset: unknown preset \"gpt-huge\"; known: mlp, "
                                        "gpt-tiny, gpt2-124m, minimind-26m"));
 }

@@ -11,6 +11,7 @@
 #include "gradsync/v1/job.pb.h"
 #include "gtest/gtest.h"
 #include "model_properties.h"
+#include "plans.h"
 
 namespace gradsync::nn::testing {
 
@@ -33,7 +34,7 @@ inline gradsync::v1::JobSpec TinySpec(const std::string& flavour) {
 }
 
 inline std::unique_ptr<Model> MustCreate(const gradsync::v1::JobSpec& spec) {
-  absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<Model>> model = gradsync::testing::ModelOf(spec);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;
 }

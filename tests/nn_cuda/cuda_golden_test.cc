@@ -15,7 +15,7 @@ class CudaGolden : public testing::CudaModelTest {
   // Runs the golden steps; returns the final parameters (host copy).
   std::vector<float> Run(Precision precision, const golden::Struct& g, std::vector<double>* losses,
                          std::vector<double>* norms) {
-    auto model = CreateCudaModel(golden::Spec(g), Options(precision));
+    auto model = testing::CudaModelOf(golden::Spec(g), Options(precision));
     EXPECT_TRUE(model.ok()) << model.status();
     if (!model.ok()) return {};
     CudaModel& m = **model;

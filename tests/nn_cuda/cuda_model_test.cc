@@ -260,13 +260,15 @@ TEST_P(CudaTransformerTest, EmptyBatchReportsEveryLayer) {
 TEST_F(CudaModelTest, RejectsWhatItCannotRun) {
   gradsync::v1::JobSpec mlp;
   mlp.mutable_model()->set_preset("mlp");
-  absl::StatusOr<std::unique_ptr<CudaModel>> model = CreateCudaModel(mlp, Options(Precision::kFp32));
+  mlp.mutable_data()->mutable_synthetic()->set_input_dim(4);
+  mlp.mutable_data()->mutable_synthetic()->set_num_classes(2);
+  absl::StatusOr<std::unique_ptr<CudaModel>> model = CudaModelOf(mlp, Options(Precision::kFp32));
   ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(model.status().message().find("model.preset"), std::string::npos);
 
   gradsync::v1::JobSpec narrow = TinySpec("gpt2");
   narrow.mutable_model()->mutable_transformer()->set_width(64);  // head dim 16
-  model = CreateCudaModel(narrow, Options(Precision::kFp32));
+  model = CudaModelOf(narrow, Options(Precision::kFp32));
   ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(model.status().message().find("model.transformer.heads"), std::string::npos);
 

@@ -17,6 +17,7 @@
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/v1/job.pb.h"
+#include "plans.h"
 #include "test_util.h"
 
 namespace gradsync::nn::cuda::testing {
@@ -97,13 +98,21 @@ inline int64_t Count(const Batch& batch) {
 }
 
 inline std::unique_ptr<Model> MustCreateCpu(const gradsync::v1::JobSpec& spec) {
-  absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(spec);
+  absl::StatusOr<std::unique_ptr<Model>> model = gradsync::testing::ModelOf(spec);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;
 }
 
+// CreateCudaModel of the spec's plan, as a worker builds it.
+inline absl::StatusOr<std::unique_ptr<CudaModel>> CudaModelOf(const gradsync::v1::JobSpec& spec,
+                                                              const CudaModelOptions& options) {
+  absl::StatusOr<ModelPlan> plan = gradsync::spec::PlanModel(spec);
+  if (!plan.ok()) return plan.status();
+  return CreateCudaModel(*plan, options);
+}
+
 inline std::unique_ptr<CudaModel> MustCreateCuda(const gradsync::v1::JobSpec& spec, const CudaModelOptions& options) {
-  absl::StatusOr<std::unique_ptr<CudaModel>> model = CreateCudaModel(spec, options);
+  absl::StatusOr<std::unique_ptr<CudaModel>> model = CudaModelOf(spec, options);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;
 }

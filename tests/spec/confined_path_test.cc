@@ -159,7 +159,7 @@ TEST_F(ConfinedPathTest, InitFromResolvesInsideTheRootsOrIsRefused) {
   spec.mutable_model()->set_init_from("corpus/a.txt");
   ASSERT_TRUE(ConfineInitFrom(Roots(), &spec).ok());
   EXPECT_EQ(spec.model().init_from(), (root() / "corpus/a.txt").string());
-  EXPECT_TRUE(CheckInitFrom(spec, Roots()).ok());
+  EXPECT_TRUE(CheckInitFrom(spec.model(), Roots()).ok());
 
   v1::JobSpec bad;
   bad.mutable_model()->set_init_from((outside() / "shadow").string());
@@ -173,7 +173,7 @@ TEST_F(ConfinedPathTest, InitFromResolvesInsideTheRootsOrIsRefused) {
   fs::create_symlink(outside() / "shadow", root() / "corpus" / "later.bin");
   v1::JobSpec late;
   late.mutable_model()->set_init_from((root() / "corpus" / "later.bin").string());
-  EXPECT_THAT(std::string(CheckInitFrom(late, Roots()).message()), HasSubstr("model.initFrom"));
+  EXPECT_THAT(std::string(CheckInitFrom(late.model(), Roots()).message()), HasSubstr("model.initFrom"));
   v1::JobSpec none;
   EXPECT_TRUE(ConfineInitFrom(Roots(), &none).ok());
 }

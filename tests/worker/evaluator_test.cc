@@ -18,6 +18,7 @@
 #include "gradsync/data/token_shard.h"
 #include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 #include "replica_test_util.h"
 #include "train_loop.h"
 
@@ -91,7 +92,7 @@ double OneWindowAtATime(nn::Model& model, const std::vector<std::vector<uint16_t
 
 TEST_F(EvaluatorTest, TheSameLossAtEveryWorldSizeAndEqualToOneWindowAtATime) {
   const v1::JobSpec spec = Spec(1);
-  std::unique_ptr<nn::Model> reference = *nn::CreateModel(spec);
+  std::unique_ptr<nn::Model> reference = *gradsync::testing::ModelOf(spec);
   reference->InitParams(9);
   const double want = OneWindowAtATime(*reference, files_);
 
@@ -103,10 +104,10 @@ TEST_F(EvaluatorTest, TheSameLossAtEveryWorldSizeAndEqualToOneWindowAtATime) {
     testing::RunRanks(server, absl::StrCat("eval-", world), world,
                       [&](int rank, comm::Communicator& comm, comm::KvClient&) {
                         TrainConfig config;
-                        config.spec = spec;
+                        config.plan = *spec::PlanJob(spec);
                         config.rank = rank;
                         config.sampler.micro_batch = 3;
-                        std::unique_ptr<nn::Model> model = *nn::CreateModel(spec);
+                        std::unique_ptr<nn::Model> model = *gradsync::testing::ModelOf(spec);
                         model->InitParams(9);
                         absl::StatusOr<std::unique_ptr<Evaluator>> e = Evaluator::Create(config, world);
                         ASSERT_TRUE(e.ok()) << e.status();

@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "gradsync/spec/job_plan.h"
+#include "gradsync/spec/job_spec.h"
 #include "gtest/gtest.h"
 #include "placement.h"
 
@@ -38,9 +40,17 @@ v1::JobSpec Spec(const std::string& backend) {
   return s;
 }
 
+// The model's plan, as the scheduler makes it from the stored spec (its defaults filled).
+nn::ModelPlan ModelOf(v1::JobSpec spec) {
+  spec::FillDefaults(&spec);
+  absl::StatusOr<nn::ModelPlan> plan = spec::PlanModel(spec);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : nn::ModelPlan{};
+}
+
 // The backend "auto" resolves to for this gang.
 std::string AutoBackend(const std::vector<coordinator::RankHost>& ranks) {
-  absl::StatusOr<std::vector<v1::Placement>> p = coordinator::PlaceRanks(Spec("auto"), ranks);
+  absl::StatusOr<std::vector<v1::Placement>> p = coordinator::PlaceRanks(Spec("auto"), ModelOf(Spec("auto")), ranks);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() && !p->empty() ? (*p)[0].backend() : "";
 }
@@ -60,7 +70,7 @@ TEST(GpuIdentity, TwoPinnedWorkersOfOneHostBothAtOrdinalZeroAreTwoGpus) {
   const std::vector<coordinator::RankHost> ranks = {Gpu("node", 0, kUuidA), Gpu("node", 0, kUuidB)};
   EXPECT_FALSE(device::SameGpu("node", ranks[0].device, "node", ranks[1].device));
   EXPECT_EQ(AutoBackend(ranks), "nccl");
-  EXPECT_TRUE(coordinator::PlaceRanks(Spec("nccl"), ranks).ok());
+  EXPECT_TRUE(coordinator::PlaceRanks(Spec("nccl"), ModelOf(Spec("nccl")), ranks).ok());
 }
 
 // One GPU seen as cuda:0 by a pinned worker and as cuda:1 by one that sees the whole host, or by
@@ -70,7 +80,8 @@ TEST(GpuIdentity, TheSameUuidIsOneGpuWhateverTheOrdinalOrHostName) {
                             std::vector<coordinator::RankHost>{Gpu("pod-a", 0, kUuidA), Gpu("pod-b", 0, kUuidA)}}) {
     EXPECT_TRUE(device::SameGpu(ranks[0].hostname, ranks[0].device, ranks[1].hostname, ranks[1].device));
     EXPECT_EQ(AutoBackend(ranks), "gloo") << ranks[1].hostname;
-    const absl::StatusOr<std::vector<v1::Placement>> nccl = coordinator::PlaceRanks(Spec("nccl"), ranks);
+    const absl::StatusOr<std::vector<v1::Placement>> nccl =
+        coordinator::PlaceRanks(Spec("nccl"), ModelOf(Spec("nccl")), ranks);
     EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(nccl.status().message(),
                 HasSubstr(absl::StrCat("rank 1 (", ranks[1].worker_id, " on ", ranks[1].hostname, ") shares GPU ",

@@ -263,9 +263,9 @@ TEST(GpuReplica, ShardedGradientsOnTwoRanksSharingTheGpuTrainLikeUnsharded) {
       EXPECT_TRUE(sharded.params[0] == none.params[0])
           << "sharded differs from unsharded by up to " << MaxAbsDiff(sharded.params[0], none.params[0]);
     } else {
-      auto model = nn::CreateModel(ConfigOf(TinyAssignment("cpu", "gloo", "fp32")).spec, nn::ModelInit::kNone);
-      ASSERT_TRUE(model.ok()) << model.status();
-      const nn::ParamLayout& layout = (*model)->layout();
+      const std::unique_ptr<nn::Model> model =
+          nn::CreateModel(ConfigOf(TinyAssignment("cpu", "gloo", "fp32")).plan.model, nn::ModelInit::kNone);
+      const nn::ParamLayout& layout = model->layout();
       const int64_t width = TinyAssignment("cpu", "gloo", "fp32").spec().model().transformer().width();
       EXPECT_LT(MaxAbsDiff(sharded.params[0], none.params[0], KeyBiases(layout, width)), 1e-4);
     }

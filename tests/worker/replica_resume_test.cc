@@ -28,7 +28,7 @@ TrainConfig ShardedConfig(spec::Sharding sharding, int world, int rank) {
   v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32", world);
   a.set_rank(rank);
   TrainConfig c = ConfigOf(a);
-  c.sharding = sharding;
+  c.plan.sharding = sharding;
   return c;
 }
 
@@ -78,7 +78,7 @@ TEST_P(ReplicaResume, ThreeRanksResumeTwoRanksShardsFromTheirRangesAlone) {
     const int64_t total = r.model().layout().total_numel();
     const auto [begin, end] = comm::BlockRange(total, 2, rank);
     ckpt::RankState state;
-    state.model = ShardedConfig(sharding, 2, rank).spec.model();
+    state.model = ShardedConfig(sharding, 2, rank).model_spec;
     state.layout = r.model().layout();
     ASSERT_TRUE(r.SaveState(begin, end, &state).ok());
     state.rank = rank;

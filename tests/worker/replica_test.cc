@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gradsync/nn/optimizer.h"
 #include "gtest/gtest.h"
+#include "plans.h"
 #include "replica_test_util.h"
 
 namespace gradsync::worker {
@@ -46,7 +47,7 @@ TEST(Replica, TheCpuReplicaClipsAndStepsLikeTheHostOptimizer) {
   r.model().InitParams(5);
 
   // The same step by hand, on a model of its own.
-  auto reference = nn::CreateModel(a.spec());
+  auto reference = gradsync::testing::ModelOf(a.spec());
   ASSERT_TRUE(reference.ok());
   (*reference)->InitParams(5);
   const v1::TrainingSpec& t = a.spec().training();

@@ -7,7 +7,6 @@
 #include "gradsync/data/token_dataset.h"
 #include "gradsync/data/token_shard.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
-#include "gradsync/nn/presets.h"
 
 namespace gradsync::data {
 
@@ -56,13 +55,11 @@ void ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) const {
   }
 }
 
-absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const v1::JobSpec& spec) {
-  const v1::ValidationData& v = spec.data().validation();
-  if (v.disabled() || v.paths().empty()) return std::unique_ptr<ValidationSet>();
-  absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(spec.model());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<std::unique_ptr<ValidationSet>> set = ValidationSet::Load(
-      std::vector<std::string>(v.paths().begin(), v.paths().end()), config->seq_len(), config->vocab_size());
+absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const DataPlan& plan) {
+  if (!plan.validation.has_value()) return std::unique_ptr<ValidationSet>();
+  const ValidationPlan& v = *plan.validation;
+  absl::StatusOr<std::unique_ptr<ValidationSet>> set =
+      ValidationSet::Load(v.paths, static_cast<int>(v.seq_len), static_cast<int>(v.vocab));
   if (!set.ok()) return absl::Status(set.status().code(), absl::StrCat("data.validation: ", set.status().message()));
   return set;
 }

@@ -32,44 +32,6 @@ std::vector<ParamUnit> LayerUnits(int layers) {
 
 }  // namespace
 
-absl::StatusOr<Mlp::Config> Mlp::ConfigFromSpec(const gradsync::v1::JobSpec& spec) {
-  if (!spec.data().has_synthetic()) {
-    return absl::InvalidArgumentError(
-        "data.synthetic: the mlp preset takes its input and output sizes from the synthetic "
-        "data source, and none is set");
-  }
-  const gradsync::v1::SyntheticData& data = spec.data().synthetic();
-  Config config;
-  config.input_dim = data.input_dim();
-  config.num_classes = data.num_classes();
-  if (config.input_dim < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data.synthetic.inputDim: must be at least 1, got ", config.input_dim));
-  }
-  if (config.num_classes < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data.synthetic.numClasses: must be at least 2, got ", config.num_classes));
-  }
-  const gradsync::v1::MlpConfig& mlp = spec.model().mlp();
-  for (int i = 0; i < mlp.hidden_dims_size(); ++i) {
-    if (mlp.hidden_dims(i) < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model.mlp.hiddenDims[", i, "]: must be at least 1, got ", mlp.hidden_dims(i)));
-    }
-    config.hidden_dims.push_back(mlp.hidden_dims(i));
-  }
-  absl::StatusOr<Activation> activation = ParseActivation(mlp.activation());
-  if (!activation.ok()) return activation.status();
-  config.activation = *activation;
-  return config;
-}
-
-absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(const gradsync::v1::JobSpec& spec) {
-  absl::StatusOr<Config> config = ConfigFromSpec(spec);
-  if (!config.ok()) return config.status();
-  return std::make_unique<Mlp>(*std::move(config));
-}
-
 Mlp::Mlp(Config config)
     : activation_(config.activation),
       orders_(LayerUnits(static_cast<int>(config.hidden_dims.size()) + 1), 0,

@@ -1,5 +1,5 @@
 // A multilayer perceptron classifier: Linear -> act -> ... -> Linear -> logits, trained with
-// softmax cross-entropy. The "mlp" preset of CreateModel.
+// softmax cross-entropy. The "mlp" preset of CreateModel (its plan: model_plan.h).
 //
 // Parameters, in forward order: layers.{i}.weight [out, in] (decayed) and layers.{i}.bias [out]
 // (not decayed), so layer i owns parameters 2i and 2i+1.
@@ -14,24 +14,14 @@
 #include "absl/status/statusor.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/model_plan.h"
 #include "gradsync/nn/param_gate.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
 
 class Mlp final : public Model {
  public:
-  struct Config {
-    int64_t input_dim = 0;
-    std::vector<int64_t> hidden_dims;
-    int64_t num_classes = 0;
-    Activation activation = Activation::kGelu;
-  };
-
-  // Reads input_dim and num_classes from spec.data.synthetic and the rest from spec.model.mlp.
-  // INVALID_ARGUMENT names the offending field.
-  static absl::StatusOr<Config> ConfigFromSpec(const gradsync::v1::JobSpec& spec);
-  static absl::StatusOr<std::unique_ptr<Mlp>> Create(const gradsync::v1::JobSpec& spec);
+  using Config = MlpConfig;
 
   // Registers the parameters (all zero until InitParams). Dimensions must be positive.
   explicit Mlp(Config config);

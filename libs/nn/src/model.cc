@@ -2,10 +2,7 @@
 
 #include <algorithm>
 
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "gradsync/nn/presets.h"
+#include "gradsync/nn/transformer_params.h"
 #include "mlp.h"
 #include "transformer.h"
 
@@ -39,23 +36,34 @@ int64_t Model::ResidentGradBytes() const {
   return grads_.size() == grads_view_.size() ? grads_.ResidentBytes(0, grads_.size()) : -1;
 }
 
-absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec, ModelInit init) {
-  const std::string& preset = spec.model().preset();
+std::unique_ptr<Model> CreateModel(const ModelPlan& plan, ModelInit init) {
   std::unique_ptr<Model> model;
-  if (preset == "mlp") {
-    absl::StatusOr<std::unique_ptr<Mlp>> mlp = Mlp::Create(spec);
-    if (!mlp.ok()) return mlp.status();
-    model = *std::move(mlp);
-  } else if (IsTransformerPreset(preset)) {
-    absl::StatusOr<std::unique_ptr<Transformer>> transformer = Transformer::Create(spec.model());
-    if (!transformer.ok()) return transformer.status();
-    model = *std::move(transformer);
+  if (const TransformerPlan* t = plan.transformer()) {
+    model = std::make_unique<Transformer>(t->dims);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("model.preset: unknown preset \"", preset,
-                                                   "\"; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
+    model = std::make_unique<Mlp>(*plan.mlp());
   }
-  if (init == ModelInit::kFromSeed) model->InitParams(spec.training().seed());
+  if (init == ModelInit::kFromSeed) model->InitParams(plan.seed);
   return model;
+}
+
+int64_t LargestUnitNumel(const ModelPlan& plan) {
+  if (plan.mlp() != nullptr) {
+    const std::vector<int64_t> layers = plan.mlp()->LayerNumels();
+    return *std::max_element(layers.begin(), layers.end());
+  }
+  ParamLayout layout;
+  const TransformerParams index = AddTransformerParams(plan.transformer()->dims, &layout);
+  int64_t largest = 0;
+  for (const ParamUnit& unit : index.Units(layout.size())) {
+    int64_t numel = 0;
+    for (const ParamRange& r : unit) {
+      const auto [begin, end] = layout.Elements(r.first, r.last);
+      numel += end - begin;
+    }
+    largest = std::max(largest, numel);
+  }
+  return largest;
 }
 
 }  // namespace gradsync::nn

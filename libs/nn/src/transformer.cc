@@ -20,14 +20,6 @@ constexpr double kInitStd = 0.02;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const gradsync::v1::ModelSpec& model) {
-  absl::StatusOr<gradsync::v1::TransformerConfig> config = ResolveTransformerConfig(model);
-  if (!config.ok()) return config.status();
-  absl::StatusOr<TransformerDims> dims = TransformerDims::FromConfig(*config);
-  if (!dims.ok()) return dims.status();
-  return std::make_unique<Transformer>(*dims);
-}
-
 Transformer::Transformer(const TransformerDims& dims)
     : dims_(dims),
       index_(AddTransformerParams(dims, &mutable_layout())),

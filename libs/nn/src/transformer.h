@@ -23,16 +23,11 @@
 #include "gradsync/nn/model_config.h"
 #include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/transformer_params.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
 
 class Transformer final : public Model {
  public:
-  // Resolves model.preset and model.transformer (presets.h) and validates the result.
-  // INVALID_ARGUMENT names the offending field.
-  static absl::StatusOr<std::unique_ptr<Transformer>> Create(const gradsync::v1::ModelSpec& model);
-
   // Registers the parameters (all zero until InitParams).
   explicit Transformer(const TransformerDims& dims);
 

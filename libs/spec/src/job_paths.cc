@@ -87,8 +87,8 @@ absl::Status ConfineDataPaths(const ConfinedRoots& data_roots, v1::JobSpec* spec
   return absl::OkStatus();
 }
 
-absl::Status CheckDataFiles(const v1::JobSpec& spec, const ConfinedRoots& data_roots) {
-  for (const DataPath& p : DataPaths(spec)) {
+absl::Status CheckDataFiles(const std::vector<DataPath>& paths, const ConfinedRoots& data_roots) {
+  for (const DataPath& p : paths) {
     if (absl::Status s = data_roots.CheckMatches(p.field, p.path); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -104,9 +104,9 @@ absl::Status ConfineInitFrom(const ConfinedRoots& roots, v1::JobSpec* spec) {
   return absl::OkStatus();
 }
 
-absl::Status CheckInitFrom(const v1::JobSpec& spec, const ConfinedRoots& roots) {
-  if (spec.model().init_from().empty()) return absl::OkStatus();
-  return roots.CheckMatches("model.initFrom", spec.model().init_from());
+absl::Status CheckInitFrom(const v1::ModelSpec& model, const ConfinedRoots& roots) {
+  if (model.init_from().empty()) return absl::OkStatus();
+  return roots.CheckMatches("model.initFrom", model.init_from());
 }
 
 bool IsCheckpointSubdir(const std::string& dir) {

@@ -36,34 +36,28 @@ absl::StatusOr<AttentionKernels> ParseAttentionKernels(absl::string_view name) {
       absl::StrCat("attention kernels must be products, flash or fused, got \"", name, "\""));
 }
 
-absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::JobSpec& spec,
-                                                           const CudaModelOptions& options) {
-  const std::string& preset = spec.model().preset();
-  if (!IsTransformerPreset(preset)) {
+absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const ModelPlan& plan, const CudaModelOptions& options) {
+  const TransformerPlan* transformer = plan.transformer();
+  if (transformer == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("model.preset: the CUDA model runs the transformer presets (",
-                                                   absl::StrJoin(ModelPresetNames(), ", "), " without mlp), got \"",
-                                                   preset, "\""));
+                                                   absl::StrJoin(ModelPresetNames(), ", "),
+                                                   " without mlp), got \"mlp\""));
   }
-  absl::StatusOr<gradsync::v1::TransformerConfig> config = ResolveTransformerConfig(spec.model());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<TransformerDims> dims = TransformerDims::FromConfig(*config);
-  if (!dims.ok()) return dims.status();
-  const int64_t head_dim = dims->head_dim;
-  if (head_dim != 32 && head_dim != 64 && head_dim != 128) {
+  const TransformerDims& dims = transformer->dims;
+  if (dims.head_dim != 32 && dims.head_dim != 64 && dims.head_dim != 128) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.transformer.heads: the CUDA attention kernels need a head dim (width / heads) of "
                      "32, 64 or 128, got ",
-                     dims->width, " / ", dims->heads, " = ", head_dim));
+                     dims.width, " / ", dims.heads, " = ", dims.head_dim));
   }
-  // The CPU model of the same spec: the source of the layout and of the initial values.
-  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec, options.init);
-  if (!reference.ok()) return reference.status();
+  // The CPU model of the same plan: the source of the layout and of the initial values.
+  std::unique_ptr<Model> reference = CreateModel(plan, options.init);
   if (options.precision == Precision::kFp32) {
-    auto model = CudaTransformer<float>::Create(spec, *dims, **reference, options);
+    auto model = CudaTransformer<float>::Create(plan, *reference, options);
     if (!model.ok()) return model.status();
     return std::unique_ptr<CudaModel>(*std::move(model));
   }
-  auto model = CudaTransformer<__nv_bfloat16>::Create(spec, *dims, **reference, options);
+  auto model = CudaTransformer<__nv_bfloat16>::Create(plan, *reference, options);
   if (!model.ok()) return model.status();
   return std::unique_ptr<CudaModel>(*std::move(model));
 }

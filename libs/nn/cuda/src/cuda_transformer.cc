@@ -38,23 +38,21 @@ absl::Status Grow(B& buffer, int64_t count) {
 }  // namespace
 
 template <typename T>
-absl::StatusOr<std::unique_ptr<CudaTransformer<T>>> CudaTransformer<T>::Create(const gradsync::v1::JobSpec& spec,
-                                                                               const TransformerDims& dims,
+absl::StatusOr<std::unique_ptr<CudaTransformer<T>>> CudaTransformer<T>::Create(const ModelPlan& plan,
                                                                                const Model& reference,
                                                                                const CudaModelOptions& options) {
-  std::unique_ptr<CudaTransformer> model(new CudaTransformer(spec, dims, options));
+  std::unique_ptr<CudaTransformer> model(new CudaTransformer(plan, options));
   GRADSYNC_CUDA_RETURN_IF_ERROR(model->Init(reference));
   return model;
 }
 
 template <typename T>
-CudaTransformer<T>::CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims,
-                                    const CudaModelOptions& options)
+CudaTransformer<T>::CudaTransformer(const ModelPlan& plan, const CudaModelOptions& options)
     : CudaModel(options),
-      spec_(spec),
-      dims_(dims),
-      index_(AddTransformerParams(dims, &mutable_layout())),
-      logits_stride_((dims.vocab + 63) / 64 * 64),
+      plan_(plan),
+      dims_(plan.transformer()->dims),
+      index_(AddTransformerParams(dims_, &mutable_layout())),
+      logits_stride_((dims_.vocab + 63) / 64 * 64),
       orders_(index_.Units(layout().size()), 1, 1 + static_cast<int>(index_.blocks.size())) {}
 
 template <typename T>
@@ -130,14 +128,13 @@ void CudaTransformer<T>::InitParamRange(uint64_t seed, int first, int last) {
   if (first >= last) return;
   // The CPU model uninitialised (its pages untouched) but for these parameters: a rank that
   // initialises one parameter at a time never builds the whole model.
-  absl::StatusOr<std::unique_ptr<Model>> reference = CreateModel(spec_, ModelInit::kNone);
-  absl::Status status = reference.status();
-  if (status.ok()) status = UseDevice();
+  std::unique_ptr<Model> reference = CreateModel(plan_, ModelInit::kNone);
+  absl::Status status = UseDevice();
   if (status.ok()) {
-    (*reference)->InitParamRange(seed, first, last);
+    reference->InitParamRange(seed, first, last);
     const auto [begin, end] = layout().Elements(first, last);
     status = CommitParams(begin, end);
-    if (status.ok()) status = CopyParamsFromHost((*reference)->params().subspan(begin, end - begin), begin);
+    if (status.ok()) status = CopyParamsFromHost(reference->params().subspan(begin, end - begin), begin);
   }
   if (!status.ok() && pending_error_.ok()) pending_error_ = status;
 }

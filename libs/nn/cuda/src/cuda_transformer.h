@@ -39,20 +39,19 @@
 #include "gradsync/kernels/cuda/matmul.cuh"
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/model_plan.h"
 #include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/transformer_params.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn::cuda {
 
 template <typename T>
 class CudaTransformer final : public CudaModel {
  public:
-  // `reference` is the CPU model of the same spec, already initialised: its values become the
-  // initial parameters (INTERNAL if its layout is not this model's). `dims` are the spec's, with
-  // a head dim the attention kernels support.
-  static absl::StatusOr<std::unique_ptr<CudaTransformer>> Create(const gradsync::v1::JobSpec& spec,
-                                                                 const TransformerDims& dims, const Model& reference,
+  // `plan` is a transformer's, with a head dim the attention kernels support; `reference` is the
+  // CPU model of the same plan, already initialised: its values become the initial parameters
+  // (INTERNAL if its layout is not this model's).
+  static absl::StatusOr<std::unique_ptr<CudaTransformer>> Create(const ModelPlan& plan, const Model& reference,
                                                                  const CudaModelOptions& options);
 
   ~CudaTransformer() override;
@@ -114,7 +113,7 @@ class CudaTransformer final : public CudaModel {
     int64_t count;
   };
 
-  CudaTransformer(const gradsync::v1::JobSpec& spec, const TransformerDims& dims, const CudaModelOptions& options);
+  CudaTransformer(const ModelPlan& plan, const CudaModelOptions& options);
   absl::Status Init(const Model& reference);
   // Copies `host` to params() from element `offset` on.
   absl::Status CopyParamsFromHost(std::span<const float> host, int64_t offset = 0);
@@ -159,7 +158,7 @@ class CudaTransformer final : public CudaModel {
   absl::Status UseDevice() const;
   absl::Status TakePendingError();
 
-  gradsync::v1::JobSpec spec_;
+  ModelPlan plan_;
   TransformerDims dims_;
   TransformerParams index_;  // layout indices of every parameter
   // The LM head runs over a padded vocabulary Vp (V rounded up to 64): the logits' rows lie Vp

@@ -7,8 +7,8 @@
 #include <span>
 
 #include "absl/status/statusor.h"
+#include "gradsync/data/data_plan.h"
 #include "gradsync/nn/model.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::data {
 
@@ -25,10 +25,9 @@ class Dataset {
   virtual void Fill(std::span<const int64_t> indices, nn::Batch* out) const = 0;
 };
 
-// The dataset a job spec describes: `synthetic` (the mlp preset only), or `text` / `shards`
-// (transformer presets only) as a TokenDataset of the model's seqLen and vocabSize. Reads every
-// token file now. INVALID_ARGUMENT names the field, or the file (a missing one, a bad shard, one
-// too short for a single window).
-absl::StatusOr<std::unique_ptr<Dataset>> CreateDataset(const gradsync::v1::JobSpec& spec);
+// The dataset of a plan: the synthetic task, or a TokenDataset of the plan's seqLen and vocabulary.
+// Reads every token file now. INVALID_ARGUMENT naming the file (a missing one, a bad shard, one too
+// short for a single window).
+absl::StatusOr<std::unique_ptr<Dataset>> CreateDataset(const DataPlan& plan);
 
 }  // namespace gradsync::data

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/data/data_plan.h"
 #include "gradsync/data/token_stream.h"
 #include "gradsync/nn/model.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::data {
 
@@ -45,9 +45,9 @@ class ValidationSet {
   std::vector<int64_t> windows_end_;
 };
 
-// The validation set of `spec`: data.validation.paths with the model's seqLen and vocabSize;
-// nullptr when the spec names none (the coordinator has already added the shards found by
-// default) or data.validation.disabled is set. Load's errors, prefixed "data.validation: ".
-absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const v1::JobSpec& spec);
+// The validation set of a plan: nullptr when it has none (the coordinator has already added the
+// shards found by default, and data.validation.disabled leaves none). Load's errors, prefixed
+// "data.validation: ".
+absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const DataPlan& plan);
 
 }  // namespace gradsync::data

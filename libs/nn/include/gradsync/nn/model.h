@@ -11,9 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "gradsync/core/page_buffer.h"
+#include "gradsync/nn/model_plan.h"
 #include "gradsync/nn/param_gate.h"
 #include "gradsync/nn/param_layout.h"
-#include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
 
@@ -119,13 +119,15 @@ class Model {
   std::span<float> grads_view_;
 };
 
-// Whether CreateModel fills the parameters from training.seed, or leaves them zero and
-// untouched (no memory spent on them) for the caller to fill, e.g. one shard at a time.
+// Whether CreateModel fills the parameters from the plan's seed (training.seed), or leaves them
+// zero and untouched (no memory spent on them) for the caller to fill, e.g. one shard at a time.
 enum class ModelInit { kFromSeed, kNone };
 
-// Builds the model a job spec describes (spec defaults already filled in).
-// INVALID_ARGUMENT names the field (e.g. "model.preset") when the spec asks for something unknown.
-absl::StatusOr<std::unique_ptr<Model>> CreateModel(const gradsync::v1::JobSpec& spec,
-                                                   ModelInit init = ModelInit::kFromSeed);
+// Builds the model of a plan (libs/spec's PlanModel resolved and checked it, so this cannot fail).
+std::unique_ptr<Model> CreateModel(const ModelPlan& plan, ModelInit init = ModelInit::kFromSeed);
+
+// The elements of the plan's largest gate unit (what ddp.sharding "full" gathers at once: an MLP
+// layer, a transformer block, or the embeddings), computed from the layout alone, no buffers.
+int64_t LargestUnitNumel(const ModelPlan& plan);
 
 }  // namespace gradsync::nn

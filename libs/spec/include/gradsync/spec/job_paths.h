@@ -39,9 +39,10 @@ std::vector<std::string> DefaultValidationPaths(const v1::JobSpec& spec);
 // spec is unchanged on error.
 absl::Status ConfineDataPaths(const ConfinedRoots& data_roots, v1::JobSpec* spec);
 
-// The reader's check, right before it opens the files: every file each data path of `spec` matches
-// resolves inside `data_roots`. INVALID_ARGUMENT naming the field, the path and the roots.
-absl::Status CheckDataFiles(const v1::JobSpec& spec, const ConfinedRoots& data_roots);
+// The reader's check, right before it opens the files: every file each of `paths` (DataPaths of a
+// spec) matches resolves inside `data_roots`. INVALID_ARGUMENT naming the field, the path and the
+// roots.
+absl::Status CheckDataFiles(const std::vector<DataPath>& paths, const ConfinedRoots& data_roots);
 
 // Replaces model.init_from (when set) with its resolved form inside `roots` (the data roots and the
 // artifact root; relative paths start at the first), as ConfineDataPaths does for data paths.
@@ -50,7 +51,7 @@ absl::Status CheckDataFiles(const v1::JobSpec& spec, const ConfinedRoots& data_r
 absl::Status ConfineInitFrom(const ConfinedRoots& roots, v1::JobSpec* spec);
 
 // The reader's check of model.init_from right before it is read: it resolves inside `roots`.
-absl::Status CheckInitFrom(const v1::JobSpec& spec, const ConfinedRoots& roots);
+absl::Status CheckInitFrom(const v1::ModelSpec& model, const ConfinedRoots& roots);
 
 // Whether `dir` may be a checkpoint.dir: empty, or one directory name of at most 64 letters,
 // digits, '.', '_' and '-' that does not start with '.'.

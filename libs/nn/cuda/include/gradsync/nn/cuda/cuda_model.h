@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gradsync/nn/model.h"
-#include "gradsync/v1/job.pb.h"
+#include "gradsync/nn/model_plan.h"
 
 namespace gradsync::nn::cuda {
 
@@ -90,13 +90,11 @@ class CudaModel : public Model {
   CudaModelOptions options_;
 };
 
-// Builds the GPU model a job spec describes (a transformer preset, spec defaults filled in) and
-// initialises it from training.seed exactly as CreateModel would (same values, bit for bit).
-// INVALID_ARGUMENT naming the field when the spec is not a valid transformer (e.g.
-// "model.preset: ...") or the CUDA kernels cannot run it ("model.transformer.heads: ..." when
+// Builds the GPU model of a plan (a transformer) and initialises it from the plan's seed exactly as
+// CreateModel would (same values, bit for bit). INVALID_ARGUMENT naming the field when the plan is an
+// mlp ("model.preset: ...") or the CUDA kernels cannot run it ("model.transformer.heads: ..." when
 // width / heads is not 32, 64 or 128, the head dims of the attention kernels); INTERNAL or
 // RESOURCE_EXHAUSTED when the device, its memory or cuBLASLt cannot be had.
-absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const gradsync::v1::JobSpec& spec,
-                                                           const CudaModelOptions& options);
+absl::StatusOr<std::unique_ptr<CudaModel>> CreateCudaModel(const ModelPlan& plan, const CudaModelOptions& options);
 
 }  // namespace gradsync::nn::cuda

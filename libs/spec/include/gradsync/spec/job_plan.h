@@ -1,0 +1,41 @@
+// A job spec as the libraries build from it: after FillDefaults and ValidateJobSpec, the spec is
+// resolved once into typed plans, and nothing past this boundary reads the spec's model or data
+// sections again. The model plan (gradsync/nn/model_plan.h) builds the network on the CPU or the GPU
+// and sizes the coordinator's budget; the data plan (gradsync/data/data_plan.h) builds the dataset
+// and the validation set; the sharding mode with the world size gives each rank's shard
+// (gradsync/ddp/shard_plan.h).
+//
+// A plan is only ever built from a whole spec, so each check names the spec field it reads, with the
+// messages the libraries gave before they took plans (e.g. "model.mlp.hiddenDims[1]: must be at
+// least 1, got 0", "data.text: token data needs a transformer preset, got model.preset \"mlp\"").
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "gradsync/data/data_plan.h"
+#include "gradsync/nn/model_plan.h"
+#include "gradsync/spec/choices.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::spec {
+
+struct JobPlan {
+  nn::ModelPlan model;
+  data::DataPlan data;
+  Sharding sharding = Sharding::kNone;
+};
+
+// The model of `spec` (its defaults filled or not: a transformer is resolved from its preset here).
+// INVALID_ARGUMENT naming the field: an unknown preset, a transformer configuration that is not
+// valid, an mlp without data.synthetic (it takes its input and output sizes from there), a width
+// below 1 or an unknown activation.
+absl::StatusOr<nn::ModelPlan> PlanModel(const v1::JobSpec& spec);
+
+// The data of `spec`: data.synthetic (the mlp preset only) or data.text / data.shards (transformer
+// presets only, with the model's seqLen and vocabSize), and data.validation.paths unless empty or
+// disabled. INVALID_ARGUMENT naming the field. Reads no file.
+absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec);
+
+// PlanModel, PlanData and ddp.sharding, in that order; the first error.
+absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec);
+
+}  // namespace gradsync::spec

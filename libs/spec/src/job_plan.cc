@@ -1,0 +1,157 @@
+#include "gradsync/spec/job_plan.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gradsync/nn/presets.h"
+
+namespace gradsync::spec {
+namespace {
+
+// Field names as users write them (the proto's JSON names).
+absl::Status CheckAtLeast(const char* field, int64_t value, int64_t min) {
+  if (value >= min) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": must be at least ", min, ", got ", value));
+}
+
+absl::Status FirstError(std::initializer_list<absl::Status> statuses) {
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<nn::TransformerPlan> PlanTransformer(const v1::ModelSpec& model) {
+  absl::StatusOr<v1::TransformerConfig> config = nn::ResolveTransformerConfig(model);
+  if (!config.ok()) return config.status();
+  absl::StatusOr<nn::TransformerDims> dims = nn::TransformerDims::FromConfig(*config);
+  if (!dims.ok()) return dims.status();
+  return nn::TransformerPlan{model.preset(), *std::move(config), *dims};
+}
+
+// The mlp's input and output sizes come from the synthetic task it learns.
+absl::StatusOr<nn::MlpConfig> PlanMlp(const v1::JobSpec& spec) {
+  if (!spec.data().has_synthetic()) {
+    return absl::InvalidArgumentError(
+        "data.synthetic: the mlp preset takes its input and output sizes from the synthetic "
+        "data source, and none is set");
+  }
+  nn::MlpConfig config;
+  config.input_dim = spec.data().synthetic().input_dim();
+  config.num_classes = spec.data().synthetic().num_classes();
+  if (absl::Status s = FirstError({CheckAtLeast("data.synthetic.inputDim", config.input_dim, 1),
+                                   CheckAtLeast("data.synthetic.numClasses", config.num_classes, 2)});
+      !s.ok()) {
+    return s;
+  }
+  const v1::MlpConfig& mlp = spec.model().mlp();
+  for (int i = 0; i < mlp.hidden_dims_size(); ++i) {
+    const std::string field = absl::StrCat("model.mlp.hiddenDims[", i, "]");
+    if (absl::Status s = CheckAtLeast(field.c_str(), mlp.hidden_dims(i), 1); !s.ok()) return s;
+    config.hidden_dims.push_back(mlp.hidden_dims(i));
+  }
+  absl::StatusOr<nn::Activation> activation = nn::ParseActivation(mlp.activation());
+  if (!activation.ok()) return activation.status();
+  config.activation = *activation;
+  return config;
+}
+
+absl::StatusOr<data::SyntheticPlan> PlanSynthetic(const v1::JobSpec& spec) {
+  if (nn::IsTransformerPreset(spec.model().preset())) {
+    return absl::InvalidArgumentError(absl::StrCat("data.synthetic: only the mlp preset trains on synthetic data; ",
+                                                   "a transformer needs data.text or data.shards, got model.preset \"",
+                                                   spec.model().preset(), "\""));
+  }
+  const v1::SyntheticData& s = spec.data().synthetic();
+  if (absl::Status status = FirstError({CheckAtLeast("data.synthetic.numSamples", s.num_samples(), 1),
+                                        CheckAtLeast("data.synthetic.inputDim", s.input_dim(), 1),
+                                        CheckAtLeast("data.synthetic.numClasses", s.num_classes(), 2),
+                                        CheckAtLeast("data.synthetic.teacherHidden", s.teacher_hidden(), 1)});
+      !status.ok()) {
+    return status;
+  }
+  return data::SyntheticPlan{s.num_samples(), s.input_dim(), s.num_classes(), s.teacher_hidden(), s.seed()};
+}
+
+// Token windows of the model's context length; the vocabulary bounds the tokens.
+absl::StatusOr<data::TokenPlan> PlanTokens(const v1::JobSpec& spec) {
+  const bool shards = spec.data().has_shards();
+  const char* field = shards ? "data.shards" : "data.text";
+  if (!nn::IsTransformerPreset(spec.model().preset())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": token data needs a transformer preset, got model.preset \"", spec.model().preset(), "\""));
+  }
+  absl::StatusOr<nn::TransformerPlan> model = PlanTransformer(spec.model());
+  if (!model.ok()) return model.status();
+  const auto& paths = shards ? spec.data().shards().paths() : spec.data().text().paths();
+  if (paths.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".paths: must list at least one file"));
+  return data::TokenPlan{{paths.begin(), paths.end()}, shards, model->dims.seq_len, model->dims.vocab};
+}
+
+absl::StatusOr<std::optional<data::ValidationPlan>> PlanValidation(const v1::JobSpec& spec) {
+  const v1::ValidationData& v = spec.data().validation();
+  if (v.disabled() || v.paths().empty()) return std::nullopt;
+  absl::StatusOr<nn::TransformerPlan> model = PlanTransformer(spec.model());
+  if (!model.ok()) return model.status();
+  return data::ValidationPlan{{v.paths().begin(), v.paths().end()}, model->dims.seq_len, model->dims.vocab};
+}
+
+}  // namespace
+
+absl::StatusOr<nn::ModelPlan> PlanModel(const v1::JobSpec& spec) {
+  const std::string& preset = spec.model().preset();
+  nn::ModelPlan plan;
+  plan.seed = spec.training().seed();
+  if (preset == "mlp") {
+    absl::StatusOr<nn::MlpConfig> mlp = PlanMlp(spec);
+    if (!mlp.ok()) return mlp.status();
+    plan.arch = *std::move(mlp);
+  } else if (nn::IsTransformerPreset(preset)) {
+    absl::StatusOr<nn::TransformerPlan> transformer = PlanTransformer(spec.model());
+    if (!transformer.ok()) return transformer.status();
+    plan.arch = *std::move(transformer);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("model.preset: unknown preset \"", preset,
+                                                   "\"; known: ", absl::StrJoin(nn::ModelPresetNames(), ", ")));
+  }
+  return plan;
+}
+
+absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec) {
+  data::DataPlan plan;
+  switch (spec.data().source_case()) {
+    case v1::DataSpec::kSynthetic: {
+      absl::StatusOr<data::SyntheticPlan> synthetic = PlanSynthetic(spec);
+      if (!synthetic.ok()) return synthetic.status();
+      plan.source = *synthetic;
+      break;
+    }
+    case v1::DataSpec::kText:
+    case v1::DataSpec::kShards: {
+      absl::StatusOr<data::TokenPlan> tokens = PlanTokens(spec);
+      if (!tokens.ok()) return tokens.status();
+      plan.source = *std::move(tokens);
+      break;
+    }
+    case v1::DataSpec::SOURCE_NOT_SET: return absl::InvalidArgumentError("data: no source set");
+  }
+  absl::StatusOr<std::optional<data::ValidationPlan>> validation = PlanValidation(spec);
+  if (!validation.ok()) return validation.status();
+  plan.validation = *std::move(validation);
+  return plan;
+}
+
+absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
+  absl::StatusOr<nn::ModelPlan> model = PlanModel(spec);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<data::DataPlan> data = PlanData(spec);
+  if (!data.ok()) return data.status();
+  absl::StatusOr<Sharding> sharding = ParseSharding(spec.ddp().sharding());
+  if (!sharding.ok()) return sharding.status();
+  return JobPlan{*std::move(model), *std::move(data), *sharding};
+}
+
+}  // namespace gradsync::spec
