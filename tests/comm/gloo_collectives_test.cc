@@ -125,9 +125,9 @@ std::vector<std::vector<int64_t>> BlockLayouts(int64_t count, int world) {
 
 class GlooBlockCollectives : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {};
 
-// ReduceScatterBlocks leaves a rank's block bitwise equal to the all-reduce's (sharded training
-// depends on it); AllGatherBlocks leaves every rank with every block; both for uneven blocks,
-// empty ones and, through Communicator's portable forms, as other backends run them.
+// The all-reduce sums in rank order on every transport; ReduceScatterBlocks leaves a rank's block
+// bitwise equal to the all-reduce's (sharded training depends on it); AllGatherBlocks leaves every rank with every
+// block; both for uneven blocks, empty ones and, through Communicator's portable forms, as other backends run them.
 TEST_P(GlooBlockCollectives, BlocksMatchTheAllReduceBitwiseAndGatherWhole) {
   const auto [world, count, transport] = GetParam();
   CoordinatorServer server;
@@ -137,6 +137,14 @@ TEST_P(GlooBlockCollectives, BlocksMatchTheAllReduceBitwiseAndGatherWhole) {
         std::vector<float> reduced(count);
         for (int i = 0; i < count; ++i) reduced[i] = Irregular(rank, i);
         ASSERT_TRUE(comm.AllReduce(std::span<float>(reduced), ReduceOp::kSum)->Wait().ok());
+        // Every transport sums in rank order, ((x_0 + x_1) + x_2) + ...: the same bits over TCP as
+        // through shared memory.
+        for (int i = 0; i < count; ++i) {
+          float want = Irregular(0, i);
+          for (int r = 1; r < world; ++r) want += Irregular(r, i);
+          ASSERT_EQ(std::bit_cast<uint32_t>(reduced[i]), std::bit_cast<uint32_t>(want))
+              << "element " << i << " on rank " << rank << " is not the rank-order sum";
+        }
         for (const std::vector<int64_t>& bounds : BlockLayouts(count, world)) {
           for (bool portable : {false, true}) {
             std::vector<float> data(count);

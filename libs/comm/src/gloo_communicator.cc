@@ -1,5 +1,6 @@
 // The Gloo backend: CPU memory over Gloo's TCP transport, with all-reduce through shared memory
-// when every rank can map one segment (see shm_allreduce.h). Every operation runs on the
+// when every rank can map one segment (see shm_allreduce.h). Both transports sum every element in
+// rank order, so a job ends with the same bits wherever its ranks run. Every operation runs on the
 // communicator's single work thread, in issue order; Gloo's exceptions and the shared-memory
 // path's errors become statuses there, a Gloo error about one peer naming its rank (gloo_peers.h).
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,12 +18,12 @@
 #include "bf16.h"
 #include "gloo/allgather.h"
 #include "gloo/allgatherv.h"
-#include "gloo/allreduce.h"
 #include "gloo/barrier.h"
 #include "gloo/broadcast.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/tcp/device.h"
+#include "gloo/types.h"
 #include "gloo_peers.h"
 #include "gradsync/comm/communicator.h"
 #include "gradsync/comm/gloo_store.h"
@@ -43,6 +45,11 @@ using internal::ShmSegment;
 constexpr uint32_t kShmOfferTag = 0x7fff0000;
 constexpr uint32_t kShmAgreeTag = 0x7fff0001;
 constexpr uint32_t kPeerExchangeTag = 0x7fff0002;
+
+// The slot prefix of the rank-order reduce-scatter's messages, apart from Gloo's own (types.h).
+constexpr uint8_t kRankOrderSlotPrefix = 0x40;
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
 // A failed shared-memory collective, carried out of the operation like Gloo's exceptions.
 struct ShmFailure : std::exception {
@@ -231,11 +238,11 @@ class GlooCommunicator : public Communicator {
     }
     return Submit("reducescatter", [this, in, out, begin = begin](uint32_t tag) {
       if (in.empty()) return;
-      // Gloo's halving-doubling reduce-scatter returns wrong blocks when the block sizes are
-      // uneven or the world size is not a power of two (the collective tests caught both), so
-      // this all-reduces a copy and keeps this rank's block: correct, at all-reduce's cost.
+      // Gloo's own reduce-scatter (halving-doubling) returns wrong blocks when the block sizes are
+      // uneven or the world size is not a power of two, and adds in another order: a copy goes
+      // through the rank-order reduce-scatter instead.
       std::vector<float> scratch(in.begin(), in.end());
-      RunAllReduce(scratch.data(), scratch.size(), &SumInto<float>, tag);
+      RunReduceScatter(scratch.data(), EvenBounds(static_cast<int64_t>(scratch.size()), size()), &SumInto<float>, tag);
       std::copy(scratch.begin() + begin, scratch.begin() + begin + static_cast<int64_t>(out.size()), out.begin());
     });
   }
@@ -244,18 +251,8 @@ class GlooCommunicator : public Communicator {
     if (absl::Status s = CheckBounds(bounds, static_cast<int64_t>(data.size()), size(), "reducescatter"); !s.ok()) {
       return CompletedWork(s);
     }
-    return Submit("reducescatter", [this, data, begin = bounds[rank()], end = bounds[rank() + 1]](uint32_t tag) {
-      if (data.empty() || size() == 1) return;
-      if (shm_ != nullptr) {
-        const absl::Status s = shm_->ReduceScatter(data.data(), data.size(), sizeof(float), &SumInto<float>,
-                                                   static_cast<size_t>(begin), static_cast<size_t>(end), Deadline());
-        if (!s.ok()) throw ShmFailure(s);
-        return;
-      }
-      // Over TCP, Gloo's ring all-reduce: the additions in its order, so the block's bytes are
-      // what AllReduce gives (a ring reduce-scatter would add in another order).
-      RunAllReduce(data.data(), data.size(), &SumInto<float>, tag);
-    });
+    return Submit("reducescatter", [this, data, bounds = std::vector<int64_t>(bounds.begin(), bounds.end())](
+                                       uint32_t tag) { RunReduceScatter(data.data(), bounds, &SumInto<float>, tag); });
   }
 
   std::shared_ptr<Work> AllGatherBlocks(std::span<float> data, std::span<const int64_t> bounds) override {
@@ -269,14 +266,7 @@ class GlooCommunicator : public Communicator {
         if (!s.ok()) throw ShmFailure(s);
         return;
       }
-      std::vector<size_t> elements(static_cast<size_t>(size()));
-      for (int r = 0; r < size(); ++r) elements[r] = static_cast<size_t>(bounds[r + 1] - bounds[r]);
-      gloo::AllgathervOptions opts(context_);
-      const InflightGuard guard(this);
-      opts.setTag(tag);
-      // No input: in place, this rank's block of the output is its contribution.
-      opts.setOutput<float>(Track(context_->createUnboundBuffer(data.data(), data.size_bytes())), elements);
-      gloo::allgatherv(opts);
+      AllGatherInPlace(data.data(), bounds, tag);
     });
   }
 
@@ -292,21 +282,91 @@ class GlooCommunicator : public Communicator {
   // When a shared-memory collective starting now gives up on a silent peer.
   absl::Time Deadline() const { return absl::Now() + absl::FromChrono(context_->getTimeout()); }
 
+  // Every element is summed in rank order, ((x_0 + x_1) + x_2) + ..., on every transport: over
+  // shared memory (shm_allreduce.h) and over TCP (ReduceScatterInRankOrder, then an all-gather),
+  // so a job's bits do not depend on where its ranks run.
   template <typename T>
-  void RunAllReduce(T* data, size_t count, void (*fn)(void*, const void*, const void*, size_t), uint32_t tag) {
+  void RunAllReduce(T* data, size_t count, ReduceFn fn, uint32_t tag) {
     if (count == 0 || size() == 1) return;
     if (shm_ != nullptr) {
       const absl::Status s = shm_->Run(data, count, sizeof(T), fn, Deadline());
       if (!s.ok()) throw ShmFailure(s);
       return;
     }
-    gloo::AllreduceOptions opts(context_);
+    const std::vector<int64_t> bounds = EvenBounds(static_cast<int64_t>(count), size());
+    ReduceScatterInRankOrder(data, bounds, fn, tag);
+    AllGatherInPlace(data, bounds, tag);
+  }
+
+  // Rank r ends with the sums of elements [bounds[r], bounds[r + 1]) of `data`, summed in rank
+  // order; the rest of `data` is unspecified.
+  template <typename T>
+  void RunReduceScatter(T* data, const std::vector<int64_t>& bounds, ReduceFn fn, uint32_t tag) {
+    if (bounds.back() == 0 || size() == 1) return;
+    if (shm_ != nullptr) {
+      const absl::Status s =
+          shm_->ReduceScatter(data, static_cast<size_t>(bounds.back()), sizeof(T), fn,
+                              static_cast<size_t>(bounds[rank()]), static_cast<size_t>(bounds[rank() + 1]), Deadline());
+      if (!s.ok()) throw ShmFailure(s);
+      return;
+    }
+    ReduceScatterInRankOrder(data, bounds, fn, tag);
+  }
+
+  // The reduce-scatter over TCP: every rank sends each peer that peer's block of `data` directly,
+  // receives its own block from every peer, and sums the contributions in rank order, as the
+  // shared-memory path does. A rank moves (n-1)/n of the buffer each way, as a ring's
+  // reduce-scatter does, in n-1 messages each way instead of n-1 ring steps.
+  template <typename T>
+  void ReduceScatterInRankOrder(T* data, const std::vector<int64_t>& bounds, ReduceFn fn, uint32_t tag) {
+    const int me = rank(), n = size();
+    const int64_t begin = bounds[me], block = bounds[me + 1] - begin;
+    const auto count = static_cast<size_t>(bounds.back());
+    const gloo::Slot slot = gloo::Slot::build(kRankOrderSlotPrefix, tag);
+    // Every rank's contribution to this rank's block, in rank order (this rank's own copied in).
+    std::vector<T> inbox(static_cast<size_t>(block) * n);
+    const InflightGuard guard(this);
+    std::unique_ptr<gloo::transport::UnboundBuffer> out = Track(context_->createUnboundBuffer(data, count * sizeof(T)));
+    std::unique_ptr<gloo::transport::UnboundBuffer> in;
+    if (block > 0) in = Track(context_->createUnboundBuffer(inbox.data(), inbox.size() * sizeof(T)));
+    int sends = 0, recvs = 0;
+    for (int j = 0; j < n; ++j) {
+      if (j == me) continue;
+      if (const int64_t len = bounds[j + 1] - bounds[j]; len > 0) {
+        out->send(j, slot, bounds[j] * sizeof(T), len * sizeof(T));
+        ++sends;
+      }
+      if (block > 0) {
+        in->recv(j, slot, j * block * sizeof(T), block * sizeof(T));
+        ++recvs;
+      }
+    }
+    std::copy_n(data + begin, block, inbox.data() + me * block);
+    for (int i = 0; i < recvs; ++i) {
+      if (!in->waitRecv()) throw std::runtime_error("reduce-scatter aborted");
+    }
+    if (block > 0) {
+      fn(data + begin, inbox.data(), inbox.data() + block, static_cast<size_t>(block));
+      for (int j = 2; j < n; ++j) fn(data + begin, data + begin, inbox.data() + j * block, static_cast<size_t>(block));
+    }
+    for (int i = 0; i < sends; ++i) {
+      if (!out->waitSend()) throw std::runtime_error("reduce-scatter aborted");
+    }
+  }
+
+  // Rank r's block [bounds[r], bounds[r + 1]) of `data` is its contribution; every rank ends with
+  // all of them, over TCP.
+  template <typename T>
+  void AllGatherInPlace(T* data, const std::vector<int64_t>& bounds, uint32_t tag) {
+    std::vector<size_t> elements(static_cast<size_t>(size()));
+    for (int r = 0; r < size(); ++r) elements[r] = static_cast<size_t>(bounds[r + 1] - bounds[r]);
+    gloo::AllgathervOptions opts(context_);
     const InflightGuard guard(this);  // declared after opts: forgets the buffers before they die
     opts.setTag(tag);
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setOutput<T>(Track(context_->createUnboundBuffer(data, count * sizeof(T))));
-    opts.setReduceFunction(fn);
-    gloo::allreduce(opts);
+    // No input: in place, this rank's block of the output is its contribution.
+    opts.setOutput<T>(Track(context_->createUnboundBuffer(data, static_cast<size_t>(bounds.back()) * sizeof(T))),
+                      elements);
+    gloo::allgatherv(opts);
   }
 
   // Forgets the in-flight buffers when a collective's scope ends, before its options (which own
