@@ -2,15 +2,12 @@
 
 #include <sqlite3.h>
 
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/sqlite.h"
+#include "gradsync/core/sqlite_database.h"
 
 namespace gradsync::coordinator {
 namespace {
@@ -30,94 +27,15 @@ bool ParseRow(sqlite3_stmt* stmt, int column, v1::Job* job) {
 // An id from a row, fit for a log line whatever the row holds.
 std::string Printable(const std::string& id) { return absl::CHexEscape(id.substr(0, kMaxIdInMessages)); }
 
-// SQLite takes an empty file for a new database and says little about other files: an existing
-// file must start as a SQLite database does.
-absl::Status CheckFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::FailedPreconditionError(absl::StrCat("database ", path, " is not a regular file"));
-  }
-  if (std::filesystem::file_size(path, ec) == 0 && !ec) {
-    return absl::DataLossError(absl::StrCat(
-        "database ", path, " is empty (0 bytes), not a gradsync database; move it away to start with no jobs"));
-  }
-  return sqlite::CheckHeader(path, "database");
-}
-
-}  // namespace
-
-SqliteJobStore::SqliteJobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-
-SqliteJobStore::~SqliteJobStore() { sqlite3_close(db_); }
-
-absl::Status SqliteJobStore::Error(int rc, const std::string& what) const {
-  return absl::Status(sqlite::StatusCodeOf(rc),
-                      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
-}
-
-absl::Status SqliteJobStore::Exec(const char* sql, const std::string& what) {
-  if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); rc != SQLITE_OK) return Error(rc, what);
-  return absl::OkStatus();
-}
-
-absl::Status SqliteJobStore::InTransaction(const std::function<absl::Status()>& body) {
-  if (absl::Status s = Exec("BEGIN IMMEDIATE;", "starting a transaction"); !s.ok()) return s;
-  absl::Status s = body();
-  if (s.ok()) s = Exec("COMMIT;", "committing");
-  // After an I/O error SQLite may have rolled back already; then this finds no transaction.
-  if (!s.ok()) sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
-  return s;
-}
-
-absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Connect(const std::string& path, bool create) {
-  absl::StatusOr<sqlite3*> db = sqlite::Open(path, create, "database");
-  if (!db.ok()) return db.status();
-  return std::unique_ptr<SqliteJobStore>(new SqliteJobStore(*db, path));
-}
-
-absl::Status SqliteJobStore::CreateFresh(const std::string& path) {
-  const std::string building = path + ".new";
-  std::error_code ec;
-  // Left by a coordinator that crashed while building it.
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(building + suffix, ec);
-  {
-    auto store = Connect(building, /*create=*/true);
-    if (!store.ok()) return store.status();
-    if (absl::Status s = (*store)->Init(); !s.ok()) return s;
-  }
-  // Closing the last connection folded the WAL into the file; a WAL left behind would be lost.
-  if (std::filesystem::exists(building + "-wal", ec)) {
-    return absl::UnavailableError(absl::StrCat("database ", building, ": its WAL was not folded into it"));
-  }
-  std::filesystem::rename(building, path, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("database ", path, ": cannot create it: ", ec.message()));
-  GS_LOG(INFO) << "created database " << path;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& path) {
-  std::error_code ec;
-  const bool exists = std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found;
-  absl::Status s = exists ? CheckFile(path) : CreateFresh(path);
-  if (!s.ok()) return s;
-  auto store = Connect(path, /*create=*/false);
-  if (!store.ok()) return store.status();
-  if (s = (*store)->Init(); !s.ok()) return s;
-  return store;
-}
-
-absl::Status SqliteJobStore::Init() {
-  // First, so that a database this coordinator must not touch is left as it was.
-  absl::StatusOr<int64_t> found = CheckSchema();
-  if (!found.ok()) return found.status();
-  // WAL: readers never block the writer, and a commit is one append; NORMAL sync keeps every
-  // committed transaction across a process crash (kill -9), which is the failure that matters
-  // here, at a fraction of FULL's fsyncs.
-  for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", "PRAGMA foreign_keys=ON;"}) {
-    if (absl::Status s = Exec(pragma, pragma); !s.ok()) return s;
-  }
-  absl::Status s = Exec(
-      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+// The jobs table, and beside each job the record of its running generation (version 2).
+sqlite::Schema JobSchema() {
+  sqlite::Schema schema;
+  schema.what = "database";
+  schema.program = "coordinator";
+  schema.version_key = "schema_version";
+  schema.version = kSchemaVersion;
+  schema.pragmas = {"PRAGMA foreign_keys=ON;"};
+  schema.tables =
       "CREATE TABLE IF NOT EXISTS jobs ("
       "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
       "  id TEXT NOT NULL UNIQUE,"
@@ -125,56 +43,35 @@ absl::Status SqliteJobStore::Init() {
       "  job BLOB NOT NULL,"
       "  running BLOB);"
       "CREATE TABLE IF NOT EXISTS quarantine ("
-      "  seq INTEGER, id TEXT, state INTEGER, job BLOB, reason TEXT NOT NULL, time TEXT NOT NULL);",
-      "creating the tables");
-  if (!s.ok()) return s;
-  if (*found == 1 && !(s = UpgradeFromVersion1()).ok()) return s;
-  sqlite::Statement version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1);");
-  sqlite3_bind_int64(version.get(), 1, kSchemaVersion);
-  const int rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
-  if (rc != SQLITE_DONE) return Error(rc, "writing the schema version");
-  return QuarantineBadRows();
+      "  seq INTEGER, id TEXT, state INTEGER, job BLOB, reason TEXT NOT NULL, time TEXT NOT NULL);";
+  // Version 1 to 2: the running column (running generations are kept from then on).
+  schema.upgrade = [](sqlite::Database& db, int64_t) {
+    return db.Exec("ALTER TABLE jobs ADD COLUMN running BLOB;", "adding jobs.running");
+  };
+  return schema;
 }
 
-absl::StatusOr<int64_t> SqliteJobStore::CheckSchema() {
-  sqlite::Statement tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
-  int rc = tables.ok() ? sqlite3_step(tables.get()) : tables.rc();
-  if (rc != SQLITE_ROW) return Error(rc, "reading the schema");
-  if (sqlite3_column_int64(tables.get(), 0) == 0) return 0;  // new
-  sqlite::Statement version(db_, "SELECT value FROM meta WHERE key = 'schema_version';");
-  rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
-  if (rc != SQLITE_ROW) {
-    return absl::DataLossError(absl::StrCat("database ", path_,
-                                            " is a SQLite database, but not gradsync's: it "
-                                            "records no schema version"));
-  }
-  const std::string text = sqlite::ColumnText(version.get(), 0);
-  int64_t v = 0;
-  if (!absl::SimpleAtoi(text, &v) || v < 1) {
-    return absl::DataLossError(
-        absl::StrCat("database ", path_, ": schema version \"", Printable(text), "\" is not a version"));
-  }
-  if (v > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("database ", path_, " has schema version ", v,
-                                                      ", newer than this coordinator's (", kSchemaVersion,
-                                                      "): run a coordinator that knows version ", v));
-  }
-  return v;
+}  // namespace
+
+SqliteJobStore::SqliteJobStore(std::unique_ptr<sqlite::Database> database)
+    : database_(std::move(database)), db_(database_->get()), path_(database_->path()) {}
+
+SqliteJobStore::~SqliteJobStore() = default;
+
+absl::Status SqliteJobStore::Error(int rc, const std::string& what) const { return database_->Error(rc, what); }
+
+absl::Status SqliteJobStore::Exec(const char* sql, const std::string& what) { return database_->Exec(sql, what); }
+
+absl::Status SqliteJobStore::InTransaction(const std::function<absl::Status()>& body) {
+  return database_->InTransaction(body);
 }
 
-absl::Status SqliteJobStore::UpgradeFromVersion1() {
-  const absl::Status s = InTransaction([&]() -> absl::Status {
-    absl::Status added = Exec("ALTER TABLE jobs ADD COLUMN running BLOB;", "upgrading the schema to version 2");
-    if (!added.ok()) return added;
-    sqlite::Statement version(db_, "UPDATE meta SET value = ?1 WHERE key = 'schema_version';");
-    sqlite3_bind_int64(version.get(), 1, kSchemaVersion);
-    const int rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
-    return rc == SQLITE_DONE ? absl::OkStatus() : Error(rc, "upgrading the schema to version 2");
-  });
-  if (s.ok()) {
-    GS_LOG(INFO) << "database " << path_ << ": schema version 1 upgraded to 2 (running generations are kept)";
-  }
-  return s;
+absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<sqlite::Database>> database = sqlite::Database::Open(path, JobSchema());
+  if (!database.ok()) return database.status();
+  std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(*std::move(database)));
+  if (absl::Status s = store->QuarantineBadRows(); !s.ok()) return s;
+  return store;
 }
 
 absl::Status SqliteJobStore::QuarantineBadRows() {

@@ -12,17 +12,15 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gradsync/core/sqlite_database.h"
 #include "job_store.h"
-
-struct sqlite3;
 
 namespace gradsync::coordinator {
 
 class SqliteJobStore : public JobStore {
  public:
-  // Opens `path`, or creates it when there is no such file (parent directories must exist). A new
-  // database is built under a temporary name and renamed into place, so a crash never leaves an
-  // empty file behind. Every error names the file:
+  // Opens `path`, or creates it when there is no such file (parent directories must exist), as
+  // sqlite::Database::Open does (gradsync/core/sqlite_database.h). Every error names the file:
   //   DATA_LOSS: an empty (0-byte) file, a file that is not SQLite, a SQLite database that is not
   //     gradsync's, or a jobs table SQLite cannot read;
   //   FAILED_PRECONDITION: a schema version newer than this coordinator's (both are named);
@@ -45,30 +43,19 @@ class SqliteJobStore : public JobStore {
   absl::Status Probe(size_t bytes) override;
 
  private:
-  SqliteJobStore(sqlite3* db, std::string path);
-  // Connects to `path`, which must exist unless `create`.
-  static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Connect(const std::string& path, bool create);
-  // Builds a new database at `path` under a temporary name, then renames it into place.
-  static absl::Status CreateFresh(const std::string& path);
+  explicit SqliteJobStore(std::unique_ptr<sqlite::Database> database);
 
-  // Journal settings, the schema check, the tables and the quarantine of bad rows.
-  absl::Status Init();
-  // The schema version found (0 for a new database); FAILED_PRECONDITION for a newer schema,
-  // DATA_LOSS for a database that is not gradsync's.
-  absl::StatusOr<int64_t> CheckSchema();
-  // Version 1 to 2: the running column, in one transaction with the version.
-  absl::Status UpgradeFromVersion1();
   absl::Status QuarantineBadRows();
   absl::Status Quarantine(int64_t seq, const std::string& reason);
 
+  // The database's (gradsync/core/sqlite_database.h).
   absl::Status Exec(const char* sql, const std::string& what);
-  // Runs `body` in a write transaction, committed when it succeeds and rolled back otherwise.
   absl::Status InTransaction(const std::function<absl::Status()>& body);
-  // The status of SQLite result `rc` while doing `what`, naming the database.
   absl::Status Error(int rc, const std::string& what) const;
 
-  sqlite3* db_;
-  std::string path_;
+  std::unique_ptr<sqlite::Database> database_;
+  sqlite3* const db_;
+  const std::string path_;
 };
 
 }  // namespace gradsync::coordinator

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/sqlite.h"
+#include "gradsync/core/sqlite_database.h"
 
 namespace gradsync::metrics {
 namespace {
@@ -29,59 +30,37 @@ bool ParseColumn(sqlite3_stmt* stmt, int column, M* message) {
 
 std::string Printable(const std::string& id) { return absl::CHexEscape(id.substr(0, 64)); }
 
-// SQLite takes an empty file for a new database: an existing file must be one (sqlite::CheckHeader).
-absl::Status CheckFile(const std::string& path) { return sqlite::CheckHeader(path, "series database"); }
-
 int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
+
+sqlite::Schema SeriesSchema() {
+  sqlite::Schema schema;
+  schema.what = "series database";
+  schema.program = "metrics service";
+  schema.version_key = "series_schema_version";
+  schema.version = kSchemaVersion;
+  schema.quick_check = true;
+  schema.tables =
+      "CREATE TABLE IF NOT EXISTS jobs ("
+      "  job_id TEXT PRIMARY KEY, counters BLOB NOT NULL, last_report_us INTEGER NOT NULL);"
+      "CREATE INDEX IF NOT EXISTS jobs_by_last_report ON jobs(last_report_us);"
+      "CREATE TABLE IF NOT EXISTS points ("
+      "  job_id TEXT NOT NULL, id INTEGER NOT NULL, generation INTEGER NOT NULL, step INTEGER NOT NULL,"
+      "  point BLOB NOT NULL, PRIMARY KEY (job_id, id)) WITHOUT ROWID;";
+  return schema;
+}
 
 }  // namespace
 
-SeriesStore::~SeriesStore() { sqlite3_close(db_); }
+SeriesStore::~SeriesStore() = default;
 
-absl::Status SeriesStore::Error(int rc, const std::string& what) const {
-  return absl::Status(sqlite::StatusCodeOf(rc),
-                      absl::StrCat("series database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
-}
+absl::Status SeriesStore::Error(int rc, const std::string& what) const { return database_->Error(rc, what); }
 
-absl::Status SeriesStore::Exec(const char* sql, const std::string& what) {
-  if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); rc != SQLITE_OK) return Error(rc, what);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::Connect(const std::string& path, bool create) {
-  absl::StatusOr<sqlite3*> db = sqlite::Open(path, create, "series database");
-  if (!db.ok()) return db.status();
-  return std::unique_ptr<SeriesStore>(new SeriesStore(*db, path));
-}
-
-absl::Status SeriesStore::CreateFresh(const std::string& path) {
-  const std::string building = path + ".new";
-  std::error_code ec;
-  // Left by a service that crashed while building it.
-  for (const char* suffix : kSidecars) std::filesystem::remove(building + suffix, ec);
-  {
-    auto store = Connect(building, /*create=*/true);
-    if (!store.ok()) return store.status();
-    absl::MutexLock lock(&(*store)->mu_);
-    if (absl::Status s = (*store)->Init(); !s.ok()) return s;
-  }
-  std::filesystem::rename(building, path, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("series database ", path, ": cannot create it: ", ec.message()));
-  GS_LOG(INFO) << "created series database " << path;
-  return absl::OkStatus();
-}
+absl::Status SeriesStore::Exec(const char* sql, const std::string& what) { return database_->Exec(sql, what); }
 
 absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::Open(const std::string& path) {
-  std::error_code ec;
-  const bool exists = std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found;
-  absl::Status s = exists ? CheckFile(path) : CreateFresh(path);
-  if (!s.ok()) return s;
-  auto store = Connect(path, /*create=*/false);
-  if (!store.ok()) return store.status();
-  absl::MutexLock lock(&(*store)->mu_);
-  if (s = (*store)->QuickCheck(); !s.ok()) return s;
-  if (s = (*store)->Init(); !s.ok()) return s;
-  return store;
+  absl::StatusOr<std::unique_ptr<sqlite::Database>> database = sqlite::Database::Open(path, SeriesSchema());
+  if (!database.ok()) return database.status();
+  return std::unique_ptr<SeriesStore>(new SeriesStore(*std::move(database)));
 }
 
 absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::OpenOrSetAside(const std::string& path) {
@@ -107,60 +86,6 @@ absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::OpenOrSetAside(const s
   GS_LOG(ERROR) << store.status() << "; moved it to " << aside
                 << " and started an empty series database: the series it held are not served";
   return Open(path);
-}
-
-absl::Status SeriesStore::QuickCheck() {
-  sqlite::Statement check(db_, "PRAGMA quick_check;");
-  int rc = check.ok() ? sqlite3_step(check.get()) : check.rc();
-  if (rc != SQLITE_ROW) return Error(rc, "checking it");
-  if (const std::string verdict = sqlite::ColumnText(check.get(), 0); verdict != "ok") {
-    return absl::DataLossError(absl::StrCat(
-        "series database ", path_, " is corrupt: ", absl::StrReplaceAll(verdict.substr(0, 300), {{"\n", "; "}})));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SeriesStore::CheckSchema() {
-  sqlite::Statement tables(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table';");
-  int rc = tables.ok() ? sqlite3_step(tables.get()) : tables.rc();
-  if (rc != SQLITE_ROW) return Error(rc, "reading the schema");
-  if (sqlite3_column_int64(tables.get(), 0) == 0) return absl::OkStatus();  // new
-  sqlite::Statement version(db_, "SELECT value FROM meta WHERE key = 'series_schema_version';");
-  rc = version.ok() ? sqlite3_step(version.get()) : version.rc();
-  int64_t v = 0;
-  if (rc != SQLITE_ROW || !absl::SimpleAtoi(sqlite::ColumnText(version.get(), 0), &v) || v < 1) {
-    return absl::DataLossError(absl::StrCat("series database ", path_,
-                                            " is a SQLite database, but not a gradsync series database: it records "
-                                            "no series schema version"));
-  }
-  if (v > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("series database ", path_, " has schema version ", v,
-                                                      ", newer than this service's (", kSchemaVersion, ")"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SeriesStore::Init() {
-  if (absl::Status s = CheckSchema(); !s.ok()) return s;
-  // WAL: the API's reads never block the writer and a flush is one append; NORMAL sync keeps
-  // every committed flush across a process crash (kill -9).
-  for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;"}) {
-    if (absl::Status s = Exec(pragma, pragma); !s.ok()) return s;
-  }
-  absl::Status s = Exec(
-      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-      "CREATE TABLE IF NOT EXISTS jobs ("
-      "  job_id TEXT PRIMARY KEY, counters BLOB NOT NULL, last_report_us INTEGER NOT NULL);"
-      "CREATE INDEX IF NOT EXISTS jobs_by_last_report ON jobs(last_report_us);"
-      "CREATE TABLE IF NOT EXISTS points ("
-      "  job_id TEXT NOT NULL, id INTEGER NOT NULL, generation INTEGER NOT NULL, step INTEGER NOT NULL,"
-      "  point BLOB NOT NULL, PRIMARY KEY (job_id, id)) WITHOUT ROWID;",
-      "creating the tables");
-  if (!s.ok()) return s;
-  sqlite::Statement version(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES ('series_schema_version', ?1);");
-  version.Int(1, kSchemaVersion);
-  const int rc = version.ok() ? version.Run() : version.rc();
-  return rc == SQLITE_DONE ? absl::OkStatus() : Error(rc, "writing the schema version");
 }
 
 absl::Status SeriesStore::Apply(const std::vector<telemetry::SeriesChanges>& changes) {

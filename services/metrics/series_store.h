@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "gradsync/core/sqlite_database.h"
 #include "gradsync/telemetry/step_reducer.h"
 
 struct sqlite3;
@@ -28,9 +29,9 @@ namespace gradsync::metrics {
 // Thread-safe: every method may be called from any thread (one at a time reaches SQLite).
 class SeriesStore {
  public:
-  // Opens `path`, or creates it when there is none (the directory must exist); checks it whole
-  // (PRAGMA quick_check). Every error names the file: DATA_LOSS for a file that is not SQLite, a
-  // database that is not a series database or is corrupt; FAILED_PRECONDITION for a schema newer
+  // Opens `path`, or creates it when there is none (the directory must exist), as
+  // sqlite::Database::Open does; checks it whole (PRAGMA quick_check). Every error names the file: DATA_LOSS for a file
+  // that is not SQLite, a database that is not a series database or is corrupt; FAILED_PRECONDITION for a schema newer
   // than this service's; UNAVAILABLE when it cannot be opened or written.
   static absl::StatusOr<std::unique_ptr<SeriesStore>> Open(const std::string& path);
   // Open, and when an existing file cannot be used: logs why, naming it, moves it (with its -wal
@@ -58,15 +59,9 @@ class SeriesStore {
                                                                 const absl::flat_hash_set<std::string>& keep);
 
  private:
-  SeriesStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  static absl::StatusOr<std::unique_ptr<SeriesStore>> Connect(const std::string& path, bool create);
-  // Builds a new database under a temporary name and renames it into place.
-  static absl::Status CreateFresh(const std::string& path);
+  explicit SeriesStore(std::unique_ptr<sqlite::Database> database)
+      : database_(std::move(database)), db_(database_->get()), path_(database_->path()) {}
 
-  // Schema check, journal settings, tables.
-  absl::Status Init() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckSchema() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status QuickCheck() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ApplyOne(const telemetry::SeriesChanges& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<telemetry::DownsampledSeries::Point>> LoadPoints(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -75,6 +70,8 @@ class SeriesStore {
   absl::Status Error(int rc, const std::string& what) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
+  // Its lifecycle (gradsync/core/sqlite_database.h); db_ is its connection.
+  const std::unique_ptr<sqlite::Database> database_ ABSL_PT_GUARDED_BY(mu_);
   sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
   const std::string path_;
 };
