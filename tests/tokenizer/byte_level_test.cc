@@ -4,6 +4,7 @@
 #include <string>
 
 #include "byte_level.h"
+#include "gradsync/core/utf8.h"
 #include "unicode.h"
 
 namespace gradsync::tokenizer {
@@ -34,15 +35,15 @@ TEST(ByteLevel, RefusesCharactersOutsideTheAlphabet) {
 // Maximal subparts, as the WHATWG decoder (and so JavaScript's TextDecoder) reads them.
 TEST(Utf8, IllFormedSequencesReadAsReplacementCharacters) {
   const std::string fffd = "\xEF\xBF\xBD";
-  EXPECT_EQ(unicode::ToValidUtf8("a\x80z"), "a" + fffd + "z");
-  EXPECT_EQ(unicode::ToValidUtf8("a\xE2\x82z"), "a" + fffd + "z");                 // truncated: one
-  EXPECT_EQ(unicode::ToValidUtf8("a\xF0\x9F\x98z"), "a" + fffd + "z");             // truncated: one
-  EXPECT_EQ(unicode::ToValidUtf8("a\xC0\xAFz"), "a" + fffd + fffd + "z");          // overlong: two
-  EXPECT_EQ(unicode::ToValidUtf8("\xED\xA0\x80"), fffd + fffd + fffd);             // surrogate: three
-  EXPECT_EQ(unicode::ToValidUtf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // > U+10FFFF
-  EXPECT_EQ(unicode::ToValidUtf8("end\xE2\x82"), "end" + fffd);
+  EXPECT_EQ(utf8::ToValid("a\x80z"), "a" + fffd + "z");
+  EXPECT_EQ(utf8::ToValid("a\xE2\x82z"), "a" + fffd + "z");                 // truncated: one
+  EXPECT_EQ(utf8::ToValid("a\xF0\x9F\x98z"), "a" + fffd + "z");             // truncated: one
+  EXPECT_EQ(utf8::ToValid("a\xC0\xAFz"), "a" + fffd + fffd + "z");          // overlong: two
+  EXPECT_EQ(utf8::ToValid("\xED\xA0\x80"), fffd + fffd + fffd);             // surrogate: three
+  EXPECT_EQ(utf8::ToValid("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // > U+10FFFF
+  EXPECT_EQ(utf8::ToValid("end\xE2\x82"), "end" + fffd);
   const std::string valid = "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80" + fffd;
-  EXPECT_EQ(unicode::ToValidUtf8(valid), valid);
+  EXPECT_EQ(utf8::ToValid(valid), valid);
 }
 
 TEST(Unicode, Classes) {

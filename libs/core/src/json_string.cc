@@ -2,35 +2,13 @@
 
 #include <cstdint>
 
+#include "gradsync/core/utf8.h"
+
 namespace gradsync {
 namespace {
 
 constexpr char kReplacement[] = "\\ufffd";
 constexpr char kHex[] = "0123456789abcdef";
-
-bool IsContinuation(std::string_view s, size_t i, uint8_t low = 0x80, uint8_t high = 0xbf) {
-  if (i >= s.size()) return false;
-  const auto c = static_cast<uint8_t>(s[i]);
-  return c >= low && c <= high;
-}
-
-// The length of the well-formed UTF-8 sequence of two or more bytes at s[i], or 0 (the Unicode
-// standard's table 3-7: the second byte's range depends on the first).
-size_t MultiByteLength(std::string_view s, size_t i) {
-  const auto c = static_cast<uint8_t>(s[i]);
-  if (c >= 0xc2 && c <= 0xdf) return IsContinuation(s, i + 1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    const uint8_t low = c == 0xe0 ? 0xa0 : 0x80;   // no overlong forms
-    const uint8_t high = c == 0xed ? 0x9f : 0xbf;  // no surrogates
-    return IsContinuation(s, i + 1, low, high) && IsContinuation(s, i + 2) ? 3 : 0;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    const uint8_t low = c == 0xf0 ? 0x90 : 0x80;   // no overlong forms
-    const uint8_t high = c == 0xf4 ? 0x8f : 0xbf;  // nothing past U+10FFFF
-    return IsContinuation(s, i + 1, low, high) && IsContinuation(s, i + 2) && IsContinuation(s, i + 3) ? 4 : 0;
-  }
-  return 0;
-}
 
 void AppendAscii(std::string* out, char c) {
   switch (c) {
@@ -62,14 +40,15 @@ void AppendJsonString(std::string* out, std::string_view s) {
       AppendAscii(out, s[i++]);
       continue;
     }
-    const size_t n = MultiByteLength(s, i);
-    if (n == 0) {
+    // An ill-formed byte becomes U+FFFD alone; the bytes after it are read afresh.
+    const utf8::DecodedChar c = utf8::Decode(s, i);
+    if (!c.valid) {
       out->append(kReplacement);
       ++i;
       continue;
     }
-    out->append(s.substr(i, n));
-    i += n;
+    out->append(s.substr(i, static_cast<size_t>(c.length)));
+    i += static_cast<size_t>(c.length);
   }
   out->push_back('"');
 }

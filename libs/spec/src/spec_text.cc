@@ -1,4 +1,5 @@
 #include "spec_text.h"
+#include "gradsync/core/utf8.h"
 
 #include <algorithm>
 
@@ -31,7 +32,7 @@ absl::StatusOr<std::string> CheckSpecText(absl::string_view text) {
   if (text.size() > kMaxSpecBytes) {
     return absl::InvalidArgumentError(absl::StrCat("more than the limit of ", kMaxSpecBytes, " bytes for a job spec"));
   }
-  if (const size_t valid = ValidUtf8Prefix(text); valid != text.size()) {
+  if (const size_t valid = utf8::ValidPrefix(std::string_view(text.data(), text.size())); valid != text.size()) {
     return AtByte(text, valid, "not UTF-8 text (a job spec is YAML or JSON in UTF-8)");
   }
   for (size_t i = 0; i < text.size(); ++i) {

@@ -1,6 +1,6 @@
-// UTF-8 and length checks for the strings of a spec: a name or path that is not valid UTF-8 cannot
-// be printed in JSON, nor sent back over gRPC, so it is refused where the spec enters; so is one
-// longer than any name or path needs to be.
+// UTF-8 (gradsync/core/utf8.h) and length checks for the strings of a spec: a name or path that is not valid UTF-8
+// cannot be printed in JSON, nor sent back over gRPC, so it is refused where the spec enters; so is one longer than any
+// name or path needs to be.
 #pragma once
 
 #include <cstddef>
@@ -14,12 +14,6 @@ namespace gradsync::spec::internal {
 
 // The most bytes one string of a spec may hold: PATH_MAX, the longest path a worker can open.
 inline constexpr size_t kMaxStringBytes = 4096;
-
-// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF).
-bool IsValidUtf8(absl::string_view text);
-
-// How many bytes `text` starts with that are well-formed UTF-8 (text.size() when all are).
-size_t ValidUtf8Prefix(absl::string_view text);
 
 struct BadString {
   std::string path;     // the JSON path, e.g. "data.text.paths[1]"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gradsync/core/utf8.h"
 #include "unicode.h"
 
 namespace gradsync::tokenizer {
@@ -12,7 +13,7 @@ size_t WhitespaceBefore(std::string_view text, size_t floor, size_t end) {
   while (end > floor) {
     size_t start = end - 1;
     while (start > floor && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
-    if (!unicode::IsWhiteSpace(unicode::DecodeUtf8(text, start).code_point)) break;
+    if (!unicode::IsWhiteSpace(utf8::Decode(text, start).code_point)) break;
     end = start;
   }
   return end;
@@ -21,7 +22,7 @@ size_t WhitespaceBefore(std::string_view text, size_t floor, size_t end) {
 // The end of the whitespace that starts at text[start].
 size_t WhitespaceAfter(std::string_view text, size_t start) {
   while (start < text.size()) {
-    const unicode::DecodedChar c = unicode::DecodeUtf8(text, start);
+    const utf8::DecodedChar c = utf8::Decode(text, start);
     if (!unicode::IsWhiteSpace(c.code_point)) break;
     start += static_cast<size_t>(c.length);
   }

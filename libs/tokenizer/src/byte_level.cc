@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "gradsync/core/utf8.h"
 #include "unicode.h"
 
 namespace gradsync::tokenizer {
@@ -36,7 +37,7 @@ char32_t ByteToCodePoint(uint8_t b) { return TheAlphabet().code_point[b]; }
 std::string ToByteLevel(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size() * 2);
-  for (char c : bytes) unicode::AppendUtf8(ByteToCodePoint(static_cast<uint8_t>(c)), &out);
+  for (char c : bytes) utf8::Append(ByteToCodePoint(static_cast<uint8_t>(c)), &out);
   return out;
 }
 
@@ -44,7 +45,7 @@ std::optional<std::string> FromByteLevel(std::string_view token) {
   const Alphabet& alphabet = TheAlphabet();
   std::string out;
   for (size_t pos = 0; pos < token.size();) {
-    const unicode::DecodedChar c = unicode::DecodeUtf8(token, pos);
+    const utf8::DecodedChar c = utf8::Decode(token, pos);
     if (!c.valid || c.code_point >= alphabet.byte.size() || alphabet.byte[c.code_point] < 0) return std::nullopt;
     out.push_back(static_cast<char>(alphabet.byte[c.code_point]));
     pos += static_cast<size_t>(c.length);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "bpe_model.h"
 #include "decode_table.h"
+#include "gradsync/core/utf8.h"
 #include "loaders.h"
 #include "pre_tokenizer.h"
 #include "tokenizer_file.h"
@@ -22,7 +23,7 @@ class Gpt2Tokenizer final : public Tokenizer {
   int vocab_size() const override { return table_.size(); }
 
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const override {
-    const std::string valid = unicode::ToValidUtf8(text);
+    const std::string valid = utf8::ToValid(text);
     std::vector<int32_t> ids;
     for (std::string_view piece : SplitText(valid, SplitPattern::kGpt2)) bpe_->EncodePiece(piece, &ids);
     return ids;

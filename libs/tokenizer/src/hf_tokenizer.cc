@@ -5,6 +5,7 @@
 
 #include "bpe_model.h"
 #include "decode_table.h"
+#include "gradsync/core/utf8.h"
 #include "hf_config.h"
 #include "loaders.h"
 #include "tokenizer_file.h"
@@ -26,7 +27,7 @@ class HuggingFaceTokenizer final : public Tokenizer {
   int vocab_size() const override { return table_.size(); }
 
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const override {
-    const std::string valid = unicode::ToValidUtf8(text);
+    const std::string valid = utf8::ToValid(text);
     std::vector<int32_t> ids;
     std::string prefixed;
     for (const Segment& segment : added_.Split(valid)) {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "gradsync/core/utf8.h"
 #include "unicode.h"
 
 namespace gradsync::tokenizer {
@@ -30,7 +31,7 @@ class Scanner {
  public:
   explicit Scanner(std::string_view text) {
     for (size_t pos = 0; pos < text.size();) {
-      const unicode::DecodedChar c = unicode::DecodeUtf8(text, pos);
+      const utf8::DecodedChar c = utf8::Decode(text, pos);
       chars_.push_back(c.code_point);
       classes_.push_back(Classify(c.code_point));
       offsets_.push_back(pos);

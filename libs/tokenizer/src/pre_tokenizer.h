@@ -26,7 +26,7 @@ enum class SplitPattern {
 // the Hugging Face files' own); nullopt for any other.
 std::optional<SplitPattern> RecognizePattern(std::string_view regex);
 
-// The pieces of `text`, which must be valid UTF-8 (unicode::ToValidUtf8). \s is the White_Space
+// The pieces of `text`, which must be valid UTF-8 (utf8::ToValid). \s is the White_Space
 // property and (?i:...) folds ASCII letters only.
 std::vector<std::string_view> SplitText(std::string_view text, SplitPattern pattern);
 
