@@ -99,8 +99,7 @@ int Get(JobClient& client, const Args& args) {
 }  // namespace
 
 int ArtifactsCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("artifacts", argv, WithConnectionOptions({{"output", true, 'o'}, {"sha256", false}}));
+  absl::StatusOr<Args> args = ParseCommandArgs("artifacts", argv);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.empty()) return Usage("");
   const std::string& sub = args->positional[0];

@@ -497,8 +497,7 @@ int Save(const Args& args, OutputFormat format) {
 }  // namespace
 
 int CheckpointCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("checkpoint", argv, WithConnectionOptions({{"output", true, 'o'}, {"root"}, {"wait", false}}));
+  absl::StatusOr<Args> args = ParseCommandArgs("checkpoint", argv);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.empty()) return Usage("");
   const std::string& sub = args->positional[0];

@@ -11,7 +11,7 @@
 namespace gradsync::cli {
 
 int CompletionCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("completion", argv, {});
+  absl::StatusOr<Args> args = ParseCommandArgs("completion", argv);
   const std::string shell = args.ok() && args->positional.size() == 1 ? args->positional[0] : "";
   if (shell == "bash") {
     std::fputs(BashCompletion().c_str(), stdout);

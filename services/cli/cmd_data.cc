@@ -154,8 +154,7 @@ int Prepare(const Args& args) {
 }  // namespace
 
 int DataCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      ParseArgs("data", argv, {{"output", true, 'o'}, {"tokenizer"}, {"val-fraction"}, {"shard-tokens"}});
+  absl::StatusOr<Args> args = ParseCommandArgs("data", argv);
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()));
   if (args->positional.empty() || args->positional[0] != "prepare") return Fail(Usage());
   return Prepare(*args);

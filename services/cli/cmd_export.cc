@@ -25,7 +25,7 @@ int Fail(const std::string& message, int code) {
 }  // namespace
 
 int ExportCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("export", argv, {{"format"}, {"output", true, 'o'}});
+  absl::StatusOr<Args> args = ParseCommandArgs("export", argv);
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()), 2);
   if (args->positional.size() != 1 || !args->Has("format") || !args->Has("output")) return Fail(Usage(), 2);
   absl::StatusOr<ckpt::WeightsFormat> format = ckpt::ParseWeightsFormat(args->Get("format"), "--format");

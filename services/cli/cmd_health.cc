@@ -42,7 +42,7 @@ int HealthCommand(const std::vector<std::string>& argv) {
   // No environment fallback for --tls-ca or --tls-server-name: a worker's GRADSYNC_TLS_CA_FILE and
   // GRADSYNC_TLS_SERVER_NAME are about its coordinator, and a probe of the worker's own plaintext
   // health port must not pick them up.
-  auto args = ParseArgs("healthcheck", argv, {{"service"}, {"timeout"}, {"tls-ca"}, {"tls-server-name"}});
+  auto args = ParseCommandArgs("healthcheck", argv);
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fputs(Usage().c_str(), stderr);

@@ -19,12 +19,6 @@
 namespace gradsync::cli {
 namespace {
 
-// Every job command takes the connection options, the metrics API's and -o.
-std::vector<OptionSpec> With(std::vector<OptionSpec> extra) {
-  extra.push_back({"output", true, 'o'});
-  return WithMetricsApiOptions(WithConnectionOptions(std::move(extra)));
-}
-
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "%s\n", DescribeError(s).c_str());
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
@@ -38,9 +32,8 @@ struct Parsed {
 
 // Parses, reads -o, then checks that exactly `n` positional arguments came (the usage from the
 // command table otherwise).
-absl::StatusOr<Parsed> Parse(const std::string& cmd, const std::vector<std::string>& argv,
-                             const std::vector<OptionSpec>& options, size_t n) {
-  auto args = ParseArgs(cmd, argv, options);
+absl::StatusOr<Parsed> Parse(const std::string& cmd, const std::vector<std::string>& argv, size_t n) {
+  auto args = ParseCommandArgs(cmd, argv);
   if (!args.ok()) return args.status();
   auto format = OutputFormatOf(cmd, *args);
   if (!format.ok()) return format.status();
@@ -95,7 +88,7 @@ int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, 
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& argv) {
-  auto parsed = Parse("submit", argv, With({{"set"}, {"wait", false}}), 1);
+  auto parsed = Parse("submit", argv, 1);
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& args = parsed->args;
   auto spec = LoadSpecFromCommandLine(args.positional[0], args.GetAll("set"), 0);
@@ -120,7 +113,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
 }
 
 int GetCommand(const std::vector<std::string>& argv) {
-  auto parsed = Parse("get", argv, With({}), 1);
+  auto parsed = Parse("get", argv, 1);
   if (!parsed.ok()) return Fail(parsed.status());
   auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
@@ -138,7 +131,7 @@ int GetCommand(const std::vector<std::string>& argv) {
 }
 
 int ListCommand(const std::vector<std::string>& argv) {
-  auto parsed = Parse("list", argv, With({{"page-size"}}), 0);
+  auto parsed = Parse("list", argv, 0);
   if (!parsed.ok()) return Fail(parsed.status());
   auto page_size = parsed->args.GetInt("page-size", 100, 1, 1000);
   if (!page_size.ok()) return Fail(page_size.status());
@@ -172,7 +165,7 @@ int ListCommand(const std::vector<std::string>& argv) {
 }
 
 int CancelCommand(const std::vector<std::string>& argv) {
-  auto parsed = Parse("cancel", argv, With({}), 1);
+  auto parsed = Parse("cancel", argv, 1);
   if (!parsed.ok()) return Fail(parsed.status());
   auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
@@ -194,7 +187,7 @@ int CancelCommand(const std::vector<std::string>& argv) {
 }
 
 int WatchCommand(const std::vector<std::string>& argv) {
-  auto parsed = Parse("watch", argv, With({}), 1);
+  auto parsed = Parse("watch", argv, 1);
   if (!parsed.ok()) return Fail(parsed.status());
   auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());

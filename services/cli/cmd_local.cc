@@ -160,15 +160,7 @@ int Down(const Args& args) {
 
 int LocalCommand(const std::vector<std::string>& argv) {
   const std::string usage = GroupUsage("local");
-  auto args = ParseArgs("local", argv,
-                        {{"workers"},
-                         {"state-dir"},
-                         {"coordinator-port"},
-                         {"rest-port"},
-                         {"metrics-port"},
-                         {"device"},
-                         {"no-cpu-binding", false},
-                         {"data-root"}});
+  auto args = ParseCommandArgs("local", argv);
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fprintf(stderr, "%s", usage.c_str());

@@ -78,7 +78,7 @@ std::string NamedStateDir(const Args& args) { return args.Get("state-dir", EnvOr
 }  // namespace
 
 int LogsCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("logs", argv, WithConnectionOptions({{"rank"}, {"follow", false, 'f'}}));
+  absl::StatusOr<Args> args = ParseCommandArgs("logs", argv);
   if (!args.ok()) return Fail(args.status());
   if (args->positional.size() != 1) {
     std::fprintf(stderr, "%s", UsageLine(*FindCommand("logs")).c_str());

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "args.h"
+#include "command_table.h"
 #include "commands.h"
 #include "connection.h"
 #include "series_files.h"
@@ -15,7 +16,7 @@ int ReportCommand(const std::vector<std::string>& argv) {
   constexpr char kUsage[] =
       "usage: gradsync report JOB -o FILE.svg|FILE.csv|FILE.jsonl [--metrics-api HOST:PORT --metrics-token-file "
       "FILE | --state-dir DIR] [--artifact-root DIR]\n";
-  auto args = ParseArgs("report", argv, WithMetricsApiOptions({{"output", true, 'o'}, {"artifact-root"}}));
+  auto args = ParseCommandArgs("report", argv);
   if (!args.ok() || args->positional.size() != 1 || !args->Has("output")) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
     std::fputs(kUsage, stderr);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "args.h"
 #include "charts.h"
+#include "command_table.h"
 #include "commands.h"
 #include "display.h"
 #include "gradsync/core/secret_file.h"
@@ -82,8 +83,7 @@ std::string KeepSeries(const v1::JobSeries& series, const v1::Job& job, const st
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& argv) {
-  auto args = ParseArgs(
-      "run", argv, {{"workers"}, {"set"}, {"output", true, 'o'}, {"state-dir"}, {"device"}, {"no-cpu-binding", false}});
+  auto args = ParseCommandArgs("run", argv);
   if (!args.ok()) {
     std::fprintf(
         stderr,

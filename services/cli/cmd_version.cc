@@ -26,7 +26,7 @@ std::string Json() {
 
 int VersionCommand(const std::vector<std::string>& argv) {
   const std::string usage = UsageLine(*FindCommand("version"));
-  absl::StatusOr<Args> args = ParseArgs("version", argv, {{"output", true, 'o'}});
+  absl::StatusOr<Args> args = ParseCommandArgs("version", argv);
   absl::StatusOr<OutputFormat> format = args.ok() ? OutputFormatOf("version", *args) : args.status();
   if (!format.ok()) {
     std::fprintf(stderr, "%s\n%s", std::string(format.status().message()).c_str(), usage.c_str());

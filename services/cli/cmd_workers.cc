@@ -90,7 +90,7 @@ std::string WorkerJson(const v1::Worker& w) {
 }  // namespace
 
 int WorkersCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseArgs("workers", argv, WithConnectionOptions({{"output", true, 'o'}}));
+  absl::StatusOr<Args> args = ParseCommandArgs("workers", argv);
   if (!args.ok()) return Fail(args.status());
   absl::StatusOr<OutputFormat> format = OutputFormatOf("workers", *args);
   if (!format.ok()) return Fail(format.status());

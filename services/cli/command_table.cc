@@ -419,6 +419,22 @@ std::vector<std::string> SubcommandsOf(absl::string_view word) {
   return out;
 }
 
+std::vector<OptionSpec> OptionsOf(absl::string_view word) {
+  std::vector<OptionSpec> specs;
+  for (const Command* c : CommandsOf(word)) {
+    for (const OptionDoc& o : c->options) {
+      const bool present =
+          std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& have) { return have.name == o.name; });
+      if (!present) specs.push_back({o.name, o.TakesValue(), o.short_name});
+    }
+  }
+  return specs;
+}
+
+absl::StatusOr<Args> ParseCommandArgs(absl::string_view word, const std::vector<std::string>& argv) {
+  return ParseArgs(std::string(word), argv, OptionsOf(word));
+}
+
 std::string UsageLine(const Command& c) {
   return absl::StrCat("usage: gradsync ", c.name, c.synopsis.empty() ? "" : " ", c.synopsis, FormatsSynopsis(c),
                       c.connects ? " [connection options]" : "", "\n");

@@ -1,14 +1,15 @@
 // Every gradsync command and subcommand in one table: its synopsis, a one-line summary, an
-// example, the options its parser accepts and the -o formats it prints. main.cc dispatches through
-// it and prints every usage and --help from it; `gradsync completion` generates the shell
-// completion from it; tests check each listed option against the command's parser, so the table
-// cannot drift from the commands.
+// example, the options it accepts and the -o formats it prints. Each option is declared once, in
+// its command's row: main.cc dispatches through the table, every command parses its arguments with
+// the row's options (ParseCommandArgs), every usage and --help is printed from it, and
+// `gradsync completion` generates the shell completion from it.
 #pragma once
 
 #include <string>
 #include <vector>
 #include "absl/strings/string_view.h"
 
+#include "args.h"
 #include "output_format.h"
 
 namespace gradsync::cli {
@@ -67,6 +68,13 @@ std::string CommandHelp(const Command& command);
 std::string GroupHelp(absl::string_view word);
 // `gradsync --help`: every command with its synopsis and summary, and what they share.
 std::string OverallUsage();
+
+// The options of every entry of `word` ("submit"; "local": those of local up and local down), as
+// their parser takes them.
+std::vector<OptionSpec> OptionsOf(absl::string_view word);
+// `argv` (the arguments after the command's first word) parsed with OptionsOf(word).
+// INVALID_ARGUMENT naming the command and an unknown option or a missing value.
+absl::StatusOr<Args> ParseCommandArgs(absl::string_view word, const std::vector<std::string>& argv);
 
 // Whether `argv` (the arguments after a command's first word) asks for help: --help or -h before
 // any "--", not as the value of an option of `entries` that takes one.

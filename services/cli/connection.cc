@@ -14,11 +14,6 @@
 namespace gradsync::cli {
 namespace {
 
-void AddOnce(std::vector<OptionSpec>& options, const std::string& name) {
-  const bool present = std::any_of(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == name; });
-  if (!present) options.push_back({name});
-}
-
 // What names the server, by rank: an option (--state-dir or one of `options`), then the
 // environment (GRADSYNC_STATE_DIR or one of `envs`), then the current cluster (current_cluster.h).
 enum class Named { kOption, kEnvironment, kCurrentCluster };
@@ -85,17 +80,6 @@ absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<Lo
 }
 
 }  // namespace
-
-std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options) {
-  for (const char* name : {"address", "token", "token-file", "tls-ca", "tls-server-name", "state-dir"})
-    AddOnce(options, name);
-  return options;
-}
-
-std::vector<OptionSpec> WithMetricsApiOptions(std::vector<OptionSpec> options) {
-  for (const char* name : {"metrics-api", "metrics-token-file", "state-dir"}) AddOnce(options, name);
-  return options;
-}
 
 absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
   if (args.Has("address") && args.Has("state-dir")) {

@@ -21,12 +21,6 @@
 
 namespace gradsync::cli {
 
-// `options` plus "address", "token", "token-file", "tls-ca", "tls-server-name" and "state-dir",
-// for ParseArgs.
-std::vector<OptionSpec> WithConnectionOptions(std::vector<OptionSpec> options);
-// `options` plus "metrics-api", "metrics-token-file" and "state-dir", for ParseArgs.
-std::vector<OptionSpec> WithMetricsApiOptions(std::vector<OptionSpec> options);
-
 // The client the options describe; the address defaults to localhost:7070. INVALID_ARGUMENT for
 // --token with --token-file or --address with --state-dir; NOT_FOUND naming a token file or a
 // state directory without a running cluster; otherwise errors as MakeJobClient's.

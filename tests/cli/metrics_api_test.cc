@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "args.h"
+#include "command_table.h"
 #include "connection.h"
 #include "gtest/gtest.h"
 
@@ -32,7 +33,7 @@ class MetricsApiTest : public ::testing::Test {
   }
 
   static MetricsApi From(const std::vector<std::string>& argv) {
-    absl::StatusOr<Args> args = ParseArgs("report", argv, WithMetricsApiOptions({{"output", true, 'o'}}));
+    absl::StatusOr<Args> args = ParseCommandArgs("report", argv);
     EXPECT_TRUE(args.ok()) << args.status();
     absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(*args, "localhost:9466");
     EXPECT_TRUE(api.ok()) << api.status();
@@ -58,7 +59,7 @@ TEST_F(MetricsApiTest, TheFallbackIsNotNamedButAnOptionOrTheEnvironmentIs) {
 }
 
 TEST_F(MetricsApiTest, WithoutAFallbackNothingIsNamedAndTheAddressIsEmpty) {
-  absl::StatusOr<Args> args = ParseArgs("jobs", {}, WithMetricsApiOptions({}));
+  absl::StatusOr<Args> args = ParseCommandArgs("list", {});
   ASSERT_TRUE(args.ok()) << args.status();
   absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(*args);
   ASSERT_TRUE(api.ok()) << api.status();

@@ -8,12 +8,9 @@ namespace gradsync::device {
 
 std::string DeviceRequest::ToString() const {
   switch (kind) {
-    case Kind::kAuto:
-      return "auto";
-    case Kind::kCpu:
-      return "cpu";
-    case Kind::kCuda:
-      return ordinal < 0 ? "cuda" : absl::StrCat("cuda:", ordinal);
+    case Kind::kAuto: return "auto";
+    case Kind::kCpu: return "cpu";
+    case Kind::kCuda: return ordinal < 0 ? "cuda" : absl::StrCat("cuda:", ordinal);
   }
   return "auto";
 }
@@ -27,8 +24,7 @@ absl::StatusOr<DeviceRequest> ParseDeviceRequest(absl::string_view text, absl::s
       absl::StrCat(ordinal) == text.substr(5)) {
     return DeviceRequest::Gpu(ordinal);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": expected auto, cpu, cuda or cuda:N, got \"", text, "\""));
+  return absl::InvalidArgumentError(absl::StrCat(field, ": expected auto, cpu, cuda or cuda:N, got \"", text, "\""));
 }
 
 }  // namespace gradsync::device
