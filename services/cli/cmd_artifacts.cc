@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "args.h"
 #include "artifact_download.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
@@ -111,6 +112,32 @@ int ArtifactsCommand(const std::vector<std::string>& argv) {
   auto connected = ConnectJobClient(*args);
   if (!connected.ok()) return Fail(connected.status());
   return sub == "list" ? List(**connected, *args, *format) : Get(**connected, *args);
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> ArtifactsRows() {
+  using F = OutputFormat;
+  std::vector<Command> t;
+  t.push_back({.name = "artifacts list",
+               .synopsis = "JOB [PREFIX] [--sha256]",
+               .summary = "a job's files on the coordinator (weights, checkpoints, exports), with sizes",
+               .example = "gradsync artifacts list jobs/mlp-1a2b3 --sha256",
+               .details = "Paths start with PREFIX when given; with --sha256 each file's digest (the coordinator\n"
+                          "reads them). -o json is the API's ListArtifactsResponse.\n",
+               .options = Plus({Output(), {"sha256", ""}}, ConnectionOptions()),
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .connects = true,
+               .run = ArtifactsCommand});
+  t.push_back({.name = "artifacts get",
+               .synopsis = "JOB [PATH] [-o DIR]",
+               .summary = "download a job's file PATH, or every file, into DIR (default .)",
+               .example = "gradsync artifacts get jobs/mlp-1a2b3 weights.bin -o out",
+               .details = "Each file is checked against the coordinator's SHA-256 before it is renamed into place,\n"
+                          "and printed as sha256sum prints it (so sha256sum -c checks it again).\n",
+               .options = Plus({Output("DIR")}, ConnectionOptions()),
+               .connects = true,
+               .run = ArtifactsCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
@@ -511,6 +512,51 @@ int CheckpointCommand(const std::vector<std::string>& argv) {
   if (sub == "diff") return Diff(*args, *format);
   if (sub == "list") return List(*args, *format);
   return Save(*args, *format);
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> CheckpointRows() {
+  using F = OutputFormat;
+  std::vector<Command> t;
+  t.push_back({.name = "checkpoint inspect",
+               .synopsis = "PATH",
+               .summary = "a checkpoint's manifest, parts and tensors, verified",
+               .example = "gradsync checkpoint inspect /tmp/gradsync-local/artifacts/mlp-1a2b3/step-00000100",
+               .details = "PATH: a checkpoint directory (rank 0's part is read), a rank part file, or a weights file\n"
+                          "(weights.bin, or an export of gradsync export: safetensors or llm.c). Exit 0 when\n"
+                          "everything read is intact, 1 when something is missing or corrupt.\n",
+               .options = {Output()},
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .operands = Operands::kFiles,
+               .run = CheckpointCommand});
+  t.push_back({.name = "checkpoint diff",
+               .synopsis = "A B",
+               .summary = "per-tensor differences (max abs and rel) between two checkpoints or weights files",
+               .example = "gradsync checkpoint diff run1/weights.bin run2/weights.bin",
+               .options = {Output()},
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .operands = Operands::kFiles,
+               .run = CheckpointCommand});
+  t.push_back({.name = "checkpoint list",
+               .synopsis = "(--root DIR | JOB)",
+               .summary = "committed checkpoints, verified when their files are on this machine",
+               .example = "gradsync checkpoint list jobs/mlp-1a2b3",
+               .details = "--root DIR lists the checkpoints under DIR; JOB asks the coordinator for the job's.\n",
+               .options = Plus({{"root", "DIR"}, Output()}, ConnectionOptions()),
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .connects = true,
+               .run = CheckpointCommand});
+  t.push_back({.name = "checkpoint save",
+               .synopsis = "JOB [--wait]",
+               .summary = "ask a running job to checkpoint at its next step boundary",
+               .example = "gradsync checkpoint save jobs/mlp-1a2b3 --wait",
+               .details = "With --wait, waits until the checkpoint is committed and prints its step and directory\n"
+                          "(exit 1 when the job ends first without one).\n",
+               .options = Plus({{"wait", ""}, Output()}, ConnectionOptions()),
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .connects = true,
+               .run = CheckpointCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

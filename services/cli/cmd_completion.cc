@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "completion_script.h"
@@ -26,6 +27,21 @@ int CompletionCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "gradsync completion: no completion for \"%s\" (bash or zsh)\n", shell.c_str());
   std::fputs(UsageLine(*FindCommand("completion")).c_str(), stderr);
   return 2;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> CompletionRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "completion",
+               .synopsis = "bash|zsh",
+               .summary = "a shell completion script for gradsync's commands, subcommands and options",
+               .example = "source <(gradsync completion bash)",
+               .details = "bash: source it from ~/.bashrc. zsh: save it as _gradsync in a directory of $fpath, or\n"
+                          "source it after compinit.\n",
+               .operands = Operands::kWords,
+               .words = {"bash", "zsh"},
+               .run = CompletionCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/data/shards_info.h"
@@ -158,6 +159,25 @@ int DataCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()));
   if (args->positional.empty() || args->positional[0] != "prepare") return Fail(Usage());
   return Prepare(*args);
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> DataRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "data prepare",
+               .synopsis = "TEXT... -o DIR [--tokenizer TOK] [--val-fraction F] [--shard-tokens N]",
+               .summary = "tokenise text files into llm.c shards (train_*.bin, val_*.bin)",
+               .example = "gradsync data prepare 'corpus/*.txt' -o shards --val-fraction 0.05",
+               .details =
+                   "TEXT: files or globs, concatenated in order. Shards of at most N tokens (default\n"
+                   "100000000); with F > 0 the last F of the tokens go to DIR/val_*.bin. TOK: a tokenizer.json,\n"
+                   "GPT-2's encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without\n"
+                   "it, one token per byte (vocabulary 256). Tokens are uint16 when the vocabulary has at most\n"
+                   "65536 ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n",
+               .options = {Output("DIR"), {"tokenizer", "TOK"}, {"val-fraction", "F"}, {"shard-tokens", "N"}},
+               .operands = Operands::kFiles,
+               .run = DataCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/ckpt/interchange.h"
@@ -40,6 +41,23 @@ int ExportCommand(const std::vector<std::string>& argv) {
   std::printf("wrote %s (%s, %d tensors, %lld parameters)\n", out.c_str(), args->Get("format").c_str(),
               weights->layout.size(), static_cast<long long>(weights->layout.total_numel()));
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> ExportRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "export",
+               .synopsis = "SRC --format hf|gradsync|llmc -o OUT",
+               .summary = "weights or a committed checkpoint as safetensors (with config.json) or llm.c's format",
+               .example = "gradsync export weights.bin --format hf -o gpt-hf",
+               .details = "SRC: a weights file, a committed checkpoint directory (rank 0's parameters) or an\n"
+                          "earlier export. hf: OUT/model.safetensors and OUT/config.json with Hugging Face's names\n"
+                          "(GPT2LMHeadModel, LlamaForCausalLM); gradsync: the same with gradsync's names; llmc: the\n"
+                          "file OUT in llm.c's GPT-2 checkpoint format.\n",
+               .options = {{"format", "hf|gradsync|llmc"}, Output("OUT")},
+               .operands = Operands::kFiles,
+               .run = ExportCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/ckpt/interchange.h"
@@ -199,6 +200,30 @@ int GenerateCommand(const std::vector<std::string>& argv) {
   }
   std::fputc('\n', stdout);
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> GenerateRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "generate",
+               .synopsis = "--weights PATH --prompt TEXT [--tokenizer TOK] [--tokens N] [--temperature T]\n"
+                           "    [--top-k K] [--seed S]",
+               .summary = "continue TEXT with tokens sampled from a trained transformer",
+               .example = "gradsync generate --weights weights.bin --prompt 'Once upon a time' --tokens 100",
+               .details = "PATH: a weights file, a committed checkpoint directory or an export. N tokens (default\n"
+                          "200); T: softmax temperature (default 0.8; 0 picks the likeliest token); K: sample among\n"
+                          "the K likeliest tokens only (default 0: all); the same S (default 0) gives the same text.\n"
+                          "TOK: the tokenizer the model was trained with (tokenizer.json, GPT-2's encoder.json +\n"
+                          "vocab.bpe or their directory, a SentencePiece .model); without it tokens are bytes.\n",
+               .options = {{"weights", "PATH"},
+                           {"prompt", "TEXT"},
+                           {"tokenizer", "TOK"},
+                           {"tokens", "N"},
+                           {"temperature", "T"},
+                           {"top-k", "K"},
+                           {"seed", "S"}},
+               .run = GenerateCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

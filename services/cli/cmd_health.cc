@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/rpc/health.h"
@@ -68,6 +69,19 @@ int HealthCommand(const std::vector<std::string>& argv) {
   }
   std::printf("%s: SERVING\n", address.c_str());
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> HealthRows() {
+  std::vector<Command> t;
+  t.push_back(
+      {.name = "healthcheck",
+       .synopsis = "HOST:PORT [--service NAME] [--timeout SECONDS] [--tls-ca FILE] [--tls-server-name NAME]",
+       .summary = "exit 0 when the server answers grpc.health.v1 SERVING (for probes)",
+       .example = "gradsync healthcheck localhost:7070",
+       .options = {{"service", "NAME"}, {"timeout", "SECONDS"}, {"tls-ca", "FILE"}, {"tls-server-name", "NAME"}},
+       .run = HealthCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

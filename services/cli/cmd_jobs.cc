@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
@@ -13,6 +14,7 @@
 #include "display.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
+#include "job_watch.h"
 #include "output_format.h"
 #include "spec_input.h"
 
@@ -62,24 +64,16 @@ int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, 
   InstallShutdownHandlers();
   std::atomic<bool> stop{false};
   ProgressView view(format == OutputFormat::kTable ? stdout : stderr);
-  // Attached to a job that has run: its curve so far, from the metrics service.
-  if (!metrics_api.address.empty()) {
-    (void)view.UseSeriesFrom(metrics_api.address, metrics_api.token, std::string(absl::StripPrefix(name, "jobs/")));
-  }
   std::thread sig([&] {
     for (int tick = 1; !stop && !WaitForShutdown(absl::Milliseconds(100)); ++tick) {
       if (tick % 10 == 0) view.Tick();
     }
     stop = true;
   });
-  auto job = client.Watch(
-      name, [&](const v1::Job& j) { view.Update(j); }, &stop);
-  if (job.ok() && !metrics_api.address.empty()) {
-    (void)view.UseSeriesFrom(metrics_api.address, metrics_api.token, job->id());
-  }
+  const FollowedJob followed = FollowJob(client, name, view, metrics_api, &stop);
   view.Finish();
-  stop = true;
   sig.join();
+  const absl::StatusOr<v1::Job>& job = followed.job;
   if (!job.ok()) return job.status().code() == absl::StatusCode::kCancelled ? 130 : Fail(job.status());
   std::printf("%s", Show(*job, format, SummaryJson(*job), SummaryText(*job)).c_str());
   return job->state() == v1::SUCCEEDED ? 0 : 1;
@@ -195,6 +189,63 @@ int WatchCommand(const std::vector<std::string>& argv) {
   if (!metrics_api.ok()) return Fail(metrics_api.status());
   JobClient& client = **connected;
   return WatchToEnd(client, parsed->args.positional[0], parsed->format, *metrics_api);
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> JobRows() {
+  using F = OutputFormat;
+  const std::vector<OptionDoc> job_options = JobOptions();
+  std::vector<Command> t;
+  t.push_back({.name = "submit",
+               .synopsis = "FILE [--set path=value ...] [--wait]",
+               .summary = "submit a job; with --wait, follow it to its end as run does",
+               .example = "gradsync submit examples/jobs/mlp.yaml --set training.maxSteps=200 --wait",
+               .details = "Prints the job's name (jobs/<id>), or with --wait its progress and summary (exit 0 only\n"
+                          "when it SUCCEEDED). Relative data paths of a spec submitted to a local cluster start in\n"
+                          "the current directory.\n",
+               .options = Plus({{"set", "path=value"}, {"wait", ""}, Output()}, job_options),
+               .formats = {F::kTable, F::kJson, F::kYaml, F::kName},
+               .connects = true,
+               .operands = Operands::kFiles,
+               .run = SubmitCommand});
+  t.push_back({.name = "get",
+               .synopsis = "JOB",
+               .summary = "a job described: spec highlights, times, restarts, progress, checkpoints, events",
+               .example = "gradsync get jobs/mlp-1a2b3",
+               .details = "JOB is jobs/<id> or the bare id. -o wide prints the job as one row of gradsync list -o\n"
+                          "wide; -o json and -o yaml the whole job as the API returns it.\n",
+               .options = Plus({Output()}, job_options),
+               .formats = {F::kTable, F::kWide, F::kJson, F::kYaml, F::kName},
+               .connects = true,
+               .run = GetCommand});
+  t.push_back({.name = "list",
+               .synopsis = "[--page-size N]",
+               .summary = "every job, in the order they were submitted",
+               .example = "gradsync list -o wide",
+               .details = "-o json prints {\"items\": [...]}, each item a job as get -o json prints it.\n",
+               .options = Plus({{"page-size", "N"}, Output()}, job_options),
+               .formats = {F::kTable, F::kWide, F::kJson, F::kYaml, F::kName},
+               .connects = true,
+               .run = ListCommand});
+  t.push_back({.name = "cancel",
+               .synopsis = "JOB",
+               .summary = "cancel a job; a running one stops at its next step boundary and saves its weights",
+               .example = "gradsync cancel jobs/mlp-1a2b3",
+               .options = Plus({Output()}, job_options),
+               .formats = {F::kTable, F::kJson, F::kYaml, F::kName},
+               .connects = true,
+               .run = CancelCommand});
+  t.push_back({.name = "watch",
+               .synopsis = "JOB",
+               .summary = "follow a job's progress and loss curve to its end, then print its summary",
+               .example = "gradsync watch jobs/mlp-1a2b3",
+               .details = "Exit 0 when the job SUCCEEDED, 1 when it failed or was cancelled. With the metrics API\n"
+                          "(--metrics-api, or a local cluster's) the final curve has every step.\n",
+               .options = Plus({Output()}, job_options),
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .connects = true,
+               .run = WatchCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

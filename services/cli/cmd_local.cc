@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/cli/current_cluster.h"
@@ -170,6 +171,41 @@ int LocalCommand(const std::vector<std::string>& argv) {
   if (args->positional[0] == "down") return Down(*args);
   std::fprintf(stderr, "gradsync local: unknown action \"%s\"\n%s", args->positional[0].c_str(), usage.c_str());
   return 2;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> LocalRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "local up",
+               .synopsis = "--workers N --state-dir DIR [--coordinator-port P] [--rest-port P] [--metrics-port P]\n"
+                           "    [--device D] [--no-cpu-binding] [--data-root DIR ...]",
+               .summary = "start a local cluster in the background and make it the current cluster",
+               .example = "gradsync local up --workers 2 --state-dir /tmp/gradsync-local",
+               .details = absl::StrCat(
+                   "Prints the cluster file DIR/endpoints.json once every service is up; writes fresh tokens to\n"
+                   "DIR/tokens, readable by you alone.\n",
+                   kDevicesHelp,
+                   "The coordinator reads data inside each --data-root DIR (default: the directory it started\n"
+                   "in). Commands given no --address, --state-dir, GRADSYNC_ADDRESS or GRADSYNC_STATE_DIR\n"
+                   "reach this cluster until `gradsync local down`; relative data paths of the specs they\n"
+                   "submit start in the directory the command runs in.\n"),
+               .options = {{"workers", "N"},
+                           {"state-dir", "DIR"},
+                           {"coordinator-port", "P"},
+                           {"rest-port", "P"},
+                           {"metrics-port", "P"},
+                           {"device", "D"},
+                           {"no-cpu-binding", ""},
+                           {"data-root", "DIR"}},
+               .run = LocalCommand});
+  t.push_back({.name = "local down",
+               .synopsis = "[--state-dir DIR]",
+               .summary = "stop a local cluster (default: the current one) and forget it",
+               .example = "gradsync local down",
+               .options = {{"state-dir", "DIR"}},
+               .run = LocalCommand});
+  const std::vector<OptionDoc> job_options = Plus(ConnectionOptions(), MetricsApiOptions());
+  return t;
 }
 
 }  // namespace gradsync::cli

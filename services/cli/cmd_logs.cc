@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
@@ -102,6 +103,24 @@ int LogsCommand(const std::vector<std::string>& argv) {
     return Fail(absl::NotFoundError(absl::StrCat(client.status().message(), "; ", lines.status().message())));
   std::fputs(lines->c_str(), stdout);
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> LogsRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "logs",
+               .synopsis = "JOB [--rank R] [--follow]",
+               .summary = "a job's own log lines, from every rank (or rank R), in time order",
+               .example = "gradsync logs jobs/mlp-1a2b3 --rank 0 --follow",
+               .details = "Lines read \"I 2026-11-28T15:04:05.123Z r1 g2 source] message\": level, UTC time, rank,\n"
+                          "generation. They come through the coordinator, which keeps the newest lines of each\n"
+                          "job in memory (a worker ships at most 50 a second); with -f/--follow new lines follow\n"
+                          "until the job ends. Once a local cluster is gone, --state-dir DIR reads its workers'\n"
+                          "files (DIR/logs/jobs/<id>/rank-<r>.log) instead.\n",
+               .options = Plus({{"rank", "R"}, {"follow", "", 'f'}}, ConnectionOptions()),
+               .connects = true,
+               .run = LogsCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "google/protobuf/struct.pb.h"
@@ -175,6 +176,34 @@ int ModelCommand(const std::vector<std::string>& argv) {
       *format == OutputFormat::kTable ? Text(preset, *config) : InFormat(Json(preset, *config), *format);
   std::fputs(text.c_str(), stdout);
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> ModelRows() {
+  using F = OutputFormat;
+  std::vector<Command> t;
+  t.push_back({.name = "model describe",
+               .synopsis = "PRESET [--set transformer.x=v ...]",
+               .summary = "a transformer preset's dimensions, parameters and FLOPs per token",
+               .example = "gradsync model describe gpt-tiny --set transformer.layers=6",
+               .details = "PRESET: gpt-tiny, gpt2-124m or minimind-26m. --set paths are relative to the model spec,\n"
+                          "e.g. --set transformer.flavour=llama.\n",
+               .options = {{"set", "path=value"}, Output()},
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .operands = Operands::kWords,
+               .words = {"gpt-tiny", "gpt2-124m", "minimind-26m"},
+               .run = ModelCommand});
+  t.push_back({.name = "model logits",
+               .synopsis = "WEIGHTS --tokens ID,... [--preset P] [--set path=value ...]",
+               .summary = "the logits of fixed tokens, as JSON (comparisons with other frameworks)",
+               .example = "gradsync model logits weights.bin --tokens 1,2,3",
+               .details = "WEIGHTS is anything model.initFrom reads; --preset names the model when the file does\n"
+                          "not (a safetensors file from elsewhere). Prints {\"vocab\": V, \"logits\": [[V values] per\n"
+                          "token]} with every float exactly (9 significant digits).\n",
+               .options = {{"tokens", "ID,..."}, {"preset", "P"}, {"set", "path=value"}},
+               .operands = Operands::kFiles,
+               .run = ModelCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

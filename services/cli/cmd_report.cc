@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
@@ -44,6 +45,25 @@ int ReportCommand(const std::vector<std::string>& argv) {
   std::printf("%s: %d points (%lld steps) of job %s, from %s\n", path.c_str(), found->series.steps_size(),
               static_cast<long long>(steps), id->c_str(), found->source.c_str());
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> ReportRows() {
+  std::vector<Command> t;
+  t.push_back({.name = "report",
+               .synopsis = "JOB -o FILE.svg|FILE.csv|FILE.jsonl [--metrics-api HOST:PORT] [--metrics-token-file FILE]\n"
+                           "    [--state-dir DIR] [--artifact-root DIR]",
+               .summary = "a job's loss and throughput curves (.svg) or its series as data (.csv, .jsonl)",
+               .example = "gradsync report jobs/mlp-1a2b3 -o curves.svg",
+               .details =
+                   "The format is the file's extension. The series comes from the metrics API: --metrics-api\n"
+                   "(env GRADSYNC_METRICS_API) with its token in --metrics-token-file (env\n"
+                   "GRADSYNC_METRICS_TOKEN_FILE), --state-dir's, or the current cluster's; when none answers or\n"
+                   "it does not know the job, from the series file kept beside the job's weights (under\n"
+                   "--state-dir DIR of a run, or --artifact-root DIR), so the curves outlive the cluster.\n",
+               .options = Plus({Output("FILE"), {"artifact-root", "DIR"}}, MetricsApiOptions()),
+               .run = ReportCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

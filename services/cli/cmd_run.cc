@@ -6,9 +6,11 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "args.h"
 #include "charts.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "display.h"
@@ -16,6 +18,7 @@
 #include "gradsync/core/shutdown.h"
 #include "gradsync/device/device_request.h"
 #include "grpc_job_client.h"
+#include "job_watch.h"
 #include "local_cluster.h"
 #include "local_tokens.h"
 #include "metrics_client.h"
@@ -52,17 +55,6 @@ absl::StatusOr<ClusterClient> ConnectTo(const LocalCluster& cluster) {
                        *std::move(metrics_token)};
 }
 
-// The job's series once it holds the job's last step (the workers' last reports may still be on
-// their way when the job ends), or as it is after a few seconds.
-void AwaitLastStep(const std::string& metrics_api, const std::string& token, const std::string& id, int64_t last) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  while (absl::Now() < deadline) {
-    auto series = FetchSeries(metrics_api, token, id);
-    if (series.ok() && series->steps_size() > 0 && series->steps(series->steps_size() - 1).step() >= last) return;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-}
-
 // Writes the series beside the job's weights (<artifacts>/<job id>/series.jsonl), where
 // `gradsync report` reads it once the cluster is gone. Returns the path, or "" after saying why
 // not on stderr.
@@ -80,151 +72,213 @@ std::string KeepSeries(const v1::JobSeries& series, const v1::Job& job, const st
   return path;
 }
 
-}  // namespace
+constexpr char kRunUsage[] =
+    "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n";
 
-int RunCommand(const std::vector<std::string>& argv) {
+// What `gradsync run` was asked: the job, its cluster, and how to print.
+struct RunRequest {
+  v1::JobSpec spec;
+  LocalClusterOptions cluster;
+  OutputFormat format = OutputFormat::kTable;
+};
+
+// The request, or what is wrong with the command line or the spec (each an exit code 2), its
+// message ready to print.
+absl::StatusOr<RunRequest> ParseRun(const std::vector<std::string>& argv) {
   auto args = ParseCommandArgs("run", argv);
-  if (!args.ok()) {
-    std::fprintf(
-        stderr,
-        "%s\nusage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n",
-        std::string(args.status().message()).c_str());
-    return 2;
-  }
+  if (!args.ok()) return absl::InvalidArgumentError(absl::StrCat(args.status().message(), "\n", kRunUsage));
+  RunRequest r;
   absl::StatusOr<OutputFormat> format = OutputFormatOf("run", *args);
-  if (!format.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(format.status().message()).c_str());
-    return 2;
-  }
-  if (args->positional.size() != 1) {
-    std::fprintf(
-        stderr,
-        "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n");
-    return 2;
-  }
+  if (!format.ok()) return format.status();
+  r.format = *format;
+  if (args->positional.size() != 1) return absl::InvalidArgumentError(kRunUsage);
   auto workers = args->GetInt("workers", 0, 1, 1024);
+  if (!workers.ok()) return workers.status();
   auto device = device::ParseDeviceRequest(args->Get("device", "auto"), "--device");
-  for (const absl::Status& s : {workers.status(), device.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      return 2;
+  if (!device.ok()) return device.status();
+  auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
+  if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("invalid job spec: ", spec.status().message()));
+  r.spec = *std::move(spec);
+  r.cluster.workers = *workers > 0 ? *workers : r.spec.training().world_size();
+  r.cluster.state_dir = args->Get("state-dir", "");
+  r.cluster.device = *device;
+  r.cluster.bind_cpus = !args->Has("no-cpu-binding");
+  r.cluster.data_roots = RunDataRoots(r.spec);
+  return r;
+}
+
+// Supervises the cluster while the job runs: a child that dies is started again (a worker rejoins
+// as a spare and the job recovers); one that keeps dying ends the run. Sets `*stop` when it ends,
+// on a shutdown request or a broken cluster, and ends when `*stop` is set.
+class Supervisor {
+ public:
+  Supervisor(LocalCluster& cluster, std::atomic<bool>* stop)
+      : thread_([this, &cluster, stop] { Run(cluster, stop); }) {}
+  ~Supervisor() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Waits for it; why the cluster broke, if it did.
+  absl::Status Join() {
+    if (thread_.joinable()) thread_.join();
+    return broken_;
+  }
+
+ private:
+  void Run(LocalCluster& cluster, std::atomic<bool>* stop) {
+    while (!*stop && !ShutdownRequested()) {
+      absl::StatusOr<std::vector<std::string>> restarted = cluster.Supervise();
+      if (!restarted.ok()) {
+        broken_ = restarted.status();
+        break;
+      }
+      for (const std::string& name : *restarted) {
+        std::fprintf(stderr, "[supervisor] %s exited; started it again\n", name.c_str());
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    *stop = true;
+  }
+
+  absl::Status broken_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// The files a finished run leaves beside its logs: the curves and the series.
+struct RunFiles {
+  std::string report, series;
+};
+
+RunFiles KeepFiles(const FollowedJob& followed, const v1::Job& created, const std::string& state_dir) {
+  RunFiles files;
+  if (!followed.series.ok()) return files;
+  files.report = state_dir + "/report.svg";
+  std::ofstream(files.report) << SvgReport(*followed.series);
+  files.series = KeepSeries(*followed.series, followed.job.ok() ? *followed.job : created, state_dir);
+  return files;
+}
+
+// Prints how the job ended (the summary, or why the run failed) and returns the exit code.
+int Conclude(const RunRequest& request, const LocalCluster& cluster, const FollowedJob& followed,
+             const absl::Status& cluster_health, const RunFiles& files) {
+  if (!cluster_health.ok()) {
+    std::fprintf(stderr, "the local cluster failed: %s\n", std::string(cluster_health.message()).c_str());
+    return 1;
+  }
+  if (!followed.job.ok()) {
+    std::fprintf(stderr, "watching the job failed: %s\n%s", std::string(followed.job.status().message()).c_str(),
+                 cluster.RecentLogs(10).c_str());
+    return 1;
+  }
+  const v1::Job& job = *followed.job;
+  if (request.format != OutputFormat::kTable) {
+    std::printf("%s", InFormat(SummaryJson(job, cluster.log_dir()), request.format).c_str());
+  } else {
+    std::printf("%s", SummaryText(job).c_str());
+    if (!files.report.empty()) std::printf("  report      %s (loss and throughput curves)\n", files.report.c_str());
+    if (!files.series.empty()) {
+      std::printf("  series      %s (gradsync report %s -o FILE.svg|.csv|.jsonl --state-dir %s)\n",
+                  files.series.c_str(), job.id().c_str(), request.cluster.state_dir.c_str());
     }
   }
-  auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
-  if (!spec.ok()) {
-    std::fprintf(stderr, "invalid job spec: %s\n", std::string(spec.status().message()).c_str());
-    return 2;
-  }
-  const bool json = *format != OutputFormat::kTable;
-  FILE* progress = json ? stderr : stdout;
+  if (job.state() == v1::SUCCEEDED) return 0;
+  std::fprintf(stderr, "%s", cluster.RecentLogs(10).c_str());
+  return 1;
+}
 
-  LocalClusterOptions options;
-  options.workers = *workers > 0 ? *workers : spec->training().world_size();
-  options.state_dir = args->Get("state-dir", "");
-  if (options.state_dir.empty()) options.state_dir = MakeRunDir();
-  options.device = *device;
-  options.bind_cpus = !args->Has("no-cpu-binding");
-  options.data_roots = RunDataRoots(*spec);
-  if (options.state_dir.empty()) {
-    std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
-    return 1;
+// Ctrl-C: the job is cancelled, and the cluster stays up until the ranks have saved (the
+// coordinator bounds the wait).
+int Interrupted(JobClient& client, const std::string& name) {
+  std::fprintf(stderr, "interrupted: the job stops at the next step boundary and saves its weights\n");
+  if (auto cancelled = client.Cancel(name); cancelled.ok() && !IsTerminal(cancelled->state())) {
+    (void)client.Watch(
+        name, [](const v1::Job&) {}, nullptr);
   }
-  InstallShutdownHandlers();
-  std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n", options.workers,
-               options.state_dir.c_str());
-  LocalCluster cluster(options);
-  if (absl::Status s = cluster.Start(); !s.ok()) {
-    std::fprintf(stderr, "cannot start the local cluster: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
+  std::fprintf(stderr, "stopping the local cluster\n");
+  return 130;
+}
 
+// Starts the cluster, submits the job, follows it to its end under the supervisor.
+int RunJob(const RunRequest& request, LocalCluster& cluster, FILE* progress) {
   absl::StatusOr<ClusterClient> connected = ConnectTo(cluster);
   if (!connected.ok()) {
     std::fprintf(stderr, "%s\n", std::string(connected.status().message()).c_str());
     return 1;
   }
   GrpcJobClient& client = *connected->jobs;
-  auto created = client.Create(*spec);
+  auto created = client.Create(request.spec);
   if (!created.ok()) {
     std::fprintf(stderr, "submitting the job failed: %s\n", std::string(created.status().message()).c_str());
     return 1;
   }
   std::fprintf(progress, "job %s submitted to %s\n", created->id().c_str(), client.address().c_str());
-
-  // Supervises the cluster while the job runs: a child that dies is started again (a worker
-  // rejoins as a spare and the job recovers); one that keeps dying ends the run.
   std::atomic<bool> stop{false};
-  std::atomic<bool> cluster_broken{false};
-  absl::Status broken_reason;
-  std::thread guard([&] {
-    while (!stop) {
-      if (ShutdownRequested()) break;
-      auto restarted = cluster.Supervise();
-      if (!restarted.ok()) {
-        broken_reason = restarted.status();
-        cluster_broken = true;
-        break;
-      }
-      for (const std::string& name : *restarted)
-        std::fprintf(stderr, "[supervisor] %s exited; started it again\n", name.c_str());
-      absl::SleepFor(absl::Milliseconds(200));
-    }
-    stop = true;
-  });
+  Supervisor supervisor(cluster, &stop);
   ProgressView view(progress);
-  auto final_job = client.Watch(
-      created->name(), [&](const v1::Job& j) { view.Update(j); }, &stop);
-  std::string report_path, series_path;
-  if (final_job.ok()) {
-    AwaitLastStep(cluster.endpoints().at("metricsApi"), connected->metrics_token, created->id(),
-                  final_job->result().global_step());
-  }
-  auto series = view.UseSeriesFrom(cluster.endpoints().at("metricsApi"), connected->metrics_token, created->id());
-  if (series.ok()) {
-    report_path = options.state_dir + "/report.svg";
-    std::ofstream(report_path) << SvgReport(*series);
-    series_path = KeepSeries(*series, final_job.ok() ? *final_job : *created, options.state_dir);
-  }
+  const MetricsApi metrics{cluster.endpoints().at("metricsApi"), connected->metrics_token, true};
+  const FollowedJob followed = FollowJob(client, created->name(), view, metrics, &stop);
+  const RunFiles files = KeepFiles(followed, *created, request.cluster.state_dir);
   view.Finish();
   const bool interrupted = ShutdownRequested();
-  stop = true;
-  guard.join();
-  const bool broken = cluster_broken.load();
-  const absl::Status alive = broken_reason;
+  const absl::Status cluster_health = supervisor.Join();
+  if (interrupted) return Interrupted(client, created->name());
+  return Conclude(request, cluster, followed, cluster_health, files);
+}
 
-  int code = 0;
-  if (interrupted) {
-    std::fprintf(stderr, "interrupted: the job stops at the next step boundary and saves its weights\n");
-    // The cluster stays up until the ranks have saved (the coordinator bounds the wait).
-    if (auto cancelled = client.Cancel(created->name()); cancelled.ok() && !IsTerminal(cancelled->state())) {
-      (void)client.Watch(
-          created->name(), [](const v1::Job&) {}, nullptr);
-    }
-    std::fprintf(stderr, "stopping the local cluster\n");
-    code = 130;
-  } else if (broken) {
-    std::fprintf(stderr, "the local cluster failed: %s\n", std::string(alive.message()).c_str());
-    code = 1;
-  } else if (!final_job.ok()) {
-    std::fprintf(stderr, "watching the job failed: %s\n%s", std::string(final_job.status().message()).c_str(),
-                 cluster.RecentLogs(10).c_str());
-    code = 1;
-  } else {
-    if (json) {
-      std::printf("%s", InFormat(SummaryJson(*final_job, cluster.log_dir()), *format).c_str());
-    } else {
-      std::printf("%s", SummaryText(*final_job).c_str());
-    }
-    if (!report_path.empty() && !json)
-      std::printf("  report      %s (loss and throughput curves)\n", report_path.c_str());
-    if (!series_path.empty() && !json)
-      std::printf("  series      %s (gradsync report %s -o FILE.svg|.csv|.jsonl --state-dir %s)\n", series_path.c_str(),
-                  created->id().c_str(), options.state_dir.c_str());
-    code = final_job->state() == v1::SUCCEEDED ? 0 : 1;
-    if (code != 0) std::fprintf(stderr, "%s", cluster.RecentLogs(10).c_str());
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<RunRequest> request = ParseRun(argv);
+  if (!request.ok()) {
+    const std::string why(request.status().message());
+    std::fprintf(stderr, "%s%s", why.c_str(), absl::EndsWith(why, "\n") ? "" : "\n");
+    return 2;
   }
+  if (request->cluster.state_dir.empty()) request->cluster.state_dir = MakeRunDir();
+  if (request->cluster.state_dir.empty()) {
+    std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
+    return 1;
+  }
+  FILE* progress = request->format == OutputFormat::kTable ? stdout : stderr;
+  InstallShutdownHandlers();
+  std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n",
+               request->cluster.workers, request->cluster.state_dir.c_str());
+  LocalCluster cluster(request->cluster);
+  if (absl::Status s = cluster.Start(); !s.ok()) {
+    std::fprintf(stderr, "cannot start the local cluster: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  const int code = RunJob(*request, cluster, progress);
   cluster.Stop();
   return code;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> RunRows() {
+  using F = OutputFormat;
+  std::vector<Command> t;
+  t.push_back({.name = "run",
+               .synopsis = "FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] "
+                           "[--state-dir DIR]",
+               .summary = "start a local cluster, run the job to the end, print a summary",
+               .example = "gradsync run examples/jobs/mlp.yaml --workers 2 --set training.maxSteps=100",
+               .details = absl::StrCat(
+                   "FILE is a job spec, YAML or JSON. --workers N workers (default: the spec's\n"
+                   "training.worldSize).\n",
+                   kDevicesHelp,
+                   "--state-dir DIR keeps the cluster's logs, tokens and artifacts (default: a new directory\n"
+                   "under $TMPDIR). Relative data paths start in the current directory. Ctrl-C cancels the\n"
+                   "job: its ranks save the weights at the next step boundary, then the cluster stops.\n"),
+               .options = {{"workers", "N"},
+                           {"set", "path=value"},
+                           Output(),
+                           {"state-dir", "DIR"},
+                           {"device", "D"},
+                           {"no-cpu-binding", ""}},
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .operands = Operands::kFiles,
+               .run = RunCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

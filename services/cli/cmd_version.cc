@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/core/build_info.h"
@@ -39,6 +40,20 @@ int VersionCommand(const std::vector<std::string>& argv) {
   const std::string text = *format == OutputFormat::kTable ? VersionLine("gradsync") + "\n" : InFormat(Json(), *format);
   std::fputs(text.c_str(), stdout);
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> VersionRows() {
+  using F = OutputFormat;
+  std::vector<Command> t;
+  t.push_back({.name = "version",
+               .synopsis = "",
+               .summary = "the version, git commit and CUDA build (also gradsync --version)",
+               .example = "gradsync version -o json",
+               .options = {Output()},
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .run = VersionCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

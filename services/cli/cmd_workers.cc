@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "args.h"
+#include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
@@ -110,6 +111,24 @@ int WorkersCommand(const std::vector<std::string>& argv) {
   }
   std::printf("%s", Table(*workers, *format == OutputFormat::kWide).c_str());
   return 0;
+}
+
+// Its rows of the command table (command_table.h).
+std::vector<Command> WorkersRows() {
+  using F = OutputFormat;
+  std::vector<Command> t;
+  t.push_back({.name = "workers",
+               .synopsis = "",
+               .summary = "the worker pool: each worker's host, device and state (idle, busy with a rank, lost)",
+               .example = "gradsync workers -o wide",
+               .details = "Lists the registered workers, then those lost (no heartbeat for the lease timeout) within\n"
+                          "the last hour. HEARTBEAT is how long ago the coordinator last heard from each. -o wide\n"
+                          "adds the pid, the generation and when the worker registered.\n",
+               .options = Plus({Output()}, ConnectionOptions()),
+               .formats = {F::kTable, F::kWide, F::kJson, F::kYaml},
+               .connects = true,
+               .run = WorkersCommand});
+  return t;
 }
 
 }  // namespace gradsync::cli

@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "agent.h"
 #include "gpu_metrics.h"
 #include "gradsync/core/cpu_set.h"
@@ -193,6 +194,92 @@ int RunNodeAgent() {
   return agent.Run();
 }
 
+// The process's CPUs (--cpus) and BLAS threads, before any thread starts (though
+// BindProcessToCpus binds those already running too). False after logging a bad --cpus.
+bool PrepareProcess() {
+  if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
+    const auto cpus = gradsync::BindProcessToCpuList(list);
+    if (!cpus.ok()) {
+      GS_LOG(ERROR) << "--cpus: " << cpus.status().message();
+      return false;
+    }
+    GS_LOG(INFO) << "bound to CPUs " << gradsync::FormatCpuList(*cpus);
+  }
+  if (!gradsync::kernels::cpu::SetBlasThreads(absl::GetFlag(FLAGS_blas_threads))) {
+    GS_LOG(WARNING) << "the BLAS in use has no thread control; --blas_threads ignored";
+  }
+  return true;
+}
+
+// The device --device names, resolved on this machine.
+absl::StatusOr<gradsync::v1::Device> DeviceFromFlags() {
+  auto request = gradsync::device::ParseDeviceRequest(absl::GetFlag(FLAGS_device), "--device");
+  if (!request.ok()) return request.status();
+  return gradsync::device::ResolveDevice(*request);
+}
+
+// The agent's options from the flags; INVALID_ARGUMENT naming a bad one.
+absl::StatusOr<gradsync::worker::AgentOptions> AgentOptionsFromFlags(const gradsync::v1::Device& device) {
+  gradsync::worker::AgentOptions options;
+  options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  auto channel = CoordinatorChannelFromFlags();
+  if (!channel.ok()) return channel.status();
+  options.coordinator_channel = *std::move(channel);
+  options.comm_host = absl::GetFlag(FLAGS_comm_host);
+  options.name = absl::GetFlag(FLAGS_name);
+  options.device = device;
+  options.metrics = absl::GetFlag(FLAGS_metrics);
+  options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
+  options.job_log_dir = absl::GetFlag(FLAGS_job_log_dir);
+  auto stall = gradsync::worker::ParseStallFault(absl::GetFlag(FLAGS_inject_stall));
+  if (!stall.ok()) return stall.status();
+  options.stall = *stall;
+  if (absl::GetFlag(FLAGS_abort_grace_ms) < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--abort_grace_ms must be 0 or more, not ", absl::GetFlag(FLAGS_abort_grace_ms)));
+  }
+  options.abort_grace = absl::Milliseconds(absl::GetFlag(FLAGS_abort_grace_ms));
+  return options;
+}
+
+// The worker's own servers: /metrics (--metrics_listen) and grpc.health.v1 (--health_listen),
+// SERVING while the worker runs; their addresses go to --endpoints_file.
+struct Servers {
+  std::unique_ptr<gradsync::http::Server> metrics;
+  std::unique_ptr<gradsync::rpc::RunningServer> health;
+};
+
+absl::StatusOr<Servers> StartServers(const gradsync::worker::WorkerMetrics& own_metrics,
+                                     const std::shared_ptr<prometheus::Collectable>& gpu_metrics) {
+  Servers servers;
+  std::map<std::string, std::string> endpoints;
+  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
+    auto scrape = MetricsTokenFromFlags();
+    if (!scrape.ok()) return scrape.status();
+    std::vector<std::weak_ptr<prometheus::Collectable>> collectables = {own_metrics.registry(),
+                                                                        gradsync::http::ProcessMetrics()};
+    if (gpu_metrics != nullptr) collectables.push_back(gpu_metrics);
+    auto server = gradsync::http::StartMetricsServer(listen, std::move(collectables), *std::move(scrape));
+    if (!server.ok())
+      return absl::Status(server.status().code(), absl::StrCat("cannot serve /metrics: ", server.status().message()));
+    servers.metrics = *std::move(server);
+    GS_LOG(INFO) << "serving /metrics on port " << servers.metrics->port();
+    endpoints["metrics"] = gradsync::LoopbackAddress(servers.metrics->port());
+  }
+  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
+    auto server = gradsync::rpc::StartServer(listen, {});
+    if (!server.ok())
+      return absl::Status(server.status().code(),
+                          absl::StrCat("cannot serve health checks: ", server.status().message()));
+    servers.health = *std::move(server);
+    endpoints["health"] = gradsync::LoopbackAddress(servers.health->port());
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_endpoints_file); !path.empty()) {
+    if (absl::Status s = gradsync::WriteEndpointsFile(path, endpoints); !s.ok()) return s;
+  }
+  return servers;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,100 +292,27 @@ int main(int argc, char** argv) {
                               "services/worker/"});
   if (!absl::GetFlag(FLAGS_gpus).empty() || absl::GetFlag(FLAGS_workers) != 0) return RunNodeAgent();
   gradsync::SetLogComponent("worker");
-  // Before any thread starts, though BindProcessToCpus binds those already running too.
-  if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
-    const auto cpus = gradsync::BindProcessToCpuList(list);
-    if (!cpus.ok()) {
-      GS_LOG(ERROR) << "--cpus: " << cpus.status().message();
-      return 2;
-    }
-    GS_LOG(INFO) << "bound to CPUs " << gradsync::FormatCpuList(*cpus);
-  }
+  if (!PrepareProcess()) return 2;
   gradsync::InstallShutdownHandlers();
-
-  if (!gradsync::kernels::cpu::SetBlasThreads(absl::GetFlag(FLAGS_blas_threads))) {
-    GS_LOG(WARNING) << "the BLAS in use has no thread control; --blas_threads ignored";
-  }
-  auto request = gradsync::device::ParseDeviceRequest(absl::GetFlag(FLAGS_device), "--device");
-  if (!request.ok()) {
-    GS_LOG(ERROR) << request.status();
+  absl::StatusOr<gradsync::v1::Device> device = DeviceFromFlags();
+  absl::StatusOr<gradsync::worker::AgentOptions> options =
+      device.ok() ? AgentOptionsFromFlags(*device) : device.status();
+  if (!options.ok()) {
+    GS_LOG(ERROR) << options.status();
     return 2;
   }
-  auto device = gradsync::device::ResolveDevice(*request);
-  if (!device.ok()) {
-    GS_LOG(ERROR) << device.status();
-    return 2;
-  }
-  gradsync::worker::AgentOptions options;
-  options.coordinator = absl::GetFlag(FLAGS_coordinator);
-  auto channel = CoordinatorChannelFromFlags();
-  if (!channel.ok()) {
-    GS_LOG(ERROR) << channel.status();
-    return 2;
-  }
-  options.coordinator_channel = *std::move(channel);
-  options.comm_host = absl::GetFlag(FLAGS_comm_host);
-  options.name = absl::GetFlag(FLAGS_name);
-  options.device = *device;
-  options.metrics = absl::GetFlag(FLAGS_metrics);
-  options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
-  options.job_log_dir = absl::GetFlag(FLAGS_job_log_dir);
-  auto stall = gradsync::worker::ParseStallFault(absl::GetFlag(FLAGS_inject_stall));
-  if (!stall.ok()) {
-    GS_LOG(ERROR) << stall.status();
-    return 2;
-  }
-  options.stall = *stall;
-  if (absl::GetFlag(FLAGS_abort_grace_ms) < 0) {
-    GS_LOG(ERROR) << "--abort_grace_ms must be 0 or more, not " << absl::GetFlag(FLAGS_abort_grace_ms);
-    return 2;
-  }
-  options.abort_grace = absl::Milliseconds(absl::GetFlag(FLAGS_abort_grace_ms));
   gradsync::worker::WorkerMetrics own_metrics;
-  // The GPU's health (NVML), when the worker trains on one; outlives the server that reads it.
+  // The GPU's health (NVML), when the worker trains on one; outlives the servers that read it.
   std::shared_ptr<prometheus::Collectable> gpu_metrics =
       gradsync::worker::GpuMetricsFor(*device, absl::GetFlag(FLAGS_nvml_library));
-  std::map<std::string, std::string> endpoints;
-  std::unique_ptr<gradsync::http::Server> exposer;
-  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    auto scrape = MetricsTokenFromFlags();
-    if (!scrape.ok()) {
-      GS_LOG(ERROR) << scrape.status();
-      return 2;
-    }
-    std::vector<std::weak_ptr<prometheus::Collectable>> collectables = {own_metrics.registry(),
-                                                                        gradsync::http::ProcessMetrics()};
-    if (gpu_metrics != nullptr) collectables.push_back(gpu_metrics);
-    auto server = gradsync::http::StartMetricsServer(listen, std::move(collectables), *std::move(scrape));
-    if (!server.ok()) {
-      GS_LOG(ERROR) << "cannot serve /metrics: " << server.status();
-      return 1;
-    }
-    exposer = *std::move(server);
-    const int port = exposer->port();
-    GS_LOG(INFO) << "serving /metrics on port " << port;
-    endpoints["metrics"] = gradsync::LoopbackAddress(port);
+  absl::StatusOr<Servers> servers = StartServers(own_metrics, gpu_metrics);
+  if (!servers.ok()) {
+    GS_LOG(ERROR) << servers.status();
+    return servers.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;  // a bad flag, or no server
   }
-  // Probes ask grpc.health.v1 here: SERVING while the worker runs.
-  std::unique_ptr<gradsync::rpc::RunningServer> health;
-  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
-    auto server = gradsync::rpc::StartServer(listen, {});
-    if (!server.ok()) {
-      GS_LOG(ERROR) << "cannot serve health checks: " << server.status();
-      return 1;
-    }
-    health = *std::move(server);
-    endpoints["health"] = gradsync::LoopbackAddress(health->port());
-  }
-  if (const std::string path = absl::GetFlag(FLAGS_endpoints_file); !path.empty()) {
-    if (absl::Status s = gradsync::WriteEndpointsFile(path, endpoints); !s.ok()) {
-      GS_LOG(ERROR) << s;
-      return 1;
-    }
-  }
-  options.own_metrics = &own_metrics;
-  gradsync::worker::Agent agent(options);
+  options->own_metrics = &own_metrics;
+  gradsync::worker::Agent agent(*options);
   const int code = agent.Run();
-  if (health) health->Shutdown(absl::Seconds(1));
+  if (servers->health) servers->health->Shutdown(absl::Seconds(1));
   return code;
 }

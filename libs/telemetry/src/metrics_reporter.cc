@@ -83,6 +83,26 @@ MetricsReporterStats MetricsReporter::stats() const {
   return stats_;
 }
 
+bool MetricsReporter::StreamEnded(const grpc::Status& status, int64_t flush_target, int64_t unconfirmed) {
+  absl::MutexLock lock(&mu_);
+  active_context_ = nullptr;
+  if (status.ok()) {
+    flush_done_ = flush_target;
+  } else {
+    ++stats_.stream_failures;
+    stats_.unconfirmed += unconfirmed;
+    stats_.connected = false;
+  }
+  return stop_;
+}
+
+bool MetricsReporter::WaitToRetry(absl::Duration* backoff) {
+  absl::MutexLock lock(&mu_);
+  if (mu_.AwaitWithTimeout(absl::Condition(&stop_), *backoff)) return true;
+  *backoff = std::min(*backoff * 2, options_.max_backoff);
+  return false;
+}
+
 bool MetricsReporter::HasWork() const { return stop_ || !queue_.empty() || flush_requested_ > flush_done_; }
 
 void MetricsReporter::Run() {
@@ -133,20 +153,8 @@ void MetricsReporter::Run() {
       continue;
     }
     const grpc::Status status = in_flight ? conn->Finish() : conn->Close();
-    bool stopping = false;
-    {
-      absl::MutexLock lock(&mu_);
-      active_context_ = nullptr;
-      stopping = stop_;
-      if (status.ok()) {
-        flush_done_ = flush_target;
-      } else {
-        ++stats_.stream_failures;
-        stats_.unconfirmed += unconfirmed;
-        stats_.connected = false;
-      }
-    }
     conn.reset();
+    const bool stopping = StreamEnded(status, flush_target, unconfirmed);
     unconfirmed = 0;
     if (stopping) break;  // Close() cancelled the stream: not an outage
     if (status.ok()) continue;
@@ -155,9 +163,7 @@ void MetricsReporter::Run() {
                       << "); queueing up to " << options_.queue_capacity << " step reports and retrying";
       in_outage = true;
     }
-    absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithTimeout(absl::Condition(&stop_), backoff)) break;
-    backoff = std::min(backoff * 2, options_.max_backoff);
+    if (WaitToRetry(&backoff)) break;
   }
 
   if (conn != nullptr) {

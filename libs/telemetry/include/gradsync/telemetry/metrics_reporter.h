@@ -21,6 +21,10 @@
 #include "gradsync/v1/metrics.pb.h"
 
 namespace grpc {
+class Status;
+}  // namespace grpc
+
+namespace grpc {
 class ClientContext;
 }  // namespace grpc
 
@@ -88,6 +92,12 @@ class MetricsReporter {
 
   void Run();
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records how the stream that wrote `unconfirmed` reports ended (a flush up to `flush_target`
+  // confirmed when it ended well); whether the reporter is stopping.
+  bool StreamEnded(const grpc::Status& status, int64_t flush_target, int64_t unconfirmed) ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits `*backoff` before reconnecting, then doubles it up to max_backoff; true when the
+  // reporter stopped meanwhile.
+  bool WaitToRetry(absl::Duration* backoff) ABSL_LOCKS_EXCLUDED(mu_);
 
   const MetricsReporterOptions options_;
   mutable absl::Mutex mu_;
