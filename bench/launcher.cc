@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "gradsync/cluster/local_cluster.h"
+#include "gradsync/cluster/local_tokens.h"
 #include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
-#include "local_cluster.h"
-#include "local_tokens.h"
 
 namespace gradsync::bench {
 
@@ -18,11 +18,11 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   std::string dir = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/gradsync-bench-XXXXXX");
   if (::mkdtemp(dir.data()) == nullptr) return absl::InternalError("cannot create a temporary directory");
 
-  cli::LocalClusterOptions options;
+  cluster::LocalClusterOptions options;
   options.workers = 0;  // the coordinator alone, for rendezvous
   options.with_metrics = false;
   options.state_dir = dir;
-  cli::LocalCluster cluster(options);
+  cluster::LocalCluster cluster(options);
   if (absl::Status s = cluster.Start(); !s.ok()) return s;
 
   const std::string self = BinaryDir() + "/gradsync-bench";
@@ -30,9 +30,9 @@ absl::Status LaunchRanks(const RankLaunch& launch) {
   for (int r = 0; r < launch.ranks; ++r) {
     std::vector<std::string> argv = {self, launch.mode};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
-    argv.insert(argv.end(),
-                {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks), "--coordinator",
-                 cluster.coordinator_address(), "--cluster-token-file", cluster.token_files().at(cli::kClusterToken)});
+    argv.insert(argv.end(), {"--rank", absl::StrCat(r), "--ranks", absl::StrCat(launch.ranks), "--coordinator",
+                             cluster.coordinator_address(), "--cluster-token-file",
+                             cluster.token_files().at(cluster::kClusterToken)});
     if (const std::string share = ShareOfAllowedCpus(launch.ranks, r); launch.bind_cpus && !share.empty()) {
       argv.insert(argv.end(), {"--cpus", share});
     }

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "args.h"
 #include "bench_commands.h"
+#include "gradsync/core/args.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/secret_file.h"
 #include "launcher.h"
@@ -54,25 +54,25 @@ int main(int argc, char** argv) {
     if (!options.ok()) return Fail(options.status());
     return gradsync::bench::ScaleBench(*options);
   }
-  auto args = gradsync::cli::ParseArgs(mode, rest,
-                                       {{"backend"},
-                                        {"ranks"},
-                                        {"min"},
-                                        {"max"},
-                                        {"iters"},
-                                        {"warmup"},
-                                        {"wire"},
-                                        {"spec"},
-                                        {"set"},
-                                        {"steps"},
-                                        {"local-steps"},
-                                        {"rank"},
-                                        {"coordinator"},
-                                        {"cluster-token-file"},
-                                        {"device"},
-                                        {"transport"},
-                                        {"cpus"},
-                                        {"no-cpu-binding", false}});
+  auto args = gradsync::ParseArgs(mode, rest,
+                                  {{"backend"},
+                                   {"ranks"},
+                                   {"min"},
+                                   {"max"},
+                                   {"iters"},
+                                   {"warmup"},
+                                   {"wire"},
+                                   {"spec"},
+                                   {"set"},
+                                   {"steps"},
+                                   {"local-steps"},
+                                   {"rank"},
+                                   {"coordinator"},
+                                   {"cluster-token-file"},
+                                   {"device"},
+                                   {"transport"},
+                                   {"cpus"},
+                                   {"no-cpu-binding", false}});
   if (!args.ok()) return Fail(args.status());
   BenchArgs b;
   for (auto [name, field, lo, hi] :

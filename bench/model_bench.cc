@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "args.h"
+#include "gradsync/core/args.h"
 #include "gradsync/core/digest.h"
 #include "gradsync/core/rng.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
@@ -68,7 +68,7 @@ int RunOnGpu(const gradsync::nn::ModelPlan& plan, const gradsync::nn::Batch& bat
 int main(int argc, char** argv) {
   using namespace gradsync;
   const std::vector<std::string> argv_rest(argv + 1, argv + argc);
-  auto args = cli::ParseArgs(
+  auto args = gradsync::ParseArgs(
       "model-bench", argv_rest,
       {{"preset"}, {"set"}, {"batch"}, {"steps"}, {"warmup"}, {"threads"}, {"device"}, {"precision"}, {"attention"}});
   if (!args.ok()) return Fail(std::string(args.status().message()));

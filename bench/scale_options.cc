@@ -3,7 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "args.h"
+#include "gradsync/core/args.h"
 #include "rank_env.h"
 #include "scale_bench.h"
 
@@ -24,7 +24,8 @@ absl::StatusOr<std::vector<int>> ParseCounts(const std::string& name, const std:
   return counts;
 }
 
-absl::StatusOr<absl::Duration> ParseSeconds(const cli::Args& args, const std::string& name, absl::Duration fallback) {
+absl::StatusOr<absl::Duration> ParseSeconds(const gradsync::Args& args, const std::string& name,
+                                            absl::Duration fallback) {
   if (!args.Has(name)) return fallback;
   double s = 0;
   if (!absl::SimpleAtod(args.Get(name), &s) || s < 0 || s > 3600) {
@@ -46,18 +47,18 @@ void SetQuick(ScaleOptions* o) {
 }  // namespace
 
 absl::StatusOr<ScaleOptions> ParseScaleOptions(const std::vector<std::string>& argv) {
-  auto args = cli::ParseArgs("scale", argv,
-                             {{"workers"},
-                              {"step-seconds"},
-                              {"settle-seconds"},
-                              {"channels"},
-                              {"no-watch", false},
-                              {"ranks"},
-                              {"gloo-bytes-cap"},
-                              {"only"},
-                              {"coordinator"},
-                              {"cluster-token-file"},
-                              {"quick", false}});
+  auto args = gradsync::ParseArgs("scale", argv,
+                                  {{"workers"},
+                                   {"step-seconds"},
+                                   {"settle-seconds"},
+                                   {"channels"},
+                                   {"no-watch", false},
+                                   {"ranks"},
+                                   {"gloo-bytes-cap"},
+                                   {"only"},
+                                   {"coordinator"},
+                                   {"cluster-token-file"},
+                                   {"quick", false}});
   if (!args.ok()) return args.status();
   if (!args->positional.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("scale: unexpected argument \"", args->positional[0], "\""));

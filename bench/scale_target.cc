@@ -8,9 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "gradsync/cluster/local_tokens.h"
 #include "gradsync/core/secret_file.h"
-#include "http_client.h"
-#include "local_tokens.h"
+#include "gradsync/http/client.h"
 
 namespace gradsync::bench {
 namespace {
@@ -43,15 +43,15 @@ absl::StatusOr<std::unique_ptr<ScaleTarget>> ScaleTarget::StartLocal() {
   auto dir = NewStateDir();
   if (!dir.ok()) return dir.status();
   auto t = std::make_unique<ScaleTarget>();
-  cli::LocalClusterOptions options;
+  cluster::LocalClusterOptions options;
   options.workers = 0;
   options.with_metrics = false;
   options.state_dir = *dir;
-  t->cluster_ = std::make_unique<cli::LocalCluster>(options);
+  t->cluster_ = std::make_unique<cluster::LocalCluster>(options);
   if (absl::Status s = t->cluster_->Start(); !s.ok()) return s;
-  auto cluster = ReadTokenFile(t->cluster_->token_files().at(cli::kClusterToken), "the cluster token");
+  auto cluster = ReadTokenFile(t->cluster_->token_files().at(cluster::kClusterToken), "the cluster token");
   if (!cluster.ok()) return cluster.status();
-  auto metrics = ReadTokenFile(t->cluster_->token_files().at(cli::kMetricsToken), "the metrics token");
+  auto metrics = ReadTokenFile(t->cluster_->token_files().at(cluster::kMetricsToken), "the metrics token");
   if (!metrics.ok()) return metrics.status();
   t->address_ = t->cluster_->coordinator_address();
   t->cluster_token_ = *std::move(cluster);
@@ -85,7 +85,7 @@ absl::StatusOr<int> ScaleTarget::RegisteredWorkers() const {
   if (cluster_ == nullptr) return -1;
   const std::string address = cluster_->endpoints().at("coordinatorMetrics");
   auto resp =
-      cli::SendHttp({.url = absl::StrCat("http://", address, "/metrics"), .bearer_token = metrics_token_}, address);
+      http::SendHttp({.url = absl::StrCat("http://", address, "/metrics"), .bearer_token = metrics_token_}, address);
   if (!resp.ok()) return resp.status();
   if (resp->status != 200) return absl::UnavailableError(absl::StrCat(address, "/metrics: HTTP ", resp->status));
   return SumWorkers(resp->body);

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "local_cluster.h"
+#include "gradsync/cluster/local_cluster.h"
 
 namespace gradsync::bench {
 
@@ -37,7 +37,7 @@ class ScaleTarget {
   absl::StatusOr<int> RegisteredWorkers() const;
 
  private:
-  std::unique_ptr<cli::LocalCluster> cluster_;
+  std::unique_ptr<cluster::LocalCluster> cluster_;
   std::string address_;
   std::string cluster_token_;
   std::string metrics_token_;

@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "completion_script.h"
+#include "gradsync/core/args.h"
 
 namespace gradsync::cli {
 

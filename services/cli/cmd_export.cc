@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "gradsync/ckpt/interchange.h"
+#include "gradsync/core/args.h"
 
 namespace gradsync::cli {
 namespace {

@@ -2,10 +2,10 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
+#include "gradsync/core/args.h"
 #include "gradsync/rpc/health.h"
 #include "job_client.h"
 

@@ -12,16 +12,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
-#include "gradsync/cli/current_cluster.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/current_cluster.h"
+#include "gradsync/cluster/local_cluster.h"
+#include "gradsync/cluster/local_cluster_file.h"
+#include "gradsync/core/args.h"
 #include "gradsync/core/child_process.h"
 #include "gradsync/core/shutdown.h"
 #include "gradsync/device/device_request.h"
-#include "local_cluster.h"
 
 namespace gradsync::cli {
 namespace {
@@ -30,19 +30,19 @@ namespace fs = std::filesystem;
 
 // The supervisor pid recorded in DIR's cluster file, or -1.
 pid_t RecordedPid(const std::string& dir) {
-  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   return file.ok() ? file->supervisor_pid : -1;
 }
 
 // Runs in the forked supervisor: never returns.
-[[noreturn]] void Supervise(LocalClusterOptions options) {
+[[noreturn]] void Supervise(cluster::LocalClusterOptions options) {
   ::setsid();
   const std::string log = (fs::path(options.state_dir) / "logs" / "supervisor.log").string();
   std::FILE* f = std::freopen(log.c_str(), "a", stdout);
   if (f != nullptr) ::dup2(::fileno(stdout), STDERR_FILENO);
   InstallShutdownHandlers();
   options.supervisor_pid = ::getpid();
-  LocalCluster cluster(options);
+  cluster::LocalCluster cluster(options);
   if (absl::Status s = cluster.Start(); !s.ok()) {
     std::fprintf(stderr, "local cluster failed to start: %s\n", std::string(s.message()).c_str());
     cluster.Stop();
@@ -93,8 +93,8 @@ int Up(const Args& args) {
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "logs", ec);
   // A stale file would read as ready before the supervisor's cluster removes it.
-  RemoveLocalClusterFile(dir);
-  LocalClusterOptions options;
+  cluster::RemoveLocalClusterFile(dir);
+  cluster::LocalClusterOptions options;
   options.workers = *workers;
   options.state_dir = fs::absolute(dir).string();
   options.coordinator_port = *port;
@@ -112,8 +112,8 @@ int Up(const Args& args) {
   if (child == 0) Supervise(options);
 
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  absl::StatusOr<LocalClusterFile> ready;
-  while (!(ready = ReadLocalClusterFile(dir)).ok()) {
+  absl::StatusOr<cluster::LocalClusterFile> ready;
+  while (!(ready = cluster::ReadLocalClusterFile(dir)).ok()) {
     if (!Alive(child) || absl::Now() > deadline) {
       std::fprintf(stderr, "the local cluster did not come up; see %s\n%s\n", (fs::path(dir) / "logs").c_str(),
                    TailFile((fs::path(dir) / "logs" / "supervisor.log").string(), 10).c_str());
@@ -122,10 +122,10 @@ int Up(const Args& args) {
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
-  std::printf("%s", LocalClusterFileJson(*ready).c_str());
-  if (absl::Status s = SetCurrentCluster(dir); s.ok()) {
+  std::printf("%s", cluster::LocalClusterFileJson(*ready).c_str());
+  if (absl::Status s = cluster::SetCurrentCluster(dir); s.ok()) {
     std::fprintf(stderr, "commands now reach this cluster unless told otherwise (recorded in %s)\n",
-                 CurrentClusterPath().c_str());
+                 cluster::CurrentClusterPath().c_str());
   } else {
     std::fprintf(stderr, "the cluster is up, but other commands need --state-dir %s: %s\n", dir.c_str(),
                  std::string(s.message()).c_str());
@@ -134,14 +134,14 @@ int Up(const Args& args) {
 }
 
 int Down(const Args& args) {
-  const std::string dir = args.Get("state-dir", CurrentCluster());
+  const std::string dir = args.Get("state-dir", cluster::CurrentCluster());
   if (dir.empty()) {
     std::fprintf(stderr, "gradsync local down: no current cluster; name one with --state-dir\n");
     return 2;
   }
   const pid_t pid = RecordedPid(dir);
   if (pid <= 0 || ::kill(pid, 0) != 0) {
-    ForgetCurrentCluster(dir);
+    cluster::ForgetCurrentCluster(dir);
     std::fprintf(stderr, "no local cluster runs from %s\n", dir.c_str());
     return 1;
   }
@@ -152,7 +152,7 @@ int Down(const Args& args) {
     // The supervisor hung: its children die with it (they have a parent-death signal).
     ::kill(pid, SIGKILL);
   }
-  ForgetCurrentCluster(dir);
+  cluster::ForgetCurrentCluster(dir);
   std::printf("local cluster in %s stopped\n", dir.c_str());
   return 0;
 }

@@ -9,16 +9,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
+#include "gradsync/cluster/job_log_files.h"
+#include "gradsync/core/args.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log_line.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
-#include "job_log_files.h"
 
 namespace gradsync::cli {
 namespace {
@@ -98,7 +98,7 @@ int LogsCommand(const std::vector<std::string>& argv) {
   const std::string state_dir = NamedStateDir(*args);
   if (state_dir.empty() || client.status().code() != absl::StatusCode::kNotFound) return Fail(client.status());
   absl::StatusOr<std::string> lines =
-      ReadJobLogFiles(JobLogDir(state_dir), std::string(absl::StripPrefix(job, "jobs/")), rank);
+      cluster::ReadJobLogFiles(cluster::JobLogDir(state_dir), std::string(absl::StripPrefix(job, "jobs/")), rank);
   if (!lines.ok())
     return Fail(absl::NotFoundError(absl::StrCat(client.status().message(), "; ", lines.status().message())));
   std::fputs(lines->c_str(), stdout);

@@ -3,11 +3,11 @@
 // weights.
 #include <cstdio>
 
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "connection.h"
+#include "gradsync/core/args.h"
 #include "series_files.h"
 #include "series_lookup.h"
 

@@ -8,19 +8,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "args.h"
 #include "charts.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
 #include "display.h"
+#include "gradsync/cluster/local_cluster.h"
+#include "gradsync/cluster/local_tokens.h"
+#include "gradsync/core/args.h"
 #include "gradsync/core/secret_file.h"
 #include "gradsync/core/shutdown.h"
 #include "gradsync/device/device_request.h"
 #include "grpc_job_client.h"
 #include "job_watch.h"
-#include "local_cluster.h"
-#include "local_tokens.h"
 #include "metrics_client.h"
 #include "output_format.h"
 #include "series_files.h"
@@ -43,11 +43,12 @@ struct ClusterClient {
   std::string metrics_token;
 };
 
-absl::StatusOr<ClusterClient> ConnectTo(const LocalCluster& cluster) {
-  absl::StatusOr<std::string> token = ReadTokenFile(cluster.token_files().at(kAuthToken), "the local cluster's token");
+absl::StatusOr<ClusterClient> ConnectTo(const cluster::LocalCluster& cluster) {
+  absl::StatusOr<std::string> token =
+      ReadTokenFile(cluster.token_files().at(cluster::kAuthToken), "the local cluster's token");
   if (!token.ok()) return token.status();
   absl::StatusOr<std::string> metrics_token =
-      ReadTokenFile(cluster.token_files().at(kMetricsToken), "the local cluster's metrics token");
+      ReadTokenFile(cluster.token_files().at(cluster::kMetricsToken), "the local cluster's metrics token");
   if (!metrics_token.ok()) return metrics_token.status();
   rpc::ChannelOptions channel;
   channel.bearer_token = *std::move(token);
@@ -78,7 +79,7 @@ constexpr char kRunUsage[] =
 // What `gradsync run` was asked: the job, its cluster, and how to print.
 struct RunRequest {
   v1::JobSpec spec;
-  LocalClusterOptions cluster;
+  cluster::LocalClusterOptions cluster;
   OutputFormat format = OutputFormat::kTable;
 };
 
@@ -112,7 +113,7 @@ absl::StatusOr<RunRequest> ParseRun(const std::vector<std::string>& argv) {
 // on a shutdown request or a broken cluster, and ends when `*stop` is set.
 class Supervisor {
  public:
-  Supervisor(LocalCluster& cluster, std::atomic<bool>* stop)
+  Supervisor(cluster::LocalCluster& cluster, std::atomic<bool>* stop)
       : thread_([this, &cluster, stop] { Run(cluster, stop); }) {}
   ~Supervisor() {
     if (thread_.joinable()) thread_.join();
@@ -125,7 +126,7 @@ class Supervisor {
   }
 
  private:
-  void Run(LocalCluster& cluster, std::atomic<bool>* stop) {
+  void Run(cluster::LocalCluster& cluster, std::atomic<bool>* stop) {
     while (!*stop && !ShutdownRequested()) {
       absl::StatusOr<std::vector<std::string>> restarted = cluster.Supervise();
       if (!restarted.ok()) {
@@ -159,7 +160,7 @@ RunFiles KeepFiles(const FollowedJob& followed, const v1::Job& created, const st
 }
 
 // Prints how the job ended (the summary, or why the run failed) and returns the exit code.
-int Conclude(const RunRequest& request, const LocalCluster& cluster, const FollowedJob& followed,
+int Conclude(const RunRequest& request, const cluster::LocalCluster& cluster, const FollowedJob& followed,
              const absl::Status& cluster_health, const RunFiles& files) {
   if (!cluster_health.ok()) {
     std::fprintf(stderr, "the local cluster failed: %s\n", std::string(cluster_health.message()).c_str());
@@ -199,7 +200,7 @@ int Interrupted(JobClient& client, const std::string& name) {
 }
 
 // Starts the cluster, submits the job, follows it to its end under the supervisor.
-int RunJob(const RunRequest& request, LocalCluster& cluster, FILE* progress) {
+int RunJob(const RunRequest& request, cluster::LocalCluster& cluster, FILE* progress) {
   absl::StatusOr<ClusterClient> connected = ConnectTo(cluster);
   if (!connected.ok()) {
     std::fprintf(stderr, "%s\n", std::string(connected.status().message()).c_str());
@@ -243,7 +244,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   InstallShutdownHandlers();
   std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n",
                request->cluster.workers, request->cluster.state_dir.c_str());
-  LocalCluster cluster(request->cluster);
+  cluster::LocalCluster cluster(request->cluster);
   if (absl::Status s = cluster.Start(); !s.ok()) {
     std::fprintf(stderr, "cannot start the local cluster: %s\n", std::string(s.message()).c_str());
     return 1;

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "args.h"
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
+#include "gradsync/core/args.h"
 #include "gradsync/core/build_info.h"
 #include "gradsync/core/json_string.h"
 #include "output_format.h"

@@ -9,7 +9,7 @@
 #include <vector>
 #include "absl/strings/string_view.h"
 
-#include "args.h"
+#include "gradsync/core/args.h"
 #include "output_format.h"
 
 namespace gradsync::cli {

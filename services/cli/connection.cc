@@ -5,11 +5,11 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "gradsync/cli/current_cluster.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/current_cluster.h"
+#include "gradsync/cluster/local_cluster_file.h"
+#include "gradsync/cluster/local_tokens.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/secret_file.h"
-#include "local_tokens.h"
 
 namespace gradsync::cli {
 namespace {
@@ -21,9 +21,9 @@ enum class Named { kOption, kEnvironment, kCurrentCluster };
 // The cluster file of --state-dir, of GRADSYNC_STATE_DIR when no option names a server, or of
 // the current cluster when nothing does (no option of `options`, no variable of `envs`); none
 // otherwise.
-absl::StatusOr<std::optional<LocalClusterFile>> LocalClusterOf(const Args& args,
-                                                               std::initializer_list<const char*> options,
-                                                               std::initializer_list<const char*> envs) {
+absl::StatusOr<std::optional<cluster::LocalClusterFile>> LocalClusterOf(const Args& args,
+                                                                        std::initializer_list<const char*> options,
+                                                                        std::initializer_list<const char*> envs) {
   const bool option = std::any_of(options.begin(), options.end(), [&](const char* o) { return args.Has(o); });
   const bool env = std::any_of(envs.begin(), envs.end(), [](const char* e) { return !EnvOr(e, "").empty(); });
   std::string dir;
@@ -34,20 +34,20 @@ absl::StatusOr<std::optional<LocalClusterFile>> LocalClusterOf(const Args& args,
     return std::nullopt;
   } else if (dir = EnvOr("GRADSYNC_STATE_DIR", ""); !dir.empty()) {
     named = Named::kEnvironment;
-  } else if (!env && !(dir = CurrentCluster()).empty()) {
+  } else if (!env && !(dir = cluster::CurrentCluster()).empty()) {
     named = Named::kCurrentCluster;
   }
   if (dir.empty()) return std::nullopt;
-  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   // The current cluster stopped since CurrentCluster looked: as if none were current.
   if (file.status().code() == absl::StatusCode::kNotFound && named == Named::kCurrentCluster) return std::nullopt;
   if (file.status().code() == absl::StatusCode::kNotFound) {
     return absl::NotFoundError(absl::StrCat(named == Named::kEnvironment ? "GRADSYNC_STATE_DIR " : "--state-dir ", dir,
-                                            ": no local cluster runs there (no ", LocalClusterFilePath(dir),
+                                            ": no local cluster runs there (no ", cluster::LocalClusterFilePath(dir),
                                             "; start one with gradsync local up)"));
   }
   if (!file.ok()) return file.status();
-  return std::optional<LocalClusterFile>(*std::move(file));
+  return std::optional<cluster::LocalClusterFile>(*std::move(file));
 }
 
 // The token in the file `path`, or "" when `path` is empty.
@@ -57,20 +57,20 @@ absl::StatusOr<std::string> TokenIn(const std::string& path, const std::string& 
 }
 
 // The local cluster's token file `name`, or "".
-std::string LocalTokenFile(const std::optional<LocalClusterFile>& local, const std::string& name) {
+std::string LocalTokenFile(const std::optional<cluster::LocalClusterFile>& local, const std::string& name) {
   if (!local.has_value()) return "";
   auto it = local->token_files.find(name);
   return it == local->token_files.end() ? "" : it->second;
 }
 
 // --token-file, --token, the local cluster's, GRADSYNC_TOKEN_FILE, GRADSYNC_TOKEN: the first given.
-absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<LocalClusterFile>& local) {
+absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<cluster::LocalClusterFile>& local) {
   if (args.Has("token-file") && args.Has("token")) {
     return absl::InvalidArgumentError("give --token-file or --token, not both");
   }
   if (args.Has("token-file")) return TokenIn(args.Get("token-file"), "the token (--token-file)");
   if (args.Has("token")) return args.Get("token");
-  if (const std::string file = LocalTokenFile(local, kAuthToken); !file.empty()) {
+  if (const std::string file = LocalTokenFile(local, cluster::kAuthToken); !file.empty()) {
     return TokenIn(file, "the local cluster's token");
   }
   if (const std::string file = EnvOr("GRADSYNC_TOKEN_FILE", ""); !file.empty()) {
@@ -85,7 +85,8 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
   if (args.Has("address") && args.Has("state-dir")) {
     return absl::InvalidArgumentError("give --address or --state-dir (a local cluster's address), not both");
   }
-  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
+  absl::StatusOr<std::optional<cluster::LocalClusterFile>> local =
+      LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
   if (!local.ok()) return local.status();
   absl::StatusOr<std::string> token = JobApiToken(args, *local);
   if (!token.ok()) return token.status();
@@ -99,13 +100,14 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
 }
 
 absl::StatusOr<bool> TargetsLocalCluster(const Args& args) {
-  absl::StatusOr<std::optional<LocalClusterFile>> local = LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
+  absl::StatusOr<std::optional<cluster::LocalClusterFile>> local =
+      LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
   if (!local.ok()) return local.status();
   return local->has_value();
 }
 
 absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::string& fallback) {
-  absl::StatusOr<std::optional<LocalClusterFile>> local =
+  absl::StatusOr<std::optional<cluster::LocalClusterFile>> local =
       LocalClusterOf(args, {"metrics-api", "address"}, {"GRADSYNC_METRICS_API", "GRADSYNC_ADDRESS"});
   if (!local.ok()) return local.status();
   MetricsApi api;
@@ -113,7 +115,7 @@ absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::strin
   api.address = args.Get("metrics-api", !local_api.empty() ? local_api : EnvOr("GRADSYNC_METRICS_API", ""));
   api.named = !api.address.empty();
   if (!api.named) api.address = fallback;
-  std::string file = args.Get("metrics-token-file", LocalTokenFile(*local, kMetricsToken));
+  std::string file = args.Get("metrics-token-file", LocalTokenFile(*local, cluster::kMetricsToken));
   if (file.empty()) file = EnvOr("GRADSYNC_METRICS_TOKEN_FILE", "");
   absl::StatusOr<std::string> token = TokenIn(file, "the metrics token");
   if (!token.ok()) return token.status();

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "args.h"
+#include "gradsync/core/args.h"
 #include "job_client.h"
 
 namespace gradsync::cli {

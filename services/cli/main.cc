@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
 #include "command_table.h"
+#include "gradsync/core/args.h"
 
 int main(int argc, char** argv) {
   using namespace gradsync::cli;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  ScrubSecretArguments(argc, argv);
+  gradsync::ScrubSecretArguments(argc, argv);
   if (args.empty()) {
     std::fputs(OverallUsage().c_str(), stderr);
     return 2;

@@ -3,17 +3,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
-#include "http_client.h"
+#include "gradsync/http/client.h"
 
 namespace gradsync::cli {
 
 absl::StatusOr<v1::JobSeries> FetchSeries(const std::string& api_address, const std::string& token,
                                           const std::string& job) {
   const std::string id = absl::StartsWith(job, "jobs/") ? job.substr(5) : job;
-  HttpRequest request;
-  request.url = absl::StrCat("http://", api_address, "/v1/jobs/", EscapeUrlComponent(id), "/series");
+  http::HttpRequest request;
+  request.url = absl::StrCat("http://", api_address, "/v1/jobs/", http::EscapeUrlComponent(id), "/series");
   request.bearer_token = token;
-  auto response = SendHttp(request, absl::StrCat("metrics service at ", api_address));
+  auto response = http::SendHttp(request, absl::StrCat("metrics service at ", api_address));
   if (!response.ok()) return response.status();
   if (response->status == 404)
     return absl::NotFoundError(absl::StrCat("the metrics service has no series for job ", id));

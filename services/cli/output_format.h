@@ -9,7 +9,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
-#include "args.h"
+#include "gradsync/core/args.h"
 
 namespace gradsync::cli {
 

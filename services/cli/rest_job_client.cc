@@ -9,8 +9,8 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "gradsync/http/client.h"
 #include "gradsync/spec/job_spec.h"
-#include "http_client.h"
 
 namespace gradsync::cli {
 namespace {
@@ -28,13 +28,13 @@ constexpr absl::Duration kWatchOutage = absl::Seconds(30);
 
 std::string JobPath(const std::string& name) {
   const std::string id = absl::StartsWith(name, "jobs/") ? name.substr(5) : name;
-  return absl::StrCat("/v1/jobs/", EscapeUrlComponent(id));
+  return absl::StrCat("/v1/jobs/", http::EscapeUrlComponent(id));
 }
 
 // "/v1/jobs/{id}/artifacts/" and `path` with each component escaped on its own.
 std::string ArtifactPath(const std::string& name, const std::string& path) {
   std::vector<std::string> parts;
-  for (absl::string_view part : absl::StrSplit(path, '/')) parts.push_back(EscapeUrlComponent(std::string(part)));
+  for (absl::string_view part : absl::StrSplit(path, '/')) parts.push_back(http::EscapeUrlComponent(std::string(part)));
   return absl::StrCat(JobPath(name), "/artifacts/", absl::StrJoin(parts, "/"));
 }
 
@@ -106,8 +106,8 @@ absl::Status StatusFromHttpError(long http_status, const std::string& body, cons
 RestJobClient::RestJobClient(std::string address, std::string base_url, std::string token, RestTls tls)
     : address_(std::move(address)), base_url_(std::move(base_url)), token_(std::move(token)), tls_(std::move(tls)) {}
 
-HttpRequest RestJobClient::Request(const std::string& method, const std::string& path) const {
-  HttpRequest request;
+http::HttpRequest RestJobClient::Request(const std::string& method, const std::string& path) const {
+  http::HttpRequest request;
   request.method = method;
   request.url = base_url_ + path;
   request.bearer_token = token_;
@@ -118,10 +118,10 @@ HttpRequest RestJobClient::Request(const std::string& method, const std::string&
 
 absl::Status RestJobClient::Send(const std::string& method, const std::string& path, const std::string& body,
                                  google::protobuf::Message* out, absl::Duration timeout) {
-  HttpRequest request = Request(method, path);
+  http::HttpRequest request = Request(method, path);
   request.body = body;
   request.timeout = timeout;
-  auto response = SendHttp(request, absl::StrCat("coordinator at ", address_));
+  auto response = http::SendHttp(request, absl::StrCat("coordinator at ", address_));
   if (!response.ok()) return AdviseTlsServerName(response.status());
   if (response->status < 200 || response->status >= 300) {
     return StatusFromHttpError(response->status, response->body, request.url);
@@ -150,7 +150,7 @@ absl::StatusOr<v1::Job> RestJobClient::Get(const std::string& name) {
 absl::StatusOr<v1::ListJobsResponse> RestJobClient::List(int page_size, const std::string& page_token) {
   v1::ListJobsResponse page;
   std::string path = absl::StrCat("/v1/jobs?pageSize=", page_size);
-  if (!page_token.empty()) absl::StrAppend(&path, "&pageToken=", EscapeUrlComponent(page_token));
+  if (!page_token.empty()) absl::StrAppend(&path, "&pageToken=", http::EscapeUrlComponent(page_token));
   if (absl::Status s = Send("GET", path, "", &page); !s.ok()) return s;
   return page;
 }
@@ -216,7 +216,7 @@ absl::StatusOr<v1::ListArtifactsResponse> RestJobClient::ListArtifacts(const std
   std::string path = absl::StrCat(JobPath(name), "/artifacts");
   const char* sep = "?";
   if (!prefix.empty()) {
-    absl::StrAppend(&path, sep, "prefix=", EscapeUrlComponent(prefix));
+    absl::StrAppend(&path, sep, "prefix=", http::EscapeUrlComponent(prefix));
     sep = "&";
   }
   if (sha256) absl::StrAppend(&path, sep, "sha256=true");
@@ -233,11 +233,11 @@ absl::StatusOr<v1::ArtifactTrailer> RestJobClient::GetArtifact(
   if (path.empty()) {
     return absl::InvalidArgumentError("path: required: a file's path relative to the job's directory");
   }
-  HttpRequest request = Request("GET", ArtifactPath(name, path));
+  http::HttpRequest request = Request("GET", ArtifactPath(name, path));
   request.timeout = kTransferTimeout;
   bool started = false;
   // The header: the path asked for and the size the answer announces.
-  auto start = [&](const HttpResponse& head) {
+  auto start = [&](const http::HttpResponse& head) {
     started = true;
     v1::Artifact header;
     header.set_path(path);
@@ -245,11 +245,11 @@ absl::StatusOr<v1::ArtifactTrailer> RestJobClient::GetArtifact(
     if (absl::SimpleAtoi(head.Header("Content-Length"), &size)) header.set_size_bytes(size);
     on_header(header);
   };
-  request.on_body = [&](const HttpResponse& head, absl::string_view piece) {
+  request.on_body = [&](const http::HttpResponse& head, absl::string_view piece) {
     if (!started) start(head);
     return on_data(piece);
   };
-  auto response = SendHttp(request, absl::StrCat("coordinator at ", address_));
+  auto response = http::SendHttp(request, absl::StrCat("coordinator at ", address_));
   if (!response.ok()) return AdviseTlsServerName(response.status());
   if (response->status < 200 || response->status >= 300) {
     return StatusFromHttpError(response->status, response->body, request.url);

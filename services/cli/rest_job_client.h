@@ -6,7 +6,7 @@
 
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
-#include "http_client.h"
+#include "gradsync/http/client.h"
 #include "job_client.h"
 
 namespace gradsync::cli {
@@ -52,7 +52,7 @@ class RestJobClient : public JobClient {
   absl::Status Send(const std::string& method, const std::string& path, const std::string& body,
                     google::protobuf::Message* out, absl::Duration timeout = absl::Seconds(15));
   // The request to `path` with the client's token and TLS settings.
-  HttpRequest Request(const std::string& method, const std::string& path) const;
+  http::HttpRequest Request(const std::string& method, const std::string& path) const;
 
   std::string address_;
   std::string base_url_;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "args.h"
+#include "gradsync/core/args.h"
 #include "gradsync/v1/telemetry.pb.h"
 
 namespace gradsync::cli {

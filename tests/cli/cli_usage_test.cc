@@ -135,7 +135,7 @@ TEST(CliTable, EveryListedOptionIsAcceptedByItsCommandsParser) {
       for (const std::string& form : forms) {
         std::vector<std::string> args = {form};
         if (form.size() == 2 && o.TakesValue()) args.push_back("v");
-        const absl::StatusOr<cli::Args> parsed = cli::ParseCommandArgs(word, args);
+        const absl::StatusOr<gradsync::Args> parsed = cli::ParseCommandArgs(word, args);
         ++checked;
         ASSERT_TRUE(parsed.ok()) << c.name << " lists " << form << ": " << parsed.status();
         EXPECT_TRUE(parsed->Has(o.name)) << c.name << ": " << form;

@@ -1,6 +1,6 @@
 // The local cluster file: what LocalCluster writes reads back whole, in the schema scripts and
 // `gradsync local up`'s output rely on.
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 
 #include <stdlib.h>
 
@@ -20,7 +20,7 @@ std::string MakeDir() {
   return dir;
 }
 
-LocalClusterFile Example() {
+cluster::LocalClusterFile Example() {
   return {.endpoints = {{"coordinator", "127.0.0.1:7070"}, {"metricsApi", "127.0.0.1:9100"}},
           .workers = 2,
           .supervisor_pid = 1234,
@@ -31,8 +31,8 @@ LocalClusterFile Example() {
 
 TEST(LocalClusterFile, ReadsBackWhatWasWritten) {
   const std::string dir = MakeDir();
-  ASSERT_TRUE(WriteLocalClusterFile(dir, Example()).ok());
-  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster::WriteLocalClusterFile(dir, Example()).ok());
+  absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->endpoints, Example().endpoints);
   EXPECT_EQ(file->workers, 2);
@@ -40,37 +40,37 @@ TEST(LocalClusterFile, ReadsBackWhatWasWritten) {
   EXPECT_EQ(file->log_dir, "/state/logs");
   EXPECT_EQ(file->pids, (std::vector<pid_t>{10, 11, 12, 13}));
   EXPECT_EQ(file->token_files, Example().token_files);
-  EXPECT_FALSE(std::filesystem::exists(LocalClusterFilePath(dir) + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(cluster::LocalClusterFilePath(dir) + ".tmp"));
 }
 
 // Endpoints are top-level strings, so `sed` and flat JSON readers find "coordinator" directly.
 TEST(LocalClusterFile, EndpointsAreTopLevelFields) {
   google::protobuf::Struct json;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(LocalClusterFileJson(Example()), &json).ok());
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cluster::LocalClusterFileJson(Example()), &json).ok());
   EXPECT_EQ(json.fields().at("coordinator").string_value(), "127.0.0.1:7070");
   EXPECT_EQ(json.fields().at("pid").number_value(), 1234);
   EXPECT_EQ(json.fields().at("pids").list_value().values_size(), 4);
-  EXPECT_NE(LocalClusterFileJson(Example()).find("\n  \"coordinator\": \"127.0.0.1:7070\",\n"), std::string::npos);
+  EXPECT_NE(cluster::LocalClusterFileJson(Example()).find("\n  \"coordinator\": \"127.0.0.1:7070\",\n"), std::string::npos);
 }
 
 // The token files are named, never the tokens; a cluster without tokens has no such field.
 TEST(LocalClusterFile, TokenFilesAreANestedObjectOfPaths) {
   google::protobuf::Struct json;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(LocalClusterFileJson(Example()), &json).ok());
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cluster::LocalClusterFileJson(Example()), &json).ok());
   EXPECT_EQ(json.fields().at("tokenFiles").struct_value().fields().at("auth").string_value(),
             "/state/tokens/auth.token");
-  LocalClusterFile none = Example();
+  cluster::LocalClusterFile none = Example();
   none.token_files.clear();
-  EXPECT_EQ(LocalClusterFileJson(none).find("tokenFiles"), std::string::npos);
+  EXPECT_EQ(cluster::LocalClusterFileJson(none).find("tokenFiles"), std::string::npos);
 }
 
 TEST(LocalClusterFile, WithoutASupervisorThereIsNoPid) {
   const std::string dir = MakeDir();
-  LocalClusterFile run = Example();
+  cluster::LocalClusterFile run = Example();
   run.supervisor_pid = -1;
-  ASSERT_TRUE(WriteLocalClusterFile(dir, run).ok());
-  EXPECT_EQ(LocalClusterFileJson(run).find("\"pid\""), std::string::npos);
-  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster::WriteLocalClusterFile(dir, run).ok());
+  EXPECT_EQ(cluster::LocalClusterFileJson(run).find("\"pid\""), std::string::npos);
+  absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->supervisor_pid, -1);
   EXPECT_EQ(file->pids.size(), 4u);
@@ -78,21 +78,21 @@ TEST(LocalClusterFile, WithoutASupervisorThereIsNoPid) {
 
 TEST(LocalClusterFile, AbsentOnceRemovedAndRefusedWhenNotAClusterFile) {
   const std::string dir = MakeDir();
-  ASSERT_TRUE(WriteLocalClusterFile(dir, Example()).ok());
-  RemoveLocalClusterFile(dir);
-  EXPECT_EQ(ReadLocalClusterFile(dir).status().code(), absl::StatusCode::kNotFound);
-  std::ofstream(LocalClusterFilePath(dir)) << "{\"coordinator\": [1]}";
-  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster::WriteLocalClusterFile(dir, Example()).ok());
+  cluster::RemoveLocalClusterFile(dir);
+  EXPECT_EQ(cluster::ReadLocalClusterFile(dir).status().code(), absl::StatusCode::kNotFound);
+  std::ofstream(cluster::LocalClusterFilePath(dir)) << "{\"coordinator\": [1]}";
+  absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(file.status().message().find(LocalClusterFilePath(dir)), std::string::npos) << file.status();
+  EXPECT_NE(file.status().message().find(cluster::LocalClusterFilePath(dir)), std::string::npos) << file.status();
 }
 
 TEST(LocalClusterFile, AddressesAndPathsAreEscaped) {
   const std::string dir = MakeDir();
-  LocalClusterFile odd = Example();
+  cluster::LocalClusterFile odd = Example();
   odd.log_dir = "/state \"quoted\"\\logs";
-  ASSERT_TRUE(WriteLocalClusterFile(dir, odd).ok());
-  absl::StatusOr<LocalClusterFile> file = ReadLocalClusterFile(dir);
+  ASSERT_TRUE(cluster::WriteLocalClusterFile(dir, odd).ok());
+  absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->log_dir, odd.log_dir);
 }

@@ -1,17 +1,17 @@
 // The --device each worker of a local cluster gets: one GPU per worker as far as they go; text
 // that names no device is refused where the option is read.
-#include "local_cluster.h"
+#include "gradsync/cluster/local_cluster.h"
 
 #include "gtest/gtest.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 namespace {
 
 // The option as `gradsync run` and `local up` read it, then worker `index`'s device.
 absl::StatusOr<std::string> LocalWorkerDevice(const std::string& option, int index, int gpus) {
   absl::StatusOr<device::DeviceRequest> request = device::ParseDeviceRequest(option, "--device");
   if (!request.ok()) return request.status();
-  absl::StatusOr<device::DeviceRequest> d = cli::LocalWorkerDevice(*request, index, gpus);
+  absl::StatusOr<device::DeviceRequest> d = cluster::LocalWorkerDevice(*request, index, gpus);
   if (!d.ok()) return d.status();
   return d->ToString();
 }
@@ -49,4 +49,4 @@ TEST(LocalWorkerDevice, AGpuThisMachineLacksIsRefusedBeforeAnyWorkerStarts) {
 }
 
 }  // namespace
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

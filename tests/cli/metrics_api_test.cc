@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
+#include "gradsync/core/args.h"
 #include "command_table.h"
 #include "connection.h"
 #include "gtest/gtest.h"

@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/core/secret_file.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
@@ -83,7 +83,7 @@ class AttackRerun : public ::testing::Test {
     dir_ = MakeTempDir();
     CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--state-dir", dir_});
     ASSERT_EQ(up.exit_code, 0) << up.err;
-    auto cluster = cli::ReadLocalClusterFile(dir_);
+    auto cluster = cluster::ReadLocalClusterFile(dir_);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = *cluster;
     for (const char* name : {"auth", "cluster", "metrics"}) {
@@ -113,7 +113,7 @@ class AttackRerun : public ::testing::Test {
   }
 
   std::string dir_;
-  cli::LocalClusterFile cluster_;
+  cluster::LocalClusterFile cluster_;
   std::map<std::string, std::string> tokens_;
 };
 

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gradsync/ckpt/weights_file.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/device/device.h"
 #include "gtest/gtest.h"
 
@@ -77,7 +77,7 @@ TEST(GpuTraining, OneWorkerOnItsGpuTrainsOverNcclAndRecoversBitwiseFromAKill) {
   const std::string job = submitted.out.substr(0, submitted.out.find('\n'));
   WaitForJobWith({"--state-dir", dir}, job, absl::Seconds(300),
                  [](const std::string& out) { return ProgressStep(out) >= 1200; });
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_EQ(pids.size(), 3u);  // coordinator, metrics service, the worker

@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gradsync/ckpt/weights_file.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/digest.h"
 #include "gtest/gtest.h"
@@ -133,10 +133,10 @@ TEST(LocalCluster, CtrlCStopsEveryChild) {
   while (ReadFile(dir + "/cli.log").find("step ") == std::string::npos && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(100));
   }
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::vector<pid_t> pids = cluster->pids;
-  ASSERT_EQ(pids.size(), 4u) << cli::LocalClusterFileJson(*cluster);  // coordinator, metrics service, 2 workers
+  ASSERT_EQ(pids.size(), 4u) << cluster::LocalClusterFileJson(*cluster);  // coordinator, metrics service, 2 workers
   ::kill(cli, SIGINT);
   int status = 0;
   ::waitpid(cli, &status, 0);
@@ -158,7 +158,7 @@ TEST(LocalCluster, UpSubmitPendingCancelDown) {
   const auto endpoints = ParseFlatJson(up.out);
   const std::string address = endpoints.count("coordinator") ? endpoints.at("coordinator") : "";
   ASSERT_FALSE(address.empty()) << up.out;
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   EXPECT_EQ(cluster->endpoints.at("coordinator"), address);
   CommandResult health = RunBinary({"gradsync", "healthcheck", address});
@@ -349,7 +349,7 @@ TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawT
   EXPECT_NE(picture.find(job.substr(5)), std::string::npos);
 
   // Kill the metrics service; the next job trains to the end regardless.
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_GE(pids.size(), 2u);

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::testing {
@@ -46,7 +46,7 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
   // Past the second checkpoint, kill worker 0 without warning.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (CurrentStep(dir, job) < 500 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::vector<pid_t> pids = cluster->pids;
   ASSERT_EQ(pids.size(), 4u);

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gtest/gtest.h"
 #include "http_client.h"
 
@@ -213,7 +213,7 @@ TEST(SecureDefaults, LocalUpMakesPrivateTokensItsServicesRequireAndTheCliFindsTh
   const std::string& dir = local.dir();
   const CommandResult& up = local.up();
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::map<std::string, std::string>& files = cluster->token_files;
   ASSERT_EQ(files.size(), 3u) << up.out;

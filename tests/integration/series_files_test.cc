@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::testing {
@@ -43,7 +43,7 @@ TEST(SeriesFiles, RunLeavesTheSeriesAndReportDrawsItOnceTheClusterIsGone) {
   EXPECT_TRUE(absl::StrContains(points.front(), absl::StrCat("\"jobId\":\"", id, "\""))) << points.front();
 
   // The cluster is gone: no cluster file, none of its processes.
-  EXPECT_FALSE(fs::exists(cli::LocalClusterFilePath(dir)));
+  EXPECT_FALSE(fs::exists(cluster::LocalClusterFilePath(dir)));
 
   const std::string svg = dir + "/curve.svg";
   CommandResult report = RunBinary({"gradsync", "report", id, "--state-dir", dir, "-o", svg});
@@ -117,7 +117,7 @@ TEST(SeriesFiles, ALocalClusterMetricsServiceKilledComesBackWithTheSameSeries) {
   ASSERT_EQ(report.exit_code, 0) << report.err;
   ASSERT_TRUE(absl::StrContains(report.out, "from the metrics service")) << report.out;
 
-  absl::StatusOr<cli::LocalClusterFile> cluster = cli::ReadLocalClusterFile(dir);
+  absl::StatusOr<cluster::LocalClusterFile> cluster = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   ASSERT_GE(cluster->pids.size(), 2u);
   const pid_t metrics = cluster->pids[1];
@@ -127,7 +127,7 @@ TEST(SeriesFiles, ALocalClusterMetricsServiceKilledComesBackWithTheSameSeries) {
   const absl::Time back = absl::Now() + absl::Seconds(30);
   while (absl::Now() < back && (restarted == metrics || !ProcessAlive(restarted))) {
     absl::SleepFor(absl::Milliseconds(100));
-    if (auto c = cli::ReadLocalClusterFile(dir); c.ok() && c->pids.size() >= 2) restarted = c->pids[1];
+    if (auto c = cluster::ReadLocalClusterFile(dir); c.ok() && c->pids.size() >= 2) restarted = c->pids[1];
   }
   ASSERT_NE(restarted, metrics) << "the metrics service was not started again";
 

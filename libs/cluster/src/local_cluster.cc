@@ -1,4 +1,4 @@
-#include "local_cluster.h"
+#include "gradsync/cluster/local_cluster.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,14 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/job_log_files.h"
+#include "gradsync/cluster/local_cluster_file.h"
+#include "gradsync/cluster/local_tokens.h"
 #include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
-#include "job_log_files.h"
-#include "local_tokens.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 
 namespace fs = std::filesystem;
 
@@ -247,4 +247,4 @@ std::string LocalCluster::RecentLogs(int lines) const {
   return out;
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

@@ -1,4 +1,4 @@
-#include "local_tokens.h"
+#include "gradsync/cluster/local_tokens.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gradsync/core/random_token.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -50,4 +50,4 @@ absl::StatusOr<std::map<std::string, std::string>> WriteLocalTokens(const std::s
   return files;
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

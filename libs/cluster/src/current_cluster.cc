@@ -1,4 +1,4 @@
-#include "gradsync/cli/current_cluster.h"
+#include "gradsync/cluster/current_cluster.h"
 
 #include <unistd.h>
 
@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/core/env.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -63,4 +63,4 @@ std::string CurrentCluster() {
   return dir;
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 
 // Token names, as in the cluster file's "tokenFiles": the job APIs' (coordinator gRPC and REST),
 // the workers' (coordinator and step reports), and the readers' of /metrics and the JSON API.
@@ -22,4 +22,4 @@ inline constexpr char kMetricsToken[] = "metrics";
 // written; a token is never part of a message.
 absl::StatusOr<std::map<std::string, std::string>> WriteLocalTokens(const std::string& state_dir);
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

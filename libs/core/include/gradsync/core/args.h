@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gradsync::cli {
+namespace gradsync {
 
 struct OptionSpec {
   std::string name;  // long name without dashes, e.g. "workers"
@@ -42,4 +42,4 @@ absl::StatusOr<Args> ParseArgs(const std::string& command, const std::vector<std
 // the arguments have been copied; the value is readable by others only from exec until then.
 void ScrubSecretArguments(int argc, char** argv);
 
-}  // namespace gradsync::cli
+}  // namespace gradsync

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 
 // <config dir>/current-cluster.
 std::string CurrentClusterPath();
@@ -28,4 +28,4 @@ void ForgetCurrentCluster(const std::string& state_dir);
 // The current cluster's state directory while it runs; "" when none is recorded or it stopped.
 std::string CurrentCluster();
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 
 // The job log directory of a local cluster's state directory: <state_dir>/logs/jobs.
 std::string JobLogDir(const std::string& state_dir);
@@ -19,4 +19,4 @@ std::string JobLogDir(const std::string& state_dir);
 absl::StatusOr<std::string> ReadJobLogFiles(const std::string& job_log_dir, const std::string& job_id,
                                             std::optional<int> rank);
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

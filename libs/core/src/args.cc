@@ -1,4 +1,4 @@
-#include "args.h"
+#include "gradsync/core/args.h"
 
 #include <cstring>
 #include <string_view>
@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace gradsync::cli {
+namespace gradsync {
 
 std::string Args::Get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
@@ -93,4 +93,4 @@ void ScrubSecretArguments(int argc, char** argv) {
   }
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync

@@ -1,4 +1,4 @@
-#include "job_log_files.h"
+#include "gradsync/cluster/job_log_files.h"
 
 #include <filesystem>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -64,4 +64,4 @@ absl::StatusOr<std::string> ReadJobLogFiles(const std::string& job_log_dir, cons
   return out;
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

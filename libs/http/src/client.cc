@@ -1,4 +1,4 @@
-#include "http_client.h"
+#include "gradsync/http/client.h"
 
 #include <curl/curl.h>
 
@@ -10,7 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace gradsync::cli {
+namespace gradsync::http {
 namespace {
 
 // A server that does not accept the connection within this long is unreachable, however long
@@ -178,4 +178,4 @@ std::string EscapeUrlComponent(const std::string& text) {
   return out;
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::http

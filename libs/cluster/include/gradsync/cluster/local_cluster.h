@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "gradsync/device/device_request.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 
 struct LocalClusterOptions {
   int workers = 1;
@@ -106,4 +106,4 @@ class LocalCluster {
   std::vector<Child> children_;  // the coordinator first
 };
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

@@ -1,4 +1,4 @@
-#include "gradsync/cli/local_cluster_file.h"
+#include "gradsync/cluster/local_cluster_file.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/endpoints_file.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -102,4 +102,4 @@ absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::
   return absl::OkStatus();
 }
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

@@ -28,7 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace gradsync::cli {
+namespace gradsync::cluster {
 
 struct LocalClusterFile {
   std::map<std::string, std::string> endpoints;
@@ -58,4 +58,4 @@ void RemoveLocalClusterFile(const std::string& state_dir);
 // files through which the services announce their ports). NOT_FOUND or DATA_LOSS naming the file.
 absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::string, std::string>>* out);
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::cluster

@@ -1,4 +1,4 @@
-// One HTTP(S) request with libcurl, for the CLI's REST clients: bearer token, a CA file to verify
+// One HTTP(S) request with libcurl, for REST clients (the CLI's, the benchmarks'): bearer token, a CA file to verify
 // the server with, a timeout, and errors that name the server.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace gradsync::cli {
+namespace gradsync::http {
 
 struct HttpResponse;
 
@@ -54,4 +54,4 @@ absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::str
 // `text` percent-encoded for use as one URL path segment or query value.
 std::string EscapeUrlComponent(const std::string& text);
 
-}  // namespace gradsync::cli
+}  // namespace gradsync::http
