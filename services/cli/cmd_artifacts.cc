@@ -97,22 +97,28 @@ int Get(JobClient& client, const Args& args) {
   return 0;
 }
 
-}  // namespace
-
-int ArtifactsCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseCommandArgs("artifacts", argv);
+int ArtifactsListCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs("artifacts list", argv);
   if (!args.ok()) return Usage(std::string(args.status().message()));
-  if (args->positional.empty()) return Usage("");
-  const std::string& sub = args->positional[0];
-  if (sub != "list" && sub != "get") return Usage(absl::StrCat("gradsync artifacts: unknown subcommand \"", sub, "\""));
-  if (sub == "get" && args->Has("sha256")) return Usage("--sha256 is for list: get always checks the SHA-256");
-  // list's -o is a format; get's a directory.
-  absl::StatusOr<OutputFormat> format = sub == "list" ? OutputFormatOf("artifacts list", *args) : OutputFormat::kTable;
+  absl::StatusOr<OutputFormat> format = OutputFormatOf("artifacts list", *args);
   if (!format.ok()) return Usage(std::string(format.status().message()));
   auto connected = ConnectJobClient(*args);
   if (!connected.ok()) return Fail(connected.status());
-  return sub == "list" ? List(**connected, *args, *format) : Get(**connected, *args);
+  return List(**connected, *args, *format);
 }
+
+// Its -o is a directory.
+int ArtifactsGetCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs("artifacts get", argv);
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  auto connected = ConnectJobClient(*args);
+  if (!connected.ok()) return Fail(connected.status());
+  return Get(**connected, *args);
+}
+
+}  // namespace
+
+int ArtifactsCommand(const std::vector<std::string>& argv) { return RunSubcommand("artifacts", argv); }
 
 // Its rows of the command table (command_table.h).
 std::vector<Command> ArtifactsRows() {
@@ -127,7 +133,7 @@ std::vector<Command> ArtifactsRows() {
                .options = Plus({Output(), {"sha256", ""}}, ConnectionOptions()),
                .formats = {F::kTable, F::kJson, F::kYaml},
                .connects = true,
-               .run = ArtifactsCommand});
+               .run = ArtifactsListCommand});
   t.push_back({.name = "artifacts get",
                .synopsis = "JOB [PATH] [-o DIR]",
                .summary = "download a job's file PATH, or every file, into DIR (default .)",
@@ -136,7 +142,7 @@ std::vector<Command> ArtifactsRows() {
                           "and printed as sha256sum prints it (so sha256sum -c checks it again).\n",
                .options = Plus({Output("DIR")}, ConnectionOptions()),
                .connects = true,
-               .run = ArtifactsCommand});
+               .run = ArtifactsGetCommand});
   return t;
 }
 

@@ -495,24 +495,32 @@ int Save(const Args& args, OutputFormat format) {
   return 0;
 }
 
+// `gradsync NAME`'s arguments parsed with its row's options and -o read, then `body`.
+int CheckpointSubcommand(const char* name, int (*body)(const Args&, OutputFormat),
+                         const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs(name, argv);
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  absl::StatusOr<OutputFormat> format = OutputFormatOf(name, *args);
+  if (!format.ok()) return Usage(std::string(format.status().message()));
+  return body(*args, *format);
+}
+
+int CheckpointInspectCommand(const std::vector<std::string>& argv) {
+  return CheckpointSubcommand("checkpoint inspect", Inspect, argv);
+}
+int CheckpointDiffCommand(const std::vector<std::string>& argv) {
+  return CheckpointSubcommand("checkpoint diff", Diff, argv);
+}
+int CheckpointListCommand(const std::vector<std::string>& argv) {
+  return CheckpointSubcommand("checkpoint list", List, argv);
+}
+int CheckpointSaveCommand(const std::vector<std::string>& argv) {
+  return CheckpointSubcommand("checkpoint save", Save, argv);
+}
+
 }  // namespace
 
-int CheckpointCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseCommandArgs("checkpoint", argv);
-  if (!args.ok()) return Usage(std::string(args.status().message()));
-  if (args->positional.empty()) return Usage("");
-  const std::string& sub = args->positional[0];
-  if (FindCommand("checkpoint " + sub) == nullptr) {
-    return Usage(absl::StrCat("gradsync checkpoint: unknown subcommand \"", sub, "\""));
-  }
-  absl::StatusOr<OutputFormat> format = OutputFormatOf("checkpoint " + sub, *args);
-  if (!format.ok()) return Usage(std::string(format.status().message()));
-  if (args->Has("wait") && sub != "save") return Usage("--wait is for gradsync checkpoint save");
-  if (sub == "inspect") return Inspect(*args, *format);
-  if (sub == "diff") return Diff(*args, *format);
-  if (sub == "list") return List(*args, *format);
-  return Save(*args, *format);
-}
+int CheckpointCommand(const std::vector<std::string>& argv) { return RunSubcommand("checkpoint", argv); }
 
 // Its rows of the command table (command_table.h).
 std::vector<Command> CheckpointRows() {
@@ -528,7 +536,7 @@ std::vector<Command> CheckpointRows() {
                .options = {Output()},
                .formats = {F::kTable, F::kJson, F::kYaml},
                .operands = Operands::kFiles,
-               .run = CheckpointCommand});
+               .run = CheckpointInspectCommand});
   t.push_back({.name = "checkpoint diff",
                .synopsis = "A B",
                .summary = "per-tensor differences (max abs and rel) between two checkpoints or weights files",
@@ -536,7 +544,7 @@ std::vector<Command> CheckpointRows() {
                .options = {Output()},
                .formats = {F::kTable, F::kJson, F::kYaml},
                .operands = Operands::kFiles,
-               .run = CheckpointCommand});
+               .run = CheckpointDiffCommand});
   t.push_back({.name = "checkpoint list",
                .synopsis = "(--root DIR | JOB)",
                .summary = "committed checkpoints, verified when their files are on this machine",
@@ -545,7 +553,7 @@ std::vector<Command> CheckpointRows() {
                .options = Plus({{"root", "DIR"}, Output()}, ConnectionOptions()),
                .formats = {F::kTable, F::kJson, F::kYaml},
                .connects = true,
-               .run = CheckpointCommand});
+               .run = CheckpointListCommand});
   t.push_back({.name = "checkpoint save",
                .synopsis = "JOB [--wait]",
                .summary = "ask a running job to checkpoint at its next step boundary",
@@ -555,7 +563,7 @@ std::vector<Command> CheckpointRows() {
                .options = Plus({{"wait", ""}, Output()}, ConnectionOptions()),
                .formats = {F::kTable, F::kJson, F::kYaml},
                .connects = true,
-               .run = CheckpointCommand});
+               .run = CheckpointSaveCommand});
   return t;
 }
 

@@ -152,14 +152,15 @@ int Prepare(const Args& args) {
   return 0;
 }
 
-}  // namespace
-
-int DataCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseCommandArgs("data", argv);
+int DataPrepareCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs("data prepare", argv);
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", Usage()));
-  if (args->positional.empty() || args->positional[0] != "prepare") return Fail(Usage());
   return Prepare(*args);
 }
+
+}  // namespace
+
+int DataCommand(const std::vector<std::string>& argv) { return RunSubcommand("data", argv); }
 
 // Its rows of the command table (command_table.h).
 std::vector<Command> DataRows() {
@@ -176,7 +177,7 @@ std::vector<Command> DataRows() {
                    "65536 ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n",
                .options = {Output("DIR"), {"tokenizer", "TOK"}, {"val-fraction", "F"}, {"shard-tokens", "N"}},
                .operands = Operands::kFiles,
-               .run = DataCommand});
+               .run = DataPrepareCommand});
   return t;
 }
 

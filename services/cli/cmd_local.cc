@@ -157,21 +157,23 @@ int Down(const Args& args) {
   return 0;
 }
 
-}  // namespace
-
-int LocalCommand(const std::vector<std::string>& argv) {
-  const std::string usage = GroupUsage("local");
-  auto args = ParseCommandArgs("local", argv);
+// `gradsync NAME`'s arguments parsed with its row's options, then `body`; usage (exit 2) otherwise.
+int LocalSubcommand(const char* name, int (*body)(const Args&), const std::vector<std::string>& argv) {
+  auto args = ParseCommandArgs(name, argv);
   if (!args.ok() || args->positional.size() != 1) {
     if (!args.ok()) std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
-    std::fprintf(stderr, "%s", usage.c_str());
+    std::fputs(UsageLine(*FindCommand(name)).c_str(), stderr);
     return 2;
   }
-  if (args->positional[0] == "up") return Up(*args);
-  if (args->positional[0] == "down") return Down(*args);
-  std::fprintf(stderr, "gradsync local: unknown action \"%s\"\n%s", args->positional[0].c_str(), usage.c_str());
-  return 2;
+  return body(*args);
 }
+
+int LocalUpCommand(const std::vector<std::string>& argv) { return LocalSubcommand("local up", Up, argv); }
+int LocalDownCommand(const std::vector<std::string>& argv) { return LocalSubcommand("local down", Down, argv); }
+
+}  // namespace
+
+int LocalCommand(const std::vector<std::string>& argv) { return RunSubcommand("local", argv); }
 
 // Its rows of the command table (command_table.h).
 std::vector<Command> LocalRows() {
@@ -197,13 +199,13 @@ std::vector<Command> LocalRows() {
                            {"device", "D"},
                            {"no-cpu-binding", ""},
                            {"data-root", "DIR"}},
-               .run = LocalCommand});
+               .run = LocalUpCommand});
   t.push_back({.name = "local down",
                .synopsis = "[--state-dir DIR]",
                .summary = "stop a local cluster (default: the current one) and forget it",
                .example = "gradsync local down",
                .options = {{"state-dir", "DIR"}},
-               .run = LocalCommand});
+               .run = LocalDownCommand});
   const std::vector<OptionDoc> job_options = Plus(ConnectionOptions(), MetricsApiOptions());
   return t;
 }

@@ -158,14 +158,16 @@ int Logits(const Args& args) {
   return 0;
 }
 
-}  // namespace
+int ModelLogitsCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs("model logits", argv);
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", GroupUsage("model")));
+  return Logits(*args);
+}
 
-int ModelCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseCommandArgs("model", argv);
+int ModelDescribeCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs("model describe", argv);
   const std::string usage = GroupUsage("model");
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", usage));
-  if (!args->positional.empty() && args->positional[0] == "logits") return Logits(*args);
-  if (args->positional.empty() || args->positional[0] != "describe") return Fail(usage);
   absl::StatusOr<OutputFormat> format = OutputFormatOf("model describe", *args);
   if (!format.ok()) return Fail(std::string(format.status().message()));
   if (args->positional.size() != 2) return Fail(usage);
@@ -177,6 +179,10 @@ int ModelCommand(const std::vector<std::string>& argv) {
   std::fputs(text.c_str(), stdout);
   return 0;
 }
+
+}  // namespace
+
+int ModelCommand(const std::vector<std::string>& argv) { return RunSubcommand("model", argv); }
 
 // Its rows of the command table (command_table.h).
 std::vector<Command> ModelRows() {
@@ -192,7 +198,7 @@ std::vector<Command> ModelRows() {
                .formats = {F::kTable, F::kJson, F::kYaml},
                .operands = Operands::kWords,
                .words = {"gpt-tiny", "gpt2-124m", "minimind-26m"},
-               .run = ModelCommand});
+               .run = ModelDescribeCommand});
   t.push_back({.name = "model logits",
                .synopsis = "WEIGHTS --tokens ID,... [--preset P] [--set path=value ...]",
                .summary = "the logits of fixed tokens, as JSON (comparisons with other frameworks)",
@@ -202,7 +208,7 @@ std::vector<Command> ModelRows() {
                           "token]} with every float exactly (9 significant digits).\n",
                .options = {{"tokens", "ID,..."}, {"preset", "P"}, {"set", "path=value"}},
                .operands = Operands::kFiles,
-               .run = ModelCommand});
+               .run = ModelLogitsCommand});
   return t;
 }
 

@@ -1,6 +1,7 @@
 #include "command_table.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -119,7 +120,8 @@ std::vector<std::string> SubcommandsOf(absl::string_view word) {
 
 std::vector<OptionSpec> OptionsOf(absl::string_view word) {
   std::vector<OptionSpec> specs;
-  for (const Command* c : CommandsOf(word)) {
+  const Command* one = absl::StrContains(word, ' ') ? FindCommand(word) : nullptr;
+  for (const Command* c : one != nullptr ? std::vector<const Command*>{one} : CommandsOf(word)) {
     for (const OptionDoc& o : c->options) {
       const bool present =
           std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& have) { return have.name == o.name; });
@@ -131,6 +133,16 @@ std::vector<OptionSpec> OptionsOf(absl::string_view word) {
 
 absl::StatusOr<Args> ParseCommandArgs(absl::string_view word, const std::vector<std::string>& argv) {
   return ParseArgs(std::string(word), argv, OptionsOf(word));
+}
+
+int RunSubcommand(absl::string_view group, const std::vector<std::string>& argv) {
+  const std::string word = FirstOperand(CommandsOf(group), argv);
+  const Command* sub = word.empty() ? nullptr : FindCommand(absl::StrCat(group, " ", word));
+  if (sub != nullptr) return sub->run(argv);
+  if (!word.empty())
+    std::fprintf(stderr, "gradsync %s: unknown subcommand \"%s\"\n", std::string(group).c_str(), word.c_str());
+  std::fputs(GroupUsage(group).c_str(), stderr);
+  return 2;
 }
 
 std::string UsageLine(const Command& c) {

@@ -69,12 +69,17 @@ std::string GroupHelp(absl::string_view word);
 // `gradsync --help`: every command with its synopsis and summary, and what they share.
 std::string OverallUsage();
 
-// The options of every entry of `word` ("submit"; "local": those of local up and local down), as
-// their parser takes them.
+// The options of every entry of `word` ("submit"; "local": those of local up and local down), or of
+// one subcommand ("local up"), as their parser takes them.
 std::vector<OptionSpec> OptionsOf(absl::string_view word);
 // `argv` (the arguments after the command's first word) parsed with OptionsOf(word).
 // INVALID_ARGUMENT naming the command and an unknown option or a missing value.
 absl::StatusOr<Args> ParseCommandArgs(absl::string_view word, const std::vector<std::string>& argv);
+
+// Runs the subcommand of `group` that `argv` (the arguments after the group's word) names first,
+// through its row's runner, which parses `argv` with its own options; usage (exit 2) when it names
+// none or an unknown one.
+int RunSubcommand(absl::string_view group, const std::vector<std::string>& argv);
 
 // Whether `argv` (the arguments after a command's first word) asks for help: --help or -h before
 // any "--", not as the value of an option of `entries` that takes one.

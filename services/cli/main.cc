@@ -39,5 +39,7 @@ int main(int argc, char** argv) {
     std::fputs((sub != nullptr ? CommandHelp(*sub) : GroupHelp(command)).c_str(), stdout);
     return 0;
   }
+  // A group's subcommand runs its own row's runner.
+  if (entries[0]->name != command) return RunSubcommand(command, rest);
   return entries[0]->run(rest);
 }

@@ -128,14 +128,13 @@ TEST(CliOutput, AnUnknownFormatIsAUsageErrorNamingTheAcceptedOnes) {
 TEST(CliTable, EveryListedOptionIsAcceptedByItsCommandsParser) {
   int checked = 0;
   for (const Command& c : Commands()) {
-    const std::string word = Words(c)[0];
     for (const cli::OptionDoc& o : c.options) {
       std::vector<std::string> forms = {o.TakesValue() ? absl::StrCat("--", o.name, "=v") : "--" + o.name};
       if (o.short_name != 0) forms.push_back(absl::StrCat("-", std::string(1, o.short_name)));
       for (const std::string& form : forms) {
         std::vector<std::string> args = {form};
         if (form.size() == 2 && o.TakesValue()) args.push_back("v");
-        const absl::StatusOr<gradsync::Args> parsed = cli::ParseCommandArgs(word, args);
+        const absl::StatusOr<gradsync::Args> parsed = cli::ParseCommandArgs(c.name, args);
         ++checked;
         ASSERT_TRUE(parsed.ok()) << c.name << " lists " << form << ": " << parsed.status();
         EXPECT_TRUE(parsed->Has(o.name)) << c.name << ": " << form;
@@ -144,7 +143,10 @@ TEST(CliTable, EveryListedOptionIsAcceptedByItsCommandsParser) {
         }
       }
     }
-    CommandResult bogus = RunBinary({"gradsync", word, "--no-such-option"});
+    std::vector<std::string> bogus_args = {"gradsync"};
+    for (const std::string& w : Words(c)) bogus_args.push_back(w);  // a subcommand's runner, not its group's
+    bogus_args.push_back("--no-such-option");
+    CommandResult bogus = RunBinary(bogus_args);
     EXPECT_EQ(bogus.exit_code, 2) << c.name;
     EXPECT_NE(bogus.err.find("unknown option --no-such-option"), std::string::npos) << c.name << ": " << bogus.err;
   }
