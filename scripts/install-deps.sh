@@ -13,6 +13,7 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libgloo-dev libopenblas-dev libsqlite3-dev
   libyaml-cpp-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev
+  libyaml-dev  # libs/spec: the spec's nesting, anchors and tags from libyaml's events, before yaml-cpp parses
   libxxhash-dev  # libs/ckpt: XXH3-64 checksums of checkpoint and weights files
   libsentencepiece-dev  # libs/tokenizer's SentencePiece plugin (optional: the build goes on without it)
 )

@@ -1,533 +1,290 @@
-// A walk over YAML text that follows yaml-cpp 0.7's scanner (src/scanner.cpp, scantoken.cpp,
-// scanscalar.cpp, simplekey.cpp of that release) step for step where it decides token boundaries,
-// indentation and simple keys, and keeps only what the nesting needs: the indentation stack, the
-// open flow collections and the pending simple keys. Scalars are skipped, not built.
-//
-// Why the depth found here bounds yaml-cpp's: its parser opens one collection per block-start
-// token, which its scanner emits exactly when it pushes an indentation (PushIndentTo), and one per
-// flow-start token (plus, inside a flow list, one compact map per entry written `key: value`). This
-// scan pushes and pops the same indentations at the same characters and counts the valid ones on
-// the stack (a simple key's start token holds the parser back until the key is verified) plus the
-// open flow collections. So the parser nests at most 2 * max_nesting collections deep when the scan
-// passes, and max_nesting deep when no flow list holds a `key: value` entry.
 #include "yaml_shape.h"
 
+#include <yaml.h>
+
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
-#include <cstring>
-#include <string>
+#include <memory>
+#include <sstream>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/exceptions.h"
+#include "yaml-cpp/parser.h"
 
 namespace gradsync::spec::internal {
 namespace {
 
-// The text holds no NUL (checked before the scan), so NUL marks its end.
-constexpr char kEnd = '\0';
-constexpr char kUtf8Bom[] = "\xEF\xBB\xBF";
-// A simple key must end within this many characters of its start (yaml-cpp's rule).
-constexpr size_t kMaxSimpleKeyLength = 1024;
+constexpr int kEscapeLength = 6;         // \uXXXX
+constexpr int kPairLength = 12;          // \uXXXX\uXXXX
+constexpr char kPlaceholder[] = "0041";  // the hex digits of a surrogate escape, for the event pass
 
-enum class IndentKind { kNone, kSeq, kMap };
-enum class IndentStatus { kValid, kInvalid, kUnknown };
+bool IsHex(char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }
 
-struct Indent {
-  int column;
-  IndentKind kind;
-  IndentStatus status = IndentStatus::kValid;
-  bool open = true;  // still on the indentation stack
-};
-
-struct SimpleKey {
-  size_t pos;
-  int line;
-  size_t flow_level;
-  int indent;  // index into the indentations ever pushed, or -1
-};
-
-// How a scalar ends, as yaml-cpp's ScanScalarParams::end says.
-enum class ScalarEnd { kText, kPlainBlock, kPlainFlow, kSingleQuote, kDoubleQuote };
-enum class OnDocIndicator { kNone, kBreak, kThrow };
-
-struct ScalarParams {
-  ScalarEnd end;
-  bool eat_end = false;
-  int indent = 0;
-  bool detect_indent = false;
-  bool eat_leading_whitespace = false;
-  char escape = 0;
-  OnDocIndicator on_doc_indicator = OnDocIndicator::kNone;
-  bool throw_on_tab_in_indentation = false;
-  bool leading_spaces = false;  // out: the scalar ended by starting a less indented line
-};
-
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
-bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-bool OneOf(char c, const char* set) { return c != kEnd && std::strchr(set, c) != nullptr; }
-
-class ShapeScanner {
- public:
-  ShapeScanner(absl::string_view text, int max_nesting) : text_(text), max_nesting_(max_nesting) {
-    if (text_.substr(0, 3) == kUtf8Bom) pos_ = 3;
-    indents_.push_back({-1, IndentKind::kNone});
-    stack_.push_back(0);
+// The value of `\uXXXX` at text[at], if that is one.
+bool EscapeAt(absl::string_view text, size_t at, uint32_t* value) {
+  if (at + kEscapeLength > text.size() || text[at] != '\\' || text[at + 1] != 'u') return false;
+  uint32_t v = 0;
+  for (int i = 2; i < kEscapeLength; ++i) {
+    const char c = text[at + i];
+    if (!IsHex(c)) return false;
+    v = v * 16 + static_cast<uint32_t>(
+                     absl::ascii_isdigit(static_cast<unsigned char>(c)) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10);
   }
+  *value = v;
+  return true;
+}
 
-  absl::StatusOr<std::string> Run() {
-    while (NextToken() && status_.ok()) {
+bool IsSurrogate(uint32_t v) { return v >= 0xD800 && v <= 0xDFFF; }
+
+// "line L, column C: <problem>" for the byte at `offset` (1-based, columns in bytes).
+absl::Status AtByte(absl::string_view text, size_t offset, absl::string_view problem) {
+  size_t line = 0, line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, line_start = i + 1;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("line ", line + 1, ", column ", offset - line_start + 1, ": ", problem));
+}
+
+// libyaml's marks count characters; the messages and the rewrite need bytes. Marks only move
+// forward through a parse, so one walk serves them all. A UTF-8 byte order mark is no character.
+class ByteOffsets {
+ public:
+  explicit ByteOffsets(absl::string_view text) : text_(text) {
+    if (absl::StartsWith(text, "\xEF\xBB\xBF")) byte_ = 3;
+  }
+  size_t Of(size_t char_index) {
+    while (char_ < char_index && byte_ < text_.size()) {
+      const auto lead = static_cast<unsigned char>(text_[byte_]);
+      byte_ += lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      ++char_;
     }
-    if (!status_.ok()) return status_;
-    std::string out;
-    size_t from = 0;
-    for (const auto& [at, replacement] : edits_) {
-      absl::StrAppend(&out, text_.substr(from, at - from), replacement);
-      from = at + kPairLength;
-    }
-    absl::StrAppend(&out, text_.substr(from));
-    return out;
+    return std::min(byte_, text_.size());
   }
 
  private:
-  static constexpr size_t kPairLength = 12;  // "\ud83d\ude80"
-
-  // ---- the input, as yaml-cpp's Stream and its regular expressions see it
-  char At(size_t k) const { return pos_ + k < text_.size() ? text_[pos_ + k] : kEnd; }
-  bool More() const { return pos_ < text_.size(); }
-  void Eat(size_t n) {
-    for (; n > 0 && More(); --n, ++pos_) {
-      ++column_;
-      if (text_[pos_] == '\n') {
-        column_ = 0;
-        ++line_;
-      }
-    }
-  }
-  size_t BreakAt(size_t k) const {
-    if (At(k) == '\n') return 1;
-    return At(k) == '\r' && At(k + 1) == '\n' ? 2 : 0;
-  }
-  size_t BlankOrBreakAt(size_t k) const { return IsBlank(At(k)) ? 1 : BreakAt(k); }
-  bool EndOrBlankOrBreakAt(size_t k) const { return pos_ + k >= text_.size() || BlankOrBreakAt(k) > 0; }
-  bool CommentAfterBlankAt(size_t k) const {
-    const size_t n = BlankOrBreakAt(k);
-    return n > 0 && At(k + n) == '#';
-  }
-  bool DocIndicatorHere() const {
-    const absl::string_view rest = text_.substr(pos_, 3);
-    return column_ == 0 && (rest == "---" || rest == "...") && EndOrBlankOrBreakAt(3);
-  }
-  bool BlockEntryHere() const { return At(0) == '-' && EndOrBlankOrBreakAt(1); }
-
-  bool InBlock() const { return flows_.empty(); }
-  int TopIndent() const { return indents_[stack_.back()].column; }
-
-  bool Refuse(absl::string_view problem) {
-    status_ = absl::InvalidArgumentError(absl::StrCat("line ", line_ + 1, ", column ", column_ + 1, ": ", problem));
-    return false;
-  }
-  // The parser sees a block collection once its indentation is valid: an unverified simple key's
-  // start token holds the parser back until the key is verified or dropped.
-  void CheckNesting() {
-    const size_t depth = valid_open_ + flows_.size();
-    if (depth > static_cast<size_t>(max_nesting_) && status_.ok()) {
-      Refuse(absl::StrCat("maps and lists nest deeper than the limit of ", max_nesting_, " levels"));
-    }
-  }
-
-  // ---- indentation and simple keys (yaml-cpp's PushIndentTo, PopIndentToHere, SimpleKey)
-  int PushIndentTo(int column, IndentKind kind) {
-    if (!InBlock()) return -1;
-    const Indent& last = indents_[stack_.back()];
-    if (column < last.column) return -1;
-    if (column == last.column && !(kind == IndentKind::kSeq && last.kind == IndentKind::kMap)) return -1;
-    indents_.push_back({column, kind});
-    stack_.push_back(static_cast<int>(indents_.size() - 1));
-    ++valid_open_;
-    CheckNesting();
-    return stack_.back();
-  }
-  void SetStatus(int index, IndentStatus status) {
-    Indent& indent = indents_[index];
-    if (indent.open) valid_open_ += (status == IndentStatus::kValid) - (indent.status == IndentStatus::kValid);
-    indent.status = status;
-    CheckNesting();
-  }
-  void PopIndent() {
-    Indent& indent = indents_[stack_.back()];
-    stack_.pop_back();
-    indent.open = false;
-    if (indent.status == IndentStatus::kValid) --valid_open_;
-    if (indent.status != IndentStatus::kValid) InvalidateSimpleKey();
-  }
-  void PopIndentToHere() {
-    if (!InBlock()) return;
-    while (!stack_.empty()) {
-      const Indent& top = indents_[stack_.back()];
-      if (top.column < column_) break;
-      if (top.column == column_ && !(top.kind == IndentKind::kSeq && !BlockEntryHere())) break;
-      PopIndent();
-    }
-    while (!stack_.empty() && indents_[stack_.back()].status == IndentStatus::kInvalid) PopIndent();
-  }
-  void PopAllIndents() {
-    if (!InBlock()) return;
-    while (indents_[stack_.back()].kind != IndentKind::kNone) PopIndent();
-  }
-  bool KeyAtThisLevel() const { return !keys_.empty() && keys_.back().flow_level == flows_.size(); }
-  void InsertSimpleKey() {
-    if (!simple_key_allowed_ || KeyAtThisLevel()) return;
-    SimpleKey key{pos_, line_, flows_.size(), -1};
-    if (InBlock()) {
-      key.indent = PushIndentTo(column_, IndentKind::kMap);
-      if (key.indent >= 0) SetStatus(key.indent, IndentStatus::kUnknown);
-    }
-    keys_.push_back(key);
-  }
-  void InvalidateSimpleKey() {
-    if (!KeyAtThisLevel()) return;
-    if (keys_.back().indent >= 0) SetStatus(keys_.back().indent, IndentStatus::kInvalid);
-    keys_.pop_back();
-  }
-  bool VerifySimpleKey() {
-    if (!KeyAtThisLevel()) return false;
-    const SimpleKey key = keys_.back();
-    keys_.pop_back();
-    const bool valid = line_ == key.line && pos_ - key.pos <= kMaxSimpleKeyLength;
-    if (key.indent >= 0) SetStatus(key.indent, valid ? IndentStatus::kValid : IndentStatus::kInvalid);
-    return valid;
-  }
-
-  // ---- tokens (yaml-cpp's ScanNextToken and the Scan* functions it calls). Each returns false
-  // where yaml-cpp throws (the scan stops there) or where this scan refuses the text.
-  bool NextToken() {
-    SkipToToken();
-    PopIndentToHere();
-    if (!More()) return false;
-    const char c = At(0);
-    if (column_ == 0 && c == '%') return Refuse("directives (%) are not supported in a job spec");
-    if (DocIndicatorHere()) return DocumentMarker();
-    if (c == '[' || c == '{') return FlowStart();
-    if (c == ']' || c == '}') return FlowEnd();
-    if (c == ',') return FlowEntry();
-    if (BlockEntryHere()) return BlockEntry();
-    if (c == '?' && BlankOrBreakAt(1) > 0) return Key();
-    if (ValueHere()) return Value();
-    if (c == '&' || c == '*') return Refuse("anchors (&) and aliases (*) are not supported in a job spec");
-    if (c == '!') return Refuse("tags (!) are not supported in a job spec");
-    if (InBlock() && (c == '|' || c == '>')) return BlockScalar();
-    if (c == '\'' || c == '"') return QuotedScalar();
-    if (PlainScalarHere()) return PlainScalar();
-    return false;
-  }
-
-  void SkipToToken() {
-    for (;;) {
-      while (IsBlank(At(0))) {
-        if (InBlock() && At(0) == '\t') simple_key_allowed_ = false;
-        Eat(1);
-      }
-      if (At(0) == '#') {
-        while (More() && BreakAt(0) == 0) Eat(1);
-      }
-      const size_t n = BreakAt(0);
-      if (n == 0) return;
-      Eat(n);
-      InvalidateSimpleKey();
-      if (InBlock()) simple_key_allowed_ = true;
-    }
-  }
-
-  bool ValueHere() const {
-    if (At(0) != ':') return false;
-    if (InBlock()) return EndOrBlankOrBreakAt(1);
-    return can_be_json_flow_ || BlankOrBreakAt(1) > 0 || OneOf(At(1), ",]}");
-  }
-  bool PlainScalarHere() const {
-    const char c = At(0);
-    if (BlankOrBreakAt(0) > 0) return false;
-    if (InBlock()) return !OneOf(c, ",[]{}#&*!|>'\"%@`") && !(OneOf(c, "-?:") && EndOrBlankOrBreakAt(1));
-    return !OneOf(c, "?,[]{}#&*!|>'\"%@`") && !(OneOf(c, "-:") && (IsBlank(At(1)) || pos_ + 1 >= text_.size()));
-  }
-
-  bool DocumentMarker() {
-    PopAllIndents();
-    keys_.clear();
-    simple_key_allowed_ = false;
-    can_be_json_flow_ = false;
-    Eat(3);
-    return true;
-  }
-  bool FlowStart() {
-    InsertSimpleKey();
-    simple_key_allowed_ = true;
-    can_be_json_flow_ = false;
-    flows_.push_back(At(0));
-    CheckNesting();
-    Eat(1);
-    return true;
-  }
-  // A `,` or a flow end first settles the entry's simple key.
-  void EndFlowEntry() {
-    if (InBlock()) return;
-    if (flows_.back() == '{') {
-      VerifySimpleKey();
-    } else {
-      InvalidateSimpleKey();
-    }
-  }
-  bool FlowEnd() {
-    if (InBlock()) return false;
-    EndFlowEntry();
-    simple_key_allowed_ = false;
-    can_be_json_flow_ = true;
-    const char open = At(0) == ']' ? '[' : '{';
-    if (flows_.back() != open) return false;
-    flows_.pop_back();
-    Eat(1);
-    return true;
-  }
-  // yaml-cpp 0.7 takes a `,` outside any flow collection as a flow entry and then allocates
-  // without end (a one-byte document "," exhausts memory); YAML has no such token.
-  bool FlowEntry() {
-    if (InBlock()) return Refuse("',' outside a flow list or map ([...] or {...})");
-    EndFlowEntry();
-    simple_key_allowed_ = true;
-    can_be_json_flow_ = false;
-    Eat(1);
-    return true;
-  }
-  bool BlockEntry() {
-    if (!InBlock() || !simple_key_allowed_) return false;
-    PushIndentTo(column_, IndentKind::kSeq);
-    simple_key_allowed_ = true;
-    can_be_json_flow_ = false;
-    Eat(1);
-    return true;
-  }
-  bool Key() {
-    if (InBlock()) {
-      if (!simple_key_allowed_) return false;
-      PushIndentTo(column_, IndentKind::kMap);
-    }
-    simple_key_allowed_ = InBlock();
-    Eat(1);
-    return true;
-  }
-  bool Value() {
-    const bool simple_key = VerifySimpleKey();
-    can_be_json_flow_ = false;
-    if (simple_key) {
-      simple_key_allowed_ = false;
-    } else {
-      if (InBlock()) {
-        if (!simple_key_allowed_) return false;
-        PushIndentTo(column_, IndentKind::kMap);
-      }
-      simple_key_allowed_ = InBlock();
-    }
-    Eat(1);
-    return true;
-  }
-
-  bool BlockScalar();
-  bool QuotedScalar();
-  bool PlainScalar();
-  bool ScanScalar(ScalarParams& params);
-  bool EndMatches(const ScalarParams& params) const;
-  bool Escape(const ScalarParams& params);
-  bool ReadHex(size_t at, int digits, uint32_t* value) const;
-
-  const absl::string_view text_;
-  const int max_nesting_;
-  size_t pos_ = 0;
-  int line_ = 0;
-  int column_ = 0;
-  std::vector<Indent> indents_;  // every indentation ever pushed; simple keys refer to them
-  std::vector<int> stack_;       // the open ones, innermost last
-  size_t valid_open_ = 0;        // the open ones whose status is valid
-  std::vector<char> flows_;      // the open flow collections, '[' or '{'
-  std::vector<SimpleKey> keys_;
-  bool simple_key_allowed_ = true;
-  bool can_be_json_flow_ = false;
-  std::vector<std::pair<size_t, std::string>> edits_;  // surrogate pairs, in text order
-  absl::Status status_;
+  absl::string_view text_;
+  size_t byte_ = 0, char_ = 0;
 };
 
-bool ShapeScanner::BlockScalar() {
-  ScalarParams params{.end = ScalarEnd::kText, .indent = 1, .detect_indent = true};
-  Eat(1);
-  const bool chomp0 = OneOf(At(0), "+-"), chomp1 = OneOf(At(1), "+-");
-  const bool digit0 = std::isdigit(static_cast<unsigned char>(At(0))) != 0;
-  const bool digit1 = std::isdigit(static_cast<unsigned char>(At(1))) != 0;
-  const size_t n = (chomp0 && digit1) || (digit0 && chomp1) ? 2 : (chomp0 || digit0) ? 1 : 0;
-  for (size_t i = 0; i < n; ++i) {
-    const char c = At(0);
-    Eat(1);
-    if (c == '0') return false;
-    if (c >= '1' && c <= '9') {
-      params.indent = c - '0';
-      params.detect_indent = false;
+struct Parser {
+  yaml_parser_t parser;
+  Parser() { yaml_parser_initialize(&parser); }
+  ~Parser() { yaml_parser_delete(&parser); }
+};
+
+struct Event {
+  yaml_event_t event{};
+  ~Event() { yaml_event_delete(&event); }
+};
+
+// What one pass of libyaml's events finds: the first problem, and the byte ranges of the
+// double-quoted scalars (where JSON's surrogate-pair escapes are escapes).
+class EventScan {
+ public:
+  EventScan(absl::string_view original, int max_nesting) : original_(original), offsets_(original), max_(max_nesting) {}
+
+  absl::Status Run(const std::string& scanned) {
+    Parser p;
+    yaml_parser_set_input_string(&p.parser, reinterpret_cast<const unsigned char*>(scanned.data()), scanned.size());
+    while (true) {
+      Event e;
+      if (!yaml_parser_parse(&p.parser, &e.event)) return ParseError(p.parser);
+      if (absl::Status s = OnEvent(e.event); !s.ok()) return s;
+      if (e.event.type == YAML_STREAM_END_EVENT) return absl::OkStatus();
     }
   }
-  while (IsBlank(At(0))) Eat(1);
-  if (At(0) == '#') {
-    while (More() && BreakAt(0) == 0) Eat(1);
+
+  const std::vector<std::pair<size_t, size_t>>& double_quoted() const { return double_quoted_; }
+
+ private:
+  absl::Status At(const yaml_mark_t& mark, absl::string_view problem) {
+    return AtByte(original_, offsets_.Of(mark.index), problem);
   }
-  if (More() && BreakAt(0) == 0) return false;
-  if (TopIndent() >= 0) params.indent += TopIndent();
-  params.throw_on_tab_in_indentation = true;
-  if (!ScanScalar(params)) return false;
-  simple_key_allowed_ = true;
-  can_be_json_flow_ = false;
-  return true;
-}
 
-bool ShapeScanner::QuotedScalar() {
-  const bool single = At(0) == '\'';
-  ScalarParams params{.end = single ? ScalarEnd::kSingleQuote : ScalarEnd::kDoubleQuote,
-                      .eat_end = true,
-                      .eat_leading_whitespace = true,
-                      .escape = single ? '\'' : '\\',
-                      .on_doc_indicator = OnDocIndicator::kThrow};
-  InsertSimpleKey();
-  Eat(1);
-  if (!ScanScalar(params)) return false;
-  simple_key_allowed_ = false;
-  can_be_json_flow_ = true;
-  return true;
-}
-
-bool ShapeScanner::PlainScalar() {
-  ScalarParams params{.end = InBlock() ? ScalarEnd::kPlainBlock : ScalarEnd::kPlainFlow,
-                      .indent = InBlock() ? TopIndent() + 1 : 0,
-                      .eat_leading_whitespace = true,
-                      .on_doc_indicator = OnDocIndicator::kBreak,
-                      .throw_on_tab_in_indentation = true};
-  InsertSimpleKey();
-  if (!ScanScalar(params)) return false;
-  simple_key_allowed_ = params.leading_spaces;
-  can_be_json_flow_ = false;
-  return true;
-}
-
-bool ShapeScanner::EndMatches(const ScalarParams& params) const {
-  switch (params.end) {
-    case ScalarEnd::kText: return !More();
-    case ScalarEnd::kPlainBlock: return (At(0) == ':' && EndOrBlankOrBreakAt(1)) || CommentAfterBlankAt(0);
-    case ScalarEnd::kPlainFlow:
-      return (At(0) == ':' && (EndOrBlankOrBreakAt(1) || OneOf(At(1), ",]}"))) || OneOf(At(0), ",?[]{}") ||
-             CommentAfterBlankAt(0);
-    case ScalarEnd::kSingleQuote: return At(0) == '\'' && At(1) != '\'';
-    case ScalarEnd::kDoubleQuote: return At(0) == '"';
+  absl::Status OnEvent(const yaml_event_t& e) {
+    switch (e.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        if (e.data.document_start.version_directive != nullptr ||
+            e.data.document_start.tag_directives.start != e.data.document_start.tag_directives.end) {
+          return At(e.start_mark, "directives (%) are not supported in a job spec");
+        }
+        return absl::OkStatus();
+      case YAML_ALIAS_EVENT: return At(e.start_mark, kAnchors);
+      case YAML_SCALAR_EVENT:
+        if (absl::Status s = Properties(e, e.data.scalar.anchor, e.data.scalar.tag); !s.ok()) return s;
+        if (e.data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE) {
+          const size_t begin = offsets_.Of(e.start_mark.index);  // before the end: the walk only goes forward
+          double_quoted_.emplace_back(begin, offsets_.Of(e.end_mark.index));
+        }
+        return absl::OkStatus();
+      case YAML_SEQUENCE_START_EVENT:
+        return Open(e, e.data.sequence_start.anchor, e.data.sequence_start.tag,
+                    e.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE);
+      case YAML_MAPPING_START_EVENT:
+        return Open(e, e.data.mapping_start.anchor, e.data.mapping_start.tag,
+                    e.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE);
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: return Close();
+      default: return absl::OkStatus();
+    }
   }
-  return false;
+
+  absl::Status Properties(const yaml_event_t& e, const yaml_char_t* anchor, const yaml_char_t* tag) {
+    if (anchor != nullptr) return At(e.start_mark, kAnchors);
+    if (tag != nullptr) return At(e.start_mark, "tags (!) are not supported in a job spec");
+    return absl::OkStatus();
+  }
+
+  absl::Status Open(const yaml_event_t& e, const yaml_char_t* anchor, const yaml_char_t* tag, bool flow) {
+    if (absl::Status s = Properties(e, anchor, tag); !s.ok()) return s;
+    open_.push_back(flow);
+    flow_ += flow;
+    if (static_cast<int>(open_.size()) > max_) {
+      return At(e.start_mark, absl::StrCat("maps and lists nest deeper than the limit of ", max_, " levels"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Close() {
+    if (!open_.empty()) {
+      flow_ -= open_.back();
+      open_.pop_back();
+    }
+    return absl::OkStatus();
+  }
+
+  // libyaml's refusal, where it stands. A ',' outside any flow collection gets words of its own.
+  absl::Status ParseError(const yaml_parser_t& p) {
+    const size_t at = offsets_.Of(p.problem_mark.index);
+    if (flow_ == 0 && at < original_.size() && original_[at] == ',') {
+      return AtByte(original_, at, "',' outside a flow list or map ([...] or {...})");
+    }
+    std::string problem = p.problem != nullptr ? p.problem : "not YAML";
+    if (p.context != nullptr) problem = absl::StrCat(p.context, ": ", problem);
+    return AtByte(original_, at, problem);
+  }
+
+  static constexpr char kAnchors[] = "anchors (&) and aliases (*) are not supported in a job spec";
+
+  absl::string_view original_;
+  ByteOffsets offsets_;
+  const int max_;
+  std::vector<std::pair<size_t, size_t>> double_quoted_;  // byte ranges
+  std::vector<bool> open_;  // the collections open now, outermost first: whether each is a flow one
+  int flow_ = 0;            // how many of them are
+};
+
+// The text with every \u escape of a surrogate given the digits of 'A': the same length and the same
+// structure, which libyaml reads (it refuses surrogate escapes, JSON's only way to write characters
+// past U+FFFF).
+std::string WithoutSurrogateEscapes(absl::string_view text) {
+  std::string out(text);
+  for (size_t i = 0; i + kEscapeLength <= out.size(); ++i) {
+    uint32_t v = 0;
+    if (EscapeAt(out, i, &v) && IsSurrogate(v)) out.replace(i + 2, 4, kPlaceholder);
+  }
+  return out;
 }
 
-// yaml-cpp's ScanScalar, less the text it builds: where a scalar ends, and whether it throws.
-bool ShapeScanner::ScanScalar(ScalarParams& params) {
-  bool found_non_empty_line = false;
-  while (More()) {
-    // The line up to its break or the scalar's end.
-    while (!EndMatches(params) && BreakAt(0) == 0) {
-      if (!More()) break;
-      if (DocIndicatorHere()) {
-        if (params.on_doc_indicator == OnDocIndicator::kBreak) break;
-        if (params.on_doc_indicator == OnDocIndicator::kThrow) return false;
-      }
-      found_non_empty_line = true;
-      if (params.escape == '\\' && At(0) == '\\' && BreakAt(1) > 0) {
-        Eat(1);
-        break;
-      }
-      if (params.escape != 0 && At(0) == params.escape) {
-        if (!Escape(params)) return false;
+// JSON's surrogate pairs in the double-quoted scalars [begin, end) of `text`, as the one escape
+// yaml-cpp reads ("\ud83d\ude80" as "\U0001F680"); a lone surrogate is refused where it stands.
+absl::StatusOr<std::string> RewritePairs(absl::string_view text,
+                                         const std::vector<std::pair<size_t, size_t>>& scalars) {
+  std::string out;
+  size_t copied = 0;
+  for (const auto& [begin, end] : scalars) {
+    for (size_t i = begin; i < end; ++i) {
+      if (text[i] != '\\') continue;
+      uint32_t high = 0, low = 0;
+      if (!EscapeAt(text, i, &high) || !IsSurrogate(high)) {
+        ++i;  // an escaped character, e.g. the second backslash of "\\ud83d"
         continue;
       }
-      Eat(1);
-    }
-    if (!More()) return !params.eat_end;
-    if (params.on_doc_indicator == OnDocIndicator::kBreak && DocIndicatorHere()) break;
-    if (EndMatches(params)) {
-      if (params.eat_end) Eat(1);
-      break;
-    }
-    // The line break, then the next line's indentation.
-    Eat(BreakAt(0));
-    while (At(0) == ' ' && (column_ < params.indent || (params.detect_indent && !found_non_empty_line)) &&
-           !EndMatches(params)) {
-      Eat(1);
-    }
-    if (params.detect_indent && !found_non_empty_line) params.indent = std::max(params.indent, column_);
-    while (IsBlank(At(0))) {
-      if (At(0) == '\t' && column_ < params.indent && params.throw_on_tab_in_indentation) return false;
-      if (!params.eat_leading_whitespace || EndMatches(params)) break;
-      Eat(1);
-    }
-    if (BreakAt(0) == 0 && column_ < params.indent) {
-      params.leading_spaces = true;
-      break;
+      if (high <= 0xDBFF && i + kPairLength <= end && EscapeAt(text, i + kEscapeLength, &low) && low >= 0xDC00 &&
+          low <= 0xDFFF) {
+        const uint32_t code_point = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+        absl::StrAppend(&out, text.substr(copied, i - copied), absl::StrFormat("\\U%08X", code_point));
+        copied = i + kPairLength;
+        i += kPairLength - 1;
+        continue;
+      }
+      return AtByte(text, i,
+                    absl::StrFormat("\\u%04x is half of a UTF-16 surrogate pair: a high surrogate (\\ud800-\\udbff) "
+                                    "must be followed at once by a low one (\\udc00-\\udfff), as in \\ud83d\\ude80",
+                                    high));
     }
   }
-  return true;
+  absl::StrAppend(&out, text.substr(copied));
+  return out;
 }
 
-bool ShapeScanner::ReadHex(size_t at, int digits, uint32_t* value) const {
-  *value = 0;
-  for (int i = 0; i < digits; ++i) {
-    const char c = At(at + i);
-    if (!IsHex(c)) return false;
-    *value = *value * 16 + static_cast<uint32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  return true;
-}
+// yaml-cpp's own parser, stopped by its own events before it recurses past `max_depth`
+// collections: where libyaml and yaml-cpp read text differently (libyaml reads YAML 1.1, and takes
+// a lone CR for a line break, for one), yaml-cpp's reading is bounded too. Its parse stops at the
+// event that opens one level too many, unwinding its recursion there.
+class DepthGuard final : public YAML::EventHandler {
+ public:
+  struct TooDeep {
+    YAML::Mark mark;
+  };
+  explicit DepthGuard(int max_depth) : max_(max_depth) {}
 
-// One escape of a quoted scalar (yaml-cpp's Exp::Escape). JSON writes a character beyond U+FFFF
-// as two \u escapes, a high then a low surrogate; yaml-cpp reads \u escapes one at a time and
-// refuses each half, so the pair is rewritten as the \U escape of the character.
-bool ShapeScanner::Escape(const ScalarParams& params) {
-  if (params.escape == '\'') {
-    Eat(2);
-    return true;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Open(mark);
   }
-  const char kind = At(1);
-  const int digits = kind == 'x' ? 2 : kind == 'u' ? 4 : kind == 'U' ? 8 : 0;
-  if (digits == 0) {
-    if (!OneOf(kind, "0abt\tnvfre \"'\\/N_LP")) return false;
-    Eat(2);
-    return true;
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Open(mark);
   }
-  uint32_t value = 0;
-  if (!ReadHex(2, digits, &value)) return false;
-  const bool high = kind == 'u' && value >= 0xD800 && value <= 0xDBFF;
-  const bool low = kind == 'u' && value >= 0xDC00 && value <= 0xDFFF;
-  if (high) {
-    uint32_t second = 0;
-    if (At(6) == '\\' && At(7) == 'u' && ReadHex(8, 4, &second) && second >= 0xDC00 && second <= 0xDFFF) {
-      const uint32_t code_point = 0x10000 + ((value - 0xD800) << 10) + (second - 0xDC00);
-      edits_.emplace_back(pos_, absl::StrFormat("\\U%08X", code_point));
-      Eat(kPairLength);
-      return true;
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Open(const YAML::Mark& mark) {
+    if (++depth_ > max_) throw TooDeep{mark};
+  }
+  const int max_;
+  int depth_ = 0;
+};
+
+// Each level libyaml counts is at most two in yaml-cpp (a flow list's `key: value` entry is a map).
+absl::Status CheckYamlCppDepth(const std::string& text, int max_nesting) {
+  std::istringstream in(text);
+  DepthGuard guard(2 * max_nesting);
+  try {
+    YAML::Parser parser(in);
+    // Two documents at most, as ParseJobSpec reads them.
+    for (int read = 0; read < 2 && parser.HandleNextDocument(guard); ++read) {
     }
+  } catch (const DepthGuard::TooDeep& deep) {
+    return AtByte(text, static_cast<size_t>(std::max(deep.mark.pos, 0)),
+                  absl::StrCat("maps and lists nest deeper than the limit of ", max_nesting, " levels"));
+  } catch (const YAML::Exception&) {
+    // yaml-cpp's own refusal, reported by the parse that follows.
   }
-  if (high || low) {
-    return Refuse(absl::StrFormat(
-        "\\u%04x is half of a UTF-16 surrogate pair: a high surrogate (\\ud800-\\udbff) must be followed at once by a "
-        "low one (\\udc00-\\udfff), as in \\ud83d\\ude80",
-        value));
-  }
-  if ((value >= 0xD800 && value <= 0xDFFF) || value > 0x10FFFF) return false;
-  Eat(2 + digits);
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<std::string> ScanYamlShape(absl::string_view text, int max_nesting) {
-  return ShapeScanner(text, max_nesting).Run();
+  EventScan scan(text, max_nesting);
+  if (absl::Status s = scan.Run(WithoutSurrogateEscapes(text)); !s.ok()) return s;
+  absl::StatusOr<std::string> rewritten = RewritePairs(text, scan.double_quoted());
+  if (!rewritten.ok()) return rewritten.status();
+  if (absl::Status s = CheckYamlCppDepth(*rewritten, max_nesting); !s.ok()) return s;
+  return rewritten;
 }
 
 }  // namespace gradsync::spec::internal

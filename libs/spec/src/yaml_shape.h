@@ -1,9 +1,10 @@
 // The shape of YAML (or JSON) text, found before yaml-cpp parses it.
 //
-// yaml-cpp 0.7's parser recurses once per nested collection, up to a guard of its own (500 levels)
-// that only an 8 MiB stack survives. This scan walks the text with yaml-cpp's tokenizing rules
-// (its scanner's token boundaries, indentation stack and simple keys) but builds nothing and never
-// recurses, so the nesting is known, and bounded, before any parser runs: text that passes is
+// yaml-cpp's parser recurses once per nested collection, up to a guard of its own (500 levels in
+// 0.7) that only an 8 MiB stack survives. libyaml's parser never recurses: its event stream gives
+// the nesting, anchors, aliases, tags and directives of the text, bounded before any recursive
+// parser runs; and where the two libraries read text differently, yaml-cpp's own parser, driven by
+// events that stop it one level past twice the limit, bounds its reading too. Text that passes is
 // parsed within a few hundred KiB of stack on any thread.
 #pragma once
 
@@ -25,8 +26,9 @@ inline constexpr int kMaxNesting = 64;
 // collections nested deeper than `max_nesting`, a lone surrogate escape, and anchors, aliases,
 // tags or directives: a job spec has no use for them, and an alias expands a few bytes into as
 // many copies of a value as it names.
-// Text that yaml-cpp itself refuses is left for yaml-cpp to report: the scan stops where yaml-cpp's
-// scanner throws, and the text before that point is checked.
+// Text that libyaml refuses is refused with libyaml's problem at its place (and a ',' outside any
+// flow collection, on which yaml-cpp 0.7 allocates without end, with words of its own): no text
+// reaches yaml-cpp unread.
 absl::StatusOr<std::string> ScanYamlShape(absl::string_view text, int max_nesting = kMaxNesting);
 
 }  // namespace gradsync::spec::internal
