@@ -3,7 +3,7 @@
 // hide. Also the reducer's own account: communication time and exposed time per step; and each
 // rank's memory: its process's peak RSS and the bytes its replica holds for the model's state.
 //
-// Each rank runs what a worker runs: the coordinator's placement (PlaceRanks) for --device and
+// Each rank runs what a worker runs: the coordinator's placement (spec::PlaceRanks) for --device and
 // --backend, the worker's TrainConfig built from the assignment, its replica, and its training
 // loop, stepped here. With one NCCL rank, the difference is the reducer's own overhead.
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
-#include "placement.h"
+#include "gradsync/spec/placement.h"
 #include "proc_stats.h"
 #include "rank_env.h"
 #include "replica.h"
@@ -77,10 +77,10 @@ absl::StatusOr<v1::JobSpec> BenchSpec(const BenchArgs& args) {
 
 // The ranks as a local cluster's workers register: on this host, rank r on GPU r mod (GPUs
 // visible) when the model asks for a GPU, else on the CPU.
-absl::StatusOr<std::vector<coordinator::RankHost>> BenchRanks(const v1::JobSpec& spec, int ranks) {
+absl::StatusOr<std::vector<spec::RankHost>> BenchRanks(const v1::JobSpec& spec, int ranks) {
   const bool cuda = spec::ParseDevice(spec.model().device()).value_or(spec::Device::kCpu) == spec::Device::kCuda;
   const int gpus = static_cast<int>(device::ListGpus().size());
-  std::vector<coordinator::RankHost> hosts;
+  std::vector<spec::RankHost> hosts;
   for (int r = 0; r < ranks; ++r) {
     auto d =
         device::ResolveDevice(cuda && gpus > 0 ? device::DeviceRequest::Gpu(r % gpus) : device::DeviceRequest::Cpu());
@@ -92,10 +92,10 @@ absl::StatusOr<std::vector<coordinator::RankHost>> BenchRanks(const v1::JobSpec&
 
 // This rank's assignment, placed as the coordinator would place the gang.
 absl::StatusOr<v1::Assignment> BenchAssignment(const v1::JobSpec& spec, const BenchArgs& args,
-                                               const std::vector<coordinator::RankHost>& hosts) {
+                                               const std::vector<spec::RankHost>& hosts) {
   auto model = spec::PlanModel(spec);
   if (!model.ok()) return model.status();
-  auto placement = coordinator::PlaceRanks(spec, *model, hosts);
+  auto placement = spec::PlaceRanks(spec, *model, hosts);
   if (!placement.ok()) return placement.status();
   v1::Assignment a;
   a.set_job_id("bench");

@@ -11,7 +11,7 @@
 #include "gradsync/device/gpu_peak.h"
 #include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_plan.h"
-#include "placement.h"
+#include "gradsync/spec/placement.h"
 
 namespace gradsync::coordinator {
 namespace {
@@ -49,7 +49,7 @@ double PeakFlops(const std::vector<WorkerLease*>& gang, const std::vector<v1::Pl
 
 // "rank 0 on W (host, cuda:0 bf16)", for the Scheduled event.
 std::string DescribeRank(size_t rank, const WorkerLease& w, const v1::Placement& where) {
-  // PlaceRanks wrote `where`, so it parses.
+  // spec::PlaceRanks wrote `where`, so it parses.
   const bool gpu = spec::ParsePlacement(where).value_or(spec::Placement{}).device == spec::Device::kCuda;
   return absl::StrCat("rank ", rank, " on ", w.id(), " (", w.info().hostname(), ", ", where.device(),
                       gpu ? absl::StrCat(":", w.info().device().gpu_index()) : "", " ", where.precision(), ")");
@@ -79,11 +79,11 @@ void Coordinator::ScheduleLocked() {
     // Workers the job already failed to set up on come last: a retry runs elsewhere when it can.
     std::stable_partition(idle.begin(), idle.end(), [&rt](const WorkerLease* w) { return !rt.FailedSetupOn(w->id()); });
     std::vector<WorkerLease*> gang(idle.begin(), idle.begin() + take);
-    std::vector<RankHost> hosts;
+    std::vector<spec::RankHost> hosts;
     for (const WorkerLease* w : gang) hosts.push_back(w->host());
     absl::StatusOr<nn::ModelPlan> model = spec::PlanModel(rt.spec());
     absl::StatusOr<std::vector<v1::Placement>> placement =
-        model.ok() ? PlaceRanks(rt.spec(), *model, hosts) : model.status();
+        model.ok() ? spec::PlaceRanks(rt.spec(), *model, hosts) : model.status();
     if (!placement.ok()) {
       // The gang stays idle for the jobs behind; this one cannot run on what registered.
       unplaceable.emplace_back(&rt, std::string(placement.status().message()));

@@ -13,8 +13,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "gradsync/spec/placement.h"
 #include "gradsync/v1/coordinator.pb.h"
-#include "placement.h"
 
 namespace gradsync::coordinator {
 
@@ -38,7 +38,7 @@ class WorkerLease {
   // The worker id a session names (the part before its last '.'); empty when it names none.
   static absl::string_view WorkerIdOfSession(absl::string_view session);
   const v1::RegisterWorkerRequest& info() const { return info_; }
-  RankHost host() const { return {id_, info_.hostname(), info_.device()}; }
+  spec::RankHost host() const { return {id_, info_.hostname(), info_.device()}; }
 
   // A heartbeat at `now` extends the lease.
   void Renew(absl::Time now) { last_seen_ = now; }

@@ -1,6 +1,6 @@
-// PlaceRanks: the spec's device, precision and backend choices against the gang's devices; and
+// spec::PlaceRanks: the spec's device, precision and backend choices against the gang's devices; and
 // the coordinator putting the result in every assignment, or failing a job no gang can run.
-#include "placement.h"
+#include "gradsync/spec/placement.h"
 
 #include "absl/strings/str_cat.h"
 #include "coordinator.h"
@@ -15,14 +15,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-RankHost Cpu(const std::string& host) {
-  RankHost r{"w-" + host, host, {}};
+spec::RankHost Cpu(const std::string& host) {
+  spec::RankHost r{"w-" + host, host, {}};
   r.device.set_kind(v1::Device::CPU);
   return r;
 }
 
-RankHost Gpu(const std::string& host, int index) {
-  RankHost r{absl::StrCat("w-", host, "-", index), host, {}};
+spec::RankHost Gpu(const std::string& host, int index) {
+  spec::RankHost r{absl::StrCat("w-", host, "-", index), host, {}};
   r.device.set_kind(v1::Device::CUDA);
   r.device.set_gpu_index(index);
   return r;
@@ -51,8 +51,8 @@ struct Placed {
   std::string backend;
 };
 
-Placed Place(const v1::JobSpec& spec, const std::vector<RankHost>& ranks) {
-  absl::StatusOr<std::vector<v1::Placement>> p = PlaceRanks(spec, ModelOf(spec), ranks);
+Placed Place(const v1::JobSpec& spec, const std::vector<spec::RankHost>& ranks) {
+  absl::StatusOr<std::vector<v1::Placement>> p = spec::PlaceRanks(spec, ModelOf(spec), ranks);
   EXPECT_TRUE(p.ok()) << p.status();
   Placed out;
   if (!p.ok()) return out;
@@ -107,26 +107,26 @@ TEST(PlaceRanks, ExplicitChoicesAreKept) {
 }
 
 TEST(PlaceRanks, ImpossibleChoicesNameTheFieldAndTheWorker) {
-  absl::StatusOr<std::vector<v1::Placement>> no_gpu =
-      PlaceRanks(Spec("gpt-tiny", "cuda", "auto"), ModelOf(Spec("gpt-tiny", "cuda", "auto")), {Gpu("a", 0), Cpu("b")});
+  absl::StatusOr<std::vector<v1::Placement>> no_gpu = spec::PlaceRanks(
+      Spec("gpt-tiny", "cuda", "auto"), ModelOf(Spec("gpt-tiny", "cuda", "auto")), {Gpu("a", 0), Cpu("b")});
   EXPECT_EQ(no_gpu.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(
       no_gpu.status().message(),
       HasSubstr("model.device: \"cuda\" needs a GPU on every worker; rank 1 (w-b on b) registered without one"));
 
-  absl::StatusOr<std::vector<v1::Placement>> shared = PlaceRanks(
+  absl::StatusOr<std::vector<v1::Placement>> shared = spec::PlaceRanks(
       Spec("gpt-tiny", "auto", "nccl"), ModelOf(Spec("gpt-tiny", "auto", "nccl")), {Gpu("a", 1), Gpu("a", 1)});
   EXPECT_EQ(shared.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(shared.status().message(),
               HasSubstr("ddp.backend: \"nccl\" needs every rank on a GPU of its own, and rank 1"));
   EXPECT_THAT(shared.status().message(), HasSubstr("shares GPU 1 with another rank"));
 
-  absl::StatusOr<std::vector<v1::Placement>> cpu_rank =
-      PlaceRanks(Spec("gpt-tiny", "auto", "nccl"), ModelOf(Spec("gpt-tiny", "auto", "nccl")), {Gpu("a", 0), Cpu("b")});
+  absl::StatusOr<std::vector<v1::Placement>> cpu_rank = spec::PlaceRanks(
+      Spec("gpt-tiny", "auto", "nccl"), ModelOf(Spec("gpt-tiny", "auto", "nccl")), {Gpu("a", 0), Cpu("b")});
   EXPECT_THAT(cpu_rank.status().message(), HasSubstr("rank 0 (w-a-0 on a) computes on its CPU"))
       << "with one worker without a GPU every rank computes on its CPU";
 
-  absl::StatusOr<std::vector<v1::Placement>> bf16 = PlaceRanks(
+  absl::StatusOr<std::vector<v1::Placement>> bf16 = spec::PlaceRanks(
       Spec("gpt-tiny", "auto", "gloo", "bf16"), ModelOf(Spec("gpt-tiny", "auto", "gloo", "bf16")), {Cpu("a")});
   EXPECT_THAT(bf16.status().message(), HasSubstr("model.precision: bf16 runs on a GPU only, and rank 0 (w-a on a)"));
 }

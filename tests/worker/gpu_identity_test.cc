@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
+#include "gradsync/spec/placement.h"
 #include "gtest/gtest.h"
-#include "placement.h"
 
 namespace gradsync {
 namespace {
@@ -23,8 +23,8 @@ using ::testing::HasSubstr;
 constexpr char kUuidA[] = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
 constexpr char kUuidB[] = "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff";
 
-coordinator::RankHost Gpu(const std::string& host, int ordinal, const std::string& uuid) {
-  coordinator::RankHost r{absl::StrCat("w-", host, "-", ordinal, "-", uuid.substr(4, 2)), host, {}};
+spec::RankHost Gpu(const std::string& host, int ordinal, const std::string& uuid) {
+  spec::RankHost r{absl::StrCat("w-", host, "-", ordinal, "-", uuid.substr(4, 2)), host, {}};
   r.device.set_kind(v1::Device::CUDA);
   r.device.set_gpu_index(ordinal);
   r.device.set_gpu_uuid(uuid);
@@ -49,8 +49,8 @@ nn::ModelPlan ModelOf(v1::JobSpec spec) {
 }
 
 // The backend "auto" resolves to for this gang.
-std::string AutoBackend(const std::vector<coordinator::RankHost>& ranks) {
-  absl::StatusOr<std::vector<v1::Placement>> p = coordinator::PlaceRanks(Spec("auto"), ModelOf(Spec("auto")), ranks);
+std::string AutoBackend(const std::vector<spec::RankHost>& ranks) {
+  absl::StatusOr<std::vector<v1::Placement>> p = spec::PlaceRanks(Spec("auto"), ModelOf(Spec("auto")), ranks);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() && !p->empty() ? (*p)[0].backend() : "";
 }
@@ -67,21 +67,21 @@ TEST(GpuIdentity, FormatsTheUuidAsNvidiaSmiPrintsIt) {
 // Two workers of one host, each pinned to its own GPU with CUDA_VISIBLE_DEVICES: both see it as
 // cuda:0. They are two GPUs, so NCCL, not Gloo staged through host memory.
 TEST(GpuIdentity, TwoPinnedWorkersOfOneHostBothAtOrdinalZeroAreTwoGpus) {
-  const std::vector<coordinator::RankHost> ranks = {Gpu("node", 0, kUuidA), Gpu("node", 0, kUuidB)};
+  const std::vector<spec::RankHost> ranks = {Gpu("node", 0, kUuidA), Gpu("node", 0, kUuidB)};
   EXPECT_FALSE(device::SameGpu("node", ranks[0].device, "node", ranks[1].device));
   EXPECT_EQ(AutoBackend(ranks), "nccl");
-  EXPECT_TRUE(coordinator::PlaceRanks(Spec("nccl"), ModelOf(Spec("nccl")), ranks).ok());
+  EXPECT_TRUE(spec::PlaceRanks(Spec("nccl"), ModelOf(Spec("nccl")), ranks).ok());
 }
 
 // One GPU seen as cuda:0 by a pinned worker and as cuda:1 by one that sees the whole host, or by
 // two containers with different host names: one GPU, which NCCL refuses.
 TEST(GpuIdentity, TheSameUuidIsOneGpuWhateverTheOrdinalOrHostName) {
-  for (const auto& ranks : {std::vector<coordinator::RankHost>{Gpu("node", 0, kUuidA), Gpu("node", 1, kUuidA)},
-                            std::vector<coordinator::RankHost>{Gpu("pod-a", 0, kUuidA), Gpu("pod-b", 0, kUuidA)}}) {
+  for (const auto& ranks : {std::vector<spec::RankHost>{Gpu("node", 0, kUuidA), Gpu("node", 1, kUuidA)},
+                            std::vector<spec::RankHost>{Gpu("pod-a", 0, kUuidA), Gpu("pod-b", 0, kUuidA)}}) {
     EXPECT_TRUE(device::SameGpu(ranks[0].hostname, ranks[0].device, ranks[1].hostname, ranks[1].device));
     EXPECT_EQ(AutoBackend(ranks), "gloo") << ranks[1].hostname;
     const absl::StatusOr<std::vector<v1::Placement>> nccl =
-        coordinator::PlaceRanks(Spec("nccl"), ModelOf(Spec("nccl")), ranks);
+        spec::PlaceRanks(Spec("nccl"), ModelOf(Spec("nccl")), ranks);
     EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(nccl.status().message(),
                 HasSubstr(absl::StrCat("rank 1 (", ranks[1].worker_id, " on ", ranks[1].hostname, ") shares GPU ",
@@ -94,7 +94,7 @@ TEST(GpuIdentity, TheSameUuidIsOneGpuWhateverTheOrdinalOrHostName) {
 // "localhost": different UUIDs, different GPUs.
 TEST(GpuIdentity, TheSameOrdinalOnTwoHostsIsTwoGpusEvenWhenTheHostNamesCollide) {
   for (const auto& hosts : {std::pair<std::string, std::string>{"node-1", "node-2"}, {"localhost", "localhost"}}) {
-    const std::vector<coordinator::RankHost> ranks = {Gpu(hosts.first, 0, kUuidA), Gpu(hosts.second, 0, kUuidB)};
+    const std::vector<spec::RankHost> ranks = {Gpu(hosts.first, 0, kUuidA), Gpu(hosts.second, 0, kUuidB)};
     EXPECT_FALSE(device::SameGpu(hosts.first, ranks[0].device, hosts.second, ranks[1].device));
     EXPECT_EQ(AutoBackend(ranks), "nccl") << hosts.second;
   }

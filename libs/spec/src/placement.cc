@@ -1,11 +1,11 @@
-#include "placement.h"
+#include "gradsync/spec/placement.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gradsync/device/gpu_identity.h"
 #include "gradsync/spec/choices.h"
 
-namespace gradsync::coordinator {
+namespace gradsync::spec {
 namespace {
 
 std::string Where(const RankHost& r) { return absl::StrCat(r.worker_id, " on ", r.hostname); }
@@ -71,4 +71,4 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
   return out;
 }
 
-}  // namespace gradsync::coordinator
+}  // namespace gradsync::spec

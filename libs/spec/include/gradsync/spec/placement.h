@@ -25,7 +25,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 
-namespace gradsync::coordinator {
+namespace gradsync::spec {
 
 struct RankHost {
   std::string worker_id;
@@ -39,4 +39,4 @@ struct RankHost {
 absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const nn::ModelPlan& plan,
                                                       const std::vector<RankHost>& ranks);
 
-}  // namespace gradsync::coordinator
+}  // namespace gradsync::spec
