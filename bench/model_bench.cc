@@ -14,6 +14,7 @@
 #include "gradsync/core/args.h"
 #include "gradsync/core/digest.h"
 #include "gradsync/core/rng.h"
+#include "gradsync/device/device_request.h"
 #include "gradsync/kernels/cpu/blas_threads.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/nn/optimizer.h"
@@ -36,13 +37,9 @@ int Fail(const std::string& message) {
 }
 
 int RunOnGpu(const gradsync::nn::ModelPlan& plan, const gradsync::nn::Batch& batch, int64_t tokens_per_step,
-             double flops_per_token, const std::string& device, const std::string& precision,
+             double flops_per_token, const gradsync::device::DeviceRequest& device, const std::string& precision,
              const std::string& attention, int steps, int warmup) {
-  int index = 0;
-  if (device != "cuda" &&
-      !(device.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(device.substr(5), &index) && index >= 0)) {
-    return Fail("--device: expected cpu, cuda or cuda:N, got \"" + device + "\"");
-  }
+  const int index = std::max(device.ordinal, 0);
   if (precision != "bf16" && precision != "fp32") {
     return Fail("--precision: expected bf16 or fp32, got \"" + precision + "\"");
   }
@@ -117,13 +114,17 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::string device = args->Get("device", "cpu");
+  auto device = device::ParseDeviceRequest(args->Get("device", "cpu"), "--device");
+  if (!device.ok()) return Fail(std::string(device.status().message()));
+  if (device->kind == device::DeviceRequest::Kind::kAuto) {
+    return Fail("--device: cpu, cuda or cuda:N (the bench runs where it is told)");
+  }
   const std::string attention = args->Get("attention", "products");
   if (attention != "products" && attention != "flash" && attention != "fused") {
     return Fail("--attention: expected products, flash or fused, got \"" + attention + "\"");
   }
-  if (device != "cpu") {
-    return RunOnGpu(*plan, batch, tokens_per_step, flops_per_token, device, args->Get("precision", "bf16"), attention,
+  if (device->kind == device::DeviceRequest::Kind::kCuda) {
+    return RunOnGpu(*plan, batch, tokens_per_step, flops_per_token, *device, args->Get("precision", "bf16"), attention,
                     *steps, *warmup);
   }
 
