@@ -4,7 +4,7 @@
 // rank's memory: its process's peak RSS and the bytes its replica holds for the model's state.
 //
 // Each rank runs what a worker runs: the coordinator's placement (spec::PlaceRanks) for --device and
-// --backend, the worker's TrainConfig built from the assignment, its replica, and its training
+// --backend, the worker's train::TrainConfig built from the assignment, its replica, and its training
 // loop, stepped here. With one NCCL rank, the difference is the reducer's own overhead.
 #include <unistd.h>
 
@@ -22,10 +22,10 @@
 #include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 #include "gradsync/spec/placement.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_loop.h"
 #include "proc_stats.h"
 #include "rank_env.h"
-#include "replica.h"
-#include "train_loop.h"
 
 namespace gradsync::bench {
 namespace {
@@ -43,7 +43,7 @@ struct Figures {
 };
 
 // One rank's memory in bytes: its process's resident memory before the replica was built and at
-// its peak (VmHWM, after every step ran), and what its replica holds (Replica::Memory).
+// its peak (VmHWM, after every step ran), and what its replica holds (train::Replica::Memory).
 struct RankMemory {
   double start_rss = 0;
   double peak_rss = 0;
@@ -108,7 +108,7 @@ absl::StatusOr<v1::Assignment> BenchAssignment(const v1::JobSpec& spec, const Be
 
 // Runs `steps` steps of `loop`, the step reports adding up in *sum; then agrees on the figures
 // across ranks (a step is as slow as its slowest rank, so the mean over ranks is what it cost).
-absl::StatusOr<Figures> Measure(worker::TrainLoop& loop, worker::GradSync sync, int steps, Figures* sum,
+absl::StatusOr<Figures> Measure(train::TrainLoop& loop, train::GradSync sync, int steps, Figures* sum,
                                 comm::Communicator& comm) {
   *sum = Figures();
   for (int s = 0; s < steps; ++s) {
@@ -121,11 +121,11 @@ absl::StatusOr<Figures> Measure(worker::TrainLoop& loop, worker::GradSync sync, 
 }
 
 // Every rank's memory, on every rank: each fills its own row of a sum.
-absl::StatusOr<std::vector<RankMemory>> GatherMemory(worker::Replica& replica, double start_rss,
+absl::StatusOr<std::vector<RankMemory>> GatherMemory(train::Replica& replica, double start_rss,
                                                      comm::Communicator& comm) {
   auto proc = ReadProcStats(::getpid());
   if (!proc.ok()) return proc.status();
-  const worker::MemoryFootprint held = replica.Memory();
+  const train::MemoryFootprint held = replica.Memory();
   std::vector<double> rows(static_cast<size_t>(kMemoryFields) * comm.size(), 0.0);
   const double mine[kMemoryFields] = {start_rss, static_cast<double>(proc->peak_rss_bytes),
                                       static_cast<double>(held.params), static_cast<double>(held.grads),
@@ -150,8 +150,8 @@ void PrintMemory(const std::vector<RankMemory>& ranks) {
   }
 }
 
-void Print(const worker::TrainLoop& loop, worker::Replica& replica, const worker::TrainConfig& config,
-           const Figures& with, const std::optional<Figures>& without) {
+void Print(const train::TrainLoop& loop, train::Replica& replica, const train::TrainConfig& config, const Figures& with,
+           const std::optional<Figures>& without) {
   std::printf("# gradsync-bench ddp: %s, %d ranks x micro-batch %d x %d micro-steps, %zu buckets, on %s\n",
               replica.model().Describe().c_str(), config.world_size, config.sampler.micro_batch,
               config.sampler.grad_accum_steps, loop.reducer().buckets().size(), replica.Describe().c_str());
@@ -182,14 +182,14 @@ int DdpRank(const BenchArgs& args) {
   if (!hosts.ok()) return Fail(hosts.status(), 2);
   auto assignment = BenchAssignment(*spec, args, *hosts);
   if (!assignment.ok()) return Fail(assignment.status(), 2);
-  const absl::StatusOr<worker::TrainConfig> config = worker::TrainConfigFromAssignment(*assignment);
+  const absl::StatusOr<train::TrainConfig> config = train::TrainConfigFromAssignment(*assignment);
   if (!config.ok()) return Fail(config.status(), 2);
   auto kv = NewBenchKv(args.coordinator, args.cluster_token, 1);
-  auto replica = worker::CreateReplica(*config, {(*hosts)[args.rank].device, kv.get()});
+  auto replica = train::CreateReplica(*config, {(*hosts)[args.rank].device, kv.get()});
   if (!replica.ok()) return Fail(replica.status(), 2);
 
   Figures sum;
-  worker::TrainHooks hooks;
+  train::TrainHooks hooks;
   hooks.kv = kv.get();
   hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config->seed, epoch); };
   hooks.on_step = [&sum](const v1::StepReport& r) {
@@ -199,13 +199,13 @@ int DdpRank(const BenchArgs& args) {
     sum.samples += static_cast<double>(r.samples());
     sum.tokens += static_cast<double>(r.tokens());
   };
-  auto loop = worker::TrainLoop::Start(*config, **replica, hooks);
+  auto loop = train::TrainLoop::Start(*config, **replica, hooks);
   if (!loop.ok()) return Fail(loop.status(), 2);
   comm::Communicator& comm = (*replica)->comm();
   std::vector<Figures> runs;
-  for (const auto& [sync, steps] : {std::pair{worker::GradSync::kAllReduce, kWarmupSteps},
-                                    {worker::GradSync::kAllReduce, args.steps},
-                                    {worker::GradSync::kLocalOnly, LocalSteps(args)}}) {
+  for (const auto& [sync, steps] : {std::pair{train::GradSync::kAllReduce, kWarmupSteps},
+                                    {train::GradSync::kAllReduce, args.steps},
+                                    {train::GradSync::kLocalOnly, LocalSteps(args)}}) {
     if (steps == 0) continue;
     absl::StatusOr<Figures> f = Measure(**loop, sync, steps, &sum, comm);
     if (!f.ok()) return Fail(f.status(), 1);

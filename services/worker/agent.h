@@ -18,16 +18,16 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "activity.h"
 #include "fault_injection.h"
 #include "gradsync/comm/communicator.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/metrics_reporter.h"
+#include "gradsync/train/activity.h"
+#include "gradsync/train/train_loop.h"
 #include "gradsync/v1/coordinator.grpc.pb.h"
 #include "gradsync/v1/logs.grpc.pb.h"
 #include "job_log_shipper.h"
 #include "sample_log.h"
-#include "train_loop.h"
 
 namespace gradsync::worker {
 
@@ -90,17 +90,17 @@ class Agent {
   absl::Status ServeAssignments();
 
   // One generation (agent_generation.cc): the heartbeat's state reset, the assignment's
-  // TrainConfig, the replica and the training loop, and the result reported. `parsed` is whether
+  // train::TrainConfig, the replica and the training loop, and the result reported. `parsed` is whether
   // the assignment parsed (ParseAssignment); if not, the rank fails with it at once. An exception
   // from the generation fails the rank as well (job_guard.h): the worker outlives every job.
   void RunAssignment(const v1::Assignment& assignment, const absl::Status& parsed);
   void BeginGeneration(const v1::Assignment& assignment);
-  absl::StatusOr<TrainOutcome> RunGeneration(const v1::Assignment& assignment);
-  TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
+  absl::StatusOr<train::TrainOutcome> RunGeneration(const v1::Assignment& assignment);
+  train::TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
   // The seed of `epoch`, from the coordinator's epoch plan.
   absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);
-  void OnStepBegin(int rank, const StepMarker& marker);
-  void EndGeneration(const v1::Assignment& assignment, const absl::StatusOr<TrainOutcome>& outcome);
+  void OnStepBegin(int rank, const train::StepMarker& marker);
+  void EndGeneration(const v1::Assignment& assignment, const absl::StatusOr<train::TrainOutcome>& outcome);
 
   // The heartbeat (agent_heartbeat.cc).
   void HeartbeatLoop();
@@ -142,8 +142,8 @@ class Agent {
   // The generation being run, for heartbeats.
   v1::HeartbeatRequest current_ ABSL_GUARDED_BY(mu_);
   // Where the generation's training loop is, for the heartbeat's activity.
-  StepMarker marker_ ABSL_GUARDED_BY(mu_);
-  // What the generation has reached (TrainHooks::on_reached), reported with a failure.
+  train::StepMarker marker_ ABSL_GUARDED_BY(mu_);
+  // What the generation has reached (train::TrainHooks::on_reached), reported with a failure.
   v1::JobResult reached_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   // The running generation's communicator, so an abort can interrupt a collective in flight.

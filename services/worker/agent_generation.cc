@@ -1,4 +1,4 @@
-// The agent's part in one generation: the assignment read into a TrainConfig, the replica built
+// The agent's part in one generation: the assignment read into a train::TrainConfig, the replica built
 // (rendezvous with the other ranks), the training loop run with hooks that reach the coordinator,
 // the metrics service and the sample log, and the result reported. Whatever the job does, an
 // error or an exception, ends here as that rank's failure (job_guard.h).
@@ -10,9 +10,9 @@
 #include "gradsync/core/log.h"
 #include "gradsync/core/shutdown.h"
 #include "gradsync/rpc/status.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_config.h"
 #include "job_guard.h"
-#include "replica.h"
-#include "train_config.h"
 #include "worker_metrics.h"
 
 namespace gradsync::worker {
@@ -28,8 +28,9 @@ constexpr absl::Duration kEpochPlanRetry = absl::Milliseconds(200);
 
 void Agent::RunAssignment(const v1::Assignment& a, const absl::Status& parsed) {
   BeginGeneration(a);
-  const absl::StatusOr<TrainOutcome> outcome =
-      parsed.ok() ? RunGuarded<TrainOutcome>([&] { return RunGeneration(a); }) : absl::StatusOr<TrainOutcome>(parsed);
+  const absl::StatusOr<train::TrainOutcome> outcome =
+      parsed.ok() ? RunGuarded<train::TrainOutcome>([&] { return RunGeneration(a); })
+                  : absl::StatusOr<train::TrainOutcome>(parsed);
   EndGeneration(a, outcome);
 }
 
@@ -62,7 +63,7 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
   current_.set_rank(a.rank());
   current_.set_step(0);
   current_.clear_progress();
-  marker_ = StepMarker();
+  marker_ = train::StepMarker();
   running_.set_job_id(a.job_id());
   running_.set_generation(a.generation());
   running_.set_rank(a.rank());
@@ -70,13 +71,13 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
   running_.set_worker_id(worker_id_);
 }
 
-absl::StatusOr<TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
-  const absl::StatusOr<TrainConfig> config = TrainConfigFromAssignment(a);
+absl::StatusOr<train::TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
+  const absl::StatusOr<train::TrainConfig> config = train::TrainConfigFromAssignment(a);
   if (!config.ok()) return config.status();
   auto kv = comm::NewCoordinatorKvClient(stub_, a.job_id(), a.generation());
-  const ReplicaOptions ro{options_.device, kv.get(), options_.comm_host};
+  const train::ReplicaOptions ro{options_.device, kv.get(), options_.comm_host};
   const absl::Time rendezvous_start = absl::Now();
-  absl::StatusOr<std::unique_ptr<Replica>> replica = CreateReplica(*config, ro);
+  absl::StatusOr<std::unique_ptr<train::Replica>> replica = train::CreateReplica(*config, ro);
   if (!replica.ok()) return replica.status();
   if (options_.own_metrics != nullptr) {
     options_.own_metrics->RecordRendezvous(a.job_id(), a.rank(), absl::ToDoubleSeconds(absl::Now() - rendezvous_start));
@@ -103,10 +104,10 @@ absl::StatusOr<TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
   return Train(*config, **replica, HooksFor(a, kv.get(), samples.get()));
 }
 
-TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLog* samples) {
+train::TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLog* samples) {
   const std::string job_id = a.job_id();
   const int generation = a.generation(), rank = a.rank();
-  TrainHooks hooks;
+  train::TrainHooks hooks;
   hooks.abort = &abort_;
   hooks.kv = kv;
   hooks.checkpoint_requested = &checkpoint_requested_;
@@ -128,7 +129,7 @@ TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLo
     absl::MutexLock lock(&mu_);
     *current_.mutable_progress() = p;
   };
-  hooks.on_step_begin = [this, rank](const StepMarker& m) { OnStepBegin(rank, m); };
+  hooks.on_step_begin = [this, rank](const train::StepMarker& m) { OnStepBegin(rank, m); };
   if (samples != nullptr) {
     hooks.on_samples = [samples](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
       samples->Write(step, from, shard);
@@ -160,7 +161,7 @@ absl::StatusOr<uint64_t> Agent::EpochSeed(const std::string& job_id, int epoch) 
 }
 
 // Where the heartbeat says the rank is; and the stall drill, which sleeps here.
-void Agent::OnStepBegin(int rank, const StepMarker& m) {
+void Agent::OnStepBegin(int rank, const train::StepMarker& m) {
   watchdog_.StepBegan();
   {
     absl::MutexLock lock(&mu_);
@@ -174,7 +175,7 @@ void Agent::OnStepBegin(int rank, const StepMarker& m) {
   }
 }
 
-void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<TrainOutcome>& outcome) {
+void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<train::TrainOutcome>& outcome) {
   watchdog_.GenerationEnded();
   v1::ReportResultRequest report;
   report.set_job_id(a.job_id());

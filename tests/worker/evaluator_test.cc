@@ -1,6 +1,6 @@
 // The validation loss: the same at every world size up to the order of double additions, equal to
 // a computation one window at a time, and evaluating leaves training bitwise unchanged.
-#include "evaluator.h"
+#include "gradsync/train/evaluator.h"
 
 #include <unistd.h>
 
@@ -17,10 +17,10 @@
 #include "gradsync/core/rng.h"
 #include "gradsync/data/token_shard.h"
 #include "gradsync/spec/job_spec.h"
+#include "gradsync/train/train_loop.h"
 #include "gtest/gtest.h"
 #include "plans.h"
 #include "replica_test_util.h"
-#include "train_loop.h"
 
 namespace gradsync::worker {
 namespace {
@@ -103,15 +103,15 @@ TEST_F(EvaluatorTest, TheSameLossAtEveryWorldSizeAndEqualToOneWindowAtATime) {
     std::vector<double> losses(world);
     testing::RunRanks(server, absl::StrCat("eval-", world), world,
                       [&](int rank, comm::Communicator& comm, comm::KvClient&) {
-                        TrainConfig config;
+                        train::TrainConfig config;
                         config.plan = *spec::PlanJob(spec);
                         config.rank = rank;
                         config.sampler.micro_batch = 3;
                         std::unique_ptr<nn::Model> model = *gradsync::testing::ModelOf(spec);
                         model->InitParams(9);
-                        absl::StatusOr<std::unique_ptr<Evaluator>> e = Evaluator::Create(config, world);
+                        absl::StatusOr<std::unique_ptr<train::Evaluator>> e = train::Evaluator::Create(config, world);
                         ASSERT_TRUE(e.ok()) << e.status();
-                        absl::StatusOr<Evaluation> got = (*e)->Evaluate(7, *model, comm);
+                        absl::StatusOr<train::Evaluation> got = (*e)->Evaluate(7, *model, comm);
                         ASSERT_TRUE(got.ok()) << got.status();
                         EXPECT_EQ(got->step, 7);
                         std::lock_guard<std::mutex> lock(mu);
@@ -138,7 +138,7 @@ struct TrainRun {
   v1::JobProgress progress;  // rank 0's last
 };
 
-// Two ranks train `spec` to the end through TrainLoop; rank 0's figures.
+// Two ranks train `spec` to the end through train::TrainLoop; rank 0's figures.
 TrainRun TrainTwoRanks(const v1::JobSpec& spec, const std::string& job) {
   testing::CoordinatorServer server;
   std::vector<TrainRun> runs(2);
@@ -150,14 +150,14 @@ TrainRun TrainTwoRanks(const v1::JobSpec& spec, const std::string& job) {
       *a.mutable_spec() = spec;
       a.set_rank(rank);
       a.set_weights_path(absl::StrCat(::testing::TempDir(), "/evaluator-test-", job, "-", ::getpid(), ".bin"));
-      const TrainConfig config = ConfigOf(a);
-      ReplicaOptions o;
+      const train::TrainConfig config = ConfigOf(a);
+      train::ReplicaOptions o;
       o.device.set_kind(v1::Device::CPU);
       o.kv = kv.get();
-      auto replica = CreateReplica(config, o);
+      auto replica = train::CreateReplica(config, o);
       ASSERT_TRUE(replica.ok()) << replica.status();
       TrainRun& run = runs[rank];
-      TrainHooks hooks;
+      train::TrainHooks hooks;
       hooks.kv = kv.get();
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
       hooks.on_step = [&](const v1::StepReport& r) {
@@ -165,7 +165,7 @@ TrainRun TrainTwoRanks(const v1::JobSpec& spec, const std::string& job) {
         if (r.has_validation_loss()) run.validation[r.step()] = r.validation_loss();
       };
       hooks.on_progress = [&](const v1::JobProgress& p) { run.progress = p; };
-      absl::StatusOr<TrainOutcome> outcome = Train(config, **replica, hooks);
+      absl::StatusOr<train::TrainOutcome> outcome = Train(config, **replica, hooks);
       ASSERT_TRUE(outcome.ok()) << outcome.status();
       run.digest = outcome->param_digest;
       run.result = outcome->result;

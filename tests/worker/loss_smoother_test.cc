@@ -1,4 +1,4 @@
-#include "loss_smoother.h"
+#include "gradsync/train/loss_smoother.h"
 
 #include <cmath>
 #include <vector>
@@ -9,7 +9,7 @@ namespace gradsync::worker {
 namespace {
 
 TEST(LossSmoother, StartsAtTheFirstLossAndIsAWeightedMeanOfAllSoFar) {
-  LossSmoother smoother(0.9);
+  train::LossSmoother smoother(0.9);
   EXPECT_EQ(smoother.value(), 0);
   const std::vector<double> losses = {4.0, 3.0, 3.5, 2.0, 2.5};
   for (size_t n = 0; n < losses.size(); ++n) {
@@ -23,11 +23,11 @@ TEST(LossSmoother, StartsAtTheFirstLossAndIsAWeightedMeanOfAllSoFar) {
     }
     EXPECT_NEAR(smoother.value(), weighted / weights, 1e-12) << "after " << n + 1 << " losses";
   }
-  EXPECT_DOUBLE_EQ(LossSmoother(0.9).value(), 0);
+  EXPECT_DOUBLE_EQ(train::LossSmoother(0.9).value(), 0);
 }
 
 TEST(LossSmoother, AConstantLossStaysItself) {
-  LossSmoother smoother(0.98);
+  train::LossSmoother smoother(0.98);
   for (int i = 0; i < 500; ++i) smoother.Add(1.5);
   EXPECT_NEAR(smoother.value(), 1.5, 1e-12);
 }

@@ -1,6 +1,6 @@
-// MemoryMeter and the process's peak RSS, on this process: the peak follows memory actually
+// train::MemoryMeter and the process's peak RSS, on this process: the peak follows memory actually
 // touched, the reset brings it back down, and a sample carries the replica's footprint.
-#include "memory_meter.h"
+#include "gradsync/train/memory_meter.h"
 
 #include <cstring>
 #include <memory>
@@ -21,20 +21,20 @@ void TouchAndFree() {
 }
 
 TEST(MemoryMeterTest, ThePeakRssCoversMemoryTouchedAndTheResetForgetsIt) {
-  ASSERT_GT(PeakRssBytes(), 0) << "VmHWM of /proc/self/status";
-  if (!ResetPeakRss()) GTEST_SKIP() << "this kernel refuses /proc/self/clear_refs";
-  const int64_t before = PeakRssBytes();
+  ASSERT_GT(train::PeakRssBytes(), 0) << "VmHWM of /proc/self/status";
+  if (!train::ResetPeakRss()) GTEST_SKIP() << "this kernel refuses /proc/self/clear_refs";
+  const int64_t before = train::PeakRssBytes();
   TouchAndFree();
-  const int64_t touched = PeakRssBytes();
+  const int64_t touched = train::PeakRssBytes();
   EXPECT_GE(touched, before + kBlock * 9 / 10) << "before " << before;
-  ASSERT_TRUE(ResetPeakRss());
-  EXPECT_LT(PeakRssBytes(), touched - kBlock / 2) << "the freed block no longer counts after the reset";
+  ASSERT_TRUE(train::ResetPeakRss());
+  EXPECT_LT(train::PeakRssBytes(), touched - kBlock / 2) << "the freed block no longer counts after the reset";
 }
 
 TEST(MemoryMeterTest, ASampleCarriesTheFootprintAndThePeak) {
-  MemoryMeter meter;
+  train::MemoryMeter meter;
   meter.Start(/*on_gpu=*/false);
-  const v1::RankMemory m = meter.Sample(3, MemoryFootprint{.params = 40, .grads = 40, .optimizer = 24});
+  const v1::RankMemory m = meter.Sample(3, train::MemoryFootprint{.params = 40, .grads = 40, .optimizer = 24});
   EXPECT_EQ(m.rank(), 3);
   EXPECT_EQ(m.param_bytes(), 40);
   EXPECT_EQ(m.grad_bytes(), 40);

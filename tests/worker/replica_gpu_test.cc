@@ -1,4 +1,4 @@
-// CreateReplica on a GPU (skipped without one): the CUDA replica over NCCL and over Gloo staged
+// train::CreateReplica on a GPU (skipped without one): the CUDA replica over NCCL and over Gloo staged
 // through host memory follows the CPU replica, its state survives a save and load exactly, and
 // every ddp.sharding mode trains as unsharded training does.
 #include <cmath>
@@ -10,10 +10,10 @@
 
 #include "gloo_ranks.h"
 #include "gradsync/device/device.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_checkpoint.h"
 #include "gtest/gtest.h"
-#include "replica.h"
 #include "replica_test_util.h"
-#include "train_checkpoint.h"
 
 namespace gradsync::worker {
 namespace {
@@ -21,8 +21,8 @@ namespace {
 #define SKIP_WITHOUT_GPU() \
   if (device::ListGpus().empty()) GTEST_SKIP() << "no CUDA device visible: the GPU replica is not exercised"
 
-ReplicaOptions Worker(comm::KvClient* kv, bool gpu) {
-  ReplicaOptions o;
+train::ReplicaOptions Worker(comm::KvClient* kv, bool gpu) {
+  train::ReplicaOptions o;
   o.device.set_kind(gpu ? v1::Device::CUDA : v1::Device::CPU);
   o.device.set_gpu_index(0);
   o.device.set_description(gpu ? "gpu (cuda:0)" : "cpu");
@@ -35,7 +35,7 @@ struct StepResult {
   std::vector<float> params;
 };
 
-StepResult TrainSteps(Replica& r, int steps) {
+StepResult TrainSteps(train::Replica& r, int steps) {
   StepResult out;
   for (int s = 0; s < steps; ++s) {
     const nn::Batch batch = TinyBatch(4, s);
@@ -78,8 +78,8 @@ TEST(GpuReplica, Fp32OverNcclFollowsTheCpuReplica) {
   SKIP_WITHOUT_GPU();
   testing::CoordinatorServer server;
   auto kv_cpu = server.Kv("cpu"), kv_gpu = server.Kv("gpu");
-  auto cpu = CreateReplica(ConfigOf(TinyAssignment("cpu", "gloo", "fp32")), Worker(kv_cpu.get(), false));
-  auto gpu = CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "fp32")), Worker(kv_gpu.get(), true));
+  auto cpu = train::CreateReplica(ConfigOf(TinyAssignment("cpu", "gloo", "fp32")), Worker(kv_cpu.get(), false));
+  auto gpu = train::CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "fp32")), Worker(kv_gpu.get(), true));
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   EXPECT_EQ((*gpu)->comm().backend(), "nccl");
@@ -97,12 +97,12 @@ TEST(GpuReplica, Bf16TrainsCloseToFp32) {
   SKIP_WITHOUT_GPU();
   testing::CoordinatorServer server;
   auto kv32 = server.Kv("fp32"), kv16 = server.Kv("bf16");
-  auto fp32 = CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "fp32")), Worker(kv32.get(), true));
+  auto fp32 = train::CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "fp32")), Worker(kv32.get(), true));
   ASSERT_TRUE(fp32.ok()) << fp32.status();
   (*fp32)->model().InitParams(5);
   const StepResult a = TrainSteps(**fp32, 5);
   fp32->reset();  // NCCL: one communicator per GPU at a time
-  auto bf16 = CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "bf16")), Worker(kv16.get(), true));
+  auto bf16 = train::CreateReplica(ConfigOf(TinyAssignment("cuda", "nccl", "bf16")), Worker(kv16.get(), true));
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   (*bf16)->model().InitParams(5);
   const StepResult b = TrainSteps(**bf16, 5);
@@ -125,8 +125,8 @@ TEST(GpuReplica, SavedStateLoadsAndContinuesBitwise) {
   testing::CoordinatorServer server;
   auto kv1 = server.Kv("save"), kv2 = server.Kv("load");
   // Gloo staged: two replicas on the one GPU at once.
-  auto first = CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), Worker(kv1.get(), true));
-  auto second = CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), Worker(kv2.get(), true));
+  auto first = train::CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), Worker(kv1.get(), true));
+  auto second = train::CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), Worker(kv2.get(), true));
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(second.ok()) << second.status();
   (*first)->model().InitParams(5);
@@ -160,7 +160,7 @@ TwoRanks TrainTwoRanksOnTheGpu(const v1::Assignment& a, double max_norm) {
       auto kv = server.Kv("shared-gpu");
       v1::Assignment mine = a;
       mine.set_rank(rank);
-      auto r = CreateReplica(ConfigOf(mine), Worker(kv.get(), true));
+      auto r = train::CreateReplica(ConfigOf(mine), Worker(kv.get(), true));
       ASSERT_TRUE(r.ok()) << r.status();
       (*r)->InitParams(5);
       for (int s = 0; s < 3; ++s) {
@@ -234,7 +234,7 @@ TEST(GpuReplica, ShardedOptimizerOverNcclTrainsLikeUnsharded) {
     auto kv = server.Kv(std::string("nccl-") + sharding);
     v1::Assignment a = TinyAssignment("cuda", "nccl", "bf16");
     a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
-    auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+    auto r = train::CreateReplica(ConfigOf(a), Worker(kv.get(), true));
     ASSERT_TRUE(r.ok()) << r.status();
     (*r)->model().InitParams(5);
     params.push_back(TrainSteps(**r, 3).params);
@@ -288,7 +288,7 @@ TEST(GpuReplica, ShardedGradientsOverNcclTrainLikeUnsharded) {
     auto kv = server.Kv(std::string("nccl-") + sharding);
     v1::Assignment a = TinyAssignment("cuda", "nccl", "bf16");
     a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
-    auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+    auto r = train::CreateReplica(ConfigOf(a), Worker(kv.get(), true));
     ASSERT_TRUE(r.ok()) << r.status();
     if (std::string(sharding) == "gradients") {
       EXPECT_NE((*r)->Describe().find("sharding gradients"), std::string::npos) << (*r)->Describe();
@@ -334,7 +334,7 @@ TEST(GpuReplica, FullyShardedOnTwoRanksSharingTheGpuTrainsBitwiseLikeShardedGrad
 }
 
 // Every sharded mode on GPU ranks resumes at another world size from its range of the checkpoint
-// alone (RestoreCheckpoint): two ranks sharing the GPU train and write their shards, three fresh
+// alone (train::RestoreCheckpoint): two ranks sharing the GPU train and write their shards, three fresh
 // ranks on the same GPU load them, and each then holds the trained parameters (gathered, where the
 // mode keeps them whole) and exactly its range of the moments.
 TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
@@ -344,7 +344,7 @@ TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
     testing::CoordinatorServer server;
     const std::string dir = ::testing::TempDir() + "/gpu-resume-" + sharding;
     std::filesystem::remove_all(dir);
-    auto run_ranks = [&](int world, const std::string& ns, const std::function<void(int, Replica&)>& body) {
+    auto run_ranks = [&](int world, const std::string& ns, const std::function<void(int, train::Replica&)>& body) {
       std::vector<std::thread> ranks;
       for (int rank = 0; rank < world; ++rank) {
         ranks.emplace_back([&, rank] {
@@ -352,7 +352,7 @@ TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
           v1::Assignment a = TinyAssignment("cuda", "gloo", "fp32", world);
           a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
           a.set_rank(rank);
-          auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+          auto r = train::CreateReplica(ConfigOf(a), Worker(kv.get(), true));
           ASSERT_TRUE(r.ok()) << r.status();
           body(rank, **r);
         });
@@ -365,7 +365,7 @@ TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
     m.set_world_size(2);
     std::vector<v1::CheckpointPart> parts(2);
     std::vector<float> trained;
-    run_ranks(2, "train", [&](int rank, Replica& r) {
+    run_ranks(2, "train", [&](int rank, train::Replica& r) {
       r.InitParams(5);
       for (int s = 0; s < 2; ++s) {
         r.ZeroGrads();
@@ -391,8 +391,8 @@ TEST(GpuReplica, ShardedRanksResumeAnotherWorldSizesCheckpointFromTheirRanges) {
     for (const auto& p : parts) *m.add_parts() = p;
     absl::StatusOr<ckpt::RankState> whole = ckpt::ReadCheckpointState(m, 0);
     ASSERT_TRUE(whole.ok()) << whole.status();
-    run_ranks(3, "resume", [&](int rank, Replica& r) {
-      auto at = RestoreCheckpoint(m, rank, r);
+    run_ranks(3, "resume", [&](int rank, train::Replica& r) {
+      auto at = train::RestoreCheckpoint(m, rank, r);
       ASSERT_TRUE(at.ok()) << at.status();
       const auto [begin, end] = r.StateRange();
       EXPECT_EQ(std::make_pair(begin, end), comm::BlockRange(static_cast<int64_t>(trained.size()), 3, rank));
@@ -417,7 +417,7 @@ TEST(GpuReplica, FullyShardedOverNcclTrainsLikeUnsharded) {
     auto kv = server.Kv(std::string("nccl-") + sharding);
     v1::Assignment a = TinyAssignment("cuda", "nccl", "bf16");
     a.mutable_spec()->mutable_ddp()->set_sharding(sharding);
-    auto r = CreateReplica(ConfigOf(a), Worker(kv.get(), true));
+    auto r = train::CreateReplica(ConfigOf(a), Worker(kv.get(), true));
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ((*r)->params_sharded(), std::string(sharding) == "full");
     (*r)->InitParams(5);

@@ -1,5 +1,5 @@
 // A sharded job resumes at another world size from its range of the checkpoint alone
-// (RestoreCheckpoint: ckpt::ReadCheckpointRange, Replica::LoadState): for every ddp.sharding mode,
+// (train::RestoreCheckpoint: ckpt::ReadCheckpointRange, train::Replica::LoadState): for every ddp.sharding mode,
 // two CPU ranks train, write their shards as a checkpoint, and three fresh ranks load it, each
 // reading only the elements it keeps. The three must then hold, bit for bit, the parameters and
 // optimizer state the two left, the whole parameters gathered where the mode keeps them whole.
@@ -9,25 +9,25 @@
 #include "absl/strings/str_cat.h"
 #include "gloo_ranks.h"
 #include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_checkpoint.h"
 #include "gtest/gtest.h"
-#include "replica.h"
 #include "replica_test_util.h"
-#include "train_checkpoint.h"
 
 namespace gradsync::worker {
 namespace {
 
-ReplicaOptions CpuWorker(comm::KvClient* kv) {
-  ReplicaOptions o;
+train::ReplicaOptions CpuWorker(comm::KvClient* kv) {
+  train::ReplicaOptions o;
   o.device.set_kind(v1::Device::CPU);
   o.kv = kv;
   return o;
 }
 
-TrainConfig ShardedConfig(spec::Sharding sharding, int world, int rank) {
+train::TrainConfig ShardedConfig(spec::Sharding sharding, int world, int rank) {
   v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32", world);
   a.set_rank(rank);
-  TrainConfig c = ConfigOf(a);
+  train::TrainConfig c = ConfigOf(a);
   c.plan.sharding = sharding;
   return c;
 }
@@ -39,7 +39,7 @@ void OnRanks(testing::CoordinatorServer& server, const std::string& ns, spec::Sh
   for (int rank = 0; rank < world; ++rank) {
     ranks.emplace_back([&, rank] {
       auto kv = server.Kv(ns);
-      auto r = CreateReplica(ShardedConfig(sharding, world, rank), CpuWorker(kv.get()));
+      auto r = train::CreateReplica(ShardedConfig(sharding, world, rank), CpuWorker(kv.get()));
       ASSERT_TRUE(r.ok()) << r.status();
       body(rank, **r);
     });
@@ -67,7 +67,7 @@ TEST_P(ReplicaResume, ThreeRanksResumeTwoRanksShardsFromTheirRangesAlone) {
   m.set_world_size(2);
   std::vector<v1::CheckpointPart> parts(2);
   std::vector<float> trained;
-  OnRanks(server, "train", sharding, 2, [&](int rank, Replica& r) {
+  OnRanks(server, "train", sharding, 2, [&](int rank, train::Replica& r) {
     r.InitParams(5);
     for (int s = 0; s < 3; ++s) {
       r.ZeroGrads();
@@ -95,7 +95,7 @@ TEST_P(ReplicaResume, ThreeRanksResumeTwoRanksShardsFromTheirRangesAlone) {
   ASSERT_TRUE(whole.ok()) << whole.status();
   ASSERT_EQ(whole->params, trained);
 
-  OnRanks(server, "resume", sharding, 3, [&](int rank, Replica& r) {
+  OnRanks(server, "resume", sharding, 3, [&](int rank, train::Replica& r) {
     r.InitParams(99);  // different on purpose: the load must replace every value this rank keeps
     const auto [begin, end] = r.StateRange();
     if (sharding == spec::Sharding::kNone) {
@@ -103,7 +103,7 @@ TEST_P(ReplicaResume, ThreeRanksResumeTwoRanksShardsFromTheirRangesAlone) {
     } else {
       EXPECT_EQ(std::make_pair(begin, end), comm::BlockRange(r.model().layout().total_numel(), 3, rank));
     }
-    auto at = RestoreCheckpoint(m, rank, r);
+    auto at = train::RestoreCheckpoint(m, rank, r);
     ASSERT_TRUE(at.ok()) << at.status();
     EXPECT_EQ(at->step, 3);
 
@@ -129,7 +129,7 @@ TEST_P(ReplicaResume, ThreeRanksResumeTwoRanksShardsFromTheirRangesAlone) {
 
 TEST(ReplicaResumeRefusal, AStateNotCoveringTheRanksRangeChangesNothing) {
   testing::CoordinatorServer server;
-  OnRanks(server, "refuse", spec::Sharding::kOptimizer, 2, [&](int rank, Replica& r) {
+  OnRanks(server, "refuse", spec::Sharding::kOptimizer, 2, [&](int rank, train::Replica& r) {
     r.InitParams(5);
     const std::vector<float> before(r.model().params().begin(), r.model().params().end());
     const auto [begin, end] = r.StateRange();

@@ -1,7 +1,7 @@
-// CreateReplica on the CPU: a rank's model, optimizer and communicator behind the training loop's one
+// train::CreateReplica on the CPU: a rank's model, optimizer and communicator behind the training loop's one
 // interface; its optimizer state survives a save and load exactly; GPU placements a worker cannot
 // run are refused by name.
-#include "replica.h"
+#include "gradsync/train/replica.h"
 
 #include <thread>
 
@@ -17,8 +17,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ReplicaOptions CpuWorker(comm::KvClient* kv) {
-  ReplicaOptions o;
+train::ReplicaOptions CpuWorker(comm::KvClient* kv) {
+  train::ReplicaOptions o;
   o.device.set_kind(v1::Device::CPU);
   o.device.set_description("cpu (2 threads)");
   o.kv = kv;
@@ -26,7 +26,7 @@ ReplicaOptions CpuWorker(comm::KvClient* kv) {
 }
 
 // One step: forward and backward on `batch`, then the replica's clip and AdamW.
-double TrainStep(Replica& r, const nn::Batch& batch) {
+double TrainStep(train::Replica& r, const nn::Batch& batch) {
   r.model().ZeroGrads();
   auto loss = r.model().ForwardBackward(batch, 1.0f / static_cast<float>(batch.tokens.size()), {});
   EXPECT_TRUE(loss.ok()) << loss.status();
@@ -39,9 +39,9 @@ TEST(Replica, TheCpuReplicaClipsAndStepsLikeTheHostOptimizer) {
   testing::CoordinatorServer server;
   auto kv = server.Kv("cpu-step");
   const v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32");
-  auto replica = CreateReplica(ConfigOf(a), CpuWorker(kv.get()));
+  auto replica = train::CreateReplica(ConfigOf(a), CpuWorker(kv.get()));
   ASSERT_TRUE(replica.ok()) << replica.status();
-  Replica& r = **replica;
+  train::Replica& r = **replica;
   EXPECT_EQ(r.Describe(), "cpu, fp32, gloo");
   EXPECT_EQ(r.comm().size(), 1);
   r.model().InitParams(5);
@@ -70,8 +70,8 @@ TEST(Replica, SavedStateLoadsIntoAFreshReplicaAndContinuesBitwise) {
   testing::CoordinatorServer server;
   auto kv1 = server.Kv("save"), kv2 = server.Kv("load");
   const v1::Assignment a = TinyAssignment("cpu", "gloo", "fp32");
-  auto first = CreateReplica(ConfigOf(a), CpuWorker(kv1.get()));
-  auto second = CreateReplica(ConfigOf(a), CpuWorker(kv2.get()));
+  auto first = train::CreateReplica(ConfigOf(a), CpuWorker(kv1.get()));
+  auto second = train::CreateReplica(ConfigOf(a), CpuWorker(kv2.get()));
   ASSERT_TRUE(first.ok() && second.ok());
   (*first)->model().InitParams(5);
   (*second)->model().InitParams(99);  // different on purpose: LoadState must replace everything
@@ -94,11 +94,11 @@ TEST(Replica, SavedStateLoadsIntoAFreshReplicaAndContinuesBitwise) {
 TEST(Replica, PlacementsTheWorkerCannotRunAreRefusedByName) {
   testing::CoordinatorServer server;
   auto kv = server.Kv("refused");
-  auto gpu = CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), CpuWorker(kv.get()));
+  auto gpu = train::CreateReplica(ConfigOf(TinyAssignment("cuda", "gloo", "bf16")), CpuWorker(kv.get()));
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(gpu.status().message(), HasSubstr("placement: rank 0 is placed on a GPU and this worker"));
 
-  auto nccl = CreateReplica(ConfigOf(TinyAssignment("cpu", "nccl", "fp32")), CpuWorker(kv.get()));
+  auto nccl = train::CreateReplica(ConfigOf(TinyAssignment("cpu", "nccl", "fp32")), CpuWorker(kv.get()));
   EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(nccl.status().message(), HasSubstr("placement: nccl reduces GPU memory"));
 }
@@ -112,7 +112,7 @@ TEST(Replica, TwoCpuRanksRendezvousThroughTheCoordinatorsStore) {
       auto kv = server.Kv("two-ranks");
       v1::Assignment mine = a;
       mine.set_rank(rank);
-      auto r = CreateReplica(ConfigOf(mine), CpuWorker(kv.get()));
+      auto r = train::CreateReplica(ConfigOf(mine), CpuWorker(kv.get()));
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ((*r)->comm().rank(), rank);
       std::vector<double> one = {1.0};

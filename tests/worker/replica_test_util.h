@@ -1,5 +1,5 @@
 // What the replica tests share: an assignment for gpt-tiny with a given placement (the spec's own
-// choices left at auto, as the coordinator resolved them), its TrainConfig, and a batch of token
+// choices left at auto, as the coordinator resolved them), its train::TrainConfig, and a batch of token
 // windows for it.
 #pragma once
 
@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "gradsync/nn/model.h"
 #include "gradsync/spec/job_spec.h"
+#include "gradsync/train/train_config.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gtest/gtest.h"
-#include "train_config.h"
 
 namespace gradsync::worker {
 
@@ -34,10 +34,10 @@ inline v1::Assignment TinyAssignment(const std::string& device, const std::strin
 }
 
 // The config the worker builds from `a`.
-inline TrainConfig ConfigOf(const v1::Assignment& a) {
-  absl::StatusOr<TrainConfig> c = TrainConfigFromAssignment(a);
+inline train::TrainConfig ConfigOf(const v1::Assignment& a) {
+  absl::StatusOr<train::TrainConfig> c = train::TrainConfigFromAssignment(a);
   EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *std::move(c) : TrainConfig();
+  return c.ok() ? *std::move(c) : train::TrainConfig();
 }
 
 // `size` windows of gpt-tiny's 128 tokens, the targets the next token.

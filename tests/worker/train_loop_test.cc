@@ -1,7 +1,7 @@
-// TrainConfigFromAssignment reads every choice of the spec and the placement once; TrainLoop, on
+// train::TrainConfigFromAssignment reads every choice of the spec and the placement once; train::TrainLoop, on
 // two CPU ranks, steps to the end with the replicas identical, as Train does, and drifts apart
 // only in no_sync mode; it reads no data file outside the coordinator's data roots.
-#include "train_loop.h"
+#include "gradsync/train/train_loop.h"
 
 #include <unistd.h>
 
@@ -43,15 +43,15 @@ v1::Assignment MlpAssignment(int rank, const std::vector<std::string>& overrides
   return a;
 }
 
-ReplicaOptions CpuWorker(comm::KvClient* kv) {
-  ReplicaOptions o;
+train::ReplicaOptions CpuWorker(comm::KvClient* kv) {
+  train::ReplicaOptions o;
   o.device.set_kind(v1::Device::CPU);
   o.kv = kv;
   return o;
 }
 
 TEST(TrainConfig, ReadsEveryChoiceOfTheSpecAndThePlacement) {
-  const absl::StatusOr<TrainConfig> c = TrainConfigFromAssignment(
+  const absl::StatusOr<train::TrainConfig> c = train::TrainConfigFromAssignment(
       MlpAssignment(1, {"data.lastBatch=pad", "training.lrSchedule=constant", "ddp.gradCompression=bf16",
                         "ddp.transport=tcp", "ddp.timeoutSeconds=20", "checkpoint.everySeconds=30"}));
   ASSERT_TRUE(c.ok()) << c.status();
@@ -71,7 +71,7 @@ TEST(TrainConfig, ReadsEveryChoiceOfTheSpecAndThePlacement) {
 
   v1::Assignment bad = MlpAssignment(0);
   bad.mutable_spec()->mutable_data()->set_last_batch("keep");
-  EXPECT_EQ(TrainConfigFromAssignment(bad).status().message(),
+  EXPECT_EQ(train::TrainConfigFromAssignment(bad).status().message(),
             "data.lastBatch: must be one of partial, drop, pad, got \"keep\"");
 }
 
@@ -86,13 +86,14 @@ struct RankRun {
   // The memory of the last step report and of the result, and what the replica holds at the end.
   v1::RankMemory step_memory;
   v1::JobResult result;
-  MemoryFootprint held;
+  train::MemoryFootprint held;
 };
 
 // Both ranks, each on its thread: Train when `by_hand` is false, else the loop stepped here with
 // `sync` (the first step always all-reduces). `overrides` change the spec; checkpoints go under
 // `checkpoint_root` when it is set.
-std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync sync = GradSync::kAllReduce,
+std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand,
+                                  train::GradSync sync = train::GradSync::kAllReduce,
                                   const std::vector<std::string>& overrides = {},
                                   const std::string& checkpoint_root = "") {
   testing::CoordinatorServer server;
@@ -103,11 +104,11 @@ std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync
       auto kv = server.Kv(job);
       v1::Assignment a = MlpAssignment(rank, overrides);
       a.set_checkpoint_root(checkpoint_root);
-      const TrainConfig config = ConfigOf(a);
-      auto replica = CreateReplica(config, CpuWorker(kv.get()));
+      const train::TrainConfig config = ConfigOf(a);
+      auto replica = train::CreateReplica(config, CpuWorker(kv.get()));
       ASSERT_TRUE(replica.ok()) << replica.status();
       RankRun& run = runs[rank];
-      TrainHooks hooks;
+      train::TrainHooks hooks;
       hooks.kv = kv.get();
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
       hooks.on_step = [&](const v1::StepReport& r) {
@@ -115,13 +116,13 @@ std::vector<RankRun> RunBothRanks(const std::string& job, bool by_hand, GradSync
         run.step_memory = r.memory();
       };
       hooks.on_checkpoint = [&](const v1::ReportCheckpointRequest& r) { run.checkpoints.push_back(r.step()); };
-      absl::StatusOr<TrainOutcome> outcome;
+      absl::StatusOr<train::TrainOutcome> outcome;
       if (by_hand) {
-        auto loop = TrainLoop::Start(config, **replica, hooks);
+        auto loop = train::TrainLoop::Start(config, **replica, hooks);
         ASSERT_TRUE(loop.ok()) << loop.status();
         run.total_steps = (*loop)->total_steps();
         for (bool first = true; !(*loop)->done(); first = false) {
-          ASSERT_TRUE((*loop)->Step(first ? GradSync::kAllReduce : sync).ok());
+          ASSERT_TRUE((*loop)->Step(first ? train::GradSync::kAllReduce : sync).ok());
         }
         run.after_done = (*loop)->Step();
         outcome = (*loop)->Finish();
@@ -158,7 +159,8 @@ TEST(TrainLoop, StepsToTheEndWithTheRanksIdenticalAsTrainDoes) {
 // Every step report and the result carry the rank's memory: what its replica holds (here each
 // rank's half of AdamW's state) and its process's peak.
 TEST(TrainLoop, StepReportsAndTheResultCarryTheRanksMemory) {
-  const std::vector<RankRun> runs = RunBothRanks("memory", false, GradSync::kAllReduce, {"ddp.sharding=optimizer"});
+  const std::vector<RankRun> runs =
+      RunBothRanks("memory", false, train::GradSync::kAllReduce, {"ddp.sharding=optimizer"});
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE(absl::StrCat("rank ", rank));
     const RankRun& run = runs[rank];
@@ -177,7 +179,7 @@ TEST(TrainLoop, StepReportsAndTheResultCarryTheRanksMemory) {
 }
 
 TEST(TrainLoop, LocalOnlyStepsLeaveTheRanksApart) {
-  const std::vector<RankRun> apart = RunBothRanks("local-only", true, GradSync::kLocalOnly);
+  const std::vector<RankRun> apart = RunBothRanks("local-only", true, train::GradSync::kLocalOnly);
   EXPECT_NE(apart[0].digest, apart[1].digest) << "each rank stepped on its own gradients";
 }
 
@@ -186,7 +188,7 @@ TEST(TrainLoop, LocalOnlyStepsLeaveTheRanksApart) {
 // end with "replica divergence"; now it covers the synchronised parameters only.
 TEST(TrainLoop, TheDigestLeavesIgnoredParametersOutAndAgreesAcrossRanks) {
   const std::vector<RankRun> runs =
-      RunBothRanks("ignored", false, GradSync::kAllReduce, {"ddp.ignoreParams=[\"layers.0.bias\"]"});
+      RunBothRanks("ignored", false, train::GradSync::kAllReduce, {"ddp.ignoreParams=[\"layers.0.bias\"]"});
   ASSERT_EQ(runs[0].params.size(), runs[1].params.size());
   EXPECT_NE(runs[0].params, runs[1].params) << "the ignored bias trained on each rank's own data";
   EXPECT_EQ(runs[0].digest, runs[1].digest) << "the synchronised parameters agree";
@@ -200,11 +202,11 @@ TEST(TrainLoop, TheLastStepWritesOneCheckpoint) {
   const fs::path root = fs::path(::testing::TempDir()) / absl::StrCat("train-loop-final-", ::getpid());
   fs::remove_all(root);
   const std::vector<RankRun> every5 =
-      RunBothRanks("final-5", false, GradSync::kAllReduce, {"checkpoint.everySteps=5"}, (root / "a").string());
+      RunBothRanks("final-5", false, train::GradSync::kAllReduce, {"checkpoint.everySteps=5"}, (root / "a").string());
   EXPECT_EQ(every5[0].checkpoints, (std::vector<int64_t>{5, 10, 13}));
   EXPECT_EQ(every5[1].checkpoints, every5[0].checkpoints);
   const std::vector<RankRun> at_end =
-      RunBothRanks("final-13", false, GradSync::kAllReduce, {"checkpoint.everySteps=13"}, (root / "b").string());
+      RunBothRanks("final-13", false, train::GradSync::kAllReduce, {"checkpoint.everySteps=13"}, (root / "b").string());
   EXPECT_EQ(at_end[0].checkpoints, (std::vector<int64_t>{13})) << "the last step, a multiple, writes once";
   EXPECT_TRUE(RunBothRanks("no-root", false)[0].checkpoints.empty());
   fs::remove_all(root);
@@ -228,20 +230,20 @@ TEST(TrainLoop, AStopAskedOfOneRankEndsBothAfterTheSameStepWithTheFinalCheckpoin
       auto kv = server.Kv("stop");
       v1::Assignment a = MlpAssignment(rank);
       a.set_checkpoint_root(root.string());
-      const TrainConfig config = ConfigOf(a);
-      auto replica = CreateReplica(config, CpuWorker(kv.get()));
+      const train::TrainConfig config = ConfigOf(a);
+      auto replica = train::CreateReplica(config, CpuWorker(kv.get()));
       ASSERT_TRUE(replica.ok()) << replica.status();
       std::atomic<bool> never{false};
-      TrainHooks hooks;
+      train::TrainHooks hooks;
       hooks.kv = kv.get();
       hooks.stop = rank == 0 ? &stop : &never;
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
       // Asked while step 4 runs: the vote of step 4 carries it.
-      hooks.on_step_begin = [&, rank](const StepMarker& m) {
+      hooks.on_step_begin = [&, rank](const train::StepMarker& m) {
         if (rank == 0 && m.step == 4) stop = true;
       };
       hooks.on_checkpoint = [&](const v1::ReportCheckpointRequest& r) { runs[rank].checkpoints.push_back(r.step()); };
-      absl::StatusOr<TrainOutcome> outcome = Train(config, **replica, hooks);
+      absl::StatusOr<train::TrainOutcome> outcome = Train(config, **replica, hooks);
       ASSERT_TRUE(outcome.ok()) << outcome.status();
       steps[rank] = outcome->result.global_step();
       runs[rank].digest = outcome->param_digest;
@@ -276,14 +278,14 @@ TEST(TrainLoop, ReadsNoDataFileThatResolvesOutsideTheDataRoots) {
   a.mutable_spec()->mutable_data()->mutable_text()->set_paths(0, corpus);
   testing::CoordinatorServer server;
   auto kv = server.Kv("data-roots");
-  const TrainConfig unchecked = ConfigOf(a);
-  auto replica = CreateReplica(unchecked, CpuWorker(kv.get()));
+  const train::TrainConfig unchecked = ConfigOf(a);
+  auto replica = train::CreateReplica(unchecked, CpuWorker(kv.get()));
   ASSERT_TRUE(replica.ok()) << replica.status();
-  EXPECT_TRUE(TrainLoop::Start(unchecked, **replica, TrainHooks()).ok());
+  EXPECT_TRUE(train::TrainLoop::Start(unchecked, **replica, train::TrainHooks()).ok());
 
   a.add_data_roots((base / "data").string());
-  const TrainConfig checked = ConfigOf(a);
-  auto refused = TrainLoop::Start(checked, **replica, TrainHooks());
+  const train::TrainConfig checked = ConfigOf(a);
+  auto refused = train::TrainLoop::Start(checked, **replica, train::TrainHooks());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
   EXPECT_THAT(std::string(refused.status().message()),
               ::testing::HasSubstr("data.text.paths[0]: \"" + corpus + "\" matches \"" + corpus +

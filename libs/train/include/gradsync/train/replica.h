@@ -24,10 +24,10 @@
 #include "gradsync/comm/kv_client.h"
 #include "gradsync/ddp/shard_plan.h"
 #include "gradsync/nn/model.h"
+#include "gradsync/train/train_config.h"
 #include "gradsync/v1/coordinator.pb.h"
-#include "train_config.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 // The bytes one rank holds for the model's training state, wherever it computes (host memory on
 // the CPU, the GPU's on a GPU): what ddp.sharding divides.
@@ -117,4 +117,4 @@ absl::Status CoversRange(const ckpt::RankState& state, int64_t begin, int64_t n)
 bool HoldsAll(const ckpt::RankState& state, size_t total);
 }  // namespace internal
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -1,4 +1,4 @@
-#include "memory_meter.h"
+#include "gradsync/train/memory_meter.h"
 
 #include <algorithm>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 int64_t PeakRssBytes() {
   std::ifstream in("/proc/self/status");
@@ -49,4 +49,4 @@ v1::RankMemory MemoryMeter::Sample(int rank, const MemoryFootprint& held) {
   return m;
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

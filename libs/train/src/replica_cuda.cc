@@ -32,9 +32,9 @@
 #include "gradsync/kernels/cuda/cuda_check.h"
 #include "gradsync/nn/cuda/cuda_model.h"
 #include "gradsync/nn/cuda/cuda_optimizer.h"
-#include "replica.h"
+#include "gradsync/train/replica.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 namespace internal {
 namespace {
 
@@ -295,4 +295,4 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateCudaReplica(const TrainConfig& c,
 }
 
 }  // namespace internal
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

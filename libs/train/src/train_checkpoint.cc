@@ -1,4 +1,4 @@
-#include "train_checkpoint.h"
+#include "gradsync/train/train_checkpoint.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/comm/communicator.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c, Replica& replica,
                                                             const TrainPosition& at) {
@@ -68,4 +68,4 @@ absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& m,
   return at;
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

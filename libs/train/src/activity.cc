@@ -1,10 +1,10 @@
-#include "activity.h"
+#include "gradsync/train/activity.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 std::string DescribeActivity(const StepMarker& at, int64_t issued, int64_t done) {
   const bool in_step = at.step > 0 && at.first_collective >= 0 && done >= at.first_collective;
@@ -23,4 +23,4 @@ std::string DescribeActivity(const StepMarker& at, int64_t issued, int64_t done)
   return absl::StrFormat("computing step %d: %d of %d gradient buckets launched", at.step, launched, at.buckets);
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

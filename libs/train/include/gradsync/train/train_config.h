@@ -19,7 +19,7 @@
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 struct TrainConfig {
   // The generation and this rank's place in it.
@@ -96,4 +96,4 @@ struct TrainConfig {
 // validation).
 absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& assignment);
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -9,9 +9,9 @@
 #include "gradsync/ddp/shard_plan.h"
 #include "gradsync/kernels/cpu/global_norm.h"
 #include "gradsync/nn/optimizer.h"
-#include "replica.h"
+#include "gradsync/train/replica.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 namespace internal {
 namespace {
 
@@ -236,4 +236,4 @@ absl::StatusOr<std::unique_ptr<Replica>> CreateReplica(const TrainConfig& c, con
   return internal::CreateCpuReplica(c, options);
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

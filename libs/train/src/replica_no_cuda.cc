@@ -1,6 +1,6 @@
 // CreateCudaReplica in a build without CUDA: a GPU placement is refused by name.
 #include "absl/strings/str_cat.h"
-#include "replica.h"
+#include "gradsync/train/replica.h"
 
 namespace gradsync::worker::internal {
 

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "replica.h"
-#include "train_config.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_config.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 // Loads config.model_spec.init_from into the replica: the weights, with a fresh optimizer, or
 // with model.initOptimizer also the AdamW moments and step count of a checkpoint directory. The
@@ -16,4 +16,4 @@ namespace gradsync::worker {
 // source holds no optimizer state; the reader's error otherwise.
 absl::Status InitFromWeights(const TrainConfig& config, Replica& replica);
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 // Where the training loop is: the step being computed and where its collectives start.
 struct StepMarker {
@@ -20,4 +20,4 @@ struct StepMarker {
 // `issued` collectives were started and `done` finished (Communicator::sequence / completed).
 std::string DescribeActivity(const StepMarker& at, int64_t issued, int64_t done);
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

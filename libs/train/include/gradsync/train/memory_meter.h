@@ -16,10 +16,10 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "gradsync/train/replica.h"
 #include "gradsync/v1/metrics.pb.h"
-#include "replica.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 // The process's peak resident set size in bytes (VmHWM); 0 where /proc does not tell.
 int64_t PeakRssBytes();
@@ -43,4 +43,4 @@ class MemoryMeter {
   int64_t peak_device_ = 0;
 };
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

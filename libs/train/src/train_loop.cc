@@ -1,6 +1,6 @@
 // TrainLoop's start and finish, and Train. The step is in train_loop_step.cc, what a step reports
 // (the log line, progress, the step report, checkpoints) in train_loop_report.cc.
-#include "train_loop.h"
+#include "gradsync/train/train_loop.h"
 
 #include <algorithm>
 #include <span>
@@ -13,9 +13,9 @@
 #include "gradsync/core/log.h"
 #include "gradsync/ddp/layout_check.h"
 #include "gradsync/spec/job_paths.h"
-#include "train_init.h"
+#include "gradsync/train/train_init.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 namespace {
 
 static_assert(ddp::kPadSample == data::kPadIndex, "the sampler's padding slot is the dataset's padding index");
@@ -178,4 +178,4 @@ absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, 
   return (*loop)->Finish();
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -7,11 +7,11 @@
 
 #include "absl/status/statusor.h"
 #include "gradsync/ddp/sampler.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_config.h"
 #include "gradsync/v1/coordinator.pb.h"
-#include "replica.h"
-#include "train_config.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 // Where training stands: steps done and the data position of the next step.
 struct TrainPosition {
@@ -33,4 +33,4 @@ absl::StatusOr<v1::ReportCheckpointRequest> WriteCheckpoint(const TrainConfig& c
 // corrupt; FAILED_PRECONDITION when the checkpoint holds another model.
 absl::StatusOr<TrainPosition> RestoreCheckpoint(const v1::CheckpointManifest& manifest, int rank, Replica& replica);
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

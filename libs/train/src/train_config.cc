@@ -1,6 +1,6 @@
-#include "train_config.h"
+#include "gradsync/train/train_config.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 namespace {
 
 // The spec's choices as enums, each read once here.
@@ -99,4 +99,4 @@ nn::LrSchedule TrainConfig::Schedule(int64_t total_steps) const {
   return s;
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

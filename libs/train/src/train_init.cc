@@ -1,10 +1,10 @@
-#include "train_init.h"
+#include "gradsync/train/train_init.h"
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/ckpt/interchange.h"
 #include "gradsync/spec/job_paths.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 namespace {
 
 absl::Status Named(const absl::Status& s) {
@@ -39,4 +39,4 @@ absl::Status InitFromWeights(const TrainConfig& config, Replica& replica) {
   return replica.LoadState(state);
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -25,22 +25,22 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "activity.h"
-#include "evaluator.h"
 #include "gradsync/comm/kv_client.h"
 #include "gradsync/data/dataset.h"
 #include "gradsync/ddp/reducer.h"
 #include "gradsync/ddp/sampler.h"
+#include "gradsync/train/activity.h"
+#include "gradsync/train/evaluator.h"
+#include "gradsync/train/loss_smoother.h"
+#include "gradsync/train/memory_meter.h"
+#include "gradsync/train/replica.h"
+#include "gradsync/train/train_checkpoint.h"
+#include "gradsync/train/train_config.h"
 #include "gradsync/v1/coordinator.pb.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
-#include "loss_smoother.h"
-#include "memory_meter.h"
-#include "replica.h"
-#include "train_checkpoint.h"
-#include "train_config.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 struct TrainOutcome {
   std::string param_digest;
@@ -184,4 +184,4 @@ class TrainLoop {
 // Runs a TrainLoop from Start through every step to Finish; every rank of the generation calls it.
 absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, const TrainHooks& hooks);
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -24,9 +24,9 @@
 #include "gradsync/data/validation_set.h"
 #include "gradsync/ddp/eval_partition.h"
 #include "gradsync/nn/model.h"
-#include "train_config.h"
+#include "gradsync/train/train_config.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 // A validation loss and the step after which it was computed.
 struct Evaluation {
@@ -63,4 +63,4 @@ class Evaluator {
   std::optional<Evaluation> last_;
 };
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "train_loop.h"
+#include "gradsync/train/train_loop.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 absl::Status TrainLoop::Step(GradSync sync) {
   if (done()) return absl::FailedPreconditionError(absl::StrCat("every one of the ", total_, " steps has run"));
@@ -115,4 +115,4 @@ void TrainLoop::Advance(const ddp::StepShard& shard, const StepFigures& f) {
   at_.data = ddp::Advance(shard_, at_.data);
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -3,9 +3,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "gradsync/core/log.h"
-#include "train_loop.h"
+#include "gradsync/train/train_loop.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 namespace {
 
 void FillTimeline(const ddp::StepTimeline& t, v1::StepReport* r) {
@@ -91,4 +91,4 @@ void TrainLoop::ReportStep(const StepFigures& f) {
   hooks_.on_step(report);
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

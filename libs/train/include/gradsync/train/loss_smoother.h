@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 class LossSmoother {
  public:
@@ -25,4 +25,4 @@ class LossSmoother {
   double kept_ = 1;  // decay^steps: the share of the (zero) start still in average_
 };
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

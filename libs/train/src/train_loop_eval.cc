@@ -1,9 +1,9 @@
 // TrainLoop's validation: after the checkpoint of a step and before its log line and report, the
 // ranks evaluate when the evaluator says it is due (evaluator.h). Every rank decides alike from the
 // step and done(), which the ranks agree on.
-#include "train_loop.h"
+#include "gradsync/train/train_loop.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 absl::Status TrainLoop::EvaluateIfDue(StepFigures* f) {
   if (!evaluator_->Due(at_.step, done())) return absl::OkStatus();
@@ -14,4 +14,4 @@ absl::Status TrainLoop::EvaluateIfDue(StepFigures* f) {
   return absl::OkStatus();
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -2,9 +2,9 @@
 #include <cuda_runtime_api.h>
 
 #include "gradsync/kernels/cuda/cuda_check.h"
-#include "memory_meter.h"
+#include "gradsync/train/memory_meter.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 absl::StatusOr<int64_t> DeviceBytesInUse() {
   size_t free = 0, total = 0;
@@ -12,4 +12,4 @@ absl::StatusOr<int64_t> DeviceBytesInUse() {
   return static_cast<int64_t>(total - free);
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train

@@ -1,4 +1,4 @@
-#include "evaluator.h"
+#include "gradsync/train/evaluator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace gradsync::worker {
+namespace gradsync::train {
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const TrainConfig& config, int world_size) {
   auto evaluator = std::make_unique<Evaluator>();
@@ -47,4 +47,4 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(int64_t step, nn::Model& model, c
   return *last_;
 }
 
-}  // namespace gradsync::worker
+}  // namespace gradsync::train
