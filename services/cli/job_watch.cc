@@ -7,12 +7,14 @@
 namespace gradsync::cli {
 namespace {
 
-// Until the metrics API's series holds step `last`, or `wait` has passed.
+// Until the metrics API's series holds step `last`, or `wait` has passed; at once when the API
+// does not answer (nothing to wait for).
 void AwaitLastStep(const MetricsApi& api, const std::string& id, int64_t last, absl::Duration wait) {
   const absl::Time deadline = absl::Now() + wait;
   while (absl::Now() < deadline) {
     auto series = FetchSeries(api.address, api.token, id);
-    if (series.ok() && series->steps_size() > 0 && series->steps(series->steps_size() - 1).step() >= last) return;
+    if (!series.ok()) return;
+    if (series->steps_size() > 0 && series->steps(series->steps_size() - 1).step() >= last) return;
     absl::SleepFor(absl::Milliseconds(100));
   }
 }
