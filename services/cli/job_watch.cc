@@ -32,10 +32,11 @@ FollowedJob FollowJob(JobClient& client, const std::string& name, ProgressView& 
                       name, [&](const v1::Job& j) { view.Update(j); }, stop),
                   absl::UnavailableError("no metrics API")};
   *stop = true;
-  if (out.job.ok() && metrics) {
-    AwaitLastStep(metrics_api, out.job->id(), out.job->result().global_step(), await_last_step);
-    out.series = view.UseSeriesFrom(metrics_api.address, metrics_api.token, out.job->id());
-  }
+  if (!metrics) return out;
+  // Also when the watch ended early (Ctrl-C): the curve so far is still worth keeping.
+  const std::string id = out.job.ok() ? out.job->id() : std::string(absl::StripPrefix(name, "jobs/"));
+  if (out.job.ok()) AwaitLastStep(metrics_api, id, out.job->result().global_step(), await_last_step);
+  out.series = view.UseSeriesFrom(metrics_api.address, metrics_api.token, id);
   return out;
 }
 

@@ -24,8 +24,8 @@ struct FollowedJob {
 // supervisor thread; the watch sets it when it returns), feeding `view`. With a metrics API
 // address the view's curve comes from it: first what the job has so far, then, once the job ended,
 // the series after it holds the job's last step (the workers' last reports may still be on their
-// way), after `await_last_step`, or at once when the API does not answer. Leaves `view` to the
-// caller to Finish.
+// way), after `await_last_step`, or at once when the API does not answer; when the watch ended
+// early, the series as it stands. Leaves `view` to the caller to Finish.
 FollowedJob FollowJob(JobClient& client, const std::string& name, ProgressView& view, const MetricsApi& metrics_api,
                       std::atomic<bool>* stop, absl::Duration await_last_step = absl::Seconds(5));
 
