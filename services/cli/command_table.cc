@@ -119,15 +119,13 @@ std::vector<std::string> SubcommandsOf(absl::string_view word) {
 }
 
 std::vector<OptionSpec> OptionsOf(absl::string_view word) {
-  std::vector<OptionSpec> specs;
   const Command* one = absl::StrContains(word, ' ') ? FindCommand(word) : nullptr;
+  std::vector<OptionDoc> docs;
   for (const Command* c : one != nullptr ? std::vector<const Command*>{one} : CommandsOf(word)) {
-    for (const OptionDoc& o : c->options) {
-      const bool present =
-          std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& have) { return have.name == o.name; });
-      if (!present) specs.push_back({o.name, o.TakesValue(), o.short_name});
-    }
+    docs = Plus(std::move(docs), c->options);
   }
+  std::vector<OptionSpec> specs;
+  for (const OptionDoc& o : docs) specs.push_back({o.name, o.TakesValue(), o.short_name});
   return specs;
 }
 

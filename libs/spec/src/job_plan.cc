@@ -77,26 +77,52 @@ absl::StatusOr<data::SyntheticPlan> PlanSynthetic(const v1::JobSpec& spec) {
 }
 
 // Token windows of the model's context length; the vocabulary bounds the tokens.
-absl::StatusOr<data::TokenPlan> PlanTokens(const v1::JobSpec& spec) {
+absl::StatusOr<data::TokenPlan> PlanTokens(const v1::JobSpec& spec, const nn::TransformerPlan* planned) {
   const bool shards = spec.data().has_shards();
   const char* field = shards ? "data.shards" : "data.text";
   if (!nn::IsTransformerPreset(spec.model().preset())) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ": token data needs a transformer preset, got model.preset \"", spec.model().preset(), "\""));
   }
-  absl::StatusOr<nn::TransformerPlan> model = PlanTransformer(spec.model());
+  absl::StatusOr<nn::TransformerPlan> model = planned != nullptr ? *planned : PlanTransformer(spec.model());
   if (!model.ok()) return model.status();
   const auto& paths = shards ? spec.data().shards().paths() : spec.data().text().paths();
   if (paths.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".paths: must list at least one file"));
   return data::TokenPlan{{paths.begin(), paths.end()}, shards, model->dims.seq_len, model->dims.vocab};
 }
 
-absl::StatusOr<std::optional<data::ValidationPlan>> PlanValidation(const v1::JobSpec& spec) {
+absl::StatusOr<std::optional<data::ValidationPlan>> PlanValidation(const v1::JobSpec& spec,
+                                                                   const nn::TransformerPlan* planned) {
   const v1::ValidationData& v = spec.data().validation();
   if (v.disabled() || v.paths().empty()) return std::nullopt;
-  absl::StatusOr<nn::TransformerPlan> model = PlanTransformer(spec.model());
+  absl::StatusOr<nn::TransformerPlan> model = planned != nullptr ? *planned : PlanTransformer(spec.model());
   if (!model.ok()) return model.status();
   return data::ValidationPlan{{v.paths().begin(), v.paths().end()}, model->dims.seq_len, model->dims.vocab};
+}
+
+// PlanData with the transformer already planned (null: planned here, as often as needed).
+absl::StatusOr<data::DataPlan> PlanDataWith(const v1::JobSpec& spec, const nn::TransformerPlan* planned) {
+  data::DataPlan plan;
+  switch (spec.data().source_case()) {
+    case v1::DataSpec::kSynthetic: {
+      absl::StatusOr<data::SyntheticPlan> synthetic = PlanSynthetic(spec);
+      if (!synthetic.ok()) return synthetic.status();
+      plan.source = *synthetic;
+      break;
+    }
+    case v1::DataSpec::kText:
+    case v1::DataSpec::kShards: {
+      absl::StatusOr<data::TokenPlan> tokens = PlanTokens(spec, planned);
+      if (!tokens.ok()) return tokens.status();
+      plan.source = *std::move(tokens);
+      break;
+    }
+    case v1::DataSpec::SOURCE_NOT_SET: return absl::InvalidArgumentError("data: no source set");
+  }
+  absl::StatusOr<std::optional<data::ValidationPlan>> validation = PlanValidation(spec, planned);
+  if (!validation.ok()) return validation.status();
+  plan.validation = *std::move(validation);
+  return plan;
 }
 
 }  // namespace
@@ -120,38 +146,45 @@ absl::StatusOr<nn::ModelPlan> PlanModel(const v1::JobSpec& spec) {
   return plan;
 }
 
-absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec) {
-  data::DataPlan plan;
-  switch (spec.data().source_case()) {
-    case v1::DataSpec::kSynthetic: {
-      absl::StatusOr<data::SyntheticPlan> synthetic = PlanSynthetic(spec);
-      if (!synthetic.ok()) return synthetic.status();
-      plan.source = *synthetic;
-      break;
-    }
-    case v1::DataSpec::kText:
-    case v1::DataSpec::kShards: {
-      absl::StatusOr<data::TokenPlan> tokens = PlanTokens(spec);
-      if (!tokens.ok()) return tokens.status();
-      plan.source = *std::move(tokens);
-      break;
-    }
-    case v1::DataSpec::SOURCE_NOT_SET: return absl::InvalidArgumentError("data: no source set");
-  }
-  absl::StatusOr<std::optional<data::ValidationPlan>> validation = PlanValidation(spec);
-  if (!validation.ok()) return validation.status();
-  plan.validation = *std::move(validation);
-  return plan;
+absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec) { return PlanDataWith(spec, nullptr); }
+
+absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec) {
+  const absl::StatusOr<LastBatch> last_batch = ParseLastBatch(spec.data().last_batch());
+  if (!last_batch.ok()) return last_batch.status();
+  const absl::StatusOr<LrSchedule> lr_schedule = ParseLrSchedule(spec.training().lr_schedule());
+  if (!lr_schedule.ok()) return lr_schedule.status();
+  const v1::TrainingSpec& t = spec.training();
+  SchedulePlan p;
+  p.max_steps = t.max_steps();
+  p.epochs = t.epochs();
+  p.seed = t.seed();
+  p.micro_batch = t.micro_batch();
+  p.grad_accum_steps = t.grad_accum_steps();
+  p.last_batch = *last_batch;
+  p.lr = t.lr();
+  p.warmup_steps = t.warmup_steps();
+  p.min_lr_ratio = t.min_lr_ratio();
+  p.lr_schedule = *lr_schedule;
+  p.beta1 = t.beta1();
+  p.beta2 = t.beta2();
+  p.eps = t.eps();
+  p.weight_decay = t.weight_decay();
+  p.grad_clip = t.grad_clip();
+  p.log_every = t.log_every();
+  p.eval_every = t.eval_every();
+  return p;
 }
 
 absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
   absl::StatusOr<nn::ModelPlan> model = PlanModel(spec);
   if (!model.ok()) return model.status();
-  absl::StatusOr<data::DataPlan> data = PlanData(spec);
+  absl::StatusOr<data::DataPlan> data = PlanDataWith(spec, model->transformer());
   if (!data.ok()) return data.status();
+  absl::StatusOr<SchedulePlan> schedule = PlanSchedule(spec);
+  if (!schedule.ok()) return schedule.status();
   absl::StatusOr<Sharding> sharding = ParseSharding(spec.ddp().sharding());
   if (!sharding.ok()) return sharding.status();
-  return JobPlan{*std::move(model), *std::move(data), *sharding};
+  return JobPlan{*std::move(model), *std::move(data), *schedule, *sharding};
 }
 
 }  // namespace gradsync::spec

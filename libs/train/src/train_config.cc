@@ -5,8 +5,6 @@ namespace {
 
 // The spec's choices as enums, each read once here.
 struct Choices {
-  spec::LastBatch last_batch;
-  spec::LrSchedule lr_schedule;
   spec::GradCompression grad_compression;
   spec::Transport transport;
   spec::Placement placement;
@@ -14,32 +12,31 @@ struct Choices {
 
 absl::StatusOr<Choices> ReadChoices(const v1::Assignment& a) {
   const v1::JobSpec& spec = a.spec();
-  const auto last_batch = spec::ParseLastBatch(spec.data().last_batch());
-  const auto lr_schedule = spec::ParseLrSchedule(spec.training().lr_schedule());
   const auto grad_compression = spec::ParseGradCompression(spec.ddp().grad_compression());
   const auto transport = spec::ParseTransport(spec.ddp().transport());
   const auto placement = spec::ParsePlacement(a.placement());
-  for (const absl::Status& s :
-       {last_batch.status(), lr_schedule.status(), grad_compression.status(), transport.status(), placement.status()}) {
+  for (const absl::Status& s : {grad_compression.status(), transport.status(), placement.status()}) {
     if (!s.ok()) return s;
   }
-  return Choices{*last_batch, *lr_schedule, *grad_compression, *transport, *placement};
+  return Choices{*grad_compression, *transport, *placement};
 }
 
-void SetTraining(const v1::TrainingSpec& t, TrainConfig* c) {
-  c->max_steps = t.max_steps();
-  c->epochs = t.epochs();
-  c->seed = t.seed();
+void SetTraining(const spec::SchedulePlan& t, TrainConfig* c) {
+  c->max_steps = t.max_steps;
+  c->epochs = t.epochs;
+  c->seed = t.seed;
   c->sampler.world_size = c->world_size;
-  c->sampler.micro_batch = t.micro_batch();
-  c->sampler.grad_accum_steps = t.grad_accum_steps();
-  c->adamw = {t.beta1(), t.beta2(), t.eps(), t.weight_decay()};
-  c->grad_clip = t.grad_clip();
-  c->lr.peak_lr = t.lr();
-  c->lr.warmup_steps = t.warmup_steps();
-  c->lr.min_lr_ratio = t.min_lr_ratio();
-  c->log_every = t.log_every();
-  c->eval_every = t.eval_every();
+  c->sampler.micro_batch = t.micro_batch;
+  c->sampler.grad_accum_steps = t.grad_accum_steps;
+  c->sampler.last_batch = t.last_batch;
+  c->adamw = {t.beta1, t.beta2, t.eps, t.weight_decay};
+  c->grad_clip = t.grad_clip;
+  c->lr.peak_lr = t.lr;
+  c->lr.warmup_steps = t.warmup_steps;
+  c->lr.min_lr_ratio = t.min_lr_ratio;
+  c->lr.cosine = t.lr_schedule == spec::LrSchedule::kCosine;
+  c->log_every = t.log_every;
+  c->eval_every = t.eval_every;
 }
 
 void SetDdp(const v1::DdpSpec& d, spec::GradCompression compression, TrainConfig* c) {
@@ -73,9 +70,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
     c.init_roots = c.data_roots;
     c.init_roots.push_back(a.artifact_root());
   }
-  SetTraining(spec.training(), &c);
-  c.sampler.last_batch = choices->last_batch;
-  c.lr.cosine = choices->lr_schedule == spec::LrSchedule::kCosine;
+  SetTraining(c.plan.schedule, &c);
   if (const nn::TransformerPlan* t = c.plan.model.transformer()) c.tokens_per_sample = t->dims.seq_len;
   c.checkpoint_root = a.checkpoint_root();
   c.checkpoint_every_steps = spec.checkpoint().every_steps();

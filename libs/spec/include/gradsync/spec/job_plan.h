@@ -2,13 +2,16 @@
 // resolved once into typed plans, and nothing past this boundary reads the spec's model or data
 // sections again. The model plan (gradsync/nn/model_plan.h) builds the network on the CPU or the GPU
 // and sizes the coordinator's budget; the data plan (gradsync/data/data_plan.h) builds the dataset
-// and the validation set; the sharding mode with the world size gives each rank's shard
+// and the validation set; the schedule (SchedulePlan) is the worker's training configuration's; the
+// sharding mode with the world size gives each rank's shard
 // (gradsync/ddp/shard_plan.h).
 //
 // A plan is only ever built from a whole spec, so each check names the spec field it reads, with the
 // messages the libraries gave before they took plans (e.g. "model.mlp.hiddenDims[1]: must be at
 // least 1, got 0", "data.text: token data needs a transformer preset, got model.preset \"mlp\"").
 #pragma once
+
+#include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "gradsync/data/data_plan.h"
@@ -18,9 +21,30 @@
 
 namespace gradsync::spec {
 
+// training: how long a run goes, its batch and sample order, the optimizer and its learning-rate
+// schedule, and how often a rank logs and evaluates. Every value as the spec gives it with its
+// defaults filled; 0 for max_steps or epochs is no limit by that measure.
+struct SchedulePlan {
+  int64_t max_steps = 0;
+  int epochs = 0;
+  uint64_t seed = 0;  // the sample order's (and the parameters', ModelPlan::seed)
+  int micro_batch = 0;
+  int grad_accum_steps = 0;
+  LastBatch last_batch = LastBatch::kPartial;
+  double lr = 0;  // the peak
+  int64_t warmup_steps = 0;
+  double min_lr_ratio = 0;
+  LrSchedule lr_schedule = LrSchedule::kCosine;
+  double beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  double grad_clip = 0;  // 0: no clipping
+  int log_every = 0;
+  int64_t eval_every = 0;
+};
+
 struct JobPlan {
   nn::ModelPlan model;
   data::DataPlan data;
+  SchedulePlan schedule;
   Sharding sharding = Sharding::kNone;
 };
 
@@ -35,7 +59,12 @@ absl::StatusOr<nn::ModelPlan> PlanModel(const v1::JobSpec& spec);
 // disabled. INVALID_ARGUMENT naming the field. Reads no file.
 absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec);
 
-// PlanModel, PlanData and ddp.sharding, in that order; the first error.
+// The training section: its choices read (data.lastBatch, training.lrSchedule), INVALID_ARGUMENT
+// in ValidateJobSpec's words otherwise.
+absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec);
+
+// PlanModel, PlanData (with the model just planned), PlanSchedule and ddp.sharding, in that order;
+// the first error.
 absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec);
 
 }  // namespace gradsync::spec
