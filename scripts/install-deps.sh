@@ -26,6 +26,7 @@ test_packages=(
   sentencepiece  # tests/tokenizer: spm_train and spm_encode, the SentencePiece reference
   xxhash  # tests/ckpt: xxhsum, the XXH3 reference the checksums are checked against
   docker.io docker-compose debootstrap  # tests/cluster: the engine, Compose, and a base image offline
+  python3-torch  # script jobs and the PyTorch comparisons: torch 1.13 (CPU) and torchrun, under /usr/bin/python3
 )
 
 case "${1:-}" in

@@ -82,10 +82,14 @@ int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, 
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& argv) {
-  auto parsed = Parse("submit", argv, 1);
+  const std::optional<std::vector<std::string>> command = CommandAfterDashes(argv);
+  auto parsed = Parse("submit", argv, command.has_value() ? command->size() : 1);
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& args = parsed->args;
-  auto spec = LoadSpecFromCommandLine(args.positional[0], args.GetAll("set"), 0);
+  auto workers = args.GetInt("workers", 0, 1, 4096);
+  if (!workers.ok()) return Fail(workers.status());
+  auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, args.GetAll("set"), *workers)
+                                  : LoadSpecFromCommandLine(args.positional[0], args.GetAll("set"), *workers);
   if (!spec.ok()) return Fail(spec.status());
   auto connected = ConnectJobClient(args);
   if (!connected.ok()) return Fail(connected.status());
@@ -197,13 +201,15 @@ std::vector<Command> JobRows() {
   const std::vector<OptionDoc> job_options = JobOptions();
   std::vector<Command> t;
   t.push_back({.name = "submit",
-               .synopsis = "FILE [--set path=value ...] [--wait]",
+               .synopsis = "FILE|-- COMMAND... [--workers N] [--set path=value ...] [--wait]",
                .summary = "submit a job; with --wait, follow it to its end as run does",
                .example = "gradsync submit examples/jobs/mlp.yaml --set training.maxSteps=200 --wait",
                .details = "Prints the job's name (jobs/<id>), or with --wait its progress and summary (exit 0 only\n"
                           "when it SUCCEEDED). Relative data paths of a spec submitted to a local cluster start in\n"
-                          "the current directory.\n",
-               .options = Plus({{"set", "path=value"}, {"wait", ""}, Output()}, job_options),
+                          "the current directory. After \"--\", a command instead (a script job): each of the\n"
+                          "--workers N ranks runs it with torchrun's environment, in the current directory, which\n"
+                          "must lie in the cluster's data roots and be where every worker sees it.\n",
+               .options = Plus({{"set", "path=value"}, {"workers", "N"}, {"wait", ""}, Output()}, job_options),
                .formats = {F::kTable, F::kJson, F::kYaml, F::kName},
                .connects = true,
                .operands = Operands::kFiles,

@@ -74,7 +74,8 @@ std::string KeepSeries(const v1::JobSeries& series, const v1::Job& job, const st
 }
 
 constexpr char kRunUsage[] =
-    "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n";
+    "usage: gradsync run FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] [-o json]\n"
+    "       gradsync run [--workers N] [OPTIONS] -- COMMAND [ARGS...]\n";
 
 // What `gradsync run` was asked: the job, its cluster, and how to print.
 struct RunRequest {
@@ -92,12 +93,15 @@ absl::StatusOr<RunRequest> ParseRun(const std::vector<std::string>& argv) {
   absl::StatusOr<OutputFormat> format = OutputFormatOf("run", *args);
   if (!format.ok()) return format.status();
   r.format = *format;
-  if (args->positional.size() != 1) return absl::InvalidArgumentError(kRunUsage);
+  const std::optional<std::vector<std::string>> command = CommandAfterDashes(argv);
+  const size_t files = args->positional.size() - (command.has_value() ? command->size() : 0);
+  if (files != (command.has_value() ? 0 : 1)) return absl::InvalidArgumentError(kRunUsage);
   auto workers = args->GetInt("workers", 0, 1, 1024);
   if (!workers.ok()) return workers.status();
   auto device = device::ParseDeviceRequest(args->Get("device", "auto"), "--device");
   if (!device.ok()) return device.status();
-  auto spec = LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
+  auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, args->GetAll("set"), *workers)
+                                  : LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
   if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("invalid job spec: ", spec.status().message()));
   r.spec = *std::move(spec);
   r.cluster.workers = *workers > 0 ? *workers : r.spec.training().world_size();
@@ -259,13 +263,15 @@ std::vector<Command> RunRows() {
   using F = OutputFormat;
   std::vector<Command> t;
   t.push_back({.name = "run",
-               .synopsis = "FILE [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] "
+               .synopsis = "FILE|-- COMMAND... [--workers N] [--device D] [--no-cpu-binding] [--set path=value ...] "
                            "[--state-dir DIR]",
                .summary = "start a local cluster, run the job to the end, print a summary",
                .example = "gradsync run examples/jobs/mlp.yaml --workers 2 --set training.maxSteps=100",
                .details = absl::StrCat(
                    "FILE is a job spec, YAML or JSON. --workers N workers (default: the spec's\n"
-                   "training.worldSize).\n",
+                   "training.worldSize). After \"--\", a command instead: each of the N ranks runs it in the\n"
+                   "current directory with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, ...), as\n"
+                   "torchrun --standalone --nproc-per-node N does (a script job; --set training.maxRestarts=K).\n",
                    kDevicesHelp,
                    "--state-dir DIR keeps the cluster's logs, tokens and artifacts (default: a new directory\n"
                    "under $TMPDIR). Relative data paths start in the current directory. Ctrl-C cancels the\n"

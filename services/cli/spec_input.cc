@@ -1,5 +1,6 @@
 #include "spec_input.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -10,8 +11,10 @@
 
 namespace gradsync::cli {
 
-absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
-                                                    int workers) {
+namespace {
+
+// `overrides`, and training.worldSize=`workers` unless they set it or `workers` is 0.
+std::vector<std::string> WithWorkers(const std::vector<std::string>& overrides, int workers) {
   std::vector<std::string> all = overrides;
   bool sets_world = false;
   for (const auto& o : overrides) {
@@ -19,7 +22,55 @@ absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, con
         sets_world || absl::StartsWith(o, "training.worldSize=") || absl::StartsWith(o, "training.world_size=");
   }
   if (workers > 0 && !sets_world) all.push_back(absl::StrCat("training.worldSize=", workers));
-  auto spec = spec::LoadJobSpecFile(path, all);
+  return all;
+}
+
+// "train_full_sft" for [python3, -u, train_full_sft.py, ...]; "train" for [./train, ...].
+std::string ScriptName(const std::vector<std::string>& command) {
+  namespace fs = std::filesystem;
+  const std::string program = fs::path(command[0]).filename().string();
+  const bool interpreter = absl::StartsWith(program, "python") || program == "bash" || program == "sh";
+  std::string named = program;
+  for (size_t i = 1; interpreter && i < command.size(); ++i) {
+    if (command[i] == "-m" && i + 1 < command.size()) {
+      named = command[i + 1];
+      break;
+    }
+    if (!absl::StartsWith(command[i], "-")) {
+      named = fs::path(command[i]).stem().string();
+      break;
+    }
+  }
+  return named.empty() ? "script" : named;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
+                                                    int workers) {
+  auto spec = spec::LoadJobSpecFile(path, WithWorkers(overrides, workers));
+  if (!spec.ok()) return spec.status();
+  return spec::Normalize(*std::move(spec));
+}
+
+std::optional<std::vector<std::string>> CommandAfterDashes(const std::vector<std::string>& argv) {
+  const auto dashes = std::find(argv.begin(), argv.end(), "--");
+  if (dashes == argv.end()) return std::nullopt;
+  return std::vector<std::string>(dashes + 1, argv.end());
+}
+
+absl::StatusOr<v1::JobSpec> ScriptSpecFromCommandLine(const std::vector<std::string>& command,
+                                                      const std::vector<std::string>& overrides, int workers) {
+  if (command.empty()) return absl::InvalidArgumentError("no command after \"--\": name the program to run");
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("the current directory: ", ec.message()));
+  v1::JobSpec base;
+  base.set_name(ScriptName(command));
+  base.mutable_script()->mutable_command()->Assign(command.begin(), command.end());
+  base.mutable_script()->set_working_dir(cwd.string());
+  // Through the spec's own parser, so that --set reads as it does for a file.
+  auto spec = spec::ParseJobSpec(spec::ToJson(base, false), "the command line", WithWorkers(overrides, workers));
   if (!spec.ok()) return spec.status();
   return spec::Normalize(*std::move(spec));
 }

@@ -1,6 +1,7 @@
 // Reading a job spec from the command line: a file, --set overrides and --workers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,17 @@ namespace gradsync::cli {
 // the world size becomes `workers`. Fills defaults and validates; errors name the field.
 absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers);
+
+// The command after the first "--" of `argv` (a subcommand's arguments), if there is one:
+// `gradsync run --workers 2 -- python3 train.py` runs a script job.
+std::optional<std::vector<std::string>> CommandAfterDashes(const std::vector<std::string>& argv);
+
+// A script job (JobSpec.script) for `command`, run in the current directory (made absolute:
+// the coordinator of a local cluster sees this machine's files), named after the script (the first
+// argument after an interpreter such as python3, else the program), with `overrides` applied and
+// `workers` ranks as LoadSpecFromCommandLine does. Fills defaults and validates.
+absl::StatusOr<v1::JobSpec> ScriptSpecFromCommandLine(const std::vector<std::string>& command,
+                                                      const std::vector<std::string>& overrides, int workers);
 
 // Makes the relative data paths of `spec` (data.text.paths, data.shards.paths,
 // data.validation.paths, and model.initFrom) absolute from `base`, the current directory when

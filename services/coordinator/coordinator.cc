@@ -65,6 +65,14 @@ absl::Status ConfineInitFrom(const std::vector<std::string>& data_roots, const s
   return spec::ConfineInitFrom(*roots, spec);
 }
 
+// Resolves a script job's working directory inside the data roots: the command runs there.
+absl::Status ConfineScriptDir(const std::vector<std::string>& data_roots, v1::JobSpec* spec) {
+  if (!spec->has_script()) return absl::OkStatus();
+  absl::StatusOr<spec::ConfinedRoots> roots = spec::ConfinedRoots::Open(data_roots, "data root");
+  if (!roots.ok()) return roots.status();
+  return spec::ConfineScriptDir(*roots, spec);
+}
+
 // Whether a directory of that name is already in the artifact root (left by an earlier
 // coordinator): a new job must not share it.
 bool ArtifactDirExists(const std::string& artifact_root, const std::string& id) {
@@ -253,6 +261,7 @@ absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   if (absl::Status s = CheckModelBudget(*normalized, options_.max_model_bytes); !s.ok()) return s;
   if (absl::Status s = ConfineDataPaths(options_.data_roots, &*normalized); !s.ok()) return s;
   if (absl::Status s = ConfineInitFrom(options_.data_roots, options_.artifact_root, &*normalized); !s.ok()) return s;
+  if (absl::Status s = ConfineScriptDir(options_.data_roots, &*normalized); !s.ok()) return s;
   absl::MutexLock creating(&create_mu_);
   absl::StatusOr<v1::Job> job = NewJob(*std::move(normalized));
   if (!job.ok()) return job.status();

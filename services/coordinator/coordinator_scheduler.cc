@@ -30,6 +30,7 @@ v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, cons
   if (resume.has_value()) *a.mutable_resume_from() = *resume;
   *a.mutable_placement() = where;
   a.mutable_data_roots()->Assign(data_roots.begin(), data_roots.end());
+  a.set_restarts(job.restarts());
   return a;
 }
 
@@ -45,6 +46,15 @@ double PeakFlops(const std::vector<WorkerLease*>& gang, const std::vector<v1::Pl
     total += peak;
   }
   return total;
+}
+
+// Where each rank of `hosts` computes: a built-in model's plan decides, or for a script job the
+// workers' devices alone.
+absl::StatusOr<std::vector<v1::Placement>> PlaceGang(const v1::JobSpec& spec, const std::vector<spec::RankHost>& hosts) {
+  if (spec.has_script()) return spec::PlaceScriptRanks(spec, hosts);
+  absl::StatusOr<nn::ModelPlan> model = spec::PlanModel(spec);
+  if (!model.ok()) return model.status();
+  return spec::PlaceRanks(spec, *model, hosts);
 }
 
 // "rank 0 on W (host, cuda:0 bf16)", for the Scheduled event.
@@ -81,9 +91,7 @@ void Coordinator::ScheduleLocked() {
     std::vector<WorkerLease*> gang(idle.begin(), idle.begin() + take);
     std::vector<spec::RankHost> hosts;
     for (const WorkerLease* w : gang) hosts.push_back(w->host());
-    absl::StatusOr<nn::ModelPlan> model = spec::PlanModel(rt.spec());
-    absl::StatusOr<std::vector<v1::Placement>> placement =
-        model.ok() ? spec::PlaceRanks(rt.spec(), *model, hosts) : model.status();
+    absl::StatusOr<std::vector<v1::Placement>> placement = PlaceGang(rt.spec(), hosts);
     if (!placement.ok()) {
       // The gang stays idle for the jobs behind; this one cannot run on what registered.
       unplaceable.emplace_back(&rt, std::string(placement.status().message()));

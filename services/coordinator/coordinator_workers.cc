@@ -39,6 +39,16 @@ RankFailure RankFailureOf(const v1::ReportResultRequest& r, JobRuntime* rt) {
   return f;
 }
 
+// How a script job ended once every rank reported: what its reports reached, if it reported steps.
+std::string ScriptOutcome(const v1::JobResult& agreed, int ranks, bool cancelled) {
+  std::string out = cancelled ? absl::StrFormat("cancelled by request: the commands of %d ranks were stopped", ranks)
+                              : absl::StrFormat("the commands of %d ranks exited 0", ranks);
+  if (agreed.global_step() > 0) {
+    absl::StrAppendFormat(&out, "; %d steps reported, final loss %.4f", agreed.global_step(), agreed.final_loss());
+  }
+  return out;
+}
+
 }  // namespace
 
 v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerRequest& request) {
@@ -167,6 +177,11 @@ void Coordinator::CompleteLocked(JobRuntime* rt) {
   // Every rank has reported and is free already: nobody to tell to abort.
   const std::unique_ptr<Generation> done = rt->EndGeneration();
   kv_.DropNamespace(done->kv_namespace());
+  if (rt->spec().has_script()) {
+    FinishLocked(rt, rt->stopping() ? v1::CANCELLED : v1::SUCCEEDED, rt->stopping() ? "Cancelled" : "Succeeded",
+                 ScriptOutcome(*agreed, done->world_size(), rt->stopping()));
+    return;
+  }
   if (rt->stopping()) {
     FinishLocked(rt, v1::CANCELLED, "Cancelled",
                  absl::StrFormat("cancelled by request: stopped at step %d, final loss %.4f, weights in %s",

@@ -12,6 +12,7 @@
 #include "gradsync/core/log.h"
 #include "gradsync/spec/confined_path.h"
 #include "gradsync/spec/job_paths.h"
+#include "gradsync/spec/job_spec.h"
 
 namespace gradsync::coordinator {
 
@@ -20,7 +21,6 @@ using google::protobuf::util::TimeUtil;
 namespace {
 
 constexpr size_t kMaxEvents = 1000;
-constexpr int kDefaultMaxRestarts = 3;
 constexpr int kDefaultKeep = 3;
 
 google::protobuf::Timestamp ToProto(absl::Time t) { return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t)); }
@@ -99,8 +99,7 @@ void JobRuntime::NoteReached(const v1::JobResult& reached) {
 }
 
 int JobRuntime::restart_budget() const {
-  const v1::TrainingSpec& t = job_.spec().training();
-  return t.has_max_restarts() ? t.max_restarts() : kDefaultMaxRestarts;
+  return spec::MaxRestarts(job_.spec().training());
 }
 
 void JobRuntime::Restart(const std::string& reason) {

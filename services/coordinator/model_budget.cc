@@ -56,6 +56,8 @@ absl::Status CheckModelBudget(const ModelFootprint& f, int64_t max_bytes) {
 }
 
 absl::Status CheckModelBudget(const v1::JobSpec& spec, int64_t max_bytes) {
+  // A script's model is its own, built where the coordinator cannot count it.
+  if (spec.has_script()) return absl::OkStatus();
   absl::StatusOr<spec::JobPlan> plan = spec::PlanJob(spec);
   if (!plan.ok()) return plan.status();
   return CheckModelBudget(FootprintOf(*plan, std::max(MinWorkers(spec), 1)), max_bytes);

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "fault_injection.h"
 #include "gradsync/comm/communicator.h"
+#include "gradsync/core/child_process.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/telemetry/metrics_reporter.h"
 #include "gradsync/train/activity.h"
@@ -32,6 +33,15 @@
 namespace gradsync::worker {
 
 class WorkerMetrics;
+
+// A script job's child as the heartbeat describes it.
+struct ScriptActivity {
+  pid_t pid = 0;
+  absl::Time start;
+  std::string command;
+  // "running `python3 train.py` (pid 123) for 42s".
+  std::string Describe(absl::Time now) const;
+};
 
 struct AgentOptions {
   std::string coordinator;  // host:port
@@ -96,6 +106,11 @@ class Agent {
   void RunAssignment(const v1::Assignment& assignment, const absl::Status& parsed);
   void BeginGeneration(const v1::Assignment& assignment);
   absl::StatusOr<train::TrainOutcome> RunGeneration(const v1::Assignment& assignment);
+  // A script job's generation instead (agent_script.cc): the ranks meet, the command runs as a
+  // child with torchrun's environment, and its exit is the rank's result.
+  absl::StatusOr<train::TrainOutcome> RunScript(const v1::Assignment& assignment);
+  absl::StatusOr<train::TrainOutcome> RunChild(const v1::Assignment& assignment, ChildSpec child,
+                                               const std::string& command_text);
   train::TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
   // The seed of `epoch`, from the coordinator's epoch plan.
   absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);
@@ -145,6 +160,10 @@ class Agent {
   train::StepMarker marker_ ABSL_GUARDED_BY(mu_);
   // What the generation has reached (train::TrainHooks::on_reached), reported with a failure.
   v1::JobResult reached_ ABSL_GUARDED_BY(mu_);
+  // A script job's child while it runs (pid 0: none), for the heartbeat's activity.
+  ScriptActivity script_ ABSL_GUARDED_BY(mu_);
+  // Whether this generation's script child started: its failure is then no setup failure.
+  bool script_started_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   // The running generation's communicator, so an abort can interrupt a collective in flight.
   comm::Communicator* comm_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -58,6 +58,7 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
   stop_requested_ = false;
   absl::MutexLock lock(&mu_);
   reached_.Clear();
+  script_started_ = false;
   current_.set_job_id(a.job_id());
   current_.set_generation(a.generation());
   current_.set_rank(a.rank());
@@ -72,6 +73,7 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
 }
 
 absl::StatusOr<train::TrainOutcome> Agent::RunGeneration(const v1::Assignment& a) {
+  if (a.spec().has_script()) return RunScript(a);
   const absl::StatusOr<train::TrainConfig> config = train::TrainConfigFromAssignment(a);
   if (!config.ok()) return config.status();
   auto kv = comm::NewCoordinatorKvClient(stub_, a.job_id(), a.generation());
@@ -189,7 +191,7 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<train::T
     bool during_setup;
     {
       absl::MutexLock lock(&mu_);
-      during_setup = marker_.step == 0;
+      during_setup = marker_.step == 0 && !script_started_;
       // What the job reached before the failure, for the summary of a job that fails.
       *report.mutable_result() = reached_;
     }

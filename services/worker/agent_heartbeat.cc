@@ -13,6 +13,10 @@
 
 namespace gradsync::worker {
 
+std::string ScriptActivity::Describe(absl::Time now) const {
+  return absl::StrCat("running `", command, "` (pid ", pid, ") for ", absl::FormatDuration(absl::Trunc(now - start, absl::Seconds(1))));
+}
+
 void Agent::HeartbeatLoop() {
   while (!stop_) {
     absl::Duration interval;
@@ -39,6 +43,8 @@ void Agent::SendHeartbeat() {
       req.set_collective_seq(issued);
       req.set_collective_done(done);
       req.set_activity(DescribeActivity(marker_, issued, done));
+    } else if (script_.pid > 0) {
+      req.set_activity(script_.Describe(absl::Now()));
     }
   }
   v1::HeartbeatResponse resp;
@@ -132,7 +138,9 @@ std::string Agent::DescribeStuckGeneration() {
   if (!mu_.TryLock()) return "the agent's state is locked (a thread holding it is stuck)";
   std::string where =
       absl::StrCat("job ", current_.job_id(), " generation ", current_.generation(), " rank ", current_.rank(), ", ");
-  if (comm_ == nullptr) {
+  if (script_.pid > 0) {
+    absl::StrAppend(&where, script_.Describe(absl::Now()));
+  } else if (comm_ == nullptr) {
     absl::StrAppend(&where, "its communicator already gone (stuck tearing the replica down or after)");
   } else {
     absl::StrAppend(&where, DescribeActivity(marker_, comm_->sequence(), comm_->completed()));

@@ -12,9 +12,11 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -38,9 +40,26 @@ absl::StatusOr<pid_t> Spawn(const ChildSpec& spec) {
     if (std::getenv(name.c_str()) == nullptr) added.push_back(kv);
   }
   std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  for (std::string& kv : added) envp.push_back(kv.data());
+  std::vector<std::string> forced = spec.env;
+  auto overridden = [&forced](const char* kv) {
+    const std::string_view entry(kv);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    for (const std::string& f : forced) {
+      if (std::string_view(f).substr(0, f.find('=')) == name) return true;
+    }
+    return false;
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!overridden(*e)) envp.push_back(*e);
+  }
+  for (std::string& kv : added) {
+    if (!overridden(kv.c_str())) envp.push_back(kv.data());
+  }
+  for (std::string& kv : forced) envp.push_back(kv.data());
   envp.push_back(nullptr);
+  const char* dir = spec.working_dir.empty() ? nullptr : spec.working_dir.c_str();
+  const int out_fd = spec.stdout_fd >= 0 ? spec.stdout_fd : log;
+  const int err_fd = spec.stderr_fd >= 0 ? spec.stderr_fd : log;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -52,12 +71,16 @@ absl::StatusOr<pid_t> Spawn(const ChildSpec& spec) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::setpgid(0, 0);
     if (::getppid() != parent) ::_exit(127);
-    if (log >= 0) {
-      ::dup2(log, STDOUT_FILENO);
-      ::dup2(log, STDERR_FILENO);
-    }
+    if (out_fd >= 0) ::dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) ::dup2(err_fd, STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    if (dir != nullptr && ::chdir(dir) != 0) {
+      const char msg[] = "cannot enter the working directory\n";
+      ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+      (void)ignored;
+      ::_exit(127);
+    }
     ::execve(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -113,6 +136,45 @@ void StopAll(const std::vector<pid_t>& pids, absl::Duration grace) {
       ::waitpid(p, nullptr, 0);
     }
   }
+}
+
+std::optional<int> StopGroup(pid_t pid, absl::Duration grace) {
+  if (pid <= 0) return std::nullopt;
+  std::optional<int> status = ReapIfExited(pid);
+  if (!status.has_value()) {
+    ::kill(-pid, SIGTERM);
+    const absl::Time deadline = absl::Now() + grace;
+    while (!(status = ReapIfExited(pid)).has_value() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  }
+  ::kill(-pid, SIGKILL);
+  if (!status.has_value()) {
+    int raw = 0;
+    if (::waitpid(pid, &raw, 0) == pid) status = raw;
+  }
+  return status;
+}
+
+absl::StatusOr<std::string> FindProgram(const std::string& program, const std::string& path,
+                                        const std::string& working_dir) {
+  namespace fs = std::filesystem;
+  auto runnable = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.empty()) return absl::InvalidArgumentError("no program named");
+  if (program.find('/') != std::string::npos) {
+    const fs::path p = program[0] == '/' || working_dir.empty() ? fs::path(program) : fs::path(working_dir) / program;
+    if (runnable(p)) return p.string();
+    std::error_code ec;
+    return fs::exists(p, ec) ? absl::FailedPreconditionError(absl::StrCat(p.string(), " is not an executable file"))
+                             : absl::NotFoundError(absl::StrCat(p.string(), " does not exist"));
+  }
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    // An empty entry means the working directory, as for execvp.
+    const fs::path base = dir.empty() ? fs::path(working_dir.empty() ? "." : working_dir) : fs::path(std::string(dir));
+    if (runnable(base / program)) return (base / program).string();
+  }
+  return absl::NotFoundError(absl::StrCat("\"", program, "\" is not found on PATH (", path, ")"));
 }
 
 std::string BinaryDir() {

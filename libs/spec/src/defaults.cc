@@ -10,6 +10,7 @@
 #include "gradsync/nn/presets.h"
 #include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_spec.h"
+#include "script_spec.h"
 
 namespace gradsync::spec {
 namespace {
@@ -39,6 +40,8 @@ constexpr double kDefaultEps = 1e-8;
 constexpr LrSchedule kDefaultLrSchedule = LrSchedule::kCosine;
 constexpr double kDefaultMinLrRatio = 0.1;
 constexpr int32_t kDefaultLogEvery = 10;
+// torchrun's --max-restarts defaults to 0; a job here gets a few, as its workers may be lost.
+constexpr int32_t kDefaultMaxRestarts = 3;
 // Ten points on the validation curve of a 1000-step run (llm.c's GPT-2 recipes evaluate every 250
 // steps, nanoGPT's every 250 to 2000 on longer runs). Each evaluation is a forward pass over the
 // whole validation set, so a large one wants a larger value, or 0: after the last step only.
@@ -84,12 +87,17 @@ void FillData(const std::string& preset, gradsync::v1::DataSpec* data) {
   if (!synthetic->has_seed()) synthetic->set_seed(kDefaultDataSeed);
 }
 
-void FillTraining(gradsync::v1::TrainingSpec* training) {
+// The gang: every job has one, a script job's included.
+void FillGang(gradsync::v1::TrainingSpec* training) {
   if (!training->has_world_size()) {
     training->set_world_size(training->has_max_workers() ? training->max_workers() : kDefaultWorldSize);
   }
   if (!training->has_max_workers()) training->set_max_workers(training->world_size());
   if (!training->has_min_workers()) training->set_min_workers(training->max_workers());
+}
+
+void FillTraining(gradsync::v1::TrainingSpec* training) {
+  FillGang(training);
   if (!training->has_micro_batch()) training->set_micro_batch(kDefaultMicroBatch);
   if (!training->has_grad_accum_steps()) training->set_grad_accum_steps(kDefaultGradAccumSteps);
   if (training->max_steps() == 0 && training->epochs() == 0) training->set_epochs(kDefaultEpochs);
@@ -116,10 +124,19 @@ void FillDdp(gradsync::v1::DdpSpec* ddp) {
 
 void FillDefaults(gradsync::v1::JobSpec* spec) {
   if (spec->name().empty()) spec->set_name(kDefaultName);
+  if (spec->has_script()) {
+    FillGang(spec->mutable_training());
+    internal::FillScriptDefaults(spec);
+    return;
+  }
   FillModel(spec->mutable_model());
   FillData(spec->model().preset(), spec->mutable_data());
   FillTraining(spec->mutable_training());
   FillDdp(spec->mutable_ddp());
+}
+
+int MaxRestarts(const gradsync::v1::TrainingSpec& training) {
+  return training.has_max_restarts() ? training.max_restarts() : kDefaultMaxRestarts;
 }
 
 }  // namespace gradsync::spec

@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -18,6 +19,7 @@ constexpr size_t kMaxSubdirLength = 64;
 constexpr char kTrainPrefix[] = "train_";
 constexpr char kValidationGlob[] = "val_*.bin";
 constexpr char kValidationField[] = "data.validation.paths";
+constexpr char kScriptDirField[] = "script.workingDir";
 
 // The repeated path fields of `data`, with their names: the training source's, then validation's.
 std::vector<std::pair<std::string, google::protobuf::RepeatedPtrField<std::string>*>> MutablePathFields(
@@ -116,6 +118,26 @@ bool IsCheckpointSubdir(const std::string& dir) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
   }
   return true;
+}
+
+absl::Status ConfineScriptDir(const ConfinedRoots& data_roots, v1::JobSpec* spec) {
+  if (!spec->has_script()) return absl::OkStatus();
+  absl::StatusOr<std::string> dir = data_roots.Resolve(kScriptDirField, spec->script().working_dir());
+  if (!dir.ok()) return dir.status();
+  spec->mutable_script()->set_working_dir(*std::move(dir));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CheckScriptDir(const v1::ScriptSpec& script, const ConfinedRoots& data_roots) {
+  absl::StatusOr<std::string> dir = data_roots.Resolve(kScriptDirField, script.working_dir());
+  if (!dir.ok()) return dir.status();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(*dir, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kScriptDirField, ": \"", *dir, "\" is not a directory on this worker (", data_roots.Describe(),
+                     "; on a cluster, the script's files must be where every worker sees them)"));
+  }
+  return dir;
 }
 
 }  // namespace gradsync::spec

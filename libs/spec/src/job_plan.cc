@@ -128,6 +128,9 @@ absl::StatusOr<data::DataPlan> PlanDataWith(const v1::JobSpec& spec, const nn::T
 }  // namespace
 
 absl::StatusOr<nn::ModelPlan> PlanModel(const v1::JobSpec& spec) {
+  if (spec.has_script()) {
+    return absl::FailedPreconditionError("a script job (script.command) builds its own model; it has no model plan");
+  }
   const std::string& preset = spec.model().preset();
   nn::ModelPlan plan;
   plan.seed = spec.training().seed();

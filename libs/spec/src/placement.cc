@@ -10,14 +10,10 @@ namespace {
 
 std::string Where(const RankHost& r) { return absl::StrCat(r.worker_id, " on ", r.hostname); }
 
-}  // namespace
-
-absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const nn::ModelPlan& plan,
-                                                      const std::vector<RankHost>& ranks) {
-  const v1::ModelSpec& model = spec.model();
-  const absl::StatusOr<spec::Device> device = spec::ParseDevice(model.device());
-  const absl::StatusOr<spec::Precision> precision = spec::ParsePrecision(model.precision());
-  const absl::StatusOr<spec::Backend> asked = spec::ParseBackend(spec.ddp().backend());
+absl::StatusOr<std::vector<v1::Placement>> Place(const absl::StatusOr<spec::Device>& device,
+                                                 const absl::StatusOr<spec::Precision>& precision,
+                                                 const absl::StatusOr<spec::Backend>& asked, bool gpu_model,
+                                                 const std::vector<RankHost>& ranks) {
   for (const absl::Status& s : {device.status(), precision.status(), asked.status()}) {
     if (!s.ok()) return s;
   }
@@ -30,7 +26,7 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
   }
   // One device kind for the whole generation (see the header).
   const bool cuda =
-      *device == spec::Device::kCuda || (*device == spec::Device::kAuto && without_gpu.empty() && plan.has_gpu_model());
+      *device == spec::Device::kCuda || (*device == spec::Device::kAuto && without_gpu.empty() && gpu_model);
   const spec::Precision placed =
       *precision != spec::Precision::kAuto ? *precision : (cuda ? spec::Precision::kBf16 : spec::Precision::kFp32);
   for (size_t r = 0; r < ranks.size(); ++r) {
@@ -69,6 +65,19 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, c
       *asked == spec::Backend::kGloo || !nccl_obstacle.empty() ? spec::Backend::kGloo : spec::Backend::kNccl;
   for (v1::Placement& p : out) p.set_backend(spec::Name(backend));
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const nn::ModelPlan& plan,
+                                                      const std::vector<RankHost>& ranks) {
+  return Place(spec::ParseDevice(spec.model().device()), spec::ParsePrecision(spec.model().precision()),
+               spec::ParseBackend(spec.ddp().backend()), plan.has_gpu_model(), ranks);
+}
+
+absl::StatusOr<std::vector<v1::Placement>> PlaceScriptRanks(const v1::JobSpec& spec,
+                                                            const std::vector<RankHost>& ranks) {
+  return Place(spec::Device::kAuto, spec::Precision::kFp32, spec::ParseBackend(spec.ddp().backend()), true, ranks);
 }
 
 }  // namespace gradsync::spec

@@ -13,6 +13,7 @@
 #include "gradsync/spec/choices.h"
 #include "gradsync/spec/job_paths.h"
 #include "gradsync/spec/job_spec.h"
+#include "script_spec.h"
 #include "utf8.h"
 
 namespace gradsync::spec {
@@ -168,7 +169,8 @@ void CheckData(const gradsync::v1::ModelSpec& model, const gradsync::v1::DataSpe
   CheckValidation(transformer, data.validation(), check);
 }
 
-void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
+// The gang and its restarts: every job has them, a script job's included.
+void CheckGang(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Between("training.worldSize", training.world_size(), 1, kMaxWorldSize);
   check->Between("training.maxWorkers", training.max_workers(), 1, kMaxWorldSize);
   check->Between("training.minWorkers", training.min_workers(), 1, kMaxWorldSize);
@@ -178,6 +180,11 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Require(training.world_size() == training.max_workers(), "training.worldSize",
                  absl::StrCat("must equal maxWorkers (", training.max_workers(), ") when both are set"),
                  absl::StrCat(training.world_size()));
+  if (training.has_max_restarts()) check->Between("training.maxRestarts", training.max_restarts(), 0, kMaxRestarts);
+}
+
+void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
+  CheckGang(training, check);
   check->Between("training.microBatch", training.micro_batch(), 1, kMaxMicroBatch);
   check->Between("training.gradAccumSteps", training.grad_accum_steps(), 1, kMaxGradAccumSteps);
   check->AtLeast("training.maxSteps", training.max_steps(), 0);
@@ -196,7 +203,6 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Number("training.minLrRatio", training.min_lr_ratio(), kZeroInclusive, &kOneInclusive);
   check->AtLeast("training.logEvery", training.log_every(), 1);
   check->AtLeast("training.evalEvery", training.eval_every(), 0);
-  if (training.has_max_restarts()) check->Between("training.maxRestarts", training.max_restarts(), 0, kMaxRestarts);
 }
 
 void CheckSharding(const gradsync::v1::DdpSpec& ddp, Checker* check) {
@@ -258,6 +264,12 @@ absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec) {
     check.Require(false, bad->path, bad->problem, bad->got);
   }
   CheckName(spec.name(), &check);
+  if (spec.has_script()) {
+    CheckGang(spec.training(), &check);
+    internal::CheckScriptJob(spec, &check);
+    CheckCheckpoint(spec.checkpoint(), &check);
+    return check.status();
+  }
   const Device device = CheckModel(spec.model(), &check);
   CheckInitFrom(spec.model(), &check);
   CheckData(spec.model(), spec.data(), &check);

@@ -134,9 +134,31 @@ absl::Status StoreValue(const YAML::Node& node, const std::string& path, const F
   return YamlToMessage(node, path, child);
 }
 
+// A map field (string keys, scalar values, as script.env): one entry per key of a YAML map.
+absl::Status StoreMap(const YAML::Node& node, const std::string& path, const FieldDescriptor* field,
+                      Message* message) {
+  if (!node.IsMap()) return Problem(path, "expected a map of names to values", node);
+  const Descriptor& entry_type = *field->message_type();
+  const FieldDescriptor* key_field = entry_type.map_key();
+  const FieldDescriptor* value_field = entry_type.map_value();
+  std::map<std::string, bool> seen;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) return Problem(path, "keys must be strings", entry.first);
+    const std::string key = entry.first.Scalar();
+    const std::string entry_path = JoinPath(path, key);
+    if (!seen.emplace(key, true).second) return AtPath(entry_path, "set twice");
+    if (!entry.second.IsScalar()) return Problem(entry_path, "expected a value", entry.second);
+    Message* added = message->GetReflection()->AddMessage(message, field);
+    added->GetReflection()->SetString(added, key_field, key);
+    absl::Status status = StoreScalar(entry.second, entry_path, value_field, added);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StoreField(const YAML::Node& node, const std::string& path, const FieldDescriptor* field,
                         Message* message) {
-  if (field->is_map()) return Problem(path, "map fields are not supported", node);
+  if (field->is_map()) return StoreMap(node, path, field, message);
   if (!field->is_repeated()) return StoreValue(node, path, field, message);
   if (!node.IsSequence()) return Problem(path, "expected a sequence", node);
   for (size_t i = 0; i < node.size(); ++i) {

@@ -23,6 +23,15 @@ struct ChildSpec {
   std::string log_path;
   // "NAME=value" entries added to the child's environment unless this process has NAME set.
   std::vector<std::string> env_defaults = {};
+  // "NAME=value" entries set in the child's environment whatever this process has (after
+  // env_defaults).
+  std::vector<std::string> env = {};
+  // Where the child starts; empty: this process's working directory.
+  std::string working_dir = {};
+  // Descriptors the child's stdout and stderr go to (the write ends of pipes, say), instead of
+  // log_path; -1: log_path's rule. The caller keeps and closes its own.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 // What every process that trains needs before its BLAS loads: OpenBLAS reads
@@ -54,6 +63,17 @@ std::string DescribeWaitStatus(int status);
 // SIGTERM to each, wait up to `grace` for all, then SIGKILL the rest and reap them.
 void StopAll(const std::vector<pid_t>& pids, absl::Duration grace);
 
+// Stops `pid`, a child that leads its own process group (Spawn's), with everything in that group:
+// SIGTERM to the group, up to `grace` for the leader to exit, then SIGKILL to the group. The
+// leader is reaped and its wait status returned (nullopt if it was reaped already); whatever is
+// left of the group (grandchildren that outlived the leader) gets SIGKILL either way.
+std::optional<int> StopGroup(pid_t pid, absl::Duration grace);
+
+// The executable `program` names, as execvp would find it: a name with a '/' is a path (relative:
+// from `working_dir`), any other is looked up in the colon-separated `path` (PATH). NOT_FOUND or
+// FAILED_PRECONDITION saying what was tried.
+absl::StatusOr<std::string> FindProgram(const std::string& program, const std::string& path,
+                                        const std::string& working_dir);
 // The directory holding gradsync's binaries: this executable's own directory.
 std::string BinaryDir();
 

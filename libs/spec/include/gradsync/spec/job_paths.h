@@ -53,6 +53,17 @@ absl::Status ConfineInitFrom(const ConfinedRoots& roots, v1::JobSpec* spec);
 // The reader's check of model.init_from right before it is read: it resolves inside `roots`.
 absl::Status CheckInitFrom(const v1::ModelSpec& model, const ConfinedRoots& roots);
 
+// Replaces script.working_dir (a script job's) with its resolved form inside `data_roots` (relative:
+// from the first root), as ConfineDataPaths does for data paths; it need not exist yet.
+// INVALID_ARGUMENT "script.workingDir: ..." naming the path and the roots; the spec is unchanged on
+// error. Nothing for other jobs.
+absl::Status ConfineScriptDir(const ConfinedRoots& data_roots, v1::JobSpec* spec);
+
+// The worker's check right before it starts the command: script.working_dir resolves, as it is
+// now, inside `data_roots` and is a directory. INVALID_ARGUMENT or FAILED_PRECONDITION naming the
+// field.
+absl::StatusOr<std::string> CheckScriptDir(const v1::ScriptSpec& script, const ConfinedRoots& data_roots);
+
 // Whether `dir` may be a checkpoint.dir: empty, or one directory name of at most 64 letters,
 // digits, '.', '_' and '-' that does not start with '.'.
 bool IsCheckpointSubdir(const std::string& dir);

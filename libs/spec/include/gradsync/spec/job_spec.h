@@ -32,6 +32,10 @@ void FillDefaults(gradsync::v1::JobSpec* spec);
 // Checks every field of a spec whose defaults are filled in.
 absl::Status ValidateJobSpec(const gradsync::v1::JobSpec& spec);
 
+// training.maxRestarts, or its default (3) when unset: the generations a job may start after
+// failures before it fails for good.
+int MaxRestarts(const gradsync::v1::TrainingSpec& training);
+
 // FillDefaults then ValidateJobSpec.
 absl::StatusOr<gradsync::v1::JobSpec> Normalize(gradsync::v1::JobSpec spec);
 

@@ -39,4 +39,11 @@ struct RankHost {
 absl::StatusOr<std::vector<v1::Placement>> PlaceRanks(const v1::JobSpec& spec, const nn::ModelPlan& plan,
                                                       const std::vector<RankHost>& ranks);
 
+// The same for a script job (JobSpec.script), whose script chooses its own device and precision:
+// "cuda" when every worker of the gang has a GPU (the script may use it; CUDA_VISIBLE_DEVICES is
+// left alone), else "cpu"; precision "fp32" (nominal: the script decides); the backend of
+// gradsync.torch's exchange from ddp.backend as above.
+absl::StatusOr<std::vector<v1::Placement>> PlaceScriptRanks(const v1::JobSpec& spec,
+                                                            const std::vector<RankHost>& ranks);
+
 }  // namespace gradsync::spec
