@@ -1,5 +1,6 @@
 #include "describe.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,27 @@ std::string TrainingText(const v1::TrainingSpec& t) {
   if (!t.lr_schedule().empty()) absl::StrAppend(&out, " ", t.lr_schedule());
   if (t.warmup_steps() > 0) absl::StrAppend(&out, " after ", t.warmup_steps(), " warm-up steps");
   absl::StrAppend(&out, ", seed ", t.seed());
+  return out;
+}
+
+// "python3 train.py --epochs 2 in /data/run (env: HF_HOME)".
+std::string ScriptText(const v1::ScriptSpec& script) {
+  std::string out = absl::StrCat(absl::StrJoin(script.command(), " "), " in ", script.working_dir());
+  if (!script.env().empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : script.env()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    absl::StrAppend(&out, " (env: ", absl::StrJoin(names, ", "), ")");
+  }
+  return out;
+}
+
+std::string ScriptRanksText(const v1::TrainingSpec& t) {
+  std::string out = absl::StrFormat("%d", t.world_size());
+  if (t.min_workers() < t.max_workers()) {
+    absl::StrAppend(&out, absl::StrFormat(" (elastic %d..%d)", t.min_workers(), t.max_workers()));
+  }
+  if (t.has_max_restarts()) absl::StrAppend(&out, ", at most ", t.max_restarts(), " restarts");
   return out;
 }
 
@@ -127,9 +149,14 @@ std::string DescribeJob(const v1::Job& job) {
   Line(&out, "Name", job.name());
   Line(&out, "State",
        absl::StrCat(v1::JobState_Name(job.state()), job.state_reason().empty() ? "" : ": " + job.state_reason()));
-  Line(&out, "Model", ModelText(job.spec().model()));
-  Line(&out, "Data", DataText(job.spec().data()));
-  Line(&out, "Training", TrainingText(job.spec().training()));
+  if (job.spec().has_script()) {
+    Line(&out, "Script", ScriptText(job.spec().script()));
+    Line(&out, "Ranks", ScriptRanksText(job.spec().training()));
+  } else {
+    Line(&out, "Model", ModelText(job.spec().model()));
+    Line(&out, "Data", DataText(job.spec().data()));
+    Line(&out, "Training", TrainingText(job.spec().training()));
+  }
   Line(&out, "DDP", DdpText(job.spec().ddp()));
   Line(&out, "Checkpoint", CheckpointText(job.spec().checkpoint()));
   Line(&out, "Created", job.has_create_time() ? UtcTime(job.create_time()) : "");

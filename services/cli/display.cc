@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "charts.h"
 #include "google/protobuf/struct.pb.h"
@@ -305,7 +306,26 @@ void ProgressView::Finish() {
   std::fflush(out_);
 }
 
+namespace {
+
+// A script job's summary: its command, how it ended, and what its reports reached (if it sent any).
+std::string ScriptSummaryText(const v1::Job& job) {
+  const v1::JobResult& r = job.result();
+  std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
+  absl::StrAppend(&out, "  command     ", absl::StrJoin(job.spec().script().command(), " "), "\n");
+  absl::StrAppend(&out, "  outcome     ", job.state_reason(), "\n");
+  if (r.global_step() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  reached     step %d, loss %.4f -> %.4f\n", r.global_step(),
+                                          r.initial_loss(), r.final_loss()));
+  }
+  absl::StrAppend(&out, WallText(job));
+  return out;
+}
+
+}  // namespace
+
 std::string SummaryText(const v1::Job& job) {
+  if (job.spec().has_script()) return ScriptSummaryText(job);
   const v1::JobResult& r = job.result();
   std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
   if (job.state() != v1::SUCCEEDED) {
@@ -352,6 +372,10 @@ std::string SummaryJson(const v1::Job& job, const std::string& log_dir) {
   f["wallSeconds"].set_number_value(WallSeconds(job));
   f["generations"].set_number_value(job.generation());
   f["restarts"].set_number_value(job.restarts());
+  if (job.spec().has_script()) {
+    auto& command = *f["command"].mutable_list_value();
+    for (const std::string& arg : job.spec().script().command()) command.add_values()->set_string_value(arg);
+  }
   if (const double flops = ModelFlopsPerSecond(job); flops > 0) {
     f["modelFlopsPerSecond"].set_number_value(flops);
     if (r.peak_flops() > 0) f["mfu"].set_number_value(flops / r.peak_flops());

@@ -1,0 +1,246 @@
+"""Script jobs end to end, with real processes: `gradsync run -- COMMAND` against torchrun, the
+torchrun environment every rank gets, and how a child's failure, death, hang-up or cancel ends.
+
+Each case starts its own local cluster with `gradsync run --state-dir DIR -o json`, reads the
+summary it prints, the rank logs under DIR/logs/jobs, and what tests/torch/rank_probe.py recorded.
+"Nothing left running" is checked on the pids the probes recorded, their grandchildren included.
+Exit 77 (skipped) without Debian's PyTorch.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print("SKIP: PyTorch is missing (Debian's python3-torch, run as /usr/bin/python3)")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PLAIN_DDP = os.path.join(ROOT, "examples", "torch", "plain_ddp.py")
+PROBE = os.path.join(HERE, "rank_probe.py")
+PYTHON = sys.executable
+TORCHRUN = os.path.join(os.path.dirname(PYTHON), "torchrun")
+
+
+class Case:
+    def __init__(self, gradsync, workdir, name):
+        self.gradsync = gradsync
+        self.dir = os.path.join(workdir, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.out = os.path.join(self.dir, "out")
+        self.state = os.path.join(self.dir, "state")
+        os.makedirs(self.out)
+
+    def run_args(self, workers, command, sets=()):
+        args = [self.gradsync, "run", "--workers", str(workers), "--state-dir", self.state, "-o", "json"]
+        for s in sets:
+            args += ["--set", s]
+        return args + ["--"] + command
+
+    def run(self, workers, command, sets=(), timeout=120):
+        """Runs to the end; returns (exit code, summary or None, stderr)."""
+        done = subprocess.run(self.run_args(workers, command, sets), cwd=self.dir, capture_output=True, text=True,
+                              timeout=timeout)
+        try:
+            summary = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            summary = None
+        return done.returncode, summary, done.stderr
+
+    def probe(self, *options):
+        return [PYTHON, PROBE, "--out", self.out, *options]
+
+    def records(self):
+        out = {}
+        for path in glob.glob(os.path.join(self.out, "rank*-restart*.json")):
+            name = os.path.basename(path)[:-len(".json")]
+            with open(path) as f:
+                out[name] = json.load(f)
+        return out
+
+    def rank_log(self, rank):
+        text = ""
+        for path in glob.glob(os.path.join(self.state, "logs", "jobs", "*", f"rank-{rank}.log")):
+            with open(path) as f:
+                text += f.read()
+        return text
+
+    def wait_for(self, names, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if all(os.path.exists(os.path.join(self.out, n + ".json")) for n in names):
+                return self.records()
+            time.sleep(0.05)
+        raise AssertionError(f"{names} never started; have {sorted(self.records())}")
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie whose parent is gone is reaped by init; one still listed as Z is not running.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def check_nothing_left(records):
+    pids = []
+    for r in records.values():
+        pids.append(r["pid"])
+        if "grandchild" in r:
+            pids.append(r["grandchild"])
+    deadline = time.time() + 5
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if alive(p)]
+    check(not left, f"processes left running: {left}")
+
+
+def test_plain_ddp_matches_torchrun(c):
+    """plain_ddp.py, unmodified, ends with torchrun's final weights, bit for bit."""
+    shutil.copy(PLAIN_DDP, c.dir)
+    subprocess.run([TORCHRUN, "--nproc_per_node", "2", "--redirects", "1", "--tee", "1", "--log_dir",
+                    os.path.join(c.dir, "torchrun-logs"), "plain_ddp.py", "--out", "torchrun.pt"],
+                   cwd=c.dir, check=True, capture_output=True, timeout=120)
+    code, summary, err = c.run(2, [PYTHON, "plain_ddp.py", "--out", "gradsync.pt"])
+    check(code == 0, f"gradsync run exited {code}: {err[-2000:]}")
+    check(summary["state"] == "SUCCEEDED" and summary["restarts"] == 0, f"summary: {summary}")
+    check(summary["command"] == [PYTHON, "plain_ddp.py", "--out", "gradsync.pt"], f"command: {summary['command']}")
+    a = torch.load(os.path.join(c.dir, "torchrun.pt"))
+    b = torch.load(os.path.join(c.dir, "gradsync.pt"))
+    check(sorted(a) == sorted(b), f"tensors differ in names: {sorted(a)} vs {sorted(b)}")
+    for name in a:
+        check(torch.equal(a[name], b[name]), f"{name} differs: max |diff| {(a[name] - b[name]).abs().max().item()}")
+    # Rank 0's stdout is its job log.
+    check("saved gradsync.pt after" in c.rank_log(0), "rank 0's log lacks the script's output")
+
+
+def test_torchrun_environment(c):
+    """Every rank gets torchrun's variables, its own process group, the submit directory."""
+    code, summary, err = c.run(3, c.probe("--grandchild"), sets=["script.env.PROBE_EXTRA=yes"])
+    check(code == 0, f"exited {code}: {err[-2000:]}")
+    records = c.records()
+    check(sorted(records) == [f"rank{r}-restart0" for r in range(3)], f"starts: {sorted(records)}")
+    masters = set()
+    for r in range(3):
+        e = records[f"rank{r}-restart0"]
+        check(e["RANK"] == str(r) and e["ROLE_RANK"] == str(r) and e["LOCAL_RANK"] == str(r), f"rank {r}: {e}")
+        check(e["WORLD_SIZE"] == "3" and e["LOCAL_WORLD_SIZE"] == "3" and e["ROLE_WORLD_SIZE"] == "3", f"{e}")
+        check(e["GROUP_RANK"] == "0" and e["GROUP_WORLD_SIZE"] == "1", f"one host is one group: {e}")
+        check(e["TORCHELASTIC_RUN_ID"] == summary["id"], f"run id {e['TORCHELASTIC_RUN_ID']} vs {summary['id']}")
+        check(e["TORCHELASTIC_RESTART_COUNT"] == "0" and e["TORCHELASTIC_MAX_RESTARTS"] == "3", f"{e}")
+        check(e["TORCHELASTIC_USE_AGENT_STORE"] == "False" and e["OMP_NUM_THREADS"] == "1", f"{e}")
+        check(e["PROBE_EXTRA"] == "yes", "script.env did not reach the child")
+        check(e["pgid"] == e["pid"], f"rank {r} does not lead its own process group")
+        check(os.path.realpath(e["cwd"]) == os.path.realpath(c.dir), f"cwd {e['cwd']}")
+        check(int(e["MASTER_PORT"]) > 0, f"port {e['MASTER_PORT']}")
+        masters.add((e["MASTER_ADDR"], e["MASTER_PORT"]))
+    check(len(masters) == 1, f"ranks disagree on the master: {masters}")
+    check("says this on stderr" in c.rank_log(2), "rank 2's stderr is not in its log")
+    check_nothing_left(records)
+
+
+def test_failing_rank_restarts_the_job(c):
+    """Rank 1 exits 1 in the first generation: the others are stopped (one ignores SIGTERM and is
+    killed after the grace), and the job restarts with TORCHELASTIC_RESTART_COUNT=1."""
+    code, summary, err = c.run(3, c.probe("--fail-rank", "1", "--ignore-term", "--grandchild"),
+                               sets=["script.stopGraceSeconds=1", "training.maxRestarts=2"])
+    check(code == 0, f"exited {code}: {err[-2000:]}")
+    check(summary["state"] == "SUCCEEDED" and summary["restarts"] == 1, f"summary: {summary}")
+    records = c.records()
+    check(sorted(records) == sorted(f"rank{r}-restart{k}" for r in range(3) for k in range(2)), f"{sorted(records)}")
+    log0 = c.rank_log(0)
+    check("stopping" in log0 and "killed by signal 9" in log0, "rank 0 (ignoring SIGTERM) was not killed")
+    check_nothing_left(records)
+
+
+def test_failure_past_max_restarts_fails_the_job(c):
+    code, summary, err = c.run(2, c.probe("--fail-rank", "0", "--fail-until-restart", "9"),
+                               sets=["training.maxRestarts=1"])
+    check(code == 1 and summary["state"] == "FAILED", f"exited {code}, summary {summary}")
+    check(summary["restarts"] == 1, f"restarts {summary['restarts']}")
+    check("exited with status 1" in summary["stateReason"] and "fails on purpose" in summary["stateReason"],
+          f"reason: {summary['stateReason']}")
+    check_nothing_left(c.records())
+
+
+def test_missing_command_fails_at_once(c):
+    code, summary, err = c.run(2, ["gradsync-no-such-program"])
+    check(code == 1 and summary["state"] == "FAILED", f"exited {code}, summary {summary}")
+    check(summary["restarts"] == 0, f"a missing program was retried: {summary}")
+    check("script.command[0]" in summary["stateReason"] and "not found" in summary["stateReason"],
+          f"reason: {summary['stateReason']}")
+
+
+def test_killed_child_restarts_the_job(c):
+    proc = subprocess.Popen(c.run_args(2, c.probe("--hold-rank", "1")), cwd=c.dir, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    held = c.wait_for(["rank1-restart0"])["rank1-restart0"]
+    os.kill(held["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    summary = json.loads(out)
+    check(proc.returncode == 0 and summary["restarts"] == 1, f"exited {proc.returncode}: {summary} {err[-2000:]}")
+    check("killed by signal 9" in c.rank_log(1), "rank 1's log does not say how its child died")
+    check_nothing_left(c.records())
+
+
+def test_cancel_stops_every_child(c):
+    """Ctrl-C on gradsync run cancels the job: every child's group is stopped, SIGTERM-deaf ones too."""
+    proc = subprocess.Popen(c.run_args(2, c.probe("--hold-always", "--ignore-term", "--grandchild"),
+                                       sets=["script.stopGraceSeconds=1"]),
+                            cwd=c.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    records = c.wait_for(["rank0-restart0", "rank1-restart0"])
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    check(proc.returncode == 130, f"exited {proc.returncode}: {err[-2000:]}")
+    for r in range(2):
+        log = c.rank_log(r)
+        check("the job is cancelled" in log and "killed by signal 9" in log, f"rank {r}'s log: {log[-1500:]}")
+    check_nothing_left(records)
+
+
+CASES = [test_plain_ddp_matches_torchrun, test_torchrun_environment, test_failing_rank_restarts_the_job,
+         test_failure_past_max_restarts_fails_the_job, test_missing_command_fails_at_once,
+         test_killed_child_restarts_the_job, test_cancel_stops_every_child]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--gradsync", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("cases", nargs="*", help="run only these (names without test_)")
+    args = p.parse_args()
+    failed = 0
+    for case in CASES:
+        name = case.__name__[len("test_"):]
+        if args.cases and name not in args.cases:
+            continue
+        start = time.time()
+        try:
+            case(Case(os.path.abspath(args.gradsync), os.path.abspath(args.workdir), name))
+            print(f"PASS {name} ({time.time() - start:.1f}s)", flush=True)
+        except Exception as e:  # noqa: BLE001 - every failure is reported, the others still run
+            failed += 1
+            print(f"FAIL {name} ({time.time() - start:.1f}s): {e}", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
