@@ -29,6 +29,7 @@
 #include "gradsync/v1/logs.grpc.pb.h"
 #include "job_log_shipper.h"
 #include "sample_log.h"
+#include "script_runtime.h"
 
 namespace gradsync::worker {
 
@@ -59,6 +60,9 @@ struct AgentOptions {
   // If set, each generation's own log lines are appended to DIR/<job>/rank-<r>.log
   // (job_log_shipper.h) beside going to the coordinator.
   std::string job_log_dir;
+  // Where the gradsync Python package is, for script jobs' PYTHONPATH (script_runtime.h's
+  // PythonPackageDir); empty: found beside the binaries.
+  std::string python_dir;
   // A drill: stall this rank at this step (heartbeats go on).
   std::optional<StallFault> stall;
   // How long an aborted generation may take to stop before the worker exits (abort_watchdog.h);
@@ -110,7 +114,12 @@ class Agent {
   // child with torchrun's environment, and its exit is the rank's result.
   absl::StatusOr<train::TrainOutcome> RunScript(const v1::Assignment& assignment);
   absl::StatusOr<train::TrainOutcome> RunChild(const v1::Assignment& assignment, ChildSpec child,
-                                               const std::string& command_text);
+                                               const std::string& command_text, ScriptRuntime* runtime);
+  // The child's runtime directory (script_runtime.h): its context and the worker's secrets.
+  absl::StatusOr<ScriptRuntime> CreateRuntime(const v1::Assignment& assignment) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the child's latest progress (its step, rank 0's figures) into the heartbeat and what
+  // the job reached.
+  void ReadScriptProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   train::TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
   // The seed of `epoch`, from the coordinator's epoch plan.
   absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);
@@ -162,6 +171,7 @@ class Agent {
   v1::JobResult reached_ ABSL_GUARDED_BY(mu_);
   // A script job's child while it runs (pid 0: none), for the heartbeat's activity.
   ScriptActivity script_ ABSL_GUARDED_BY(mu_);
+  ScriptRuntime* script_runtime_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Whether this generation's script child started: its failure is then no setup failure.
   bool script_started_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -36,6 +36,7 @@ void Agent::SendHeartbeat() {
     absl::MutexLock lock(&mu_);
     if (worker_id_.empty() || reregister_) return;
     seen = registrations_;
+    ReadScriptProgressLocked();
     req = current_;
     req.set_worker_id(worker_id_);
     if (comm_ != nullptr) {

@@ -21,6 +21,7 @@
 #include "gradsync/spec/job_paths.h"
 #include "script_child.h"
 #include "script_env.h"
+#include "script_runtime.h"
 
 namespace gradsync::worker {
 namespace {
@@ -98,11 +99,32 @@ absl::StatusOr<train::TrainOutcome> Agent::RunScript(const v1::Assignment& a) {
   for (std::string& v : TorchrunEnvironment(a, *layout, std::getenv("OMP_NUM_THREADS") != nullptr)) {
     launch->child.env.push_back(std::move(v));
   }
-  return RunChild(a, std::move(launch->child), launch->command_text);
+  absl::StatusOr<ScriptRuntime> runtime = CreateRuntime(a);
+  if (!runtime.ok()) return runtime.status();
+  const char* pythonpath = std::getenv("PYTHONPATH");
+  for (std::string& v : runtime->Environment(PythonPackageDir(options_.python_dir), pythonpath ? pythonpath : "")) {
+    launch->child.env.push_back(std::move(v));
+  }
+  return RunChild(a, std::move(launch->child), launch->command_text, &*runtime);
+}
+
+absl::StatusOr<ScriptRuntime> Agent::CreateRuntime(const v1::Assignment& a) {
+  v1::ScriptRankContext context;
+  *context.mutable_assignment() = a;
+  context.set_coordinator(options_.coordinator);
+  context.set_tls_server_name(options_.coordinator_channel.tls_server_name);
+  context.set_metrics(options_.metrics);
+  context.set_comm_host(options_.comm_host);
+  context.set_sample_log_dir(options_.sample_log_dir);
+  ScriptSecrets secrets{session_->value(), options_.coordinator_channel.bearer_token,
+                        options_.coordinator_channel.tls_ca_pem};
+  absl::MutexLock lock(&mu_);
+  context.set_worker_id(worker_id_);
+  return ScriptRuntime::Create(context, secrets);
 }
 
 absl::StatusOr<train::TrainOutcome> Agent::RunChild(const v1::Assignment& a, ChildSpec child,
-                                                    const std::string& command_text) {
+                                                    const std::string& command_text, ScriptRuntime* runtime) {
   LastLines last_errors;
   std::shared_ptr<JobLogShipper> log = job_log_;
   const std::string job_id = a.job_id();
@@ -120,10 +142,12 @@ absl::StatusOr<train::TrainOutcome> Agent::RunChild(const v1::Assignment& a, Chi
     absl::MutexLock lock(&mu_);
     script_ = ScriptActivity{process.pid(), start, command_text};
     script_started_ = true;
+    script_runtime_ = runtime;
   }
   absl::Cleanup forget = [this] {
     absl::MutexLock lock(&mu_);
     script_ = ScriptActivity{};
+    script_runtime_ = nullptr;
   };
   const absl::Duration grace = absl::Seconds(a.spec().script().stop_grace_seconds());
   std::optional<int> status;
@@ -152,9 +176,26 @@ absl::StatusOr<train::TrainOutcome> Agent::RunChild(const v1::Assignment& a, Chi
                                             quoted));
   }
   train::TrainOutcome outcome;
+  {
+    absl::MutexLock lock(&mu_);
+    ReadScriptProgressLocked();
+    outcome.result = reached_;
+  }
   outcome.result.set_world_size(a.world_size());
   outcome.result.set_train_seconds(absl::ToDoubleSeconds(absl::Now() - start));
   return outcome;
+}
+
+void Agent::ReadScriptProgressLocked() {
+  if (script_runtime_ == nullptr) return;
+  const std::optional<v1::ScriptProgress> p = script_runtime_->ReadProgressIfChanged();
+  if (!p.has_value()) return;
+  current_.set_step(p->progress().step());
+  if (current_.rank() == 0) *current_.mutable_progress() = p->progress();
+  // What the job reached, for its summary (and reported with a failure).
+  reached_.set_global_step(p->progress().step());
+  reached_.set_final_loss(p->progress().loss());
+  reached_.set_initial_loss(p->initial_loss());
 }
 
 }  // namespace gradsync::worker

@@ -73,6 +73,9 @@ ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR"
 ABSL_FLAG(std::string, job_log_dir, gradsync::EnvOr("GRADSYNC_JOB_LOG_DIR", ""),
           "If set, each job's own log lines are also appended to DIR/<job id>/rank-<rank>.log (what gradsync "
           "logs reads for a local cluster); they go to the coordinator either way");
+ABSL_FLAG(std::string, python_dir, gradsync::EnvOr("GRADSYNC_PYTHON_DIR", ""),
+          "the directory holding the gradsync Python package, put first on a script job's PYTHONPATH (env "
+          "GRADSYNC_PYTHON_DIR; default: python/ beside the binaries' directory, or lib/gradsync/python)");
 ABSL_FLAG(std::string, device, gradsync::EnvOr("GRADSYNC_DEVICE", "auto"),
           "auto, cpu, cuda or cuda:N (env GRADSYNC_DEVICE)");
 ABSL_FLAG(std::string, nvml_library, gradsync::EnvOr("GRADSYNC_NVML_LIBRARY", "libnvidia-ml.so.1"),
@@ -231,6 +234,7 @@ absl::StatusOr<gradsync::worker::AgentOptions> AgentOptionsFromFlags(const grads
   options.metrics = absl::GetFlag(FLAGS_metrics);
   options.sample_log_dir = absl::GetFlag(FLAGS_sample_log_dir);
   options.job_log_dir = absl::GetFlag(FLAGS_job_log_dir);
+  options.python_dir = absl::GetFlag(FLAGS_python_dir);
   auto stall = gradsync::worker::ParseStallFault(absl::GetFlag(FLAGS_inject_stall));
   if (!stall.ok()) return stall.status();
   options.stall = *stall;

@@ -23,9 +23,12 @@ except ImportError:
     sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+gt = None  # gradsync.torch, imported once --python-dir is known
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PLAIN_DDP = os.path.join(ROOT, "examples", "torch", "plain_ddp.py")
 PROBE = os.path.join(HERE, "rank_probe.py")
+GRADSYNC_DDP = os.path.join(HERE, "gradsync_ddp.py")
+U = 2.0**-24  # fp32's unit roundoff
 PYTHON = sys.executable
 TORCHRUN = os.path.join(os.path.dirname(PYTHON), "torchrun")
 
@@ -45,15 +48,24 @@ class Case:
             args += ["--set", s]
         return args + ["--"] + command
 
-    def run(self, workers, command, sets=(), timeout=120):
+    def run(self, workers, command, sets=(), timeout=120, env=None):
         """Runs to the end; returns (exit code, summary or None, stderr)."""
         done = subprocess.run(self.run_args(workers, command, sets), cwd=self.dir, capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=env)
         try:
             summary = json.loads(done.stdout)
         except json.JSONDecodeError:
             summary = None
         return done.returncode, summary, done.stderr
+
+    def ddp(self, sub, *options):
+        """gradsync_ddp.py writing to out/<sub>."""
+        out = os.path.join(self.out, sub)
+        os.makedirs(out, exist_ok=True)
+        return [PYTHON, GRADSYNC_DDP, "--out", out, *options]
+
+    def final(self, sub, rank):
+        return torch.load(os.path.join(self.out, sub, f"final-rank{rank}.pt"))
 
     def probe(self, *options):
         return [PYTHON, PROBE, "--out", self.out, *options]
@@ -216,17 +228,137 @@ def test_cancel_stops_every_child(c):
     check_nothing_left(records)
 
 
+def body(state):
+    return {k: v for k, v in state.items() if k.startswith("body.")}
+
+
+def check_bitwise(a, b, what):
+    check(sorted(a) == sorted(b), f"{what}: names differ")
+    for k in a:
+        check(torch.equal(a[k], b[k]), f"{what}: {k} differs by up to {(a[k] - b[k]).abs().max().item():.3e}")
+
+
+def test_exchange_within_the_summation_bound_of_gloo(c):
+    """One SGD step on 3 ranks, gradient buckets through gradsync's exchange and through torch's
+    Gloo: the same terms g_r / W summed in two orders differ by at most 2 (W - 1) u sum_r |g_r| / W
+    (Higham's bound for each), so the weights by at most lr times that, plus the rounding of the
+    update itself, 2 u |w|."""
+    lr, world = 0.1, 3
+    for sub in ("gradsync", "gloo"):
+        code, summary, err = c.run(world, c.ddp(sub, "--optimizer", "sgd", "--lr", str(lr), "--max-steps", "1",
+                                                "--exchange", sub, "--dump-grad-bound"))
+        check(code == 0, f"{sub}: exited {code}: {err[-2000:]}")
+    check("through gradsync's exchange over 3 ranks" in c.rank_log(0), "the exchange was not used")
+    a, b = body(c.final("gradsync", 0)), body(c.final("gloo", 0))
+    sums = torch.load(os.path.join(c.out, "gradsync", "grad-abs-sum.pt"))
+    gamma = 2 * (world - 1) * U / (1 - (world - 1) * U)
+    worst = 0.0
+    for (name, wa), s in zip(a.items(), sums):
+        wb = b[name]
+        bound = lr * gamma * s * (1 + U) + 2 * U * torch.maximum(wa.abs(), wb.abs())
+        diff = (wa - wb).abs()
+        check(bool((diff <= bound).all()), f"{name}: |diff| {diff.max().item():.3e} past the bound")
+        worst = max(worst, (diff / bound.clamp_min(1e-45)).max().item())
+    print(f"  exchange vs Gloo after one step: at most {worst:.2f} of the summation bound", flush=True)
+
+
+def test_exchange_repeats_bit_for_bit_and_ignored_state_stays_local(c):
+    for sub in ("first", "second"):
+        code, summary, err = c.run(3, c.ddp(sub, "--epochs", "2"))
+        check(code == 0, f"{sub}: exited {code}: {err[-2000:]}")
+    for r in range(3):
+        check_bitwise(c.final("first", r), c.final("second", r), f"rank {r}, run 1 vs run 2")
+    ranks = [c.final("first", r) for r in range(3)]
+    check_bitwise(body(ranks[0]), body(ranks[1]), "replicas 0 and 1")
+    check_bitwise(body(ranks[0]), body(ranks[2]), "replicas 0 and 2")
+    for r in range(3):
+        check(torch.equal(ranks[r]["rank_tag"], torch.full((3,), float(r))), f"rank {r}'s ignored buffer was synced")
+    scales = [ranks[r]["scale.local_scale"].item() for r in range(3)]
+    # Each rank adds 0.001 a step to its own 1 + rank in fp32: they stay about 1 apart.
+    check(all(abs(scales[r] - scales[0] - r) < 1e-4 for r in range(3)), f"ignored parameter synced: {scales}")
+
+
+def check_once_per_epoch(sample_dir, job_id, samples, world, resume):
+    """The audit: every generation's positions up to where the next resumed, then the last one's,
+    cover each epoch's positions exactly once, with each sample index once."""
+    lines = {}
+    for path in glob.glob(os.path.join(sample_dir, job_id, "torch-g*-r*.log")):
+        gen = int(os.path.basename(path).split("-")[1][1:])
+        with open(path) as f:
+            lines.setdefault(gen, []).extend(tuple(map(int, line.split())) for line in f)
+    expected = sorted(resume) + [max(resume) + 1] if resume else [1]
+    check(sorted(lines) == expected, f"generations {sorted(lines)}, expected {expected}")
+    kept = []
+    for gen, entries in lines.items():
+        if gen in resume:
+            epoch, cursor = resume[gen]
+            entries = [e for e in entries if (e[0], e[1]) < (epoch, cursor)]
+        kept.extend(entries)
+    by_epoch = {}
+    for epoch, position, index in kept:
+        by_epoch.setdefault(epoch, []).append((position, index))
+    usable = samples - samples % world
+    for epoch, entries in by_epoch.items():
+        positions = sorted(p for p, _ in entries)
+        check(positions == list(range(usable)), f"epoch {epoch}: positions not each once ({len(positions)} kept)")
+        check(len({i for _, i in entries}) == usable, f"epoch {epoch}: a sample index twice")
+
+
+def test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit(c):
+    sample_dir = os.path.join(c.dir, "samples")
+    env = dict(os.environ, GRADSYNC_SAMPLE_LOG_DIR=sample_dir)
+    code, summary, err = c.run(2, c.ddp("whole", "--save-every", "5"))
+    check(code == 0, f"uninterrupted: exited {code}: {err[-2000:]}")
+    code, summary, err = c.run(2, c.ddp("killed", "--save-every", "5", "--kill-at", "22"), env=env)
+    check(code == 0 and summary["restarts"] == 1, f"killed: exited {code}: {summary} {err[-2000:]}")
+    check("resumed at step 20" in c.rank_log(0), "rank 0 did not resume from step 20's checkpoint")
+    for r in range(2):
+        check_bitwise(c.final("whole", r), c.final("killed", r), f"rank {r}, uninterrupted vs killed and resumed")
+    manifests = glob.glob(os.path.join(c.state, "artifacts", summary["id"], "checkpoints", "step-*", "MANIFEST.json"))
+    resumed = [json.load(open(m)) for m in manifests if "step-000000020" in m]
+    check(resumed, f"step 20's checkpoint is not among {manifests}")
+    m = resumed[0]
+    check_once_per_epoch(sample_dir, summary["id"], 240, 2, {1: (m.get("epoch", 0), int(m.get("cursor", 0)))})
+
+
+def test_sampler_resumes_at_another_world_size(c):
+    """Three ranks take 17 samples each of epoch 0 (cursor 51); two ranks go on from there: every
+    position of the epoch once, no sample twice, as a restart at a new world size would."""
+    n = 101
+    dataset = list(range(n))
+    taken = []
+    for r in range(3):
+        s = gt.DistributedSampler(dataset, num_replicas=3, rank=r, seed=5)
+        it = iter(s)
+        taken += [next(it) for _ in range(17)]
+        check(s.position() == (0, 51), f"rank {r} is at {s.position()}")
+    for r in range(2):
+        s = gt.DistributedSampler(dataset, num_replicas=2, rank=r, seed=5)
+        s.epoch, s._start = 0, 51
+        taken += list(s)
+        check(s.position() == (1, 0), f"rank {r} did not move to epoch 1: {s.position()}")
+    check(len(taken) == n and len(set(taken)) == n, f"{len(taken)} taken, {len(set(taken))} distinct of {n}")
+
+
 CASES = [test_plain_ddp_matches_torchrun, test_torchrun_environment, test_failing_rank_restarts_the_job,
          test_failure_past_max_restarts_fails_the_job, test_missing_command_fails_at_once,
-         test_killed_child_restarts_the_job, test_cancel_stops_every_child]
+         test_killed_child_restarts_the_job, test_cancel_stops_every_child,
+         test_exchange_within_the_summation_bound_of_gloo,
+         test_exchange_repeats_bit_for_bit_and_ignored_state_stays_local,
+         test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit,
+         test_sampler_resumes_at_another_world_size]
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gradsync", required=True)
     p.add_argument("--workdir", required=True)
+    p.add_argument("--python-dir", required=True, help="where the gradsync package was built (<build>/python)")
     p.add_argument("cases", nargs="*", help="run only these (names without test_)")
     args = p.parse_args()
+    global gt
+    sys.path.insert(0, os.path.abspath(args.python_dir))
+    import gradsync.torch as gt  # noqa: E402
     failed = 0
     for case in CASES:
         name = case.__name__[len("test_"):]

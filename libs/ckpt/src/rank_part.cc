@@ -320,8 +320,6 @@ absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::optional<Ch
 
 }  // namespace
 
-std::string PartFileName(int32_t rank) { return absl::StrFormat("rank-%05d.bin", rank); }
-
 absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const RankState& state) {
   if (dir.empty()) return absl::InvalidArgumentError("checkpoint part: empty directory");
   if (absl::Status s = CheckShapes(dir, state); !s.ok()) return s;

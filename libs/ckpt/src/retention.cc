@@ -43,8 +43,6 @@ std::vector<StepDir> ScanRoot(const std::string& root) {
 
 }  // namespace
 
-std::string CheckpointDir(const std::string& root, int64_t step) { return absl::StrFormat("%s/step-%09d", root, step); }
-
 std::vector<v1::CheckpointManifest> ListCommitted(const std::string& root) {
   std::vector<v1::CheckpointManifest> out;
   for (StepDir& d : ScanRoot(root)) {

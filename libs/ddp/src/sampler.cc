@@ -13,21 +13,6 @@ int64_t ShardConfig::steps_per_epoch() const {
   return last_batch == LastBatch::kDrop ? num_samples / g : (num_samples + g - 1) / g;
 }
 
-uint64_t EpochSeed(uint64_t job_seed, int epoch) {
-  return HashCombine(job_seed, 0x5eed0000ULL + static_cast<uint64_t>(epoch));
-}
-
-std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n) {
-  std::vector<int64_t> perm(n);
-  std::iota(perm.begin(), perm.end(), int64_t{0});
-  Rng rng(epoch_seed);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(i) + 1));
-    std::swap(perm[i], perm[j]);
-  }
-  return perm;
-}
-
 StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation, int64_t cursor, int rank) {
   const int64_t n = static_cast<int64_t>(permutation.size());
   const int64_t end = std::min(n, cursor + config.global_batch());

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gradsync/ckpt/names.h"
 #include "gradsync/nn/param_layout.h"
 #include "gradsync/v1/checkpoint.pb.h"
 #include "gradsync/v1/job.pb.h"
@@ -63,13 +64,6 @@ struct RankState {
   bool whole() const { return shard_begin == 0 && static_cast<int64_t>(params.size()) == layout.total_numel(); }
 };
 
-inline constexpr char kManifestFile[] = "MANIFEST.json";
-
-// "<root>/step-%09d": the directory of the checkpoint taken after `step` optimizer steps.
-std::string CheckpointDir(const std::string& root, int64_t step);
-
-// "rank-%05d.bin".
-std::string PartFileName(int32_t rank);
 
 // Writes `state` to `dir`/rank-%05d.bin atomically (temporary file in `dir`, fsync, rename,
 // fsync of `dir`), creating `dir` and its parents; an existing file of the same name is

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gradsync/ddp/epoch_order.h"
 #include "gradsync/spec/choices.h"
 
 namespace gradsync::ddp {
@@ -37,13 +38,6 @@ struct ShardConfig {
   // Optimizer steps in one epoch under the last-batch policy.
   int64_t steps_per_epoch() const;
 };
-
-// The seed of an epoch's permutation; the coordinator's epoch plan hands it out.
-uint64_t EpochSeed(uint64_t job_seed, int epoch);
-
-// The permutation of [0, n) for an epoch seed. Fisher-Yates with gradsync's portable generator,
-// so every platform and build gives the same order.
-std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n);
 
 // The samples of one optimizer step for one rank.
 struct StepShard {

@@ -1,0 +1,115 @@
+#include "script_runtime.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "gradsync/core/bounded_file.h"
+#include "gradsync/core/child_process.h"
+
+namespace gradsync::worker {
+namespace {
+
+constexpr int64_t kMaxProgressBytes = 1 << 20;
+
+// Writes `contents` to dir/name with `mode`, created afresh (never through a link left there).
+absl::Status WritePrivate(const std::string& dir, const std::string& name, const std::string& contents, mode_t mode) {
+  const std::string path = dir + "/" + name;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return ::close(fd) == 0 ? absl::OkStatus()
+                          : absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<ScriptRuntime> ScriptRuntime::Create(const v1::ScriptRankContext& context,
+                                                    const ScriptSecrets& secrets) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/gradsync-rank-XXXXXX");
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a runtime directory like ", pattern, ": ",
+                                            std::strerror(errno)));
+  }
+  ScriptRuntime runtime(pattern);
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  if (!google::protobuf::util::MessageToJsonString(context, &json, options).ok()) {
+    return absl::InternalError("the rank's context does not print as JSON");
+  }
+  if (absl::Status s = WritePrivate(runtime.dir_, "rank.json", json, 0600); !s.ok()) return s;
+  if (absl::Status s = WritePrivate(runtime.dir_, "session", secrets.session, 0600); !s.ok()) return s;
+  if (!secrets.cluster_token.empty()) {
+    if (absl::Status s = WritePrivate(runtime.dir_, "cluster-token", secrets.cluster_token, 0600); !s.ok()) return s;
+  }
+  if (!secrets.tls_ca_pem.empty()) {
+    if (absl::Status s = WritePrivate(runtime.dir_, "ca.pem", secrets.tls_ca_pem, 0644); !s.ok()) return s;
+  }
+  return runtime;
+}
+
+ScriptRuntime::ScriptRuntime(ScriptRuntime&& other) noexcept
+    : dir_(std::move(other.dir_)), progress_seen_(other.progress_seen_) {
+  other.dir_.clear();
+}
+
+ScriptRuntime::~ScriptRuntime() {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::vector<std::string> ScriptRuntime::Environment(const std::string& python_dir, const std::string& inherited) const {
+  std::vector<std::string> env = {absl::StrCat("GRADSYNC_RUNTIME_DIR=", dir_)};
+  if (!python_dir.empty()) {
+    env.push_back(absl::StrCat("PYTHONPATH=", python_dir, inherited.empty() ? "" : ":", inherited));
+  }
+  return env;
+}
+
+std::optional<v1::ScriptProgress> ScriptRuntime::ReadProgressIfChanged() {
+  const std::string path = dir_ + "/progress.json";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  const absl::Time modified = absl::TimeFromTimespec(st.st_mtim);
+  if (modified == progress_seen_) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadBoundedFile(path, kMaxProgressBytes, "the script's progress");
+  if (!text.ok()) return std::nullopt;
+  v1::ScriptProgress progress;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (!google::protobuf::util::JsonStringToMessage(*text, &progress, options).ok()) return std::nullopt;
+  progress_seen_ = modified;
+  return progress;
+}
+
+std::string PythonPackageDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  namespace fs = std::filesystem;
+  const fs::path bin = BinaryDir();
+  for (const fs::path& dir : {bin / ".." / "python", bin / ".." / "lib" / "gradsync" / "python"}) {
+    std::error_code ec;
+    if (fs::exists(dir / "gradsync" / "__init__.py", ec)) return fs::weakly_canonical(dir, ec).string();
+  }
+  return "";
+}
+
+}  // namespace gradsync::worker
