@@ -16,6 +16,7 @@ build_packages=(
   libyaml-dev  # libs/spec: the spec's nesting, anchors and tags from libyaml's events, before yaml-cpp parses
   libxxhash-dev  # libs/ckpt: XXH3-64 checksums of checkpoint and weights files
   libsentencepiece-dev  # libs/tokenizer's SentencePiece plugin (optional: the build goes on without it)
+  python3-dev pybind11-dev  # python/: the gradsync Python package's extension (gradsync._native)
 )
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -111,6 +111,9 @@ class MiniMind(nn.Module):
         self.norm = RMSNorm(dim)
         self.head = nn.Linear(dim, VOCAB, bias=False)
         self.head.weight = self.embed.weight  # tied, as MiniMind ties them
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
         cos, sin = rope_tables(dim // heads, max_len)
         # Derived from the shape alone: every rank computes the same, so DDP need not sync them.
         self.register_buffer("freqs_cos", cos, persistent=False)
@@ -152,7 +155,7 @@ class ChatDataset(Dataset):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=os.path.join(HERE, "data", "chat.jsonl"))
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--max-len", type=int, default=128)
     p.add_argument("--lr", type=float, default=2e-3)

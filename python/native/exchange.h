@@ -45,6 +45,9 @@ class Exchange {
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }
   std::string backend() const { return comm_->backend(); }
+  // Collectives issued and finished so far (the communicator's counters).
+  int64_t issued() const { return comm_->sequence(); }
+  int64_t finished() const { return comm_->completed(); }
 
   // In place: the sum over ranks of `count` floats at `data`, identical bytes on every rank, added
   // in rank order (the same bits run after run).

@@ -73,7 +73,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("epoch_permutation", &PermutationBytes, py::arg("epoch_seed"), py::arg("n"),
         "The epoch's permutation of range(n), as little-endian int64 bytes.");
 
-  py::class_<Exchange>(m, "Exchange")
+  py::class_<Exchange, std::shared_ptr<Exchange>>(m, "Exchange")
       .def_property_readonly("rank", &Exchange::rank)
       .def_property_readonly("size", &Exchange::size)
       .def_property_readonly("backend", &Exchange::backend)

@@ -78,9 +78,41 @@ RankLink::RankLink(std::string dir, v1::ScriptRankContext context) : dir_(std::m
   metrics.address = context_.metrics();
   metrics.bearer_token = channel.bearer_token;
   metrics_ = std::make_unique<telemetry::MetricsReporter>(metrics);
+  publisher_ = std::thread([this] { PublishCounters(); });
 }
 
-RankLink::~RankLink() = default;
+RankLink::~RankLink() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  publisher_.join();
+}
+
+void RankLink::PublishCounters() {
+  const std::string path = dir_ + "/exchange", tmp = path + ".tmp";
+  std::string last;
+  std::unique_lock lock(mu_);
+  while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) {
+    int64_t issued = 0, done = 0;
+    bool any = false;
+    for (const std::weak_ptr<Exchange>& weak : exchanges_) {
+      if (std::shared_ptr<Exchange> x = weak.lock()) {
+        issued += x->issued();
+        done += x->finished();
+        any = true;
+      }
+    }
+    const std::string text = absl::StrCat(issued, " ", done, "\n");
+    if (!any || text == last) continue;
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << text;
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) == 0) last = text;
+  }
+}
 
 absl::StatusOr<uint64_t> RankLink::EpochSeed(int epoch) {
   v1::EpochPlanRequest req;
@@ -169,16 +201,21 @@ absl::Status RankLink::ReportStep(const StepFigures& f, double initial_loss) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Exchange>> RankLink::ConnectExchange(const std::string& name) {
+absl::StatusOr<std::shared_ptr<Exchange>> RankLink::ConnectExchange(const std::string& name) {
   ExchangeOptions options;
   options.name = name;
   options.host = context_.comm_host();
   const v1::DdpSpec& ddp = assignment().spec().ddp();
   if (ddp.has_timeout_seconds()) options.timeout = absl::Seconds(ddp.timeout_seconds());
   options.shared_memory = ddp.transport() != "tcp";
-  return Exchange::Connect(
+  absl::StatusOr<std::unique_ptr<Exchange>> connected = Exchange::Connect(
       comm::NewCoordinatorKvClient(stub_, assignment().job_id(), assignment().generation()), rank(), world_size(),
       options);
+  if (!connected.ok()) return connected.status();
+  std::shared_ptr<Exchange> exchange = *std::move(connected);
+  std::lock_guard lock(mu_);
+  exchanges_.push_back(exchange);
+  return exchange;
 }
 
 }  // namespace gradsync::python

@@ -6,7 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "exchange.h"
@@ -54,15 +58,24 @@ class RankLink {
   absl::Status ReportStep(const StepFigures& figures, double initial_loss);
   // A communicator among the generation's ranks, met through the coordinator under `name` (every
   // rank must connect the same names in the same order).
-  absl::StatusOr<std::unique_ptr<Exchange>> ConnectExchange(const std::string& name);
+  absl::StatusOr<std::shared_ptr<Exchange>> ConnectExchange(const std::string& name);
 
  private:
   RankLink(std::string dir, v1::ScriptRankContext context);
+  // Every 200 ms: the collectives the exchanges issued and finished, into the runtime directory's
+  // "exchange" file ("<issued> <finished>"), which the worker's heartbeat carries to the
+  // coordinator's hang diagnosis. On its own thread, so a rank stuck in Python still reports.
+  void PublishCounters();
 
   const std::string dir_;
   const v1::ScriptRankContext context_;
   std::shared_ptr<v1::CoordinatorService::Stub> stub_;
   std::unique_ptr<telemetry::MetricsReporter> metrics_;
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::vector<std::weak_ptr<Exchange>> exchanges_;
+  std::thread publisher_;  // last: starts once the members above exist
 };
 
 }  // namespace gradsync::python

@@ -120,6 +120,9 @@ class Agent {
   // Takes the child's latest progress (its step, rank 0's figures) into the heartbeat and what
   // the job reached.
   void ReadScriptProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The heartbeat's activity and collective counters for a script rank: its command, and what its
+  // gradsync exchange is doing.
+  void DescribeScriptLocked(v1::HeartbeatRequest* req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   train::TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
   // The seed of `epoch`, from the coordinator's epoch plan.
   absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);

@@ -45,7 +45,7 @@ void Agent::SendHeartbeat() {
       req.set_collective_done(done);
       req.set_activity(DescribeActivity(marker_, issued, done));
     } else if (script_.pid > 0) {
-      req.set_activity(script_.Describe(absl::Now()));
+      DescribeScriptLocked(&req);
     }
   }
   v1::HeartbeatResponse resp;
@@ -75,6 +75,20 @@ void Agent::SendHeartbeat() {
       break;
     default: break;
   }
+}
+
+void Agent::DescribeScriptLocked(v1::HeartbeatRequest* req) {
+  std::string activity = script_.Describe(absl::Now());
+  const std::optional<ScriptRuntime::ExchangeCounters> c =
+      script_runtime_ != nullptr ? script_runtime_->ReadExchangeCounters() : std::nullopt;
+  if (c.has_value()) {
+    req->set_collective_seq(c->issued);
+    req->set_collective_done(c->finished);
+    absl::StrAppend(&activity, c->issued > c->finished
+                                   ? absl::StrCat(": waiting in collective #", c->finished, " of its gradsync exchange")
+                                   : absl::StrCat(": between collectives (", c->finished, " finished)"));
+  }
+  req->set_activity(activity);
 }
 
 void Agent::ForgetRegistration() {

@@ -9,7 +9,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/bounded_file.h"
 #include "gradsync/core/child_process.h"
@@ -99,6 +102,17 @@ std::optional<v1::ScriptProgress> ScriptRuntime::ReadProgressIfChanged() {
   if (!google::protobuf::util::JsonStringToMessage(*text, &progress, options).ok()) return std::nullopt;
   progress_seen_ = modified;
   return progress;
+}
+
+std::optional<ScriptRuntime::ExchangeCounters> ScriptRuntime::ReadExchangeCounters() const {
+  absl::StatusOr<std::string> text = ReadBoundedFile(dir_ + "/exchange", 256, "the script's exchange counters");
+  if (!text.ok()) return std::nullopt;
+  const std::vector<std::string> parts = absl::StrSplit(absl::StripAsciiWhitespace(*text), ' ');
+  ExchangeCounters c;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &c.issued) || !absl::SimpleAtoi(parts[1], &c.finished)) {
+    return std::nullopt;
+  }
+  return c;
 }
 
 std::string PythonPackageDir(const std::string& flag) {

@@ -6,6 +6,7 @@
 //   cluster-token   the cluster token, when the coordinator asks for one (0600)
 //   ca.pem          the coordinator's CA, when the channel is TLS
 //   progress.json   written by the child (gradsync.torch.report): ScriptProgress
+//   exchange        written by the child: its exchanges' collectives issued and finished
 //
 // The directory is private to the worker's user (0700, under $TMPDIR) and removed with its files
 // when the generation ends. Its child gets GRADSYNC_RUNTIME_DIR, and PYTHONPATH with the gradsync
@@ -43,6 +44,14 @@ class ScriptRuntime {
   std::vector<std::string> Environment(const std::string& python_dir, const std::string& inherited) const;
   // The child's progress, when progress.json changed since the last call and parses; else nullopt.
   std::optional<v1::ScriptProgress> ReadProgressIfChanged();
+  // The collectives the child's gradsync exchanges issued and finished (the file "exchange",
+  // "<issued> <finished>", which the Python package rewrites while they change); nullopt before it
+  // has one.
+  struct ExchangeCounters {
+    int64_t issued = 0;
+    int64_t finished = 0;
+  };
+  std::optional<ExchangeCounters> ReadExchangeCounters() const;
 
  private:
   explicit ScriptRuntime(std::string dir) : dir_(std::move(dir)) {}

@@ -8,6 +8,7 @@ job's first generation, after the checkpoint of step --save-every has been commi
 import argparse
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
@@ -58,6 +59,12 @@ def main():
     p.add_argument("--save-every", type=int, default=0)
     p.add_argument("--kill-at", type=int, default=0)
     p.add_argument("--kill-rank", type=int, default=1)
+    p.add_argument("--hang-at", type=int, default=0,
+                   help="at this step of the first generation, rank --kill-rank hangs before its backward: the "
+                        "others wait for it in the exchange's all-reduce")
+    p.add_argument("--hold-at", type=int, default=0,
+                   help="at this step of the first generation, rank --kill-rank writes its worker's pid to "
+                        "OUT/worker.pid and waits (for the test to kill the worker)")
     p.add_argument("--dump-grad-bound", action="store_true",
                    help="rank 0 writes sum_r |g_r| / W of the first step's gradients (for the summation bound)")
     args = p.parse_args()
@@ -94,6 +101,10 @@ def main():
                 dump_bound(model, params, x, y, world, rank, args.out)
             loss = F.mse_loss(ddp(x), y)
             opt.zero_grad(set_to_none=True)
+            if args.hang_at and restarts == 0 and rank == args.kill_rank and step + 1 == args.hang_at:
+                print(f"rank {rank} hangs before step {step + 1}'s backward", flush=True)
+                while True:
+                    time.sleep(0.1)
             loss.backward()
             opt.step()
             # The ignored parameter trains locally: it must stay each rank's own.
@@ -103,6 +114,12 @@ def main():
             gt.report(step, loss=loss.item(), samples=x.shape[0], epoch=epoch)
             if args.kill_at and restarts == 0 and rank == args.kill_rank and step == args.kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if args.hold_at and restarts == 0 and rank == args.kill_rank and step == args.hold_at:
+                with open(os.path.join(args.out, "worker.pid.tmp"), "w") as f:
+                    f.write(str(os.getppid()))
+                os.rename(os.path.join(args.out, "worker.pid.tmp"), os.path.join(args.out, "worker.pid"))
+                while True:
+                    time.sleep(0.1)
             if gt.in_job() and args.save_every and step % args.save_every == 0:
                 gt.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
                          "epoch": sampler.position()[0]}, step)

@@ -321,6 +321,53 @@ def test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit(c):
     check_once_per_epoch(sample_dir, summary["id"], 240, 2, {1: (m.get("epoch", 0), int(m.get("cursor", 0)))})
 
 
+def test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit(c):
+    """SIGKILL to a worker mid-run (its child dies with it): the job restarts on the worker the local
+    cluster starts again, and ends as an uninterrupted run does."""
+    code, summary, err = c.run(2, c.ddp("whole", "--save-every", "5"))
+    check(code == 0, f"uninterrupted: exited {code}: {err[-2000:]}")
+    proc = subprocess.Popen(c.run_args(2, c.ddp("killed", "--save-every", "5", "--hold-at", "22")), cwd=c.dir,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file = os.path.join(c.out, "killed", "worker.pid")
+    deadline = time.time() + 60
+    while not os.path.exists(pid_file) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    check(os.path.exists(pid_file), "rank 1 never reached step 22")
+    with open(pid_file) as f:
+        worker = int(f.read())
+    with open(f"/proc/{worker}/cmdline", "rb") as f:
+        check(b"gradsync-worker" in f.read(), "the child's parent is not a worker")
+    os.kill(worker, signal.SIGKILL)
+    out, err = proc.communicate(timeout=180)
+    summary = json.loads(out)
+    check(proc.returncode == 0 and summary["restarts"] >= 1, f"exited {proc.returncode}: {summary} {err[-2000:]}")
+    check("resumed at step 20" in c.rank_log(0), "rank 0 did not resume from step 20's checkpoint")
+    for r in range(2):
+        check_bitwise(c.final("whole", r), c.final("killed", r), f"rank {r}, uninterrupted vs worker killed")
+
+
+def leftover(marker):
+    """Processes whose command line holds `marker`, this test's own excepted."""
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in out if int(p) != os.getpid() and alive(int(p))]
+
+
+def test_hang_in_a_collective_is_named_and_ends_the_job(c):
+    """Rank 1 hangs before its backward; rank 0 waits in the exchange's all-reduce. The hang
+    diagnosis names rank 1 (it issued fewer collectives), the exchange's timeout (ddp.timeoutSeconds)
+    fails rank 0, and with no restart left the job fails with nothing left running."""
+    command = c.ddp("hang", "--hang-at", "3")
+    code, summary, err = c.run(2, command, sets=["ddp.timeoutSeconds=12", "training.maxRestarts=0"])
+    check(code == 1 and summary["state"] == "FAILED", f"exited {code}: {summary}")
+    stalled = [line for line in err.splitlines() if "[Stalled]" in line]
+    check(stalled and "rank 1" in stalled[0], f"no Stalled event naming rank 1: {stalled or err[-1500:]}")
+    check("gradsync exchange" in stalled[0], f"the diagnosis does not say where rank 0 waits: {stalled[0]}")
+    deadline = time.time() + 5
+    while leftover(command[-3]) and time.time() < deadline:
+        time.sleep(0.05)
+    check(not leftover(command[-3]), f"left running: {leftover(command[-3])}")
+
+
 def test_sampler_resumes_at_another_world_size(c):
     """Three ranks take 17 samples each of epoch 0 (cursor 51); two ranks go on from there: every
     position of the epoch once, no sample twice, as a restart at a new world size would."""
@@ -346,6 +393,8 @@ CASES = [test_plain_ddp_matches_torchrun, test_torchrun_environment, test_failin
          test_exchange_within_the_summation_bound_of_gloo,
          test_exchange_repeats_bit_for_bit_and_ignored_state_stays_local,
          test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit,
+         test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit,
+         test_hang_in_a_collective_is_named_and_ends_the_job,
          test_sampler_resumes_at_another_world_size]
 
 

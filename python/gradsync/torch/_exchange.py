@@ -13,11 +13,8 @@ The sum is gradsync's: on one host through one shared-memory segment, across hos
 transport, with the same order of additions (rank order) on every run, so a run repeats bit for
 bit. Each bucket is divided by the world size first, as torch's default allreduce hook does.
 """
-import os
-
 import torch
 
-from .. import _native
 from ._link import in_job, link
 
 
@@ -78,7 +75,7 @@ def register_exchange(ddp_model, name="ddp"):
     """Has `ddp_model` (a DistributedDataParallel) all-reduce its gradient buckets through gradsync's
     exchange; returns the Exchange. Without a gradsync job (plain torchrun) it leaves DDP as it is
     and returns None, so one script runs under both."""
-    if not in_job() or os.environ.get("GRADSYNC_TORCH_EXCHANGE") == "off":
+    if not in_job():
         return None
     exchange = Exchange(name)
     ddp_model.register_comm_hook(exchange, _allreduce_hook)
