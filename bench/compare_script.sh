@@ -19,7 +19,7 @@ tokens_per_second() { grep -o '"tokens_per_second": [0-9.]*' | tail -1 | awk '{p
 for run in $(seq "$runs"); do
   # torchrun 1.13 on Python 3.11 needs non-zero --redirects/--tee (see ../shared notes in the docs).
   OMP_NUM_THREADS=1 /usr/bin/torchrun --nproc_per_node 2 --redirects 1 --tee 1 --log_dir "$work/torchrun-$run" \
-    "${script[@]}" --exchange gloo > "$work/torchrun-$run.out" 2>&1
+    "${script[@]:1}" --exchange gloo > "$work/torchrun-$run.out" 2>&1
   torch=$(tokens_per_second < "$work/torchrun-$run.out")
   for exchange in gloo gradsync; do
     (cd "$work" && "$build/bin/gradsync" run --workers 2 --state-dir "$work/$exchange-$run" -o json \

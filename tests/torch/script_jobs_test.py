@@ -368,6 +368,36 @@ def test_hang_in_a_collective_is_named_and_ends_the_job(c):
     check(not leftover(command[-3]), f"left running: {leftover(command[-3])}")
 
 
+def test_submit_to_a_running_cluster(c):
+    """`gradsync submit --workers 2 -- COMMAND` to a `local up` cluster whose data root holds the
+    current directory; `gradsync logs --rank 1` shows that rank's stderr; the workers are idle again."""
+    g = c.gradsync
+    subprocess.run([g, "local", "up", "--workers", "2", "--state-dir", c.state, "--data-root", c.dir], check=True,
+                   capture_output=True, timeout=60)
+    try:
+        done = subprocess.run([g, "submit", "--state-dir", c.state, "--workers", "2", "--wait", "-o", "json", "--",
+                               *c.probe()], cwd=c.dir, capture_output=True, text=True, timeout=120)
+        check(done.returncode == 0, f"submit exited {done.returncode}: {done.stderr[-2000:]}")
+        summary = json.loads(done.stdout)
+        check(summary["state"] == "SUCCEEDED" and summary["worldSize"] == 2, f"summary: {summary}")
+        logs = subprocess.run([g, "logs", summary["id"], "--rank", "1", "--state-dir", c.state], capture_output=True,
+                              text=True, timeout=60)
+        check("rank 1 says this on stderr" in logs.stdout, f"logs --rank 1: {logs.stdout[-1500:]} {logs.stderr}")
+        check("rank 0 started" not in logs.stdout, "rank 0's lines in rank 1's log")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            pool = json.loads(subprocess.run([g, "workers", "-o", "json", "--state-dir", c.state], capture_output=True,
+                                             text=True, timeout=30).stdout)
+            states = [w["state"] for w in pool.get("items", [])]
+            if states == ["WORKER_IDLE"] * 2:
+                break
+            time.sleep(0.2)
+        check(states == ["WORKER_IDLE"] * 2, f"workers after the job: {states}")
+        check_nothing_left(c.records())
+    finally:
+        subprocess.run([g, "local", "down", "--state-dir", c.state], capture_output=True, timeout=60)
+
+
 def test_sampler_resumes_at_another_world_size(c):
     """Three ranks take 17 samples each of epoch 0 (cursor 51); two ranks go on from there: every
     position of the epoch once, no sample twice, as a restart at a new world size would."""
@@ -394,7 +424,7 @@ CASES = [test_plain_ddp_matches_torchrun, test_torchrun_environment, test_failin
          test_exchange_repeats_bit_for_bit_and_ignored_state_stays_local,
          test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit,
          test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit,
-         test_hang_in_a_collective_is_named_and_ends_the_job,
+         test_hang_in_a_collective_is_named_and_ends_the_job, test_submit_to_a_running_cluster,
          test_sampler_resumes_at_another_world_size]
 
 
