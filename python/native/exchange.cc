@@ -3,6 +3,7 @@
 #include <span>
 
 #include "absl/strings/str_cat.h"
+#include "device_exchange.h"
 
 namespace gradsync::python {
 namespace {
@@ -35,15 +36,27 @@ std::span<float> Span(float* data, int64_t count) { return {data, static_cast<si
 absl::StatusOr<std::unique_ptr<Exchange>> Exchange::Connect(std::unique_ptr<comm::KvClient> kv, int rank, int world,
                                                             const ExchangeOptions& options) {
   auto prefixed = std::make_unique<PrefixedKv>(kv.get(), absl::StrCat("torch/", options.name, "/"));
-  comm::GlooOptions gloo;
-  gloo.hostname = options.host;
-  gloo.timeout = options.timeout;
-  gloo.shared_memory = options.shared_memory;
-  absl::StatusOr<std::unique_ptr<comm::Communicator>> comm = comm::ConnectGloo(prefixed.get(), rank, world, gloo);
-  if (!comm.ok()) return comm.status();
+  std::unique_ptr<comm::Communicator> host, device;
+  if (options.device >= 0) {
+    absl::StatusOr<DeviceCommunicator> c = ConnectDevice(
+        prefixed.get(), rank, world,
+        {options.device, options.stream, options.backend, options.host, options.timeout, options.shared_memory});
+    if (!c.ok()) return c.status();
+    host = std::move(c->host);
+    device = std::move(c->device);
+  } else {
+    comm::GlooOptions gloo;
+    gloo.hostname = options.host;
+    gloo.timeout = options.timeout;
+    gloo.shared_memory = options.shared_memory;
+    absl::StatusOr<std::unique_ptr<comm::Communicator>> c = comm::ConnectGloo(prefixed.get(), rank, world, gloo);
+    if (!c.ok()) return c.status();
+    device = *std::move(c);
+  }
   // The prefixed client lives as long as the exchange: the communicator may use the store again.
-  std::unique_ptr<Exchange> exchange(new Exchange(std::move(kv), *std::move(comm)));
+  std::unique_ptr<Exchange> exchange(new Exchange(std::move(kv), std::move(device)));
   exchange->prefixed_ = std::move(prefixed);
+  exchange->host_comm_ = std::move(host);
   return exchange;
 }
 

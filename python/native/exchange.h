@@ -1,7 +1,8 @@
 // The parameter exchange of a script rank: gradsync's own communicator (Gloo over TCP between
-// hosts, one shared-memory segment between the ranks of a host), driven from Python through raw
-// pointers to contiguous fp32 buffers (a tensor's data_ptr() and numel()), so that no torch header
-// is needed and any torch version works. Collectives run in the order they are issued, on the
+// hosts, one shared-memory segment between the ranks of a host; for GPU buffers NCCL, or Gloo
+// staged through pinned host memory), driven from Python through raw pointers to contiguous fp32
+// buffers (a tensor's data_ptr() and numel()), so that no torch header is needed and any torch
+// version works. Collectives run in the order they are issued, on the
 // communicator's own thread; an asynchronous one reports its end to a callback, called in issue
 // order on the exchange's completion thread.
 #pragma once
@@ -30,6 +31,11 @@ struct ExchangeOptions {
   std::string host = "127.0.0.1";
   absl::Duration timeout = absl::Minutes(5);
   bool shared_memory = true;
+  // A CUDA device ordinal: buffers live in that GPU's memory (device_exchange.h); -1: host memory.
+  int device = -1;
+  // With a device: the stream collectives wait for, and "nccl" or "gloo" (staged through the host).
+  uintptr_t stream = 0;
+  std::string backend = "gloo";
 };
 
 class Exchange {
@@ -64,7 +70,8 @@ class Exchange {
   void Complete();
 
   std::unique_ptr<comm::KvClient> kv_;
-  std::unique_ptr<comm::KvClient> prefixed_;  // over kv_
+  std::unique_ptr<comm::KvClient> prefixed_;       // over kv_
+  std::unique_ptr<comm::Communicator> host_comm_;  // under comm_ when a GPU's buffers are staged
   std::unique_ptr<comm::Communicator> comm_;
   std::mutex mu_;
   std::condition_variable changed_;

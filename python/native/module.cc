@@ -144,8 +144,11 @@ PYBIND11_MODULE(_native, m) {
           py::arg("step"), py::arg("epoch"), py::arg("loss"), py::arg("samples"), py::arg("tokens"),
           py::arg("step_seconds"), py::arg("lr"), py::arg("grad_norm"), py::arg("initial_loss"))
       .def(
-          "connect_exchange", [](RankLink& l, const std::string& name) { return Value(l.ConnectExchange(name)); },
-          py::arg("name"), py::call_guard<py::gil_scoped_release>());
+          "connect_exchange",
+          [](RankLink& l, const std::string& name, int device, uintptr_t stream) {
+            return Value(l.ConnectExchange(name, device, stream));
+          },
+          py::arg("name"), py::arg("device") = -1, py::arg("stream") = 0, py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace gradsync::python

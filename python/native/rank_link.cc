@@ -47,7 +47,9 @@ absl::StatusOr<std::pair<int64_t, std::string>> SizeAndChecksum(const std::strin
   return std::make_pair(bytes, sum.Digest());
 }
 
-void SetDeadline(grpc::ClientContext* ctx) { ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoSeconds(kCallDeadline)); }
+void SetDeadline(grpc::ClientContext* ctx) {
+  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoSeconds(kCallDeadline));
+}
 
 }  // namespace
 
@@ -55,8 +57,7 @@ absl::StatusOr<std::unique_ptr<RankLink>> RankLink::Open(const std::string& runt
   const std::string context_file = runtime_dir + "/rank.json";
   absl::StatusOr<std::string> json = ReadBoundedFile(context_file, kMaxContextBytes, "the rank's context");
   if (!json.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("not a gradsync script rank (", json.status().message(), ")"));
+    return absl::FailedPreconditionError(absl::StrCat("not a gradsync script rank (", json.status().message(), ")"));
   }
   v1::ScriptRankContext context;
   if (const auto s = google::protobuf::util::JsonStringToMessage(*json, &context); !s.ok()) {
@@ -65,7 +66,8 @@ absl::StatusOr<std::unique_ptr<RankLink>> RankLink::Open(const std::string& runt
   return std::unique_ptr<RankLink>(new RankLink(runtime_dir, std::move(context)));
 }
 
-RankLink::RankLink(std::string dir, v1::ScriptRankContext context) : dir_(std::move(dir)), context_(std::move(context)) {
+RankLink::RankLink(std::string dir, v1::ScriptRankContext context)
+    : dir_(std::move(dir)), context_(std::move(context)) {
   rpc::ChannelOptions channel;
   channel.bearer_token = Read(dir_, "cluster-token");
   channel.tls_ca_pem = Read(dir_, "ca.pem");
@@ -133,7 +135,8 @@ absl::StatusOr<bool> RankLink::ReportCheckpoint(int64_t step, int epoch, int64_t
                                                 double initial_loss) {
   const std::filesystem::path file(path);
   if (file.parent_path().string() != CheckpointDir(step)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not in step ", step, "'s directory ", CheckpointDir(step)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not in step ", step, "'s directory ", CheckpointDir(step)));
   }
   absl::StatusOr<std::pair<int64_t, std::string>> sum = SizeAndChecksum(path);
   if (!sum.ok()) return sum.status();
@@ -201,16 +204,20 @@ absl::Status RankLink::ReportStep(const StepFigures& f, double initial_loss) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<Exchange>> RankLink::ConnectExchange(const std::string& name) {
+absl::StatusOr<std::shared_ptr<Exchange>> RankLink::ConnectExchange(const std::string& name, int device,
+                                                                    uintptr_t stream) {
   ExchangeOptions options;
   options.name = name;
+  options.device = device;
+  options.stream = stream;
+  options.backend = assignment().placement().backend().empty() ? "gloo" : assignment().placement().backend();
   options.host = context_.comm_host();
   const v1::DdpSpec& ddp = assignment().spec().ddp();
   if (ddp.has_timeout_seconds()) options.timeout = absl::Seconds(ddp.timeout_seconds());
   options.shared_memory = ddp.transport() != "tcp";
-  absl::StatusOr<std::unique_ptr<Exchange>> connected = Exchange::Connect(
-      comm::NewCoordinatorKvClient(stub_, assignment().job_id(), assignment().generation()), rank(), world_size(),
-      options);
+  absl::StatusOr<std::unique_ptr<Exchange>> connected =
+      Exchange::Connect(comm::NewCoordinatorKvClient(stub_, assignment().job_id(), assignment().generation()), rank(),
+                        world_size(), options);
   if (!connected.ok()) return connected.status();
   std::shared_ptr<Exchange> exchange = *std::move(connected);
   std::lock_guard lock(mu_);

@@ -4,9 +4,9 @@
 // the metrics service (step reports), and progress.json for the worker's heartbeat.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -57,8 +57,11 @@ class RankLink {
   // progress.json for the worker's heartbeat.
   absl::Status ReportStep(const StepFigures& figures, double initial_loss);
   // A communicator among the generation's ranks, met through the coordinator under `name` (every
-  // rank must connect the same names in the same order).
-  absl::StatusOr<std::shared_ptr<Exchange>> ConnectExchange(const std::string& name);
+  // rank must connect the same names in the same order). `device` -1: over host memory; a CUDA
+  // ordinal: over that GPU's memory, by the placement's backend (NCCL, or Gloo staged through the
+  // host), collectives waiting for `stream`.
+  absl::StatusOr<std::shared_ptr<Exchange>> ConnectExchange(const std::string& name, int device = -1,
+                                                            uintptr_t stream = 0);
 
  private:
   RankLink(std::string dir, v1::ScriptRankContext context);

@@ -50,7 +50,8 @@ double PeakFlops(const std::vector<WorkerLease*>& gang, const std::vector<v1::Pl
 
 // Where each rank of `hosts` computes: a built-in model's plan decides, or for a script job the
 // workers' devices alone.
-absl::StatusOr<std::vector<v1::Placement>> PlaceGang(const v1::JobSpec& spec, const std::vector<spec::RankHost>& hosts) {
+absl::StatusOr<std::vector<v1::Placement>> PlaceGang(const v1::JobSpec& spec,
+                                                     const std::vector<spec::RankHost>& hosts) {
   if (spec.has_script()) return spec::PlaceScriptRanks(spec, hosts);
   absl::StatusOr<nn::ModelPlan> model = spec::PlanModel(spec);
   if (!model.ok()) return model.status();

@@ -98,9 +98,7 @@ void JobRuntime::NoteReached(const v1::JobResult& reached) {
   if (reached_.initial_loss() == 0) reached_.set_initial_loss(initial);
 }
 
-int JobRuntime::restart_budget() const {
-  return spec::MaxRestarts(job_.spec().training());
-}
+int JobRuntime::restart_budget() const { return spec::MaxRestarts(job_.spec().training()); }
 
 void JobRuntime::Restart(const std::string& reason) {
   job_.set_restarts(job_.restarts() + 1);

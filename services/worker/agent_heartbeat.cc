@@ -14,7 +14,11 @@
 namespace gradsync::worker {
 
 std::string ScriptActivity::Describe(absl::Time now) const {
-  return absl::StrCat("running `", command, "` (pid ", pid, ") for ", absl::FormatDuration(absl::Trunc(now - start, absl::Seconds(1))));
+  // The command's start is what tells ranks apart in a diagnosis; its long arguments are not.
+  constexpr size_t kShown = 60;
+  const std::string shown = command.size() <= kShown ? command : command.substr(0, kShown) + "...";
+  return absl::StrCat("running `", shown, "` (pid ", pid, ") for ",
+                      absl::FormatDuration(absl::Trunc(now - start, absl::Seconds(1))));
 }
 
 void Agent::HeartbeatLoop() {

@@ -172,8 +172,8 @@ absl::StatusOr<train::TrainOutcome> Agent::RunChild(const v1::Assignment& a, Chi
   const bool succeeded = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
   if (!succeeded && stopped_by == nullptr) {
     const std::string quoted = last_errors.Joined();
-    return absl::InternalError(absl::StrCat("the command ", how, quoted.empty() ? "" : "; its last stderr lines: ",
-                                            quoted));
+    return absl::InternalError(
+        absl::StrCat("the command ", how, quoted.empty() ? "" : "; its last stderr lines: ", quoted));
   }
   train::TrainOutcome outcome;
   {

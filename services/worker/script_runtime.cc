@@ -48,8 +48,8 @@ absl::StatusOr<ScriptRuntime> ScriptRuntime::Create(const v1::ScriptRankContext&
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/gradsync-rank-XXXXXX");
   if (::mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a runtime directory like ", pattern, ": ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create a runtime directory like ", pattern, ": ", std::strerror(errno)));
   }
   ScriptRuntime runtime(pattern);
   std::string json;

@@ -76,8 +76,7 @@ TEST(ScriptSpec, RefusesABadCommandDirectoryOrEnvironment) {
   EXPECT_THAT(Refusal({"script.command=[\"\"]"}), HasSubstr("script.command[0]: must name a program"));
   EXPECT_THAT(Refusal({"script.workingDir=runs/*"}), HasSubstr("script.workingDir: must name one directory"));
   EXPECT_THAT(Refusal({"script.stopGraceSeconds=0"}), HasSubstr("script.stopGraceSeconds"));
-  EXPECT_THAT(Refusal({"script.env={RANK: \"3\"}"}),
-              HasSubstr("script.env.RANK: is set by the worker for every rank"));
+  EXPECT_THAT(Refusal({"script.env={RANK: \"3\"}"}), HasSubstr("script.env.RANK: is set by the worker for every rank"));
   EXPECT_THAT(Refusal({"script.env={MASTER_PORT: \"1\"}"}), HasSubstr("script.env.MASTER_PORT"));
   EXPECT_THAT(Refusal({"script.env={GRADSYNC_TOKEN: x}"}), HasSubstr("script.env.GRADSYNC_TOKEN"));
   EXPECT_THAT(Refusal({"script.env={\"1BAD\": x}"}), HasSubstr("script.env.1BAD: names an environment variable"));

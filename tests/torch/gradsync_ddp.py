@@ -56,6 +56,8 @@ def main():
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--max-steps", type=int, default=0)
     p.add_argument("--exchange", choices=["gradsync", "gloo"], default="gradsync")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda (the rank's LOCAL_RANK-th visible GPU, or the "
+                                                   "only one)")
     p.add_argument("--save-every", type=int, default=0)
     p.add_argument("--kill-at", type=int, default=0)
     p.add_argument("--kill-rank", type=int, default=1)
@@ -73,12 +75,16 @@ def main():
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
-    model = Net(rank)
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())
+    model = Net(rank).to(device)
     model._ddp_params_and_buffers_to_ignore = {"rank_tag", "scale.local_scale"}
-    ddp = DDP(model)
+    ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     if args.exchange == "gradsync":
         exchange = gt.register_exchange(ddp)
-        print(f"rank {rank}: gradient buckets through gradsync's exchange over {exchange.size} ranks", flush=True)
+        print(f"rank {rank}: gradient buckets through gradsync's exchange over {exchange.size} ranks "
+              f"({exchange.backend} on {exchange.device})", flush=True)
     params = list(model.body.parameters())
     opt = torch.optim.AdamW(params, lr=args.lr) if args.optimizer == "adamw" else torch.optim.SGD(params, lr=args.lr)
     dataset = data(args.samples)
@@ -97,6 +103,7 @@ def main():
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
         for x, y in loader:
+            x, y = x.to(device), y.to(device)
             if args.dump_grad_bound and step == 0:
                 dump_bound(model, params, x, y, world, rank, args.out)
             loss = F.mse_loss(ddp(x), y)
@@ -127,7 +134,7 @@ def main():
                 break
         if args.max_steps and step >= args.max_steps:
             break
-    torch.save(model.state_dict(), os.path.join(args.out, f"final-rank{rank}.pt"))
+    torch.save({k: v.cpu() for k, v in model.state_dict().items()}, os.path.join(args.out, f"final-rank{rank}.pt"))
     print(f"rank {rank} finished at step {step}", flush=True)
     dist.barrier()
     os._exit(0)

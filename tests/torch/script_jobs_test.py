@@ -346,6 +346,30 @@ def test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit(c):
         check_bitwise(c.final("whole", r), c.final("killed", r), f"rank {r}, uninterrupted vs worker killed")
 
 
+def test_exchange_on_a_gpu(c):
+    """Waits for a GPU (skipped without one, as on the development machine and in CI): one rank over
+    NCCL, then two ranks sharing the GPU over Gloo staged through host memory (NCCL refuses two
+    ranks on one GPU), each against torch's own all-reduce of the same buckets, within the summation
+    bound of the CPU case."""
+    if not torch.cuda.is_available():
+        print("  SKIP: no GPU visible to torch", flush=True)
+        return
+    lr = 0.1
+    for world, backend in ((1, "nccl"), (2, "gloo")):
+        for sub in ("gradsync", "gloo"):
+            name = f"{backend}-{world}-{sub}"
+            code, summary, err = c.run(world, c.ddp(name, "--device", "cuda", "--optimizer", "sgd", "--lr", str(lr),
+                                                    "--max-steps", "1", "--exchange", sub, "--dump-grad-bound"))
+            check(code == 0, f"{name}: exited {code}: {err[-2000:]}")
+        check(f"({backend} on cuda" in c.rank_log(0), f"{world} rank(s) did not exchange over {backend}")
+        a, b = body(c.final(f"{backend}-{world}-gradsync", 0)), body(c.final(f"{backend}-{world}-gloo", 0))
+        sums = torch.load(os.path.join(c.out, f"{backend}-{world}-gradsync", "grad-abs-sum.pt"), map_location="cpu")
+        gamma = 2 * max(world - 1, 1) * U / (1 - max(world - 1, 1) * U)
+        for (name, wa), s in zip(a.items(), sums):
+            bound = lr * gamma * s * (1 + U) + 2 * U * torch.maximum(wa.abs(), b[name].abs())
+            check(bool(((wa - b[name]).abs() <= bound).all()), f"{backend}, {world} ranks: {name} past the bound")
+
+
 def leftover(marker):
     """Processes whose command line holds `marker`, this test's own excepted."""
     out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
@@ -425,6 +449,7 @@ CASES = [test_plain_ddp_matches_torchrun, test_torchrun_environment, test_failin
          test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit,
          test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit,
          test_hang_in_a_collective_is_named_and_ends_the_job, test_submit_to_a_running_cluster,
+         test_exchange_on_a_gpu,
          test_sampler_resumes_at_another_world_size]
 
 

@@ -39,11 +39,23 @@ const std::set<std::string>& ScriptDdpFields() {
 
 // The variables the worker sets for every child: torchrun's, and gradsync.torch's connection.
 bool IsReservedVariable(const std::string& name) {
-  static const std::array<const char*, 17> kReserved = {
-      "RANK",        "LOCAL_RANK",       "WORLD_SIZE",       "LOCAL_WORLD_SIZE",          "GROUP_RANK",
-      "GROUP_WORLD_SIZE", "ROLE_RANK",   "ROLE_WORLD_SIZE",  "ROLE_NAME",                 "MASTER_ADDR",
-      "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "PYTHONPATH"};
+  static const std::array<const char*, 17> kReserved = {"RANK",
+                                                        "LOCAL_RANK",
+                                                        "WORLD_SIZE",
+                                                        "LOCAL_WORLD_SIZE",
+                                                        "GROUP_RANK",
+                                                        "GROUP_WORLD_SIZE",
+                                                        "ROLE_RANK",
+                                                        "ROLE_WORLD_SIZE",
+                                                        "ROLE_NAME",
+                                                        "MASTER_ADDR",
+                                                        "MASTER_PORT",
+                                                        "TORCHELASTIC_RESTART_COUNT",
+                                                        "TORCHELASTIC_MAX_RESTARTS",
+                                                        "TORCHELASTIC_RUN_ID",
+                                                        "TORCHELASTIC_USE_AGENT_STORE",
+                                                        "TORCHELASTIC_ERROR_FILE",
+                                                        "PYTHONPATH"};
   return absl::StartsWith(name, "GRADSYNC_") ||
          std::any_of(kReserved.begin(), kReserved.end(), [&](const char* r) { return name == r; });
 }

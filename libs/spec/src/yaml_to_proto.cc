@@ -135,8 +135,7 @@ absl::Status StoreValue(const YAML::Node& node, const std::string& path, const F
 }
 
 // A map field (string keys, scalar values, as script.env): one entry per key of a YAML map.
-absl::Status StoreMap(const YAML::Node& node, const std::string& path, const FieldDescriptor* field,
-                      Message* message) {
+absl::Status StoreMap(const YAML::Node& node, const std::string& path, const FieldDescriptor* field, Message* message) {
   if (!node.IsMap()) return Problem(path, "expected a map of names to values", node);
   const Descriptor& entry_type = *field->message_type();
   const FieldDescriptor* key_field = entry_type.map_key();

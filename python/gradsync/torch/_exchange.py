@@ -19,22 +19,30 @@ from ._link import in_job, link
 
 
 class Exchange:
-    """A communicator among the job's ranks. Inside a gradsync job the ranks meet through the
-    coordinator; under plain torchrun through torchrun's MASTER_ADDR (not supported: use
-    torch.distributed there)."""
+    """A communicator among the job's ranks, met through the coordinator (a gradsync script job
+    only), over host memory or, with `device` a CUDA device, over that GPU's memory: NCCL when the
+    coordinator placed every rank on a GPU of its own, else Gloo staged through pinned host memory.
+    Collectives on a GPU wait for the work queued on that device's current stream."""
 
-    def __init__(self, name="ddp"):
+    def __init__(self, name="ddp", device=None):
         if not in_job():
             raise RuntimeError("gradsync's exchange needs a gradsync script job (gradsync run -- ...)")
-        self._native = link().connect_exchange(name)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        if self.device.type == "cuda":
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            self.device = torch.device("cuda", index)
+            stream = torch.cuda.current_stream(self.device).cuda_stream
+            self._native = link().connect_exchange(name, device=index, stream=stream)
+        else:
+            self._native = link().connect_exchange(name)
         self.rank = self._native.rank
         self.size = self._native.size
+        self.backend = self._native.backend
 
-    @staticmethod
-    def _check(tensor):
-        if tensor.dtype != torch.float32 or tensor.device.type != "cpu" or not tensor.is_contiguous():
-            raise TypeError(f"gradsync's exchange takes contiguous float32 CPU tensors, got {tensor.dtype} on "
-                            f"{tensor.device}{'' if tensor.is_contiguous() else ', not contiguous'}")
+    def _check(self, tensor):
+        if tensor.dtype != torch.float32 or tensor.device != self.device or not tensor.is_contiguous():
+            raise TypeError(f"this gradsync exchange takes contiguous float32 tensors on {self.device}, got "
+                            f"{tensor.dtype} on {tensor.device}{'' if tensor.is_contiguous() else ', not contiguous'}")
 
     def all_reduce(self, tensor):
         """Sums `tensor` across ranks, in place."""
@@ -77,6 +85,6 @@ def register_exchange(ddp_model, name="ddp"):
     and returns None, so one script runs under both."""
     if not in_job():
         return None
-    exchange = Exchange(name)
+    exchange = Exchange(name, device=next(ddp_model.module.parameters()).device)
     ddp_model.register_comm_hook(exchange, _allreduce_hook)
     return exchange

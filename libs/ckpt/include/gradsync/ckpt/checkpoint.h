@@ -64,7 +64,6 @@ struct RankState {
   bool whole() const { return shard_begin == 0 && static_cast<int64_t>(params.size()) == layout.total_numel(); }
 };
 
-
 // Writes `state` to `dir`/rank-%05d.bin atomically (temporary file in `dir`, fsync, rename,
 // fsync of `dir`), creating `dir` and its parents; an existing file of the same name is
 // replaced. Returns the part to report: file name, bytes and "xxh3-64:<hex>" of the whole file.
