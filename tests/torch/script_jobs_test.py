@@ -422,6 +422,44 @@ def test_submit_to_a_running_cluster(c):
         subprocess.run([g, "local", "down", "--state-dir", c.state], capture_output=True, timeout=60)
 
 
+def test_elastic_script_resumes_exactly_once_at_another_world_size(c):
+    """An elastic script job (3 ranks, at least 2) loses a worker mid-epoch (frozen with SIGSTOP, so
+    no supervisor starts it again): it goes on with 2 ranks from the last committed checkpoint, and
+    the samplers' audit shows every sample of every epoch exactly once across the resize."""
+    g = c.gradsync
+    sample_dir = os.path.join(c.dir, "samples")
+    env = dict(os.environ, GRADSYNC_SAMPLE_LOG_DIR=sample_dir)
+    subprocess.run([g, "local", "up", "--workers", "3", "--state-dir", c.state, "--data-root", c.dir], check=True,
+                   capture_output=True, timeout=60, env=env)
+    frozen = None
+    try:
+        submit = subprocess.Popen([g, "submit", "--state-dir", c.state, "--workers", "3", "--set",
+                                   "training.minWorkers=2", "--set", "checkpoint.keep=100", "--wait", "-o", "json", "--",
+                                   *c.ddp("elastic", "--epochs", "3", "--save-every", "4", "--hold-at", "14")],
+                                  cwd=c.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pid_file = os.path.join(c.out, "elastic", "worker.pid")
+        deadline = time.time() + 60
+        while not os.path.exists(pid_file) and time.time() < deadline and submit.poll() is None:
+            time.sleep(0.05)
+        check(os.path.exists(pid_file), "rank 1 never reached step 14")
+        with open(pid_file) as f:
+            frozen = int(f.read())
+        os.kill(frozen, signal.SIGSTOP)
+        out, err = submit.communicate(timeout=180)
+        check(submit.returncode == 0, f"submit exited {submit.returncode}: {err[-2000:]}")
+        summary = json.loads(out)
+        check(summary["worldSize"] == 2 and summary["restarts"] >= 1, f"summary: {summary}")
+        manifest = os.path.join(c.state, "artifacts", summary["id"], "checkpoints", "step-000000012", "MANIFEST.json")
+        with open(manifest) as f:
+            m = json.load(f)
+        check(m.get("worldSize") == 3 and m.get("epoch") == 1 and int(m.get("cursor", 0)) == 48, f"manifest: {m}")
+        check_once_per_epoch(sample_dir, summary["id"], 240, 6, {1: (1, 48)})
+    finally:
+        if frozen is not None:
+            os.kill(frozen, signal.SIGKILL)
+        subprocess.run([g, "local", "down", "--state-dir", c.state], capture_output=True, timeout=60)
+
+
 def test_sampler_resumes_at_another_world_size(c):
     """Three ranks take 17 samples each of epoch 0 (cursor 51); two ranks go on from there: every
     position of the epoch once, no sample twice, as a restart at a new world size would."""
@@ -449,7 +487,7 @@ CASES = [test_plain_ddp_matches_torchrun, test_torchrun_environment, test_failin
          test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit,
          test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit,
          test_hang_in_a_collective_is_named_and_ends_the_job, test_submit_to_a_running_cluster,
-         test_exchange_on_a_gpu,
+         test_exchange_on_a_gpu, test_elastic_script_resumes_exactly_once_at_another_world_size,
          test_sampler_resumes_at_another_world_size]
 
 
