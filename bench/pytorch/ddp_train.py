@@ -10,7 +10,6 @@ time over ranks and the total tokens per second of all ranks.
 import os
 import socket
 import sys
-import time
 
 import options
 
@@ -27,7 +26,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from gpt_model import build, random_batch  # noqa: E402
+from gpt_model import build, random_batch, timed_steps  # noqa: E402
 
 
 def run(rank, args, port):
@@ -43,16 +42,7 @@ def run(rank, args, port):
     model = DistributedDataParallel(build(args))
     opt = model.module.optimizer()
     tokens, targets = random_batch(args, 1 + rank)
-    elapsed = 0.0
-    for step in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        if step >= args.warmup:
-            elapsed += time.perf_counter() - t0
-    mean = torch.tensor([elapsed / args.steps])
+    mean = torch.tensor([timed_steps(model, opt, tokens, targets, args)])
     dist.all_reduce(mean)
     step_seconds = mean.item() / args.ranks
     if rank == 0:

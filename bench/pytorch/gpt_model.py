@@ -90,3 +90,21 @@ def random_batch(args, seed):
     tokens = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=g)
     targets = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=g)
     return tokens, targets
+
+
+def timed_steps(model, opt, tokens, targets, args, before_step=None):
+    """Trains args.warmup + args.steps steps on one batch; returns the mean seconds of the timed
+    steps. `before_step` (if any) runs between backward and the optimizer step (gradient clipping)."""
+    import time
+    elapsed = 0.0
+    for step in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss = model(tokens, targets)
+        loss.backward()
+        if before_step is not None:
+            before_step()
+        opt.step()
+        if step >= args.warmup:
+            elapsed += time.perf_counter() - t0
+    return elapsed / args.steps

@@ -5,7 +5,6 @@ forward + backward + AdamW per step on random tokens, fp32, eager, `--threads` t
 (default 1). Prints the step time and tokens per second. Run with Debian's /usr/bin/python3
 (python3-torch) and libopenblas0 installed.
 """
-import time
 
 import options
 
@@ -13,7 +12,7 @@ ARGS = options.parse(__doc__)  # before torch loads: it exports the thread count
 
 import torch  # noqa: E402
 
-from gpt_model import build, random_batch  # noqa: E402
+from gpt_model import build, random_batch, timed_steps  # noqa: E402
 
 
 def main(args):
@@ -22,16 +21,7 @@ def main(args):
     model = build(args)
     opt = model.optimizer()
     tokens, targets = random_batch(args, 1)
-    elapsed = 0.0
-    for step in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        if step >= args.warmup:
-            elapsed += time.perf_counter() - t0
-    step_seconds = elapsed / args.steps
+    step_seconds = timed_steps(model, opt, tokens, targets, args)
     n = sum(p.numel() for p in model.parameters())
     print(f"pytorch {torch.__version__} gpt2 L{args.layers} H{args.heads} C{args.width} M{args.mlp_width} "
           f"T{args.seq_len} V{args.vocab}, {n / 1e6:.2f}M params, {args.threads} thread(s)")

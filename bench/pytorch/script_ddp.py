@@ -9,7 +9,6 @@ ranks and the tokens per second of all ranks.
 import json
 import os
 import sys
-import time
 
 import options
 
@@ -24,7 +23,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from gpt_model import build, random_batch  # noqa: E402
+from gpt_model import build, random_batch, timed_steps  # noqa: E402
 
 
 def main(args):
@@ -40,16 +39,7 @@ def main(args):
             sys.exit("--exchange gradsync runs under gradsync run -- ...")
     opt = model.module.optimizer()
     tokens, targets = random_batch(args, 1 + rank)
-    elapsed = 0.0
-    for step in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        if step >= args.warmup:
-            elapsed += time.perf_counter() - t0
-    mean = torch.tensor([elapsed / args.steps])
+    mean = torch.tensor([timed_steps(model, opt, tokens, targets, args)])
     dist.all_reduce(mean)
     step_seconds = mean.item() / world
     if rank == 0:

@@ -15,7 +15,6 @@ second of all ranks and each rank's peak resident memory (VmHWM).
 import os
 import socket
 import sys
-import time
 
 import options
 
@@ -40,7 +39,7 @@ import torch.multiprocessing as mp  # noqa: E402
 from torch.distributed.optim import ZeroRedundancyOptimizer  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from gpt_model import Gpt, random_batch  # noqa: E402
+from gpt_model import Gpt, random_batch, timed_steps  # noqa: E402
 from llama_model import Llama  # noqa: E402
 
 
@@ -82,18 +81,8 @@ def run(rank, args, port):
     model = DistributedDataParallel(build(args))
     opt = make_optimizer(model.module, args)
     tokens, targets = random_batch(args, 1 + rank)
-    elapsed = 0.0
-    for step in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        loss = model(tokens, targets)
-        loss.backward()
-        if args.clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-        opt.step()
-        if step >= args.warmup:
-            elapsed += time.perf_counter() - t0
-    mean = torch.tensor([elapsed / args.steps])
+    clip = (lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)) if args.clip > 0 else None
+    mean = torch.tensor([timed_steps(model, opt, tokens, targets, args, clip)])
     dist.all_reduce(mean)
     peaks = [torch.zeros(1, dtype=torch.float64) for _ in range(args.ranks)]
     dist.all_gather(peaks, torch.tensor([float(peak_rss_bytes())], dtype=torch.float64))
