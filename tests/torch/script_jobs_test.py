@@ -321,6 +321,20 @@ def test_killed_child_resumes_from_the_committed_checkpoint_bit_for_bit(c):
     check_once_per_epoch(sample_dir, summary["id"], 240, 2, {1: (m.get("epoch", 0), int(m.get("cursor", 0)))})
 
 
+def held_worker(c, sub, proc, step):
+    """The pid of the worker whose rank holds at `step` (gradsync_ddp.py --hold-at), once it does."""
+    pid_file = os.path.join(c.out, sub, "worker.pid")
+    deadline = time.time() + 60
+    while not os.path.exists(pid_file) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    check(os.path.exists(pid_file), f"rank 1 never reached step {step}")
+    with open(pid_file) as f:
+        worker = int(f.read())
+    with open(f"/proc/{worker}/cmdline", "rb") as f:
+        check(b"gradsync-worker" in f.read(), "the child's parent is not a worker")
+    return worker
+
+
 def test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit(c):
     """SIGKILL to a worker mid-run (its child dies with it): the job restarts on the worker the local
     cluster starts again, and ends as an uninterrupted run does."""
@@ -328,15 +342,7 @@ def test_killed_worker_resumes_from_the_committed_checkpoint_bit_for_bit(c):
     check(code == 0, f"uninterrupted: exited {code}: {err[-2000:]}")
     proc = subprocess.Popen(c.run_args(2, c.ddp("killed", "--save-every", "5", "--hold-at", "22")), cwd=c.dir,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pid_file = os.path.join(c.out, "killed", "worker.pid")
-    deadline = time.time() + 60
-    while not os.path.exists(pid_file) and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    check(os.path.exists(pid_file), "rank 1 never reached step 22")
-    with open(pid_file) as f:
-        worker = int(f.read())
-    with open(f"/proc/{worker}/cmdline", "rb") as f:
-        check(b"gradsync-worker" in f.read(), "the child's parent is not a worker")
+    worker = held_worker(c, "killed", proc, 22)
     os.kill(worker, signal.SIGKILL)
     out, err = proc.communicate(timeout=180)
     summary = json.loads(out)
@@ -437,13 +443,7 @@ def test_elastic_script_resumes_exactly_once_at_another_world_size(c):
                                    "training.minWorkers=2", "--set", "checkpoint.keep=100", "--wait", "-o", "json", "--",
                                    *c.ddp("elastic", "--epochs", "3", "--save-every", "4", "--hold-at", "14")],
                                   cwd=c.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        pid_file = os.path.join(c.out, "elastic", "worker.pid")
-        deadline = time.time() + 60
-        while not os.path.exists(pid_file) and time.time() < deadline and submit.poll() is None:
-            time.sleep(0.05)
-        check(os.path.exists(pid_file), "rank 1 never reached step 14")
-        with open(pid_file) as f:
-            frozen = int(f.read())
+        frozen = held_worker(c, "elastic", submit, 14)
         os.kill(frozen, signal.SIGSTOP)
         out, err = submit.communicate(timeout=180)
         check(submit.returncode == 0, f"submit exited {submit.returncode}: {err[-2000:]}")
