@@ -173,6 +173,7 @@ TEST(FindProgram, LooksUpPathAndTheWorkingDirectory) {
   EXPECT_EQ(FindProgram("gradsync-no-such-program", "/bin:/usr/bin", "/tmp").status().code(),
             absl::StatusCode::kNotFound);
   const std::string dir = ::testing::TempDir() + "/find_program";
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/train.sh") << "#!/bin/sh\n";
   EXPECT_EQ(FindProgram("./train.sh", "", dir).status().code(), absl::StatusCode::kFailedPrecondition)
