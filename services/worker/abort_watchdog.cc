@@ -42,6 +42,12 @@ void AbortWatchdog::GenerationStarted() {
   aborted_at_ = absl::InfiniteFuture();
   last_step_ = absl::InfinitePast();
   slowest_step_ = absl::ZeroDuration();
+  needed_ = absl::ZeroDuration();
+}
+
+void AbortWatchdog::NeedAtLeast(absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  needed_ = std::max(needed_, grace);
 }
 
 void AbortWatchdog::StepBegan() {
@@ -68,7 +74,9 @@ absl::Duration AbortWatchdog::EffectiveGrace() const {
   return EffectiveGraceLocked();
 }
 
-absl::Duration AbortWatchdog::EffectiveGraceLocked() const { return std::max(grace_, kStepsOfGrace * slowest_step_); }
+absl::Duration AbortWatchdog::EffectiveGraceLocked() const {
+  return std::max({grace_, kStepsOfGrace * slowest_step_, needed_});
+}
 
 void AbortWatchdog::Watch() {
   absl::MutexLock lock(&mu_);

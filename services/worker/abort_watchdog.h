@@ -40,13 +40,17 @@ class AbortWatchdog {
   void GenerationStarted();
   // A step starts: the gap since the last one counts towards the slowest step.
   void StepBegan();
+  // This generation needs at least `grace` to stop once aborted (a script job's children get
+  // script.stopGraceSeconds between SIGTERM and SIGKILL); GenerationStarted forgets it.
+  void NeedAtLeast(absl::Duration grace);
   // The generation is asked to abort; the first call of a generation starts the grace. Between
   // generations (an idle worker forgotten by a restarted coordinator, a shutdown) it does nothing.
   void AbortRequested();
   // The generation has stopped, replica and all.
   void GenerationEnded();
 
-  // The grace now in force: the configured one, or kStepsOfGrace of the slowest step if longer.
+  // The grace now in force: the configured one, or kStepsOfGrace of the slowest step, or what the
+  // generation said it needs, whichever is longest.
   absl::Duration EffectiveGrace() const;
 
  private:
@@ -63,6 +67,7 @@ class AbortWatchdog {
   absl::Time aborted_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time last_step_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Duration slowest_step_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  absl::Duration needed_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   std::thread thread_;  // started last
 };
 

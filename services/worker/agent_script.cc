@@ -30,6 +30,8 @@ namespace {
 // rendezvous may take.
 constexpr absl::Duration kMeetTimeout = absl::Minutes(5);
 constexpr absl::Duration kPollInterval = absl::Milliseconds(50);
+// What a stopped child's rank needs beyond its grace: draining its output, reporting.
+constexpr absl::Duration kStopReportTime = absl::Seconds(5);
 // The last lines of stderr a failure report quotes, as torchrun's error summary does.
 constexpr size_t kQuotedLines = 5;
 
@@ -150,6 +152,8 @@ absl::StatusOr<train::TrainOutcome> Agent::RunChild(const v1::Assignment& a, Chi
     script_runtime_ = nullptr;
   };
   const absl::Duration grace = absl::Seconds(a.spec().script().stop_grace_seconds());
+  // An abort's backstop waits for the stop below, with time to report.
+  watchdog_.NeedAtLeast(grace + kStopReportTime);
   std::optional<int> status;
   const char* stopped_by = nullptr;
   while (!(status = process.Poll()).has_value()) {

@@ -84,6 +84,18 @@ TEST(AbortWatchdog, TheGraceIsAtLeastAFewOfTheSlowestSteps) {
   EXPECT_EQ(watchdog.EffectiveGrace(), absl::Milliseconds(10));
 }
 
+TEST(AbortWatchdog, AGenerationMayNeedMoreGrace) {
+  AbortWatchdog watchdog(
+      absl::Milliseconds(10), [] { return ""; }, [](const std::string&) {});
+  watchdog.GenerationStarted();
+  watchdog.NeedAtLeast(absl::Seconds(20));
+  EXPECT_EQ(watchdog.EffectiveGrace(), absl::Seconds(20));
+  watchdog.NeedAtLeast(absl::Seconds(5));
+  EXPECT_EQ(watchdog.EffectiveGrace(), absl::Seconds(20));
+  watchdog.GenerationStarted();
+  EXPECT_EQ(watchdog.EffectiveGrace(), absl::Milliseconds(10));
+}
+
 TEST(AbortWatchdog, AZeroGraceIsOff) {
   Expiry expiry;
   AbortWatchdog watchdog(
