@@ -400,7 +400,9 @@ def test_hang_in_a_collective_is_named_and_ends_the_job(c):
 
 def test_submit_to_a_running_cluster(c):
     """`gradsync submit --workers 2 -- COMMAND` to a `local up` cluster whose data root holds the
-    current directory; `gradsync logs --rank 1` shows that rank's stderr; the workers are idle again."""
+    current directory; `gradsync logs --rank 1` shows that rank's stderr; the workers are idle again.
+    Then `gradsync cancel` of a running script job whose children ignore SIGTERM: CANCELLED, nothing
+    left running."""
     g = c.gradsync
     subprocess.run([g, "local", "up", "--workers", "2", "--state-dir", c.state, "--data-root", c.dir], check=True,
                    capture_output=True, timeout=60)
@@ -424,6 +426,21 @@ def test_submit_to_a_running_cluster(c):
             time.sleep(0.2)
         check(states == ["WORKER_IDLE"] * 2, f"workers after the job: {states}")
         check_nothing_left(c.records())
+        # A cancel mid-run, of children deaf to SIGTERM: CANCELLED once every group is gone.
+        for name in glob.glob(os.path.join(c.out, "rank*.json")):
+            os.remove(name)
+        held = subprocess.run([g, "submit", "--state-dir", c.state, "--workers", "2", "--set",
+                               "script.stopGraceSeconds=1", "-o", "name", "--", *c.probe("--hold-always",
+                                                                                       "--ignore-term")],
+                              cwd=c.dir, capture_output=True, text=True, timeout=60)
+        check(held.returncode == 0, f"submit: {held.stderr}")
+        records = c.wait_for(["rank0-restart0", "rank1-restart0"])
+        cancelled = subprocess.run([g, "cancel", held.stdout.strip(), "--state-dir", c.state, "-o", "json"],
+                                   capture_output=True, text=True, timeout=120)
+        job = json.loads(cancelled.stdout)
+        check(job["state"] == "CANCELLED" and "commands of 2 ranks were stopped" in job["stateReason"],
+              f"cancel: {job['state']}: {job.get('stateReason')}")
+        check_nothing_left(records)
     finally:
         subprocess.run([g, "local", "down", "--state-dir", c.state], capture_output=True, timeout=60)
 
