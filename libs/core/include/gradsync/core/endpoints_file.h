@@ -16,8 +16,11 @@ namespace gradsync {
 // INTERNAL naming the path when it cannot be written.
 absl::Status WriteEndpointsFile(const std::string& path, const std::map<std::string, std::string>& fields);
 
-// Replaces `path` with `contents` the same way (`path`.tmp, then rename). No fsync: these files
-// describe running processes and mean nothing after a crash. INTERNAL naming the file.
+// Replaces `path` with `contents` the same way: `path`.tmp created afresh (0600, never through a
+// link), written, fsynced and closed with every error checked, renamed over `path`, and the
+// directory fsynced. On any error (a full disk shows at write, fsync or close) the temporary file
+// is removed and `path` keeps its old contents: a reader never finds it empty. INTERNAL naming the
+// file and the error.
 absl::Status ReplaceFileAtomically(const std::string& path, std::string_view contents);
 
 // "127.0.0.1:<port>", the loopback address of a locally bound port.
