@@ -1,24 +1,63 @@
 #include "job_logs.h"
 
 #include <algorithm>
+#include <limits>
+#include <string_view>
+
+#include "google/protobuf/util/time_util.h"
+#include "gradsync/core/utf8.h"
 
 namespace gradsync::coordinator {
+namespace {
+
+// The range google.protobuf.Timestamp can print: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
+constexpr int64_t kMinTimestampSeconds = -62135596800;
+constexpr int64_t kMaxTimestampSeconds = 253402300799;
+
+std::string CutValid(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  const std::string_view head(text.data(), max_bytes);
+  return std::string(head.substr(0, utf8::ValidPrefix(head)));
+}
+
+bool ValidTime(const google::protobuf::Timestamp& t) {
+  return t.seconds() >= kMinTimestampSeconds && t.seconds() <= kMaxTimestampSeconds && t.nanos() >= 0 &&
+         t.nanos() <= 999'999'999;
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return b > std::numeric_limits<int64_t>::max() - a ? std::numeric_limits<int64_t>::max() : a + b;
+}
+
+}  // namespace
+
+v1::LogLine Kept(const v1::LogLine& line, absl::Time now) {
+  v1::LogLine kept;
+  *kept.mutable_time() = ValidTime(line.time())
+                             ? line.time()
+                             : google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  const std::string& level = line.level();
+  kept.set_level(level == "debug" || level == "warning" || level == "error" ? level : "info");
+  kept.set_source(CutValid(line.source(), kMaxLogSourceBytes));
+  kept.set_message(CutValid(line.message(), kMaxLogMessageBytes));
+  return kept;
+}
 
 void JobLogStore::DropOldest(JobLines* job) {
   const size_t cost = Cost(job->lines.front());
   job->bytes -= cost;
   total_bytes_ -= cost;
   job->lines.pop_front();
-  ++job->dropped;
+  job->dropped = SaturatingAdd(job->dropped, 1);
 }
 
 void JobLogStore::Append(const v1::ReportLogsRequest& batch, absl::Time now) {
   absl::MutexLock lock(&mu_);
   JobLines& job = jobs_[batch.job_id()];
-  job.dropped += std::max<int64_t>(0, batch.dropped());
+  job.dropped = SaturatingAdd(job.dropped, std::max<int64_t>(0, batch.dropped()));
   job.last_append = now;
   for (const v1::LogLine& line : batch.lines()) {
-    v1::LogLine kept = line;
+    v1::LogLine kept = Kept(line, now);
     // The coordinator knows who reported it: the rank and generation are the batch's.
     kept.set_rank(batch.rank());
     kept.set_generation(batch.generation());

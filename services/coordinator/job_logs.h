@@ -1,6 +1,12 @@
 // The job log lines workers ship (logs.proto), held in memory for GetJobLogs and `gradsync logs`.
 //
-// Bounded in bytes (messages and sources): a job keeps at most `max_job_bytes` of its newest
+// Every line is bounded as it arrives (`Kept`): its message cut to 2 KiB and its source to 128
+// bytes (at a UTF-8 boundary), its level one of debug, info, warning, error (else info), a time
+// outside the range a timestamp can print replaced by the time it arrived; a batch's count of
+// dropped lines is added without overflow. So no field escapes the byte bounds below, and every
+// line read back serialises.
+//
+// Bounded in bytes (every field of a line): a job keeps at most `max_job_bytes` of its newest
 // lines, and all jobs together at most `max_total_bytes`, the job appended to longest ago losing
 // its oldest lines first. Every line lost to a bound, and every line a worker reports it dropped,
 // is counted in the job's `dropped`. Lines are numbered per job from 1 in arrival order (seq), so
@@ -26,6 +32,14 @@ struct JobLogBounds {
   size_t max_job_bytes = size_t{8} << 20;
   size_t max_total_bytes = size_t{128} << 20;
 };
+
+// The most bytes a line's message and source keep.
+inline constexpr size_t kMaxLogMessageBytes = 2048;
+inline constexpr size_t kMaxLogSourceBytes = 128;
+
+// `line` as the store keeps it: fields cut to their bounds, the level and time made valid (`now`
+// for a time a timestamp cannot hold).
+v1::LogLine Kept(const v1::LogLine& line, absl::Time now);
 
 class JobLogStore {
  public:
@@ -53,7 +67,9 @@ class JobLogStore {
     int64_t dropped = 0;
     absl::Time last_append;
   };
-  static size_t Cost(const v1::LogLine& line) { return line.message().size() + line.source().size() + 64; }
+  static size_t Cost(const v1::LogLine& line) {
+    return line.message().size() + line.source().size() + line.level().size() + 64;
+  }
   // Drops `job`'s oldest line, counting it.
   void DropOldest(JobLines* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Brings all jobs within max_total_bytes, the least recently appended job first.

@@ -32,7 +32,10 @@ http::Reply JsonReply(const absl::StatusOr<Message>& m) {
   http::Reply r;
   google::protobuf::util::JsonPrintOptions opts;
   opts.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(*m, &r.body, opts);
+  // A message that does not print (a value JSON cannot hold) is an error, never a cut body.
+  if (const auto printed = google::protobuf::util::MessageToJsonString(*m, &r.body, opts); !printed.ok()) {
+    return ErrorReply(absl::InternalError(absl::StrCat("the answer does not print as JSON: ", std::string(printed.message()))));
+  }
   return r;
 }
 

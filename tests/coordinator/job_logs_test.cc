@@ -2,10 +2,13 @@
 // its lines; readers get them numbered, filtered by rank and after a seq, within the bounds.
 #include "job_logs.h"
 
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator.h"
 #include "coordinator_test_util.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::coordinator {
@@ -113,7 +116,7 @@ TEST_F(JobLogsTest, ReadingNamesBadArgumentsAndUnknownJobs) {
 }
 
 TEST(JobLogStore, AJobKeepsItsNewestLinesWithinItsBoundAndCountsTheRest) {
-  const size_t line = 100 + 9 + 64;  // message, source and the fixed cost of a line
+  const size_t line = 100 + 9 + 4 + 64;  // message, source, level and the fixed cost of a line
   JobLogStore store({.max_job_bytes = 10 * line, .max_total_bytes = 1 << 20});
   for (int i = 0; i < 25; ++i) {
     store.Append(Batch("w", "j", 1, 0, {std::string(100, 'a')}), absl::Now());
@@ -127,7 +130,7 @@ TEST(JobLogStore, AJobKeepsItsNewestLinesWithinItsBoundAndCountsTheRest) {
 }
 
 TEST(JobLogStore, AllJobsStayWithinTheTotalTheOneAppendedToLongestAgoLosingLinesFirst) {
-  const size_t line = 100 + 9 + 64;
+  const size_t line = 100 + 9 + 4 + 64;
   JobLogStore store({.max_job_bytes = 1 << 20, .max_total_bytes = 20 * line});
   const absl::Time t0 = absl::UnixEpoch() + absl::Hours(1);
   for (int i = 0; i < 12; ++i) store.Append(Batch("w", "old", 1, 0, {std::string(100, 'o')}), t0);
@@ -136,6 +139,41 @@ TEST(JobLogStore, AllJobsStayWithinTheTotalTheOneAppendedToLongestAgoLosingLines
   EXPECT_EQ(store.Read("new", std::nullopt, 0, 0).lines_size(), 12);
   EXPECT_EQ(store.Read("old", std::nullopt, 0, 0).lines_size(), 8);
   EXPECT_EQ(store.Read("old", std::nullopt, 0, 0).dropped(), 4);
+}
+
+TEST(JobLogStore, EveryFieldIsBoundedAsItArrivesSoTheStoreStaysWithinItsBytes) {
+  JobLogStore store({.max_job_bytes = 1 << 20, .max_total_bytes = 1 << 20});
+  v1::ReportLogsRequest batch = Batch("w", "j", 1, 0, {});
+  for (int i = 0; i < 24; ++i) {
+    v1::LogLine* l = batch.add_lines();
+    l->set_level(std::string(40000, 'L'));
+    l->set_source(std::string(40000, 's'));
+    // A multi-byte character straddles the cut: it goes whole.
+    l->set_message(std::string(kMaxLogMessageBytes - 1, 'm') + "\xc3\xa9" + std::string(100000, 'm'));
+  }
+  store.Append(batch, absl::Now());
+  const v1::GetJobLogsResponse r = store.Read("j", std::nullopt, 0, 0);
+  ASSERT_EQ(r.lines_size(), 24);
+  EXPECT_EQ(r.lines(0).level(), "info");
+  EXPECT_EQ(r.lines(0).source().size(), kMaxLogSourceBytes);
+  EXPECT_EQ(r.lines(0).message(), std::string(kMaxLogMessageBytes - 1, 'm'));
+  // 24 lines of at most 2 KiB + 128 + 4 + 64 bytes, where the level alone used to be 40 kB each.
+  EXPECT_EQ(store.total_bytes(), 24 * (kMaxLogMessageBytes - 1 + kMaxLogSourceBytes + 4 + 64));
+}
+
+TEST(JobLogStore, ATimeNoTimestampCanHoldAndAnEndlessDropCountStillReadBack) {
+  JobLogStore store(JobLogBounds{});
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  v1::ReportLogsRequest batch = Batch("w", "j", 1, 0, {"from the far future"}, std::numeric_limits<int64_t>::max());
+  batch.mutable_lines(0)->mutable_time()->set_seconds(int64_t{1} << 62);
+  store.Append(batch, now);
+  store.Append(Batch("w", "j", 1, 0, {}, std::numeric_limits<int64_t>::max()), now);
+  const v1::GetJobLogsResponse r = store.Read("j", std::nullopt, 0, 0);
+  ASSERT_EQ(r.lines_size(), 1);
+  EXPECT_EQ(r.lines(0).time().seconds(), 1'800'000'000);
+  EXPECT_EQ(r.dropped(), std::numeric_limits<int64_t>::max());
+  std::string json;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(r, &json).ok()) << "the REST answer would be cut";
 }
 
 }  // namespace
