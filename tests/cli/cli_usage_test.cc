@@ -157,7 +157,8 @@ TEST(CliTable, EveryListedOptionIsAcceptedByItsCommandsParser) {
 TEST(CliTable, SynopsesNameOnlyListedOptions) {
   for (const Command& c : Commands()) {
     for (absl::string_view token : absl::StrSplit(c.synopsis, absl::ByAnyChar(" []|()\n"), absl::SkipEmpty())) {
-      if (!absl::StartsWith(token, "--")) continue;
+      // A bare "--" ends the options (run's and submit's command follows it); it names none.
+      if (!absl::StartsWith(token, "--") || token == "--") continue;
       const std::string name(token.substr(2));
       const bool listed =
           std::any_of(c.options.begin(), c.options.end(), [&](const cli::OptionDoc& o) { return o.name == name; });
@@ -215,7 +216,7 @@ TEST_F(BashCompletion, CompletesCommandsSubcommandsOptionsAndValues) {
   EXPECT_EQ(Complete({"gradsync", "ver"}), "version");
   // An option's value is skipped when finding the subcommand: here "up" is it, not "/tmp/x".
   EXPECT_EQ(Complete({"gradsync", "local", "--state-dir", "/tmp/x", "up", "--data"}), "--data-root");
-  EXPECT_EQ(Complete({"gradsync", "submit", "--set", "a=b", "--w"}), "--wait");
+  EXPECT_EQ(Complete({"gradsync", "submit", "--set", "a=b", "--w"}), "--wait --workers");
   // Files for FILE operands and options, directories for DIR.
   const std::string dir = MakeTempDir();
   std::filesystem::create_directories(dir + "/specs");
