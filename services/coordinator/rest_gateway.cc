@@ -34,7 +34,8 @@ http::Reply JsonReply(const absl::StatusOr<Message>& m) {
   opts.add_whitespace = true;
   // A message that does not print (a value JSON cannot hold) is an error, never a cut body.
   if (const auto printed = google::protobuf::util::MessageToJsonString(*m, &r.body, opts); !printed.ok()) {
-    return ErrorReply(absl::InternalError(absl::StrCat("the answer does not print as JSON: ", std::string(printed.message()))));
+    return ErrorReply(
+        absl::InternalError(absl::StrCat("the answer does not print as JSON: ", std::string(printed.message()))));
   }
   return r;
 }

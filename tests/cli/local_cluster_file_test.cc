@@ -7,8 +7,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/cluster/local_cluster.h"
+#include "gradsync/cluster/own_files.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::cli {
@@ -50,7 +54,8 @@ TEST(LocalClusterFile, EndpointsAreTopLevelFields) {
   EXPECT_EQ(json.fields().at("coordinator").string_value(), "127.0.0.1:7070");
   EXPECT_EQ(json.fields().at("pid").number_value(), 1234);
   EXPECT_EQ(json.fields().at("pids").list_value().values_size(), 4);
-  EXPECT_NE(cluster::LocalClusterFileJson(Example()).find("\n  \"coordinator\": \"127.0.0.1:7070\",\n"), std::string::npos);
+  EXPECT_NE(cluster::LocalClusterFileJson(Example()).find("\n  \"coordinator\": \"127.0.0.1:7070\",\n"),
+            std::string::npos);
 }
 
 // The token files are named, never the tokens; a cluster without tokens has no such field.
@@ -95,6 +100,45 @@ TEST(LocalClusterFile, AddressesAndPathsAreEscaped) {
   absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->log_dir, odd.log_dir);
+}
+
+// Another user's directory, or one others may write, could hold a file that sends the cluster's
+// token to a listener of theirs: neither is read, and a cluster never starts in one.
+TEST(LocalClusterFile, OnlyADirectoryAndFileOfThisUsersAloneAreTrusted) {
+  const std::string dir = MakeDir();
+  ASSERT_TRUE(cluster::WriteLocalClusterFile(dir, Example()).ok());
+  ASSERT_TRUE(cluster::ReadLocalClusterFile(dir).ok());
+
+  std::filesystem::permissions(dir, std::filesystem::perms::all);  // 0777, as /tmp/x left open
+  absl::StatusOr<cluster::LocalClusterFile> open = cluster::ReadLocalClusterFile(dir);
+  EXPECT_EQ(open.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(open.status().message().find("writable by others (mode 0777)"), std::string::npos) << open.status();
+  cluster::LocalClusterOptions options;
+  options.state_dir = dir;
+  options.workers = 1;
+  cluster::LocalCluster refused(options);
+  EXPECT_EQ(refused.Start().code(), absl::StatusCode::kFailedPrecondition);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+
+  // The file planted by someone else (root can make one owned by nobody; others cannot test this).
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(cluster::LocalClusterFilePath(dir).c_str(), 65534, 65534), 0);
+    absl::StatusOr<cluster::LocalClusterFile> planted = cluster::ReadLocalClusterFile(dir);
+    EXPECT_EQ(planted.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(planted.status().message().find("belongs to uid 65534"), std::string::npos) << planted.status();
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+    EXPECT_NE(cluster::ReadLocalClusterFile(dir).status().message().find("state directory"), std::string::npos);
+  }
+  // A link in its place is not followed.
+  const std::string linked = MakeDir() + "/state";
+  std::filesystem::create_directory_symlink(dir, linked);
+  EXPECT_NE(cluster::ReadLocalClusterFile(linked).status().message().find("symbolic link"), std::string::npos);
+}
+
+TEST(LocalClusterFile, ANewStateDirectoryIsPrivate) {
+  const std::string dir = MakeDir() + "/a/b/state";
+  ASSERT_TRUE(cluster::MakeOwnDirectory(dir).ok());
+  EXPECT_EQ(std::filesystem::status(dir).permissions(), std::filesystem::perms::owner_all);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "gradsync/cluster/job_log_files.h"
 #include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/cluster/local_tokens.h"
+#include "gradsync/cluster/own_files.h"
 #include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/device/device.h"
@@ -70,6 +71,8 @@ std::string LocalCluster::TokenFlag(const std::string& flag, const std::string& 
 }
 
 absl::Status LocalCluster::Start() {
+  // Its tokens and addresses go here: a directory only this user can write, 0700 when new.
+  if (absl::Status s = MakeOwnDirectory(options_.state_dir); !s.ok()) return s;
   std::error_code ec;
   fs::create_directories(log_dir(), ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", log_dir(), ": ", ec.message()));

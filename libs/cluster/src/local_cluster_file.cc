@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/cluster/own_files.h"
 #include "gradsync/core/endpoints_file.h"
 
 namespace gradsync::cluster {
@@ -64,6 +65,9 @@ absl::Status WriteLocalClusterFile(const std::string& state_dir, const LocalClus
 
 absl::StatusOr<LocalClusterFile> ReadLocalClusterFile(const std::string& state_dir) {
   const std::string path = LocalClusterFilePath(state_dir);
+  // Its addresses receive the cluster's tokens: only a file no one else could have written counts.
+  if (absl::Status s = CheckOwnDirectory(state_dir); !s.ok()) return s;
+  if (absl::Status s = CheckOwnFile(path); !s.ok()) return s;
   absl::StatusOr<google::protobuf::Struct> object = ReadJsonObject(path);
   if (!object.ok()) return object.status();
   LocalClusterFile file;
@@ -93,6 +97,7 @@ void RemoveLocalClusterFile(const std::string& state_dir) {
 }
 
 absl::Status ReadJsonFields(const std::string& path, std::vector<std::pair<std::string, std::string>>* out) {
+  if (absl::Status s = CheckOwnFile(path); !s.ok()) return s;
   absl::StatusOr<google::protobuf::Struct> object = ReadJsonObject(path);
   if (!object.ok()) return object.status();
   for (const auto& [key, value] : object->fields()) {
