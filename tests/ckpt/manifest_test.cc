@@ -1,9 +1,16 @@
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "ckpt_test_util.h"
 #include "gmock/gmock.h"
+#include "absl/time/clock.h"
 #include "gradsync/ckpt/checkpoint.h"
+#include "gradsync/ckpt/weights_file.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::ckpt {
@@ -106,6 +113,42 @@ TEST_F(VerifyCheckpointTest, AMissingPartNamesThePart) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr(part1_));
   EXPECT_THAT(s.message(), HasSubstr("missing"));
+}
+
+// A part replaced by a link to a file elsewhere (outside the roots a job may read) with the same
+// bytes: neither verifying nor reading the checkpoint follows it.
+TEST_F(VerifyCheckpointTest, APartThatIsASymbolicLinkIsNeverFollowed) {
+  const std::string elsewhere = FreshDir("elsewhere") + "/rank-00001.bin";
+  std::filesystem::rename(part1_, elsewhere);
+  std::filesystem::create_symlink(elsewhere, part1_);
+  EXPECT_THAT(VerifyCheckpoint(dir_).message(), HasSubstr("symbolic link"));
+  const absl::StatusOr<RankState> read = ReadRankPart(dir_, manifest_.parts(1));
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(read.status().message(), HasSubstr("symbolic link"));
+}
+
+// A fifo in a part's place, or named as a file to read, is refused at once: opening one for
+// reading would wait for a writer that never comes, and every rank reading it would hang.
+TEST_F(VerifyCheckpointTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  std::filesystem::remove(part1_);
+  ASSERT_EQ(::mkfifo(part1_.c_str(), 0600), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const bool refused = !VerifyCheckpoint(dir_).ok() && !ReadRankPart(dir_, manifest_.parts(1)).ok() &&
+                         absl::IsFailedPrecondition(LoadWeights(part1_).status());
+    ::_exit(refused ? 0 : 1);
+  }
+  int status = 0;
+  for (int waited = 0; waited < 100 && ::waitpid(pid, &status, WNOHANG) == 0; ++waited) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  if (::waitpid(pid, &status, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "reading a fifo hung";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_F(VerifyCheckpointTest, AManifestThatMissesARankIsDataLoss) {

@@ -126,38 +126,36 @@ absl::Status SyncDir(const std::string& dir) {
   return s;
 }
 
-absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoStatus("cannot open", path);
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm, Links links) {
+  absl::StatusOr<int> fd = OpenRegularFile(path, links);
+  if (!fd.ok()) return fd.status();
   std::vector<char> buf(1 << 20);
   StreamingChecksum sum(algorithm);
   FileDigest out;
-  while (true) {
-    const size_t n = std::fread(buf.data(), 1, buf.size(), f);
-    sum.Update(std::as_bytes(std::span(buf.data(), n)));
-    out.bytes += static_cast<int64_t>(n);
-    if (n < buf.size()) break;
+  absl::Status s;
+  for (;;) {
+    const ssize_t n = ::read(*fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) s = ErrnoStatus("cannot read", path);
+    if (n <= 0) break;
+    sum.Update(std::as_bytes(std::span(buf.data(), static_cast<size_t>(n))));
+    out.bytes += n;
   }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return absl::InternalError(absl::StrCat("cannot read ", path));
+  ::close(*fd);
+  if (!s.ok()) return s;
   out.digest = sum.Digest();
   return out;
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("cannot open", path);
+  absl::StatusOr<int> opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     absl::Status s = ErrnoStatus("cannot stat", path);
     ::close(fd);
     return s;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, S_ISDIR(st.st_mode) ? ": is a directory, not a file" : ": is not a regular file"));
   }
   std::string data(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;

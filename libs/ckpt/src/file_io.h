@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gradsync/ckpt/checksum.h"
+#include "gradsync/core/bounded_file.h"
 
 namespace gradsync::ckpt {
 
@@ -61,8 +62,11 @@ struct FileDigest {
   std::string digest;  // "<algorithm>:<hex>" of the whole file (gradsync/ckpt/checksum.h)
 };
 
-// Streams the whole file through `algorithm` in 1 MiB reads. NOT_FOUND when it is missing.
-absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm);
+// Streams the whole regular file through `algorithm` in 1 MiB reads (OpenRegularFile: a fifo or
+// device is refused, never waited on; with kRefuse a symbolic link too). NOT_FOUND when it is
+// missing.
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm,
+                                      Links links = Links::kFollow);
 
 // The bytes of the regular file `path`. NOT_FOUND when it is missing; FAILED_PRECONDITION naming
 // the path when it is a directory or another non-regular file (which a stream would open and then

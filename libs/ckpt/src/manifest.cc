@@ -22,7 +22,7 @@ absl::Status VerifyPart(const std::string& dir, const v1::CheckpointPart& part) 
   }
   absl::StatusOr<ChecksumAlgorithm> algorithm = DigestAlgorithm(part.checksum(), path);
   if (!algorithm.ok()) return algorithm.status();
-  absl::StatusOr<FileDigest> digest = DigestFile(path, *algorithm);
+  absl::StatusOr<FileDigest> digest = DigestFile(path, *algorithm, Links::kRefuse);
   if (absl::IsNotFound(digest.status())) {
     return absl::DataLossError(absl::StrCat(path, ": missing (listed in the manifest for rank ", part.rank(), ")"));
   }

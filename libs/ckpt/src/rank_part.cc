@@ -1,6 +1,7 @@
 // WriteRankPart / ReadRankPart: one rank's checkpoint file (format in checkpoint.h). Both stream
 // the tensors, so a part is never held twice in memory.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -273,9 +274,14 @@ struct FileCloser {
 // Reads and checks a part; `file_digest` receives the whole file's digest by `file_algorithm`, or
 // by the trailer's algorithm when none is given.
 absl::StatusOr<RankState> ReadPartFile(const std::string& path, std::optional<ChecksumAlgorithm> file_algorithm,
-                                       std::string* file_digest) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (f == nullptr) return ErrnoStatus("cannot open checkpoint part", path);
+                                       std::string* file_digest, Links links) {
+  absl::StatusOr<int> fd = OpenRegularFile(path, links);
+  if (!fd.ok()) return fd.status();
+  std::unique_ptr<std::FILE, FileCloser> f(::fdopen(*fd, "rb"));
+  if (f == nullptr) {
+    ::close(*fd);
+    return ErrnoStatus("cannot open checkpoint part", path);
+  }
   struct stat st {};
   if (::fstat(::fileno(f.get()), &st) != 0) return ErrnoStatus("cannot stat", path);
   const auto size = static_cast<uint64_t>(st.st_size);
@@ -356,7 +362,7 @@ absl::StatusOr<v1::CheckpointPart> WriteRankPart(const std::string& dir, const R
 
 absl::StatusOr<RankState> ReadRankPart(const std::string& path) {
   std::string digest;
-  return ReadPartFile(path, std::nullopt, &digest);
+  return ReadPartFile(path, std::nullopt, &digest, Links::kFollow);
 }
 
 absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::CheckpointPart& part) {
@@ -377,7 +383,8 @@ absl::StatusOr<RankState> ReadRankPart(const std::string& dir, const v1::Checkpo
     return absl::DataLossError(absl::StrCat(path, ": ", size, " bytes, the manifest says ", part.bytes()));
   }
   std::string digest;
-  absl::StatusOr<RankState> state = ReadPartFile(path, *algorithm, &digest);
+  // A part is a file the job wrote in its checkpoint directory: a link there leads elsewhere.
+  absl::StatusOr<RankState> state = ReadPartFile(path, *algorithm, &digest, Links::kRefuse);
   if (!state.ok()) return state.status();
   if (digest != part.checksum()) {
     return absl::DataLossError(

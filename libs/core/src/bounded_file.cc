@@ -37,6 +37,32 @@ absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t m
 
 }  // namespace
 
+absl::StatusOr<int> OpenRegularFile(const std::string& path, Links links) {
+  const int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (links == Links::kRefuse ? O_NOFOLLOW : 0);
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0 && errno == ELOOP && links == Links::kRefuse) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": is a symbolic link, which is not followed here"));
+  }
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  struct stat st {};
+  absl::Status problem;
+  if (::fstat(fd, &st) != 0) {
+    problem = absl::InternalError(absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
+  } else if (S_ISDIR(st.st_mode)) {
+    problem = absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a file"));
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = absl::FailedPreconditionError(
+        absl::StrCat(path, ": is not a regular file (a fifo, device or socket is never read)"));
+  } else if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    problem = absl::InternalError(absl::StrCat(path, ": cannot clear O_NONBLOCK: ", std::strerror(errno)));
+  }
+  if (!problem.ok()) {
+    ::close(fd);
+    return problem;
+  }
+  return fd;
+}
+
 absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what) {
   // O_NONBLOCK: opening a fifo must not wait for a writer (the type check then refuses it).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);

@@ -20,4 +20,14 @@ namespace gradsync {
 // never the file's contents or its size.
 absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what);
 
+// Whether the last component of a path may be a symbolic link.
+enum class Links { kFollow, kRefuse };
+
+// A descriptor for reading the regular file at `path` (the caller closes it), opened so that no
+// file type can stall or trick the reader: O_NONBLOCK while opening (a fifo without a writer does
+// not hang the open; O_NONBLOCK is cleared once the file is known to be regular), O_NOCTTY, and
+// with kRefuse O_NOFOLLOW. NOT_FOUND when it cannot be opened; FAILED_PRECONDITION naming the path
+// for a symbolic link under kRefuse, a directory, a fifo, a device or a socket.
+absl::StatusOr<int> OpenRegularFile(const std::string& path, Links links = Links::kFollow);
+
 }  // namespace gradsync
