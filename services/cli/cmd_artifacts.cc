@@ -16,6 +16,7 @@
 #include "connection.h"
 #include "display.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/core/args.h"
 #include "gradsync/core/shutdown.h"
 #include "job_client.h"
@@ -41,7 +42,7 @@ std::string Table(const v1::ListArtifactsResponse& listed, bool sha256) {
   std::string out =
       absl::StrFormat("%-48s %14s %10s  %-20s%s\n", "PATH", "BYTES", "SIZE", "MODIFIED", sha256 ? " SHA256" : "");
   for (const v1::Artifact& a : listed.artifacts()) {
-    absl::StrAppendFormat(&out, "%-48s %14d %10s  %-20s%s\n", a.path(), a.size_bytes(), HumanBytes(a.size_bytes()),
+    absl::StrAppendFormat(&out, "%-48s %14d %10s  %-20s%s\n", TerminalSafe(a.path()), a.size_bytes(), HumanBytes(a.size_bytes()),
                           UtcTime(a.modify_time()), sha256 ? " " + a.sha256() : "");
   }
   // No padding at the ends of lines.

@@ -13,6 +13,7 @@
 #include "connection.h"
 #include "display.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/core/args.h"
 #include "job_client.h"
 #include "output_format.h"
@@ -66,13 +67,14 @@ std::string Table(const v1::ListWorkersResponse& workers, bool wide) {
   for (const v1::Worker& w : workers.workers()) {
     absl::StrAppend(
         &out,
-        absl::StrFormat("%-20s %-16s %-8s %-6s %-24s %-5s %-10s", w.id(), w.hostname(), DeviceText(w.device()),
+        absl::StrFormat("%-20s %-16s %-8s %-6s %-24s %-5s %-10s", TerminalSafe(w.id()), TerminalSafe(w.hostname()), DeviceText(w.device()),
                         StateText(w.state()), w.job_id().empty() ? "-" : w.job_id(),
                         w.has_rank() ? absl::StrCat(w.rank()) : "-", absl::StrCat(Age(w.heartbeat_age()), " ago")));
     if (wide) {
       absl::StrAppend(&out, absl::StrFormat(" %-8d %-4s %-20s %-20s %s", w.pid(),
                                             w.generation() > 0 ? absl::StrCat(w.generation()) : "-",
-                                            Utc(w.register_time()), Utc(w.lost_time()), w.device().description()));
+                                            Utc(w.register_time()), Utc(w.lost_time()),
+                                            TerminalSafe(w.device().description())));
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     absl::StrAppend(&out, "\n");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "display.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/nn/presets.h"
 
 namespace gradsync::cli {
@@ -138,7 +139,7 @@ void EventTable(std::string* out, const v1::Job& job) {
   if (job.events().empty()) return;
   absl::StrAppend(out, "Events:\n", absl::StrFormat("  %-21s %-20s %s\n", "TIME", "TYPE", "MESSAGE"));
   for (const v1::JobEvent& e : job.events()) {
-    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", UtcTime(e.time()), e.type(), e.message()));
+    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", UtcTime(e.time()), e.type(), TerminalSafe(e.message())));
   }
 }
 
@@ -148,7 +149,7 @@ std::string DescribeJob(const v1::Job& job) {
   std::string out;
   Line(&out, "Name", job.name());
   Line(&out, "State",
-       absl::StrCat(v1::JobState_Name(job.state()), job.state_reason().empty() ? "" : ": " + job.state_reason()));
+       absl::StrCat(v1::JobState_Name(job.state()), job.state_reason().empty() ? "" : ": " + TerminalSafe(job.state_reason())));
   if (job.spec().has_script()) {
     Line(&out, "Script", ScriptText(job.spec().script()));
     Line(&out, "Ranks", ScriptRanksText(job.spec().training()));

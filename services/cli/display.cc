@@ -11,6 +11,7 @@
 #include "charts.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/nn/presets.h"
 #include "metrics_client.h"
 
@@ -212,7 +213,7 @@ void ProgressView::Update(const v1::Job& job) {
   if (new_events && tty_) Erase();
   for (; events_shown_ < job.events_size(); ++events_shown_) {
     const v1::JobEvent& e = job.events(events_shown_);
-    std::fprintf(out_, "[%s] %s\n", e.type().c_str(), e.message().c_str());
+    std::fprintf(out_, "[%s] %s\n", e.type().c_str(), TerminalSafe(e.message()).c_str());
   }
   ShowWaiting(job);
   const v1::JobProgress& p = job.progress();
@@ -245,7 +246,8 @@ void ProgressView::Update(const v1::Job& job) {
 
 void ProgressView::ShowWaiting(const v1::Job& job) {
   const bool waiting = (job.state() == v1::PENDING || job.state() == v1::RESTARTING) && !job.state_reason().empty();
-  const std::string reason = waiting ? absl::StrCat(v1::JobState_Name(job.state()), ": ", job.state_reason()) : "";
+  const std::string reason =
+      waiting ? absl::StrCat(v1::JobState_Name(job.state()), ": ", TerminalSafe(job.state_reason())) : "";
   // A pending job has waited since it was submitted; a restarting one since it last stopped.
   if (waiting && waiting_reason_.empty()) {
     waiting_since_ = job.state() == v1::PENDING && job.has_create_time()
@@ -313,7 +315,7 @@ std::string ScriptSummaryText(const v1::Job& job) {
   const v1::JobResult& r = job.result();
   std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
   absl::StrAppend(&out, "  command     ", absl::StrJoin(job.spec().script().command(), " "), "\n");
-  absl::StrAppend(&out, "  outcome     ", job.state_reason(), "\n");
+  absl::StrAppend(&out, "  outcome     ", TerminalSafe(job.state_reason()), "\n");
   if (r.global_step() > 0) {
     absl::StrAppend(&out, absl::StrFormat("  reached     step %d, loss %.4f -> %.4f\n", r.global_step(),
                                           r.initial_loss(), r.final_loss()));
@@ -329,7 +331,7 @@ std::string SummaryText(const v1::Job& job) {
   const v1::JobResult& r = job.result();
   std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
   if (job.state() != v1::SUCCEEDED) {
-    absl::StrAppend(&out, "  reason      ", job.state_reason(), "\n");
+    absl::StrAppend(&out, "  reason      ", TerminalSafe(job.state_reason()), "\n");
     // What a failed or cancelled job reached; a cancelled job's ranks may also have saved weights.
     if (r.global_step() > 0) {
       absl::StrAppend(&out, absl::StrFormat("  reached     step %d, loss %.4f -> %.4f\n", r.global_step(),
@@ -417,7 +419,7 @@ std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
       const std::string created = j.has_create_time() ? UtcTime(j.create_time()) : "-";
       absl::StrAppend(&out, absl::StrFormat("%-7s %-8d %-20s ", world, j.restarts(), created));
     }
-    absl::StrAppend(&out, j.spec().name(), j.state_reason().empty() ? "" : absl::StrCat(" (", j.state_reason(), ")"),
+    absl::StrAppend(&out, j.spec().name(), j.state_reason().empty() ? "" : absl::StrCat(" (", TerminalSafe(j.state_reason()), ")"),
                     "\n");
   }
   return out;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "coordinator.h"
 #include "gradsync/core/log.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/ddp/sampler.h"
 
 namespace gradsync::coordinator {
@@ -58,8 +59,8 @@ v1::RegisterWorkerResponse Coordinator::RegisterWorker(const v1::RegisterWorkerR
     id = NewIdLocked(request.name().empty() ? "worker" : request.name());
   } while (workers_.Contains(id));
   const WorkerLease& lease = workers_.Add(id, request, options_.clock());
-  GS_LOG(INFO) << "worker " << id << " registered from " << request.hostname() << " pid " << request.pid() << " device "
-               << request.device().description();
+  GS_LOG(INFO) << "worker " << TerminalSafe(id) << " registered from " << TerminalSafe(request.hostname()) << " pid "
+               << request.pid() << " device " << TerminalSafe(request.device().description());
   ScheduleLocked();
   return RegistrationOf(lease);
 }
@@ -251,7 +252,8 @@ void Coordinator::CheckStopsLocked() {
 
 void Coordinator::LoseWorkerLocked(const std::string& id, absl::Time now) {
   const WorkerLease& w = *workers_.Find(id);
-  const std::string why = absl::StrFormat("worker %s (%s pid %d) lost: no heartbeat for %s", id, w.info().hostname(),
+  const std::string why = absl::StrFormat("worker %s (%s pid %d) lost: no heartbeat for %s", TerminalSafe(id),
+                                          TerminalSafe(w.info().hostname()),
                                           w.info().pid(), absl::FormatDuration(w.SilentFor(now)));
   GS_LOG(WARNING) << why;
   ++workers_lost_;

@@ -10,6 +10,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/core/log.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/spec/confined_path.h"
 #include "gradsync/spec/job_paths.h"
 #include "gradsync/spec/job_spec.h"
@@ -47,7 +48,8 @@ void JobRuntime::AddEvent(const std::string& type, const std::string& message, a
   *e->mutable_time() = ToProto(now);
   e->set_type(type);
   e->set_message(message);
-  GS_LOG(INFO) << "job " << job_.id() << " " << type << ": " << message;
+  // Events quote what ranks reported (their errors): never raw into the coordinator's log.
+  GS_LOG(INFO) << "job " << job_.id() << " " << type << ": " << TerminalSafe(message);
 }
 
 void JobRuntime::Touch(absl::Time now) {

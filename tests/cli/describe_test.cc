@@ -107,5 +107,21 @@ TEST(Describe, APendingJobSaysWhyItWaitsAndLeavesOutWhatItHasNot) {
   }
 }
 
+// What ranks report (their errors, in events and the state reason) reaches a terminal only as
+// visible text: no escape sequence, no line break that forges another event.
+TEST(Describe, WorkerSuppliedTextCannotDriveTheTerminal) {
+  v1::Job job = Restarted();
+  job.set_state(v1::FAILED);
+  job.set_state_reason("rank 0 failed: \x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J");
+  v1::JobEvent* e = job.add_events();
+  e->set_type("RankFailed");
+  e->set_message("boom\n  2026-11-29T00:00:00Z Succeeded           forged");
+  const std::string text = DescribeJob(job);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("rank 0 failed: \\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J"));
+  EXPECT_THAT(text, HasSubstr("boom\\n  2026-11-29T00:00:00Z Succeeded"));
+}
+
 }  // namespace
 }  // namespace gradsync::cli

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "gradsync/core/terminal_text.h"
 
 namespace gradsync {
 
@@ -12,7 +13,7 @@ std::string LogLineText(const v1::LogLine& line) {
   const absl::Time t = absl::FromUnixSeconds(line.time().seconds()) + absl::Nanoseconds(line.time().nanos());
   return absl::StrFormat("%c %s r%d g%d %s] %s\n", level,
                          absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()), line.rank(),
-                         line.generation(), line.source(), line.message());
+                         line.generation(), TerminalSafe(line.source()), TerminalSafe(line.message()));
 }
 
 }  // namespace gradsync
