@@ -59,6 +59,8 @@ const bool kOwnConfigDir = [] {
 
 }  // namespace
 
+std::string BinaryDirectory() { return GRADSYNC_BIN_DIR; }
+
 std::string MakeTempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern = absl::StrCat(base != nullptr && *base ? base : "/tmp", "/gradsync-test-XXXXXX");

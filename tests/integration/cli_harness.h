@@ -76,6 +76,9 @@ std::string WaitForJobWith(const std::vector<std::string>& connection, const std
 // The addresses a service wrote to its --endpoints_file, once it has (empty map after 20 s).
 std::map<std::string, std::string> WaitForEndpoints(const std::string& path);
 std::string MakeTempDir();
+
+// Where the built binaries are (gradsync, gradsync-coordinator, ...).
+std::string BinaryDirectory();
 std::string ReadFile(const std::string& path);
 bool ProcessAlive(pid_t pid);
 

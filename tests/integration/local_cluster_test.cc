@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "cli_harness.h"
 #include "gradsync/ckpt/weights_file.h"
+#include "gradsync/cluster/local_cluster.h"
 #include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/digest.h"
@@ -324,6 +325,47 @@ TEST(Worker, RetriesAWrongCoordinatorAddressWithBackoffAndSaysWhy) {
 
 namespace gradsync::testing {
 namespace {
+
+// A worker killed again and again (25 times, past the 20 restarts that once stopped the whole
+// cluster) is started again each time, later each time up to the longest backoff; the coordinator
+// and the metrics service never stop for it. A service that keeps dying is started again too.
+TEST(LocalCluster, AWorkerThatKeepsDyingSlowsDownButNeverStopsTheCluster) {
+  cluster::LocalClusterOptions options;
+  options.workers = 1;
+  options.state_dir = MakeTempDir();
+  options.binary_dir = BinaryDirectory();
+  options.restart_backoff = absl::Milliseconds(10);
+  options.max_restart_backoff = absl::Milliseconds(80);
+  cluster::LocalCluster cluster(options);
+  ASSERT_TRUE(cluster.Start().ok());
+  const std::vector<pid_t> services = {cluster.pids()[0], cluster.pids()[1]};
+  // Kills child `index` and supervises until it runs again; how long that took.
+  auto kill_and_wait = [&cluster](size_t index, const std::string& name) -> absl::StatusOr<absl::Duration> {
+    const pid_t pid = cluster.pids()[index];
+    ::kill(pid, SIGKILL);
+    const absl::Time killed = absl::Now();
+    while (absl::Now() - killed < absl::Seconds(20)) {
+      absl::StatusOr<std::vector<std::string>> restarted = cluster.Supervise();
+      if (!restarted.ok()) return restarted.status();
+      if (std::find(restarted->begin(), restarted->end(), name) != restarted->end()) return absl::Now() - killed;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return absl::DeadlineExceededError(name + " was not started again");
+  };
+  std::vector<absl::Duration> waits;
+  for (int i = 0; i < 25; ++i) {
+    absl::StatusOr<absl::Duration> waited = kill_and_wait(2, "worker-0");
+    ASSERT_TRUE(waited.ok()) << "kill " << i + 1 << ": " << waited.status();
+    waits.push_back(*waited);
+  }
+  EXPECT_LT(waits[0], absl::Milliseconds(80)) << "the first restart waits the shortest backoff";
+  EXPECT_GE(waits[24], absl::Milliseconds(80)) << "a crash loop waits the longest";
+  EXPECT_EQ((std::vector<pid_t>{cluster.pids()[0], cluster.pids()[1]}), services) << "a service was restarted";
+  EXPECT_TRUE(cluster.CheckAlive().ok());
+  // The metrics service killed three times comes back each time, on its port.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(kill_and_wait(1, "metrics").ok());
+  cluster.Stop();
+}
 
 TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawTheCurves) {
   const std::string dir = MakeTempDir();

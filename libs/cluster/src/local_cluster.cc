@@ -34,6 +34,10 @@ LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(opt
 
 LocalCluster::~LocalCluster() { Stop(); }
 
+std::string LocalCluster::Binaries() const {
+  return options_.binary_dir.empty() ? BinaryDir() : options_.binary_dir;
+}
+
 std::string LocalCluster::log_dir() const { return (fs::path(options_.state_dir) / "logs").string(); }
 
 absl::Status LocalCluster::StartChild(const std::string& name, std::vector<std::string> argv) {
@@ -45,6 +49,7 @@ absl::Status LocalCluster::StartChild(const std::string& name, std::vector<std::
   auto pid = Spawn({std::move(argv), c.log, c.env});
   if (!pid.ok()) return pid.status();
   c.pid = *pid;
+  c.started = absl::Now();
   children_.push_back(std::move(c));
   return absl::OkStatus();
 }
@@ -99,7 +104,7 @@ absl::Status LocalCluster::StartCoordinator() {
   const fs::path state(options_.state_dir);
   absl::Status s = StartChild(
       "coordinator",
-      {BinaryDir() + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
+      {Binaries() + "/gradsync-coordinator", absl::StrCat("--listen=127.0.0.1:", options_.coordinator_port),
        "--metrics_listen=127.0.0.1:0", absl::StrCat("--rest_listen=127.0.0.1:", options_.rest_port),
        TokenFlag("auth_token_file", kAuthToken), TokenFlag("cluster_token_file", kClusterToken),
        TokenFlag("metrics_token_file", kMetricsToken), "--endpoints_file=" + (state / "coordinator.json").string(),
@@ -122,7 +127,7 @@ absl::StatusOr<std::string> LocalCluster::StartMetricsService() {
   const fs::path state(options_.state_dir);
   absl::Status s = StartChild(
       "metrics",
-      {BinaryDir() + "/gradsync-metrics", "--listen=127.0.0.1:0",
+      {Binaries() + "/gradsync-metrics", "--listen=127.0.0.1:0",
        absl::StrCat("--http_listen=127.0.0.1:", options_.metrics_port), "--api_listen=127.0.0.1:0",
        TokenFlag("cluster_token_file", kClusterToken), TokenFlag("metrics_token_file", kMetricsToken),
        "--endpoints_file=" + (state / "metrics.json").string(), "--state_dir=" + (state / "metrics").string()});
@@ -143,7 +148,7 @@ absl::Status LocalCluster::StartWorkers(const std::string& metrics) {
   for (int i = 0; i < options_.workers; ++i) {
     absl::StatusOr<device::DeviceRequest> worker_device = LocalWorkerDevice(options_.device, i, gpus);
     if (!worker_device.ok()) return worker_device.status();
-    std::vector<std::string> argv = {BinaryDir() + "/gradsync-worker",
+    std::vector<std::string> argv = {Binaries() + "/gradsync-worker",
                                      "--coordinator=" + address_,
                                      "--comm_host=127.0.0.1",
                                      absl::StrCat("--name=local", i),
@@ -191,17 +196,35 @@ void LocalCluster::PinPorts(Child& child, const std::map<std::string, std::strin
   }
 }
 
-absl::StatusOr<std::vector<std::string>> LocalCluster::Supervise(int max_restarts) {
+absl::Status LocalCluster::ScheduleRestart(Child& c, int max_quick_exits, absl::Time now) const {
+  const bool quick = now - c.started < options_.healthy_after;
+  c.quick_exits = quick ? c.quick_exits + 1 : 0;
+  const bool worker = absl::StartsWith(c.name, "worker-");
+  if (!worker && c.quick_exits >= max_quick_exits) {
+    return absl::UnavailableError(absl::StrCat(c.name, " exited ", c.quick_exits, " times in a row, each within ",
+                                               absl::FormatDuration(options_.healthy_after), " of its start; its log ",
+                                               c.log, " ends:\n", TailFile(c.log, 15)));
+  }
+  c.backoff = quick && c.backoff > absl::ZeroDuration() ? std::min(2 * c.backoff, options_.max_restart_backoff)
+                                                         : options_.restart_backoff;
+  c.restart_at = now + c.backoff;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> LocalCluster::Supervise(int max_quick_exits) {
   std::vector<std::string> restarted;
+  const absl::Time now = absl::Now();
   for (Child& c : children_) {
-    if (Alive(c.pid)) continue;
-    if (c.restarts >= max_restarts) {
-      return absl::UnavailableError(
-          absl::StrCat(c.name, " exited ", c.restarts + 1, " times; its log ", c.log, " ends:\n", TailFile(c.log, 15)));
+    if (!c.restart_at.has_value()) {
+      if (Alive(c.pid)) continue;
+      if (absl::Status s = ScheduleRestart(c, max_quick_exits, now); !s.ok()) return s;
     }
+    if (now < *c.restart_at) continue;
     auto pid = Spawn({c.argv, c.log, c.env});
     if (!pid.ok()) return pid.status();
     c.pid = *pid;
+    c.started = now;
+    c.restart_at.reset();
     ++c.restarts;
     restarted.push_back(c.name);
   }

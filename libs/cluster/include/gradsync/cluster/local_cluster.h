@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,15 @@ struct LocalClusterOptions {
   absl::Duration start_timeout = absl::Seconds(30);
   // Recorded in the cluster file as the process that `gradsync local down` signals; -1: none.
   pid_t supervisor_pid = -1;
+  // Where gradsync-coordinator, gradsync-metrics and gradsync-worker are; empty: beside this
+  // process's executable.
+  std::string binary_dir;
+  // How Supervise starts an exited child again: after `restart_backoff`, doubling up to
+  // `max_restart_backoff` while it keeps exiting within `healthy_after` of its start, and from
+  // `restart_backoff` again once it ran that long (as the node agent and Kubernetes back off).
+  absl::Duration restart_backoff = absl::Seconds(1);
+  absl::Duration max_restart_backoff = absl::Seconds(30);
+  absl::Duration healthy_after = absl::Minutes(1);
 };
 
 // The --device worker `index` of a local cluster gets, with `gpus` GPUs visible.
@@ -58,10 +68,13 @@ class LocalCluster {
   void Stop();
   // OK while every child runs; otherwise names the first one that exited.
   absl::Status CheckAlive() const;
-  // Starts again every child that exited, the way Kubernetes restarts a pod: services on the
-  // ports they had, workers as new registrations (spares), and rewrites the cluster file. Returns
-  // the names restarted; an error once a child has been restarted more than `max_restarts` times.
-  absl::StatusOr<std::vector<std::string>> Supervise(int max_restarts = 20);
+  // Starts again every child that exited, the way Kubernetes restarts a pod, each after its
+  // backoff (the options): services on the ports they had, workers as new registrations (spares);
+  // rewrites the cluster file. Returns the names started again in this call. A worker is started
+  // again however often it exits: its crash loop only slows down. The cluster is given up (an
+  // error naming the service and its log's end) only when the coordinator or the metrics service
+  // exited `max_quick_exits` times in a row, each time within `healthy_after` of its start.
+  absl::StatusOr<std::vector<std::string>> Supervise(int max_quick_exits = 20);
 
   std::string coordinator_address() const { return address_; }
   // Every service address by name: coordinator, rest, coordinatorMetrics, metrics (gRPC),
@@ -83,7 +96,16 @@ class LocalCluster {
     std::string log;
     std::vector<std::string> env;  // ChildSpec::env_defaults
     int restarts = 0;
+    // The crash-loop policy's state: when it last started, its current backoff, the exits in a
+    // row that came within healthy_after, and when it starts again (while waiting to).
+    absl::Time started;
+    absl::Duration backoff;
+    int quick_exits = 0;
+    std::optional<absl::Time> restart_at;
   };
+  // An exited child: when it starts again, or an error when it is a service that keeps exiting.
+  absl::Status ScheduleRestart(Child& c, int max_quick_exits, absl::Time now) const;
+  std::string Binaries() const;
   // Pins a service's flags to the ports it bound, so a restart listens where clients look.
   void PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address);
 
