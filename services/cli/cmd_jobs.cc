@@ -1,5 +1,6 @@
 // gradsync submit | get | list | cancel | watch: clients of a running coordinator.
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -79,6 +80,28 @@ int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, 
   return job->state() == v1::SUCCEEDED ? 0 : 1;
 }
 
+// Every job, page by page. A server whose pages do not move on (a token seen before, more pages
+// than any coordinator keeps jobs for) is an error, not a loop.
+absl::StatusOr<v1::ListJobsResponse> ListAll(JobClient& client, int page_size) {
+  constexpr int kMaxPages = 100000;
+  v1::ListJobsResponse all;
+  std::set<std::string> seen;
+  std::string token;
+  for (int pages = 0;; ++pages) {
+    if (pages == kMaxPages) {
+      return absl::DataLossError(absl::StrCat("the coordinator's job list did not end after ", kMaxPages, " pages"));
+    }
+    auto page = client.List(page_size, token);
+    if (!page.ok()) return page.status();
+    for (auto& j : *page->mutable_jobs()) *all.add_jobs() = std::move(j);
+    token = page->next_page_token();
+    if (token.empty()) return all;
+    if (!seen.insert(token).second) {
+      return absl::DataLossError("the coordinator answered a page token it had given before: its job list loops");
+    }
+  }
+}
+
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& argv) {
@@ -136,14 +159,9 @@ int ListCommand(const std::vector<std::string>& argv) {
   auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
   JobClient& client = **connected;
-  v1::ListJobsResponse all;
-  std::string token;
-  do {
-    auto page = client.List(*page_size, token);
-    if (!page.ok()) return Fail(page.status());
-    for (auto& j : *page->mutable_jobs()) *all.add_jobs() = std::move(j);
-    token = page->next_page_token();
-  } while (!token.empty());
+  absl::StatusOr<v1::ListJobsResponse> listed = ListAll(client, *page_size);
+  if (!listed.ok()) return Fail(listed.status());
+  v1::ListJobsResponse& all = *listed;
   std::string out;
   switch (parsed->format) {
     case OutputFormat::kJson:

@@ -37,12 +37,22 @@ absl::StatusOr<int64_t> Drain(JobClient& client, v1::GetJobLogsRequest request, 
     request.set_after_seq(*after);
     absl::StatusOr<v1::GetJobLogsResponse> page = client.GetLogs(request);
     if (!page.ok()) return page.status();
-    for (const v1::LogLine& line : page->lines()) std::fputs(LogLineText(line).c_str(), stdout);
+    // Only lines past `*after`, in order, each once: a server that sends old lines again, or
+    // pages that do not advance, cannot make this loop or print a line twice.
+    int64_t newest = *after;
+    for (const v1::LogLine& line : page->lines()) {
+      if (line.seq() <= newest) continue;
+      newest = line.seq();
+      std::fputs(LogLineText(line).c_str(), stdout);
+    }
     std::fflush(stdout);
     // A short page scanned to the newest line; a full one stops at its last.
     const bool full = page->lines_size() >= request.limit();
-    *after = full ? page->lines().rbegin()->seq() : std::max(*after, page->last_seq());
-    if (!full) return page->dropped();
+    if (full && newest == *after) {
+      return absl::DataLossError(absl::StrCat("the coordinator's log pages do not advance past line ", *after));
+    }
+    *after = full ? newest : std::max(newest, page->last_seq());
+    if (!full) return std::max<int64_t>(0, page->dropped());
   }
 }
 

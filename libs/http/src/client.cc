@@ -16,6 +16,8 @@ namespace {
 // A server that does not accept the connection within this long is unreachable, however long
 // the request may take once connected.
 constexpr absl::Duration kConnectTimeout = absl::Seconds(15);
+// More header lines than any answer of ours carries.
+constexpr size_t kMaxHeaders = 256;
 
 // Where the body goes: to the request's on_body for a 2xx answer when it has one, else into
 // the response.
@@ -24,6 +26,7 @@ struct BodyTarget {
   const HttpRequest* request;
   HttpResponse* response;
   absl::Status failed;
+  std::string server;
 };
 
 size_t WriteBody(char* data, size_t size, size_t n, void* target) {
@@ -34,6 +37,11 @@ size_t WriteBody(char* data, size_t size, size_t n, void* target) {
     t->failed = t->request->on_body(*t->response, absl::string_view(data, size * n));
     if (!t->failed.ok()) return 0;  // ends the transfer with CURLE_WRITE_ERROR
   } else {
+    if (t->response->body.size() + size * n > t->request->max_body_bytes) {
+      t->failed = absl::ResourceExhaustedError(absl::StrCat(
+          t->server, ": the answer's body is larger than ", t->request->max_body_bytes, " bytes; not read further"));
+      return 0;
+    }
     t->response->body.append(data, size * n);
   }
   return size * n;
@@ -45,6 +53,8 @@ size_t WriteHeader(char* data, size_t size, size_t n, void* out) {
   const absl::string_view line = absl::StripAsciiWhitespace(absl::string_view(data, size * n));
   if (absl::StartsWith(line, "HTTP/")) {
     headers->clear();
+  } else if (headers->size() >= kMaxHeaders) {
+    return 0;  // a server that sends endless headers: the transfer ends (CURLE_WRITE_ERROR)
   } else if (const size_t colon = line.find(':'); colon != absl::string_view::npos) {
     headers->emplace_back(std::string(absl::StripAsciiWhitespace(line.substr(0, colon))),
                           std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))));
@@ -131,7 +141,7 @@ absl::StatusOr<HttpResponse> SendHttp(const HttpRequest& request, const std::str
   char error[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
-  BodyTarget body{c, &request, &response, absl::OkStatus()};
+  BodyTarget body{c, &request, &response, absl::OkStatus(), server};
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &WriteHeader);

@@ -28,6 +28,10 @@ struct HttpRequest {
   // connecting to the URL's host; empty: the URL's host. Must pass rpc::CheckTlsServerName.
   std::string tls_server_name;
   absl::Duration timeout = absl::Seconds(15);
+  // The most bytes of a body read into HttpResponse::body (an error's too): a server that sends
+  // more (an endless body) ends the transfer with RESOURCE_EXHAUSTED naming it. A body streamed to
+  // on_body is the callback's to bound.
+  size_t max_body_bytes = size_t{64} << 20;
   // When set, a 2xx answer's body goes to it piece by piece as it arrives instead of into
   // HttpResponse::body, with the answer's status and headers in `head`; an error it returns ends
   // the transfer and is what SendHttp returns. The body of any other answer is read into
