@@ -1,5 +1,6 @@
 #include "metrics_client.h"
 
+#include "gradsync/core/json_depth.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
@@ -24,6 +25,9 @@ absl::StatusOr<v1::JobSeries> FetchSeries(const std::string& api_address, const 
   }
   if (response->status != 200) {
     return absl::InternalError(absl::StrCat(request.url, " answered HTTP ", response->status, ": ", response->body));
+  }
+  if (absl::Status deep = CheckJsonDepth(response->body, "the metrics API's answer"); !deep.ok()) {
+    return absl::DataLossError(deep.message());
   }
   v1::JobSeries series;
   google::protobuf::util::JsonParseOptions opts;

@@ -1,5 +1,6 @@
 #include "rest_job_client.h"
 
+#include "gradsync/core/json_depth.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -85,7 +86,7 @@ bool Transient(absl::StatusCode code) {
 // the HTTP status.
 absl::Status StatusFromHttpError(long http_status, const std::string& body, const std::string& url) {
   google::protobuf::Struct error;
-  if (google::protobuf::util::JsonStringToMessage(body, &error).ok()) {
+  if (CheckJsonDepth(body, url).ok() && google::protobuf::util::JsonStringToMessage(body, &error).ok()) {
     const auto& f = error.fields();
     auto code = f.find("code");
     auto message = f.find("message");
@@ -129,6 +130,9 @@ absl::Status RestJobClient::Send(const std::string& method, const std::string& p
   google::protobuf::util::JsonParseOptions options;
   // A newer coordinator may add fields.
   options.ignore_unknown_fields = true;
+  if (absl::Status deep = CheckJsonDepth(response->body, request.url); !deep.ok()) {
+    return absl::DataLossError(deep.message());
+  }
   if (auto s = google::protobuf::util::JsonStringToMessage(response->body, out, options); !s.ok()) {
     return absl::DataLossError(absl::StrCat(request.url, ": unreadable answer: ", s.ToString()));
   }

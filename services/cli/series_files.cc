@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "gradsync/core/json_depth.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -92,6 +93,11 @@ absl::StatusOr<v1::JobSeries> ParseSeriesJsonl(std::string_view text, const std:
     ++line_number;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     v1::ReducedStep step;
+    if (absl::Status deep = CheckJsonDepth(std::string_view(line.data(), line.size()),
+                                           absl::StrCat(source, ": line ", line_number));
+        !deep.ok()) {
+      return absl::DataLossError(deep.message());
+    }
     if (auto s = google::protobuf::util::JsonStringToMessage(std::string(line), &step, options); !s.ok()) {
       return absl::DataLossError(
           absl::StrCat(source, ": line ", line_number, " is not a series point: ", s.ToString()));

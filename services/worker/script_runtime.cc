@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/bounded_file.h"
 #include "gradsync/core/child_process.h"
+#include "gradsync/core/json_depth.h"
 
 namespace gradsync::worker {
 namespace {
@@ -96,6 +97,8 @@ std::optional<v1::ScriptProgress> ScriptRuntime::ReadProgressIfChanged() {
   if (modified == progress_seen_) return std::nullopt;
   absl::StatusOr<std::string> text = ReadBoundedFile(path, kMaxProgressBytes, "the script's progress");
   if (!text.ok()) return std::nullopt;
+  // The child writes this file: its nesting is bounded before the heartbeat's thread parses it.
+  if (!CheckJsonDepth(*text, path).ok()) return std::nullopt;
   v1::ScriptProgress progress;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/strings/str_replace.h"
 #include "byte_level.h"
 
@@ -102,6 +103,18 @@ TEST_F(TokenizerTest, InvalidUtf8EncodesAsReplacementCharacters) {
   ASSERT_TRUE(t.ok()) << t.status();
   // One U+FFFD (EF BF BD) for the truncated sequence E2 82, and the text goes on.
   EXPECT_THAT(*(*t)->Encode("a\xE2\x82z"), ElementsAre('a', 0xEF, 0xBF, 0xBD, 'z'));
+}
+
+// A tokenizer.json nested 100,000 deep once took a minute in protobuf's parser: it is refused
+// before any parser reads it.
+TEST_F(TokenizerTest, ATokenizerJsonNestedTooDeepIsRefusedAtOnce) {
+  const std::string path =
+      Write("tokenizer.json", R"({"model": )" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  const absl::Time start = absl::Now();
+  const absl::Status s = LoadTokenizer(path).status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("nest deeper than 64 levels"), std::string::npos) << s;
 }
 
 TEST_F(TokenizerTest, DecodeRefusesIdsOutsideTheVocabulary) {

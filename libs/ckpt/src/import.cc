@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 
+#include "gradsync/core/json_depth.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "file_io.h"
@@ -146,7 +147,7 @@ absl::StatusOr<v1::ModelSpec> DescribedModel(const std::string& path, std::strin
                                                    kModelMetadataKey, "\" metadata); name the model"));
   }
   v1::ModelSpec model;
-  if (!google::protobuf::util::JsonStringToMessage(it->second, &model).ok()) {
+  if (!CheckJsonDepth(it->second, path).ok() || !google::protobuf::util::JsonStringToMessage(it->second, &model).ok()) {
     return absl::DataLossError(absl::StrCat(path, ": unreadable \"", kModelMetadataKey, "\" metadata"));
   }
   return model;

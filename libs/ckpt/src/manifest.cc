@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <set>
 
+#include "gradsync/core/json_depth.h"
 #include "absl/strings/str_cat.h"
 #include "file_io.h"
 #include "google/protobuf/util/json_util.h"
@@ -57,6 +58,7 @@ absl::StatusOr<v1::CheckpointManifest> ReadManifest(const std::string& dir) {
     return absl::NotFoundError(absl::StrCat(path, ": no manifest (the checkpoint was not committed)"));
   }
   if (!json.ok()) return json.status();
+  if (absl::Status s = CheckJsonDepth(*json, path); !s.ok()) return absl::DataLossError(s.message());
   v1::CheckpointManifest manifest;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;

@@ -1,3 +1,4 @@
+#include "gradsync/core/json_depth.h"
 #include "gradsync/ckpt/safetensors.h"
 
 #include <algorithm>
@@ -229,6 +230,9 @@ absl::StatusOr<SafetensorsFile> ParseSafetensors(std::string_view bytes, const s
   }
   Struct header;
   const std::string json(bytes.substr(sizeof(n), n));
+  if (absl::Status s = CheckJsonDepth(json, absl::StrCat(source, "'s header")); !s.ok()) {
+    return absl::DataLossError(s.message());
+  }
   if (!google::protobuf::util::JsonStringToMessage(json, &header).ok()) {
     return absl::DataLossError(absl::StrCat(source, ": the header is not a JSON object"));
   }

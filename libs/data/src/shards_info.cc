@@ -1,3 +1,4 @@
+#include "gradsync/core/json_depth.h"
 #include "gradsync/data/shards_info.h"
 
 #include <unistd.h>
@@ -54,7 +55,10 @@ absl::StatusOr<std::optional<ShardsInfo>> ReadShardsInfo(const std::string& dir)
   google::protobuf::Value root;
   const absl::Status invalid = absl::InvalidArgumentError(
       absl::StrCat(path, ": is not a shards description (want {\"tokenizer\": {\"kind\", \"path\", \"vocabSize\"}})"));
-  if (!google::protobuf::util::JsonStringToMessage(*text, &root).ok() || !root.has_struct_value()) return invalid;
+  if (!CheckJsonDepth(*text, path).ok() || !google::protobuf::util::JsonStringToMessage(*text, &root).ok() ||
+      !root.has_struct_value()) {
+    return invalid;
+  }
   const auto& fields = root.struct_value().fields();
   const auto it = fields.find("tokenizer");
   if (it == fields.end() || !it->second.has_struct_value()) return invalid;
