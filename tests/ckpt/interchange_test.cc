@@ -3,6 +3,7 @@
 // named by tensor.
 #include "gradsync/ckpt/interchange.h"
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -116,6 +117,26 @@ TEST_F(InterchangeTest, HfLlamaSplitsQkvAndGateUpByRows) {
   EXPECT_THAT(text, HasSubstr("\"LlamaForCausalLM\""));
   EXPECT_THAT(text, HasSubstr("\"num_key_value_heads\": 2"));
   EXPECT_THAT(text, HasSubstr("\"rope_theta\": 1000000"));
+}
+
+// A 1 KiB llm.c file whose header describes GPT-2 XL (1.6 billion parameters): refused from its
+// size, before anything is allocated for the model it describes.
+TEST_F(InterchangeTest, AnLlmcHeaderLargerThanItsFileIsRefusedBeforeAllocating) {
+  std::array<int32_t, 256> header{};
+  header[0] = 20240326;
+  header[1] = 3;
+  header[2] = 1024;
+  header[3] = 50257;
+  header[4] = 48;
+  header[5] = 25;
+  header[6] = 1600;
+  header[7] = 50304;
+  const std::string path = FreshDir("llmc") + "/gpt2_xl.bin";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(header.data()), sizeof(header));
+  const absl::StatusOr<WeightsFile> read = ReadModelWeights(path);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(read.status().message(), HasSubstr("describes 1557611200 parameters"));
+  EXPECT_THAT(read.status().message(), HasSubstr("the file holds 1024 bytes"));
 }
 
 TEST_F(InterchangeTest, ImportNamesTheTensorAndBothShapesOnMismatch) {

@@ -1,5 +1,6 @@
 #include "llmc_file.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -116,6 +117,20 @@ absl::StatusOr<v1::ModelSpec> LlmcModel(std::string_view bytes, const std::strin
   t.set_width(h[6]);
   t.set_mlp_width(4 * h[6]);
   t.set_norm_eps(1e-5);
+  // What the header describes must be in the file before anything is sized by it: a 1 KiB file
+  // may claim a model of billions of parameters.
+  absl::StatusOr<nn::TransformerDims> d = LlmcDims(model);
+  if (!d.ok()) return absl::DataLossError(absl::StrCat(path, ": its llm.c header describes no model: ", d.status().message()));
+  nn::ParamLayout scratch;
+  nn::AddTransformerParams(*d, &scratch);
+  const int64_t padding = std::max<int64_t>(0, int64_t{h[7]} - d->vocab) * d->width;
+  const int64_t value_bytes = h[1] == kVersionBf16 ? 2 : 4;
+  const int64_t needed = static_cast<int64_t>(sizeof(h)) + (scratch.total_numel() + padding) * value_bytes;
+  if (static_cast<int64_t>(bytes.size()) < needed) {
+    return absl::DataLossError(absl::StrCat(path, ": its llm.c header describes ", scratch.total_numel(),
+                                            " parameters (", needed, " bytes), but the file holds ", bytes.size(),
+                                            " bytes: truncated, or not that model"));
+  }
   return model;
 }
 
