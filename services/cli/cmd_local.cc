@@ -29,9 +29,12 @@ namespace {
 namespace fs = std::filesystem;
 
 // The supervisor pid recorded in DIR's cluster file, or -1.
+// The supervisor the cluster file names, while that very process runs: a pid alone could by now
+// be anyone's (pids are reused), so its start time must agree too.
 pid_t RecordedPid(const std::string& dir) {
   absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
-  return file.ok() ? file->supervisor_pid : -1;
+  if (!file.ok() || file->supervisor_pid <= 0 || file->supervisor_start == 0) return -1;
+  return ProcessStartTime(file->supervisor_pid) == file->supervisor_start ? file->supervisor_pid : -1;
 }
 
 // Runs in the forked supervisor: never returns.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -14,6 +15,7 @@
 #include "gradsync/ckpt/weights_file.h"
 #include "gradsync/cluster/local_cluster.h"
 #include "gradsync/cluster/local_cluster_file.h"
+#include "gradsync/core/child_process.h"
 #include "gradsync/core/cpu_set.h"
 #include "gradsync/core/digest.h"
 #include "gtest/gtest.h"
@@ -365,6 +367,26 @@ TEST(LocalCluster, AWorkerThatKeepsDyingSlowsDownButNeverStopsTheCluster) {
   // The metrics service killed three times comes back each time, on its port.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(kill_and_wait(1, "metrics").ok());
   cluster.Stop();
+}
+
+// `local down` signals the supervisor the cluster file names only while that very process runs: a
+// pid reused by another process (here a sleep, whose start time differs) is left alone.
+TEST(LocalCluster, DownNeverSignalsAProcessThatReusedTheSupervisorsPid) {
+  const std::string dir = MakeTempDir();
+  absl::StatusOr<pid_t> other = Spawn({{"/bin/sleep", "30"}, ""});
+  ASSERT_TRUE(other.ok()) << other.status();
+  const std::optional<uint64_t> start = ProcessStartTime(*other);
+  ASSERT_TRUE(start.has_value());
+  cluster::LocalClusterFile file;
+  file.endpoints = {{"coordinator", "127.0.0.1:1"}};
+  file.supervisor_pid = *other;
+  file.supervisor_start = *start + 1;  // the supervisor that wrote the file started at another time
+  ASSERT_TRUE(cluster::WriteLocalClusterFile(dir, file).ok());
+  CommandResult down = RunBinary({"gradsync", "local", "down", "--state-dir", dir});
+  EXPECT_EQ(down.exit_code, 1) << down.out;
+  EXPECT_TRUE(absl::StrContains(down.err, "no local cluster runs")) << down.err;
+  EXPECT_TRUE(Alive(*other)) << "local down signalled a process that is not its cluster's";
+  StopAll({*other}, absl::Seconds(1));
 }
 
 TEST(LocalClusterMetrics, TrainingGoesOnWhenTheMetricsServiceDiesAndReportsDrawTheCurves) {

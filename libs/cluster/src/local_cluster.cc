@@ -179,10 +179,15 @@ absl::StatusOr<device::DeviceRequest> LocalWorkerDevice(const device::DeviceRequ
                                                     device::BuiltWithCuda() ? "" : " (this build has no CUDA)"));
 }
 
+uint64_t LocalCluster::SupervisorStart() const {
+  return options_.supervisor_pid > 0 ? ProcessStartTime(options_.supervisor_pid).value_or(0) : 0;
+}
+
 absl::Status LocalCluster::WriteClusterFile() const {
   return WriteLocalClusterFile(options_.state_dir, {.endpoints = endpoints_,
                                                     .workers = options_.workers,
                                                     .supervisor_pid = options_.supervisor_pid,
+                                                    .supervisor_start = SupervisorStart(),
                                                     .log_dir = log_dir(),
                                                     .pids = pids(),
                                                     .token_files = token_files_});

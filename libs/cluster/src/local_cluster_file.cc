@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 constexpr char kFileName[] = "endpoints.json";
 constexpr char kWorkers[] = "workers";
 constexpr char kSupervisorPid[] = "pid";
+constexpr char kSupervisorStart[] = "pidStart";
 constexpr char kLogs[] = "logs";
 constexpr char kPids[] = "pids";
 constexpr char kTokenFiles[] = "tokenFiles";
@@ -43,7 +44,10 @@ std::string LocalClusterFileJson(const LocalClusterFile& file) {
     absl::StrAppend(&json, "  ", JsonString(name), ": ", JsonString(address), ",\n");
   }
   absl::StrAppend(&json, "  \"", kWorkers, "\": ", file.workers, ",\n");
-  if (file.supervisor_pid > 0) absl::StrAppend(&json, "  \"", kSupervisorPid, "\": ", file.supervisor_pid, ",\n");
+  if (file.supervisor_pid > 0) {
+    absl::StrAppend(&json, "  \"", kSupervisorPid, "\": ", file.supervisor_pid, ",\n");
+    absl::StrAppend(&json, "  \"", kSupervisorStart, "\": ", file.supervisor_start, ",\n");
+  }
   absl::StrAppend(&json, "  \"", kLogs, "\": ", JsonString(file.log_dir), ",\n  \"", kPids, "\": [");
   for (size_t i = 0; i < file.pids.size(); ++i) absl::StrAppend(&json, i ? ", " : "", file.pids[i]);
   absl::StrAppend(&json, "]");
@@ -76,6 +80,8 @@ absl::StatusOr<LocalClusterFile> ReadLocalClusterFile(const std::string& state_d
       file.workers = static_cast<int>(value.number_value());
     } else if (key == kSupervisorPid) {
       file.supervisor_pid = static_cast<pid_t>(value.number_value());
+    } else if (key == kSupervisorStart) {
+      file.supervisor_start = static_cast<uint64_t>(value.number_value());
     } else if (key == kLogs) {
       file.log_dir = value.string_value();
     } else if (key == kPids) {

@@ -12,10 +12,12 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
@@ -175,6 +177,21 @@ absl::StatusOr<std::string> FindProgram(const std::string& program, const std::s
     if (runnable(base / program)) return (base / program).string();
   }
   return absl::NotFoundError(absl::StrCat("\"", program, "\" is not found on PATH (", path, ")"));
+}
+
+std::optional<uint64_t> ProcessStartTime(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name, field 2, is in parentheses and may hold anything: fields count from the last ')'.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  if (close + 2 > stat.size()) return std::nullopt;
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat.data() + close + 2, stat.size() - close - 2), ' ');
+  // starttime is field 22 of the whole line: the 20th after the command name.
+  uint64_t start = 0;
+  if (fields.size() < 20 || !absl::SimpleAtoi(fields[19], &start)) return std::nullopt;
+  return start;
 }
 
 std::string BinaryDir() {

@@ -120,6 +120,7 @@ class LocalCluster {
   absl::StatusOr<std::map<std::string, std::string>> AwaitEndpoints(const std::string& path,
                                                                     const std::string& name) const;
   absl::Status WriteClusterFile() const;
+  uint64_t SupervisorStart() const;
 
   LocalClusterOptions options_;
   std::string address_;

@@ -9,6 +9,7 @@
 //     "metricsApi": "127.0.0.1:PORT",    level, one a line: scripts take them out with sed
 //     "workers": 2,
 //     "pid": 1234,                       the `gradsync local up` supervisor; absent under `run`
+//     "pidStart": 987654,                its start time (/proc/<pid>/stat), against pid reuse
 //     "logs": "/state/dir/logs",
 //     "pids": [10, 11, 12, 13],          coordinator, metrics service, worker-0, worker-1, ...;
 //                                        a restarted child's new pid
@@ -20,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -34,6 +36,8 @@ struct LocalClusterFile {
   std::map<std::string, std::string> endpoints;
   int workers = 0;
   pid_t supervisor_pid = -1;  // -1: none (`gradsync run` supervises in its own process)
+  // The supervisor's start time (ProcessStartTime): a pid names it only while they agree.
+  uint64_t supervisor_start = 0;
   std::string log_dir;
   std::vector<pid_t> pids;  // the children, the coordinator first
   // The token files by name: "auth", "cluster", "metrics". Empty for a cluster without tokens.

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,11 @@ std::optional<int> StopGroup(pid_t pid, absl::Duration grace);
 // FAILED_PRECONDITION saying what was tried.
 absl::StatusOr<std::string> FindProgram(const std::string& program, const std::string& path,
                                         const std::string& working_dir);
+// When process `pid` started, in clock ticks since boot (/proc/<pid>/stat's starttime): with the
+// pid, what names one process for good, since pids are reused. nullopt when there is no such
+// process.
+std::optional<uint64_t> ProcessStartTime(pid_t pid);
+
 // The directory holding gradsync's binaries: this executable's own directory.
 std::string BinaryDir();
 
