@@ -95,10 +95,13 @@ absl::StatusOr<v1::Job> Coordinator::RequestCheckpoint(const std::string& name) 
     return PreconditionLocked(*rt, absl::StrCat("job ", rt->id(), " is ", v1::JobState_Name(rt->state()),
                                                 "; only a running job can checkpoint"));
   }
+  const std::string id = rt->id();
+  // One request stands until a checkpoint is committed: asking again changes nothing, writes
+  // nothing and adds no event (a flood of requests cannot push the job's history out).
+  if (rt->checkpoint_requested()) return StoredJob(id);
   rt->RequestCheckpoint();
   AddEventLocked(rt, "CheckpointRequested", "at the next step boundary");
   TouchLocked(rt);
-  const std::string id = rt->id();
   if (absl::Status s = lock.Commit(); !s.ok()) return s;
   return StoredJob(id);
 }

@@ -63,6 +63,20 @@ TEST_F(CoordinatorTest, JobWaitsPendingWithAVisibleReasonUntilEnoughWorkers) {
   EXPECT_EQ(c_->GetJob(job.id())->generation(), 1);
 }
 
+// A client asking for a checkpoint over and over: the first request stands, the rest change
+// nothing, so the job's history keeps its earlier events.
+TEST_F(CoordinatorTest, RepeatedCheckpointRequestsAddOneEventUntilACheckpointIsTaken) {
+  const std::string w0 = Register("h0");
+  v1::Job job = Submit(1);
+  Take(w0);
+  const int before = c_->GetJob(job.name())->events_size();
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(c_->RequestCheckpoint(job.name()).ok());
+  const v1::Job after = *c_->GetJob(job.name());
+  EXPECT_EQ(after.events_size(), before + 1);
+  EXPECT_EQ(after.events(0).type(), "Created");
+  EXPECT_EQ(after.events().rbegin()->type(), "CheckpointRequested");
+}
+
 TEST_F(CoordinatorTest, GangGetsRanksZeroToNAndTheFilledSpec) {
   std::string w0 = Register("h0"), w1 = Register("h1"), w2 = Register("h2");
   v1::Job job = Submit(3);
