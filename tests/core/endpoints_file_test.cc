@@ -1,5 +1,5 @@
 // Endpoint files are replaced whole or not at all: a full disk (here a file-size limit, which fails
-// writes the way ENOSPC does) leaves the old file as it was.
+// writes the way ENOSPC does) leaves the old file as it was. Secret files are read bounded.
 #include "gradsync/core/endpoints_file.h"
 
 #include <signal.h>
@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "gradsync/core/secret_file.h"
 #include "gtest/gtest.h"
 
 namespace gradsync {
@@ -68,6 +69,20 @@ TEST(ReplaceFileAtomically, NeverWritesThroughALinkPlantedAsTheTemporaryFile) {
   ASSERT_TRUE(ReplaceFileAtomically(dir + "/endpoints.json", "new").ok());
   EXPECT_EQ(Read(victim), "keep");
   EXPECT_EQ(Read(dir + "/endpoints.json"), "new");
+}
+
+TEST(ReadTokenFile, ADeviceOrAFifoIsRefusedNotReadWithoutEnd) {
+  const absl::StatusOr<std::string> zero = ReadTokenFile("/dev/zero", "the job token");
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.status().message().find("/dev/zero"), std::string::npos) << zero.status();
+  const std::string fifo = Dir("token_fifo") + "/token";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ReadTokenFile(fifo, "the job token").status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string big = Dir("token_big") + "/token";
+  std::ofstream(big) << std::string(2 << 20, 'x');
+  EXPECT_EQ(ReadTokenFile(big, "the job token").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadTokenFile(Dir("token_none") + "/missing", "the job token").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 
 namespace gradsync {
 
-// The whole file. NOT_FOUND if it cannot be read, INVALID_ARGUMENT if it is empty; `what` says
-// what the file is for ("the cluster token", "the TLS key").
+// The whole file. NOT_FOUND if it cannot be read, INVALID_ARGUMENT if it is empty, not a regular
+// file (a device such as /dev/zero, a fifo) or larger than 1 MiB; `what` says what the file is for
+// ("the cluster token", "the TLS key").
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what);
 
 // A token: the file's text with surrounding whitespace (a trailing newline) removed.
