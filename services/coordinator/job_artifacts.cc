@@ -295,22 +295,30 @@ absl::Status SendArtifact(ArtifactFile& file, const std::function<bool(const v1:
   return write(msg) ? absl::OkStatus() : gone;
 }
 
-absl::StatusOr<ArtifactBytes> ReadArtifact(ArtifactFile& file, int64_t max_bytes) {
+absl::Status ArtifactFile::Rewind() {
+  if (::lseek(fd_, 0, SEEK_SET) != 0) {
+    return absl::InternalError(
+        absl::StrCat("path: \"", info_.path(), "\": cannot read it again: ", std::strerror(errno)));
+  }
+  remaining_ = info_.size_bytes();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> HashArtifact(ArtifactFile& file, int64_t max_bytes) {
   const int64_t size = file.info().size_bytes();
   if (size > max_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("path: \"", file.info().path(), "\" is ", size,
                                                      " bytes, over the REST gateway's limit of ", max_bytes,
                                                      " bytes per artifact; fetch it over gRPC (an address HOST:PORT)"));
   }
-  ArtifactBytes out;
-  out.data.reserve(static_cast<size_t>(size));
+  Sha256 sum;
   std::string chunk;
   do {
     if (absl::Status s = file.Read(kArtifactChunkBytes, &chunk); !s.ok()) return s;
-    out.data += chunk;
+    sum.Update(chunk);
   } while (!chunk.empty());
-  out.sha256 = Sha256Hex(out.data);
-  return out;
+  if (absl::Status s = file.Rewind(); !s.ok()) return s;
+  return sum.HexDigest();
 }
 
 }  // namespace gradsync::coordinator

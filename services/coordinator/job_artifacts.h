@@ -47,6 +47,8 @@ class ArtifactFile {
   // The next at most `max` bytes into `out`; empty once info().size_bytes() bytes were read, or
   // at the end of a file that shrank meanwhile. INTERNAL naming the path on a read error.
   absl::Status Read(size_t max, std::string* out);
+  // Back to the file's start, for a second read of the same bytes.
+  absl::Status Rewind();
 
  private:
   int fd_;
@@ -87,13 +89,10 @@ class JobArtifacts {
 absl::Status SendArtifact(ArtifactFile& file, const std::function<bool(const v1::GetArtifactResponse&)>& write,
                           const std::function<bool()>& cancelled);
 
-// The whole of `file` and the lowercase hex SHA-256 of it, for a reply that must carry the digest
-// before the bytes (REST). RESOURCE_EXHAUSTED "path: ..." when the file is larger than
-// `max_bytes`, naming both sizes.
-struct ArtifactBytes {
-  std::string data;
-  std::string sha256;
-};
-absl::StatusOr<ArtifactBytes> ReadArtifact(ArtifactFile& file, int64_t max_bytes);
+// The SHA-256 (lowercase hex) of the whole of `file`, read once in chunks; the file is then read
+// from its start again (ArtifactFile::Rewind), for its bytes to follow the digest, which a REST
+// reply sends as a header first. RESOURCE_EXHAUSTED "path: ..." when the file is larger than
+// `max_bytes`, naming both sizes; INTERNAL on a read error.
+absl::StatusOr<std::string> HashArtifact(ArtifactFile& file, int64_t max_bytes);
 
 }  // namespace gradsync::coordinator

@@ -166,9 +166,19 @@ http::Reply RestApi::Artifacts(const http::Request& request, const std::string& 
   }
   absl::StatusOr<ArtifactFile> file = artifacts->Open(*path);
   if (!file.ok()) return ErrorReply(file.status());
-  absl::StatusOr<ArtifactBytes> bytes = ReadArtifact(*file, max_artifact_bytes_);
-  if (!bytes.ok()) return ErrorReply(bytes.status());
-  return http::Reply{200, std::move(bytes->data), "application/octet-stream", {{kChecksumHeader, bytes->sha256}}};
+  // The digest goes first, as a header: the file is read once for it, then again as the
+  // connection takes its bytes, a piece at a time, so no download is held whole in memory. A file
+  // that changes between the two reads gives the client a short body or a digest that does not
+  // match, which it refuses.
+  absl::StatusOr<std::string> sha256 = HashArtifact(*file, max_artifact_bytes_);
+  if (!sha256.ok()) return ErrorReply(sha256.status());
+  auto open = std::make_shared<ArtifactFile>(*std::move(file));
+  auto source = std::make_shared<http::BodySource>();
+  source->size = static_cast<uint64_t>(open->info().size_bytes());
+  source->read = [open](uint64_t, size_t max, std::string* piece) { return open->Read(max, piece); };
+  http::Reply reply{200, "", "application/octet-stream", {{kChecksumHeader, *sha256}}};
+  reply.stream = std::move(source);
+  return reply;
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "coordinator.h"
 #include "gmock/gmock.h"
 #include "gradsync/core/sha256.h"
+#include "gradsync/http/client.h"
 #include "gtest/gtest.h"
 #include "http_client.h"
 #include "rest_gateway.h"
@@ -234,17 +235,19 @@ TEST_F(JobArtifactsTest, SendArtifactStreamsHeaderChunksAndTrailer) {
   EXPECT_EQ(writes, 2);
 }
 
-TEST_F(JobArtifactsTest, ReadArtifactIsBounded) {
+TEST_F(JobArtifactsTest, HashArtifactIsBoundedAndLeavesTheFileToBeReadAgain) {
   Write(Job() / "weights.bin", "0123456789");
   absl::StatusOr<ArtifactFile> file = Artifacts().Open("weights.bin");
   ASSERT_TRUE(file.ok());
-  absl::StatusOr<ArtifactBytes> over = ReadArtifact(*file, 9);
+  absl::StatusOr<std::string> over = HashArtifact(*file, 9);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(over.status().message()), HasSubstr("path: \"weights.bin\" is 10 bytes"));
-  absl::StatusOr<ArtifactBytes> whole = ReadArtifact(*file, 10);
-  ASSERT_TRUE(whole.ok()) << whole.status();
-  EXPECT_EQ(whole->data, "0123456789");
-  EXPECT_EQ(whole->sha256, Sha256Hex("0123456789"));
+  absl::StatusOr<std::string> sha256 = HashArtifact(*file, 10);
+  ASSERT_TRUE(sha256.ok()) << sha256.status();
+  EXPECT_EQ(*sha256, Sha256Hex("0123456789"));
+  std::string again;
+  ASSERT_TRUE(file->Read(100, &again).ok());
+  EXPECT_EQ(again, "0123456789");
 }
 
 // The REST routes through a real server, against a coordinator whose artifact root is on disk.
@@ -316,6 +319,52 @@ TEST_F(ArtifactRestTest, ListsAndServesBytesWithLengthAndDigest) {
   EXPECT_TRUE(got.body == bytes);
   EXPECT_EQ(Get("/v1/jobs/" + id_ + "/artifacts/reports/x:cancel").body, "c");
   EXPECT_EQ(Get("/v1/jobs/" + id_ + "/artifacts/reports/events").body, "e");
+}
+
+// The peak memory of this process (the coordinator's gateway runs in it), from /proc.
+int64_t PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// A download of 256 MiB goes out a piece at a time: the gateway's memory grows by far less than
+// the file (it once held the file twice over per download).
+TEST_F(ArtifactRestTest, ALargeDownloadIsNeverHeldWholeInMemory) {
+  RestOptions rest;
+  rest.listen = "127.0.0.1:0";
+  rest.auth = TokenAuth(kToken);
+  rest.max_artifact_bytes = int64_t{1} << 30;
+  absl::StatusOr<std::unique_ptr<RestGateway>> big = RestGateway::Start(c_.get(), rest);
+  ASSERT_TRUE(big.ok()) << big.status();
+  constexpr int64_t kMiB = 1 << 20, kSize = 256 * kMiB;
+  fs::create_directories(Dir());
+  {
+    std::ofstream out(Dir() / "large.bin", std::ios::binary);
+    std::string block(kMiB, '\0');
+    for (int64_t i = 0; i < kSize / kMiB; ++i) {
+      block[0] = static_cast<char>(i);
+      out.write(block.data(), kMiB);
+    }
+  }
+  const int64_t before = PeakRssBytes();
+  http::HttpRequest request;
+  request.url = absl::StrCat("http://127.0.0.1:", (*big)->port(), "/v1/jobs/", id_, "/artifacts/large.bin");
+  request.bearer_token = kToken;
+  request.timeout = absl::Seconds(120);
+  int64_t received = 0;
+  request.on_body = [&received](const http::HttpResponse&, absl::string_view piece) {
+    received += static_cast<int64_t>(piece.size());
+    return absl::OkStatus();
+  };
+  absl::StatusOr<http::HttpResponse> got = http::SendHttp(request, "the gateway");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(received, kSize);
+  EXPECT_LT(PeakRssBytes() - before, 64 * kMiB) << "the download was held in memory";
 }
 
 TEST_F(ArtifactRestTest, RefusesWithTheStatusOfEachProblem) {

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "acceptor.h"
 #include "connection_limits.h"
 #include "httplib_bridge.h"
@@ -33,9 +34,18 @@ Request FromHttplib(const httplib::Request& in) {
   return out;
 }
 
+// A streamed body's pieces.
+constexpr size_t kStreamPiece = size_t{1} << 20;
+
+// The streamed body of the reply the handler just gave on this thread, for Serve() to write once
+// httplib has written the head (httplib's own content providers stop at once: they ask whether its
+// accept loop runs, and this library accepts connections itself).
+thread_local std::shared_ptr<BodySource> pending_body;
+
 void ToHttplib(const Reply& in, httplib::Response& out) {
   out.status = in.status;
   for (const auto& [name, value] : in.headers) out.set_header(name, value);
+  if (in.stream != nullptr) out.set_header("Content-Length", absl::StrCat(in.stream->size));
   out.set_content(in.body, in.content_type);
 }
 
@@ -145,7 +155,9 @@ class Server::Impl {
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     });
     auto serve = [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-      ToHttplib(handler(FromHttplib(req)), res);
+      Reply reply = handler(FromHttplib(req));
+      if (reply.stream != nullptr && req.method != "HEAD") pending_body = reply.stream;
+      ToHttplib(reply, res);
     };
     // httplib answers HEAD through the GET route and sends only the head.
     server_.Get(kAnyPath, serve).Post(kAnyPath, serve).Put(kAnyPath, serve);
@@ -205,8 +217,24 @@ class Server::Impl {
   void Serve(std::unique_ptr<Connection> c) {
     RequestStream stream(*c, options_.io_timeout);
     c->CountServed();
-    if (!server_.ServeOne(stream, c->served() >= kMaxRequestsPerConnection)) return;
+    pending_body.reset();
+    const bool reusable = server_.ServeOne(stream, c->served() >= kMaxRequestsPerConnection);
+    const std::shared_ptr<BodySource> body = std::move(pending_body);
+    if (body != nullptr && !WriteBody(*c, *body)) return;
+    if (!reusable) return;
     acceptor_->Return(std::move(c));
+  }
+
+  // A streamed body after its head, a piece at a time, each within io_timeout. False when it
+  // could not all be written: the connection is then closed.
+  bool WriteBody(Connection& c, const BodySource& body) const {
+    std::string piece;
+    for (uint64_t offset = 0; offset < body.size; offset += piece.size()) {
+      const size_t max = static_cast<size_t>(std::min<uint64_t>(kStreamPiece, body.size - offset));
+      if (!body.read(offset, max, &piece).ok() || piece.empty() || piece.size() > max) return false;
+      if (c.Write(piece.data(), piece.size(), absl::Now() + options_.io_timeout) < 0) return false;
+    }
+    return true;
   }
 
   const ServerOptions options_;

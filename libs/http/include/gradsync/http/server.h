@@ -10,6 +10,7 @@
 // slow or greedy clients cannot stop a liveness probe from being answered.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,11 +37,23 @@ struct Request {
   std::string Header(absl::string_view name) const;
 };
 
+// A body written piece by piece as the connection takes it (a large file), so that no reply is
+// held whole in memory: `size` bytes in all, `read` giving the piece at `offset` (at most `max`
+// bytes, at least one until `size`). Each piece must be taken by the client within the server's
+// io_timeout. An error from `read`, or a client too slow, ends the connection before the body is
+// whole, which the client sees as a short body.
+struct BodySource {
+  uint64_t size = 0;
+  std::function<absl::Status(uint64_t offset, size_t max, std::string* piece)> read;
+};
+
 struct Reply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;  // extra response headers
+  // When set, the body comes from here instead of `body`.
+  std::shared_ptr<BodySource> stream = nullptr;
 };
 
 using Handler = std::function<Reply(const Request&)>;
