@@ -126,6 +126,23 @@ TEST(HttpServer, ASlowClientDoesNotHoldUpTheNextRequest) {
   EXPECT_TRUE(slow.StillWaiting());
 }
 
+// A client that asks for "100 Continue" before its body gets it from the acceptor, once, and the
+// request with its body is then served as any other.
+TEST(HttpServer, ExpectContinueIsAnsweredOnceAndTheBodyArrives) {
+  auto server = StartOrDie(Loopback());
+  ASSERT_NE(server, nullptr);
+  RawClient client(server->port());
+  ASSERT_TRUE(client.connected());
+  ASSERT_TRUE(client.Send("POST /c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n"
+                          "Connection: close\r\n\r\n"));
+  absl::SleepFor(absl::Milliseconds(200));
+  ASSERT_TRUE(client.Send("hello"));
+  const RawClient::Received r = client.ReadUntilClosed(absl::Seconds(10));
+  EXPECT_TRUE(absl::StartsWith(r.bytes, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ")) << r.bytes;
+  EXPECT_EQ(r.bytes.find("100 Continue"), r.bytes.rfind("100 Continue")) << "answered twice: " << r.bytes;
+  EXPECT_TRUE(absl::StrContains(r.bytes, "hello")) << r.bytes;
+}
+
 TEST(HttpServer, PipelinedRequestsOnOneConnectionAreAnsweredInOrder) {
   auto server = StartOrDie(Loopback());
   ASSERT_NE(server, nullptr);

@@ -97,7 +97,7 @@ bool Acceptor::TakeReturned(std::vector<Waiting>& waiting) {
     returned.swap(returned_);
   }
   for (std::unique_ptr<Connection>& c : returned) {
-    Waiting w{std::move(c), absl::Now() + options_.header_timeout};
+    Waiting w{std::move(c), absl::Now() + options_.header_timeout, false};
     // A pipelined next request may be buffered already: the socket need not become readable.
     if (Advance(w)) waiting.push_back(std::move(w));
   }
@@ -122,7 +122,10 @@ void Acceptor::Run() {
       Waiting& w = waiting[i];
       if (fds[i + 2].revents != 0 && !Advance(w)) continue;
       if (now >= w.deadline) {
-        Refuse(w, 408, absl::StrCat("no complete request head within ", absl::FormatDuration(options_.header_timeout)));
+        Refuse(w, 408,
+               w.connection->body_expected() > 0
+                   ? absl::StrCat("no complete request body of ", w.connection->body_expected(), " bytes in time")
+                   : absl::StrCat("no complete request head within ", absl::FormatDuration(options_.header_timeout)));
       }
     }
     waiting.erase(
@@ -154,14 +157,19 @@ void Acceptor::AcceptAll(std::vector<Waiting>& waiting) {
       continue;
     }
     Waiting w{std::make_unique<Connection>(fd, std::move(client), *std::move(admission), options_.tls),
-              absl::Now() + options_.header_timeout};
+              absl::Now() + options_.header_timeout, false};
     if (Advance(w)) waiting.push_back(std::move(w));
   }
 }
 
 bool Acceptor::Advance(Waiting& w) {
-  switch (w.connection->ReadHead(options_.max_head_bytes)) {
-    case Connection::Head::kWaiting: return true;
+  switch (w.connection->ReadRequest(options_.max_head_bytes, options_.max_body_bytes)) {
+    case Connection::Head::kWaiting:
+      if (!w.body_time_given && w.connection->body_expected() > 0) {
+        w.body_time_given = true;
+        w.deadline += absl::Seconds(static_cast<double>(w.connection->body_expected()) / kMinBodyRate);
+      }
+      return true;
     case Connection::Head::kComplete: options_.dispatch(std::move(w.connection)); return false;
     case Connection::Head::kTooLarge:
       Refuse(w, 431, absl::StrCat("the request head exceeds ", options_.max_head_bytes, " bytes"));

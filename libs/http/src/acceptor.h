@@ -1,7 +1,8 @@
-// The thread that accepts a Server's connections and reads their request heads. A worker thread
-// is given a connection only once its whole head (request line and headers, and the TLS
-// handshake before them) has arrived, so clients that send slowly, or nothing, hold no worker:
-// they wait here, in one poll() over every such connection, until their head deadline.
+// The thread that accepts a Server's connections and reads their requests. A worker thread is
+// given a connection only once its whole request has arrived (the TLS handshake, request line and
+// headers, and a body announced by a Content-Length within the body limit), so clients that send
+// slowly, or nothing, hold no worker: they wait here, in one poll() over every such connection,
+// until their deadline (header_timeout, plus time for the body at kMinBodyRate).
 //
 // Lifecycle of a connection: accepted (or refused at once when over a ConnectionLimits limit),
 // head read here within `header_timeout` (else closed, with a 408 when part of a head came; a
@@ -26,9 +27,15 @@
 
 namespace gradsync::http {
 
+// The slowest a body may arrive: past header_timeout, a request gets a second per this many bytes.
+inline constexpr size_t kMinBodyRate = 64 << 10;
+
 struct AcceptorOptions {
   absl::Duration header_timeout = absl::Seconds(10);
   size_t max_head_bytes = 64 << 10;
+  // A body of at most this many bytes (by its Content-Length) is buffered here too, before the
+  // request reaches a worker, within header_timeout plus a second for each kMinBodyRate bytes.
+  size_t max_body_bytes = 1 << 20;
   SSL_CTX* tls = nullptr;              // TLS when set; not owned, outlives the Acceptor
   ConnectionLimits* limits = nullptr;  // not owned, outlives the Acceptor
   // The bytes of a complete HTTP reply refusing a connection (status, why), sent before it is
@@ -62,6 +69,7 @@ class Acceptor {
   struct Waiting {
     std::unique_ptr<Connection> connection;
     absl::Time deadline;
+    bool body_time_given = false;  // the deadline was extended for the body announced
   };
 
   Acceptor(int listen_fd, int wake_fd, AcceptorOptions options);

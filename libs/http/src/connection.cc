@@ -10,7 +10,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <optional>
+#include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 
 namespace gradsync::http {
@@ -100,18 +105,28 @@ Connection::Io Connection::SendOnce(const char* data, size_t n) {
   }
 }
 
-Connection::Head Connection::ReadHead(size_t max_bytes) {
+Connection::Head Connection::ReadRequest(size_t max_head, size_t max_body) {
   if (pos_ > 0) {  // drop the requests already served
     in_.erase(0, pos_);
     scanned_ = scanned_ > pos_ ? scanned_ - pos_ : 0;
     pos_ = 0;
+    head_bytes_ = 0;
+    body_expected_ = 0;
   }
   char buf[kChunk];
   for (;;) {
-    if (in_.find(kHeadEnd, scanned_) != std::string::npos) return Head::kComplete;
-    scanned_ = in_.size() >= kHeadEndSize ? in_.size() - (kHeadEndSize - 1) : 0;
-    if (in_.size() >= max_bytes) return Head::kTooLarge;
-    const Io io = RecvOnce(buf, std::min(sizeof(buf), max_bytes - in_.size()));
+    if (head_bytes_ == 0) {
+      if (const size_t end = in_.find(kHeadEnd, scanned_); end != std::string::npos) {
+        head_bytes_ = end + kHeadEndSize;
+        if (!ExpectBody(max_body)) return Head::kComplete;
+      } else {
+        scanned_ = in_.size() >= kHeadEndSize ? in_.size() - (kHeadEndSize - 1) : 0;
+        if (in_.size() >= max_head) return Head::kTooLarge;
+      }
+    }
+    if (head_bytes_ > 0 && in_.size() >= head_bytes_ + body_expected_) return Head::kComplete;
+    const size_t limit = head_bytes_ > 0 ? head_bytes_ + static_cast<size_t>(body_expected_) : max_head;
+    const Io io = RecvOnce(buf, std::min(sizeof(buf), limit - in_.size()));
     if (io.bytes > 0) {
       in_.append(buf, static_cast<size_t>(io.bytes));
       continue;
@@ -122,13 +137,57 @@ Connection::Head Connection::ReadHead(size_t max_bytes) {
   }
 }
 
+namespace {
+
+// The value of header `name` (lowercase) in `head` (request line and headers, CRLF-separated),
+// and where its line starts and ends; nullopt when absent or given twice.
+struct HeaderLine {
+  std::string value;
+  size_t begin = 0, end = 0;
+};
+std::optional<HeaderLine> FindHeader(const std::string& head, absl::string_view name) {
+  std::optional<HeaderLine> found;
+  for (size_t begin = head.find("\r\n") + 2; begin < head.size();) {
+    const size_t end = head.find("\r\n", begin);
+    if (end == std::string::npos || end == begin) break;
+    const absl::string_view line(head.data() + begin, end - begin);
+    const size_t colon = line.find(':');
+    if (colon != absl::string_view::npos && absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(line.substr(0, colon)), name)) {
+      if (found.has_value()) return std::nullopt;
+      found = HeaderLine{std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))), begin, end + 2};
+    }
+    begin = end + 2;
+  }
+  return found;
+}
+
+}  // namespace
+
+bool Connection::ExpectBody(size_t max_body) {
+  const std::string head = in_.substr(0, head_bytes_);
+  if (FindHeader(head, "transfer-encoding").has_value()) return false;  // chunked: read by the worker
+  const std::optional<HeaderLine> length = FindHeader(head, "content-length");
+  uint64_t bytes = 0;
+  if (!length.has_value() || !absl::SimpleAtoi(length->value, &bytes) || bytes == 0 || bytes > max_body) return false;
+  if (const std::optional<HeaderLine> expect = FindHeader(head, "expect");
+      expect.has_value() && absl::EqualsIgnoreCase(expect->value, "100-continue")) {
+    // Answered here, so the client sends its body now; the line goes, so it is not answered twice.
+    TrySend("HTTP/1.1 100 Continue\r\n\r\n");
+    in_.erase(expect->begin, expect->end - expect->begin);
+    head_bytes_ -= expect->end - expect->begin;
+  }
+  body_expected_ = bytes;
+  return true;
+}
+
 size_t Connection::ReadBuffered(char* out, size_t n) {
   const size_t k = std::min(n, in_.size() - pos_);
   std::copy_n(in_.data() + pos_, k, out);
   pos_ += k;
   if (pos_ == in_.size()) {
     in_.clear();
-    pos_ = scanned_ = 0;
+    pos_ = scanned_ = head_bytes_ = 0;
+    body_expected_ = 0;
   }
   return k;
 }

@@ -1,6 +1,6 @@
 // One accepted TCP connection, plain or TLS, with the bytes read from it and not yet consumed.
 //
-// The socket is non-blocking throughout. The Acceptor reads a request head with ReadHead(),
+// The socket is non-blocking throughout. The Acceptor reads a request with ReadRequest(),
 // which never waits; a worker then reads the body and writes the reply with Read()/Write(), which
 // wait in poll() but never past the deadline they are given. A deadline is a total: a peer that
 // trickles one byte at a time gets no more time than one that sends nothing.
@@ -31,13 +31,20 @@ class Connection {
   const std::string& client() const { return client_; }
 
   enum class Head { kWaiting, kComplete, kClosed, kTooLarge };
-  // Reads whatever has arrived, without waiting, until the next request head is complete (its
-  // blank line buffered) or `max_bytes` are buffered without one.
-  Head ReadHead(size_t max_bytes);
+  // Reads whatever has arrived, without waiting, until the next request is complete: its head (up
+  // to its blank line) and, when the head gives a Content-Length of at most `max_body`, its whole
+  // body. kTooLarge when `max_head` bytes are buffered without a head. A body over `max_body`, or
+  // one sent chunked, completes with the head (the server refuses the first, and reads the
+  // second on a worker within its io_timeout). A head asking for "100 Continue" is answered here,
+  // and the Expect line taken out, so the body can come without a worker.
+  Head ReadRequest(size_t max_head, size_t max_body);
+  // The body length the request being read announced, once its head is in (0 before, or for one
+  // without a body to wait for).
+  uint64_t body_expected() const { return body_expected_; }
   // POLLIN, or POLLOUT while the TLS layer must write before it can read on.
   short wanted_events() const { return wanted_events_; }
 
-  // The unconsumed buffered bytes: from the start of the next request once ReadHead said kComplete.
+  // The unconsumed buffered bytes: from the start of the next request once ReadRequest said kComplete.
   absl::string_view buffered() const { return absl::string_view(in_).substr(pos_); }
   // Copies up to `n` buffered bytes without touching the socket; 0 when none are left.
   size_t ReadBuffered(char* out, size_t n);
@@ -63,6 +70,9 @@ class Connection {
   Io RecvOnce(char* out, size_t n);
   Io SendOnce(const char* data, size_t n);
   Io SslOutcome(int result);
+  // The request head in in_[0, head_bytes_) is complete: whether a body of at most `max_body`
+  // bytes is to be buffered before it is served (setting body_expected_).
+  bool ExpectBody(size_t max_body);
   // Appends at least one byte read from the socket to the buffer, waiting until `deadline`.
   // 1 when bytes came, 0 at the end of the stream, -1 on an error or the deadline.
   int Fill(absl::Time deadline);
@@ -74,6 +84,8 @@ class Connection {
   std::string in_;
   size_t pos_ = 0;           // in_[pos_, end) is not yet consumed
   size_t scanned_ = 0;       // in_[pos_, scanned_) holds no head end
+  size_t head_bytes_ = 0;    // the request being read: its head's length once complete, else 0
+  uint64_t body_expected_ = 0;
   bool tls_failed_ = false;  // no session, or a fatal TLS error: no close_notify is sent
   short wanted_events_;
   int served_ = 0;

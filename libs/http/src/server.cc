@@ -191,6 +191,7 @@ class Server::Impl {
     AcceptorOptions a;
     a.header_timeout = options_.header_timeout;
     a.max_head_bytes = std::max<size_t>(options_.max_head_bytes, 1024);
+    a.max_body_bytes = options_.max_body_bytes;
     a.tls = tls_.get();
     a.limits = &limits_;
     a.refusal = [error_reply = error_reply_](int status, const std::string& message) {
