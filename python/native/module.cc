@@ -64,15 +64,7 @@ py::bytes PermutationBytes(uint64_t epoch_seed, int64_t n) {
   return py::bytes(reinterpret_cast<const char*>(perm.data()), perm.size() * sizeof(int64_t));
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_native, m) {
-  m.doc() = "gradsync's C++ client and communicators, for the gradsync Python package";
-  m.def("epoch_seed", &ddp::EpochSeed, py::arg("job_seed"), py::arg("epoch"),
-        "The seed of an epoch's order, as the coordinator's epoch plan gives it.");
-  m.def("epoch_permutation", &PermutationBytes, py::arg("epoch_seed"), py::arg("n"),
-        "The epoch's permutation of range(n), as little-endian int64 bytes.");
-
+void BindExchange(py::module_& m) {
   py::class_<Exchange, std::shared_ptr<Exchange>>(m, "Exchange")
       .def_property_readonly("rank", &Exchange::rank)
       .def_property_readonly("size", &Exchange::size)
@@ -97,7 +89,9 @@ PYBIND11_MODULE(_native, m) {
       .def(
           "barrier", [](Exchange& x) { Check(x.Barrier()); }, py::call_guard<py::gil_scoped_release>())
       .def("abort", &Exchange::Abort);
+}
 
+void BindRankLink(py::module_& m) {
   py::class_<RankLink>(m, "RankLink")
       .def_static(
           "open", [](const std::string& dir) { return Value(RankLink::Open(dir)); }, py::arg("runtime_dir"))
@@ -149,6 +143,18 @@ PYBIND11_MODULE(_native, m) {
             return Value(l.ConnectExchange(name, device, stream));
           },
           py::arg("name"), py::arg("device") = -1, py::arg("stream") = 0, py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "gradsync's C++ client and communicators, for the gradsync Python package";
+  m.def("epoch_seed", &ddp::EpochSeed, py::arg("job_seed"), py::arg("epoch"),
+        "The seed of an epoch's order, as the coordinator's epoch plan gives it.");
+  m.def("epoch_permutation", &PermutationBytes, py::arg("epoch_seed"), py::arg("n"),
+        "The epoch's permutation of range(n), as little-endian int64 bytes.");
+  BindExchange(m);
+  BindRankLink(m);
 }
 
 }  // namespace gradsync::python
