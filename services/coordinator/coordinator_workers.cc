@@ -163,7 +163,14 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
     CompleteLocked(rt);
   }
   ScheduleLocked();
-  return lock.Commit();
+  if (absl::Status s = lock.Commit(); !s.ok()) return s;
+  // The worker is free either way; a result for a generation that no longer runs (aborted, or
+  // restarted) is not taken, and the reporter is told so.
+  if (gen == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", request.job_id(), " generation ", request.generation(),
+                                                      " is not running: its result is not taken"));
+  }
+  return absl::OkStatus();
 }
 
 void Coordinator::CompleteLocked(JobRuntime* rt) {

@@ -155,6 +155,11 @@ void Agent::ReportResult(const v1::ReportResultRequest& request) {
     SetRpcDeadline(&ctx);
     grpc::Status s = stub_->ReportResult(&ctx, req, &resp);
     if (s.ok()) return;
+    if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      // The generation ended without this rank (aborted, restarted): nothing to report to.
+      GS_LOG(INFO) << "result not taken: " << rpc::FromGrpc(s);
+      return;
+    }
     GS_LOG(WARNING) << "reporting the result failed (attempt " << attempt << "): " << rpc::FromGrpc(s);
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
       // The coordinator restarted and forgot this worker: the rank goes back to it, then the report.

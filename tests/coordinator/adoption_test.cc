@@ -332,9 +332,10 @@ TEST_F(AdoptionTest, ARankNotBackWithinTheGraceRestartsTheJobFromItsCheckpoint) 
   v1::RegisterWorkerResponse late;
   EXPECT_EQ(Claim(w1, w1.reg.session_token(), &late).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 
-  // The rank that came back stops, and the next generation resumes from the checkpoint.
+  // The rank that came back stops (its result comes too late to count: FAILED_PRECONDITION), and
+  // the next generation resumes from the checkpoint.
   EXPECT_EQ(Beat(w0).action(), v1::HeartbeatResponse::ABORT);
-  EXPECT_TRUE(Finish(w0, "ABORTED: the generation was aborted").ok());
+  EXPECT_EQ(Finish(w0, "ABORTED: the generation was aborted").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_FALSE(Register("h2").reg.worker_id().empty());
   // It starts once the restart's verification of the checkpoint lands (on the verifier's thread).
   job = Get(id);

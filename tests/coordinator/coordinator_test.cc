@@ -32,8 +32,9 @@ class CoordinatorTest : public ::testing::Test {
 
   v1::Assignment Take(const std::string& worker) { return TakeTestAssignment(*c_, worker); }
 
+  // `taken`: the generation still runs; otherwise its result is late, and answered so.
   void Report(const std::string& worker, const v1::Assignment& a, const std::string& digest,
-              const std::string& error = "") {
+              const std::string& error = "", bool taken = true) {
     v1::ReportResultRequest r;
     r.set_worker_id(worker);
     r.set_job_id(a.job_id());
@@ -42,7 +43,12 @@ class CoordinatorTest : public ::testing::Test {
     r.set_param_digest(digest);
     r.set_error(error);
     r.mutable_result()->set_global_step(10);
-    ASSERT_TRUE(c_->ReportResult(r).ok());
+    const absl::Status s = c_->ReportResult(r);
+    if (taken) {
+      ASSERT_TRUE(s.ok()) << s;
+    } else {
+      ASSERT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    }
   }
 
   v1::JobState State(const v1::Job& job) { return c_->GetJob(job.name())->state(); }
@@ -143,8 +149,9 @@ TEST_F(CoordinatorTest, ARankErrorRestartsTheJobAndAbortsTheOthers) {
   hb.set_job_id(a0.job_id());
   hb.set_generation(1);
   EXPECT_EQ(c_->Heartbeat(hb).action(), v1::HeartbeatResponse::ABORT);
-  // Rank 0 stops and reports; with both workers idle again the job runs as generation 2.
-  Report(w0, a0, "", "ABORTED: aborted by the coordinator at step 3");
+  // Rank 0 stops and reports, too late to count (FAILED_PRECONDITION); with both workers idle
+  // again the job runs as generation 2.
+  Report(w0, a0, "", "ABORTED: aborted by the coordinator at step 3", /*taken=*/false);
   auto again = c_->GetJob(job.id());
   EXPECT_EQ(again->state(), v1::RUNNING);
   EXPECT_EQ(again->generation(), 2);
@@ -345,8 +352,8 @@ TEST_F(CoordinatorTest, ACancelAbortsRanksThatDoNotStopInTime) {
   EXPECT_EQ(done->state(), v1::CANCELLED);
   EXPECT_NE(done->state_reason().find("did not stop within 30s"), std::string::npos) << done->state_reason();
   EXPECT_EQ(c_->Heartbeat(Beat(w0, a0)).action(), v1::HeartbeatResponse::ABORT);
-  Report(w0, a0, "", "ABORTED: aborted by the coordinator at step 3");
-  Report(w1, a1, "", "ABORTED: aborted by the coordinator at step 3");
+  Report(w0, a0, "", "ABORTED: aborted by the coordinator at step 3", /*taken=*/false);
+  Report(w1, a1, "", "ABORTED: aborted by the coordinator at step 3", /*taken=*/false);
 
   v1::Job twice = Submit(2);
   v1::Assignment b0 = Take(w0), b1 = Take(w1);
@@ -354,8 +361,8 @@ TEST_F(CoordinatorTest, ACancelAbortsRanksThatDoNotStopInTime) {
   auto again = c_->CancelJob(twice.name());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->state(), v1::CANCELLED);
-  Report(w0, b0, "", "ABORTED: aborted by the coordinator at step 3");
-  Report(w1, b1, "", "ABORTED: aborted by the coordinator at step 3");
+  Report(w0, b0, "", "ABORTED: aborted by the coordinator at step 3", /*taken=*/false);
+  Report(w1, b1, "", "ABORTED: aborted by the coordinator at step 3", /*taken=*/false);
 
   v1::Job failing = Submit(2);
   v1::Assignment c0 = Take(w0);
