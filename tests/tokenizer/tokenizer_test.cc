@@ -5,15 +5,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "byte_level.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace gradsync::tokenizer {
 namespace {
@@ -115,6 +118,54 @@ TEST_F(TokenizerTest, ATokenizerJsonNestedTooDeepIsRefusedAtOnce) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("nest deeper than 64 levels"), std::string::npos) << s;
+}
+
+// A SentencePiece model whose precompiled character map is a trie of 8 bytes followed by 64 bytes
+// of 0xff: the library reads it out of bounds and crashes (Normalizer::NormalizePrefix) on the
+// first text it normalises. Loading it fails with an error naming the file; the process lives.
+TEST_F(TokenizerTest, AMalformedSentencePieceModelIsRefusedNotCrashedOn) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) absl::StrAppend(&text, "the quick brown fox jumps over the lazy dog ", i, "\n");
+  const std::string corpus = Write("corpus.txt", text);
+  const std::string prefix = (dir_ / "m").string();
+  const std::string train = absl::StrCat("spm_train --input=", corpus, " --model_prefix=", prefix,
+                                         " --vocab_size=60 --character_coverage=1.0 > /dev/null 2>&1");
+  if (std::system(train.c_str()) != 0) GTEST_SKIP() << "spm_train (Debian's sentencepiece) is not installed";
+  const std::string good = prefix + ".model";
+  absl::StatusOr<std::unique_ptr<Tokenizer>> loaded = LoadTokenizer(good);
+  if (absl::IsUnimplemented(loaded.status())) GTEST_SKIP() << loaded.status();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+
+  // The same model with normalizer_spec (field 3).precompiled_charsmap (field 2) replaced.
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  google::protobuf::UnknownFieldSet model;
+  ASSERT_TRUE(model.ParseFromString(bytes));
+  google::protobuf::UnknownFieldSet rebuilt;
+  for (int i = 0; i < model.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = model.field(i);
+    if (f.number() != 3 || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      rebuilt.AddField(f);
+      continue;
+    }
+    google::protobuf::UnknownFieldSet normalizer, kept;
+    ASSERT_TRUE(normalizer.ParseFromString(f.length_delimited()));
+    for (int j = 0; j < normalizer.field_count(); ++j) {
+      if (normalizer.field(j).number() != 2) kept.AddField(normalizer.field(j));
+    }
+    std::string charsmap("\x08\x00\x00\x00", 4);
+    charsmap += std::string(64, '\xff');
+    kept.AddLengthDelimited(2, charsmap);
+    std::string serialized;
+    ASSERT_TRUE(kept.SerializeToString(&serialized));
+    rebuilt.AddLengthDelimited(3, serialized);
+  }
+  std::string bad_bytes;
+  ASSERT_TRUE(rebuilt.SerializeToString(&bad_bytes));
+  const std::string bad = Write("bad.model", bad_bytes);
+  const absl::Status s = LoadTokenizer(bad).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("bad.model: the SentencePiece library crashed on this model"));
 }
 
 TEST_F(TokenizerTest, DecodeRefusesIdsOutsideTheVocabulary) {

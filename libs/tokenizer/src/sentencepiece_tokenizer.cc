@@ -1,11 +1,16 @@
 // SentencePiece models through the libgradsync_sentencepiece.so plugin (sentencepiece_plugin.h).
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "loaders.h"
 #include "sentencepiece_plugin.h"
 #include "tokenizer_file.h"
@@ -108,6 +113,50 @@ class SentencePieceTokenizer final : public Tokenizer {
   int size_;
 };
 
+// Text that walks SentencePiece's normaliser through ASCII, Latin, CJK and emoji, spaces and
+// controls: what a malformed model's tables break on.
+constexpr char kProbeText[] = "Hello, World! 0123 \t tabs\nand lines; caf\xc3\xa9 \xc3\xbc\xc3\x9f "
+                              "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x9a\x80 \xef\xbc\xa1 end.";
+constexpr absl::Duration kProbeTimeout = absl::Seconds(30);
+
+// Loads the model and encodes the probe in a child process before this process touches it: the
+// library trusts the model's tables (a precompiled character map whose trie points past its end
+// makes it read out of bounds and crash), and a bad file must fail this load, not the process.
+// INVALID_ARGUMENT naming the file when the child dies of a signal, hangs, or cannot load it.
+absl::Status ProbeInChild(const Plugin& plugin, const std::string& path) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    GradsyncSentencePiece* model = plugin.load(path.c_str());
+    if (model == nullptr) ::_exit(3);
+    const int encoded = plugin.encode(model, kProbeText, sizeof(kProbeText) - 1, [](void*, const int*, size_t) {}, nullptr);
+    ::_exit(encoded == 0 ? 0 : 4);
+  }
+  int status = 0;
+  const absl::Time deadline = absl::Now() + kProbeTimeout;
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the SentencePiece library did not finish reading this model "
+                                                   "within ", absl::FormatDuration(kProbeTimeout), ": it is malformed"));
+  }
+  if (WIFSIGNALED(status)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the SentencePiece library crashed on this model (signal ",
+                                                   WTERMSIG(status), "): it is malformed"));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is not a SentencePiece model"));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the SentencePiece library cannot encode text with this model"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(const std::string& path) {
@@ -115,6 +164,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(const std:
   if (absl::StatusOr<std::string> bytes = ReadTokenizerFile(path); !bytes.ok()) return bytes.status();
   const absl::StatusOr<Plugin>& plugin = ThePlugin();
   if (!plugin.ok()) return plugin.status();
+  if (absl::Status probed = ProbeInChild(*plugin, path); !probed.ok()) return probed;
   GradsyncSentencePiece* model = plugin->load(path.c_str());
   if (model == nullptr) return absl::InvalidArgumentError(absl::StrCat(path, ": is not a SentencePiece model"));
   return std::make_unique<SentencePieceTokenizer>(*plugin, model);
