@@ -50,6 +50,13 @@ class ByteReader {
     pos_ += n;
     return out;
   }
+  // Exactly `n` bytes, or what is left when fewer are.
+  std::string Take(size_t n) {
+    if (n > remaining()) n = remaining();
+    std::string out(reinterpret_cast<const char*>(data_ + pos_), n);
+    pos_ += n;
+    return out;
+  }
   std::string Rest() {
     std::string out(reinterpret_cast<const char*>(data_ + pos_), remaining());
     pos_ = size_;

@@ -16,7 +16,7 @@ seconds="${1:-30}"
 shift || true
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
 jobs="${JOBS:-$(nproc)}"
-all_targets=(fuzz_spec fuzz_rest fuzz_ckpt fuzz_weights fuzz_shard fuzz_step_reducer fuzz_tokenizer)
+all_targets=(fuzz_spec fuzz_rest fuzz_ckpt fuzz_weights fuzz_shard fuzz_step_reducer fuzz_tokenizer fuzz_logs)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then targets=("${all_targets[@]}"); fi
 
