@@ -13,7 +13,6 @@
 #include "gradsync/ckpt/names.h"
 #include "gradsync/comm/kv_client.h"
 #include "gradsync/core/bounded_file.h"
-#include "gradsync/core/secret_file.h"
 #include "gradsync/rpc/late_header.h"
 #include "gradsync/rpc/server.h"
 #include "gradsync/rpc/status.h"
@@ -24,27 +23,9 @@ namespace {
 constexpr int64_t kMaxContextBytes = 64 << 20;
 constexpr absl::Duration kCallDeadline = absl::Seconds(30);
 
+// A small file of the runtime directory ("" when absent: the cluster has no token, no TLS).
 std::string Read(const std::string& dir, const std::string& name) {
-  std::ifstream in(dir + "/" + name, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The file's checksum as checkpoint parts carry it ("xxh3-64:<hex>"), read in pieces.
-absl::StatusOr<std::pair<int64_t, std::string>> SizeAndChecksum(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  ckpt::StreamingChecksum sum(ckpt::kWriteChecksum);
-  std::vector<char> buffer(1 << 20);
-  int64_t bytes = 0;
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const std::streamsize n = in.gcount();
-    if (n <= 0) break;
-    sum.Update(std::as_bytes(std::span(buffer.data(), static_cast<size_t>(n))));
-    bytes += n;
-  }
-  if (in.bad()) return absl::InternalError(absl::StrCat("error reading ", path));
-  return std::make_pair(bytes, sum.Digest());
+  return ReadBoundedFile(dir + "/" + name, kMaxContextBytes, "a runtime file").value_or("");
 }
 
 void SetDeadline(grpc::ClientContext* ctx) {
@@ -138,7 +119,7 @@ absl::StatusOr<bool> RankLink::ReportCheckpoint(int64_t step, int epoch, int64_t
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is not in step ", step, "'s directory ", CheckpointDir(step)));
   }
-  absl::StatusOr<std::pair<int64_t, std::string>> sum = SizeAndChecksum(path);
+  absl::StatusOr<ckpt::FileDigest> sum = ckpt::DigestFile(path, ckpt::kWriteChecksum);
   if (!sum.ok()) return sum.status();
   v1::ReportCheckpointRequest req;
   req.set_worker_id(context_.worker_id());
@@ -154,8 +135,8 @@ absl::StatusOr<bool> RankLink::ReportCheckpoint(int64_t step, int epoch, int64_t
   v1::CheckpointPart* part = req.mutable_part();
   part->set_rank(rank());
   part->set_file(file.filename().string());
-  part->set_bytes(sum->first);
-  part->set_checksum(sum->second);
+  part->set_bytes(sum->bytes);
+  part->set_checksum(sum->digest);
   v1::ReportCheckpointResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx);

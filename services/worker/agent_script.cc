@@ -53,7 +53,8 @@ class LastLines {
   std::deque<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
 
-std::string EnvOr(const v1::ScriptSpec& script, const std::string& name) {
+// A variable as the child will see it: the spec's script.env first, else the worker's own.
+std::string ChildVariable(const v1::ScriptSpec& script, const std::string& name) {
   if (auto it = script.env().find(name); it != script.env().end()) return it->second;
   const char* value = std::getenv(name.c_str());
   return value != nullptr ? value : "";
@@ -67,7 +68,7 @@ struct ScriptLaunch {
 
 absl::StatusOr<ScriptLaunch> PrepareLaunch(const v1::Assignment& a, const std::string& dir) {
   const v1::ScriptSpec& script = a.spec().script();
-  absl::StatusOr<std::string> program = FindProgram(script.command(0), EnvOr(script, "PATH"), dir);
+  absl::StatusOr<std::string> program = FindProgram(script.command(0), ChildVariable(script, "PATH"), dir);
   if (!program.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("script.command[0]: ", program.status().message()));
   }

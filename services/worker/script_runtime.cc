@@ -16,31 +16,13 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/bounded_file.h"
 #include "gradsync/core/child_process.h"
+#include "gradsync/core/endpoints_file.h"
 #include "gradsync/core/json_depth.h"
 
 namespace gradsync::worker {
 namespace {
 
 constexpr int64_t kMaxProgressBytes = 1 << 20;
-
-// Writes `contents` to dir/name with `mode`, created afresh (never through a link left there).
-absl::Status WritePrivate(const std::string& dir, const std::string& name, const std::string& contents, mode_t mode) {
-  const std::string path = dir + "/" + name;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  return ::close(fd) == 0 ? absl::OkStatus()
-                          : absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-}
 
 }  // namespace
 
@@ -59,13 +41,13 @@ absl::StatusOr<ScriptRuntime> ScriptRuntime::Create(const v1::ScriptRankContext&
   if (!google::protobuf::util::MessageToJsonString(context, &json, options).ok()) {
     return absl::InternalError("the rank's context does not print as JSON");
   }
-  if (absl::Status s = WritePrivate(runtime.dir_, "rank.json", json, 0600); !s.ok()) return s;
-  if (absl::Status s = WritePrivate(runtime.dir_, "session", secrets.session, 0600); !s.ok()) return s;
+  if (absl::Status s = ReplaceFileAtomically(runtime.dir_ + "/rank.json", json); !s.ok()) return s;
+  if (absl::Status s = ReplaceFileAtomically(runtime.dir_ + "/session", secrets.session); !s.ok()) return s;
   if (!secrets.cluster_token.empty()) {
-    if (absl::Status s = WritePrivate(runtime.dir_, "cluster-token", secrets.cluster_token, 0600); !s.ok()) return s;
+    if (absl::Status s = ReplaceFileAtomically(runtime.dir_ + "/cluster-token", secrets.cluster_token); !s.ok()) return s;
   }
   if (!secrets.tls_ca_pem.empty()) {
-    if (absl::Status s = WritePrivate(runtime.dir_, "ca.pem", secrets.tls_ca_pem, 0644); !s.ok()) return s;
+    if (absl::Status s = ReplaceFileAtomically(runtime.dir_ + "/ca.pem", secrets.tls_ca_pem); !s.ok()) return s;
   }
   return runtime;
 }

@@ -5,6 +5,8 @@
 //   session         the worker's session token (0600)
 //   cluster-token   the cluster token, when the coordinator asks for one (0600)
 //   ca.pem          the coordinator's CA, when the channel is TLS
+//
+// Each is written whole (0600, never through a link: ReplaceFileAtomically).
 //   progress.json   written by the child (gradsync.torch.report): ScriptProgress
 //   exchange        written by the child: its exchanges' collectives issued and finished
 //

@@ -1,9 +1,13 @@
 #include "gradsync/ckpt/checksum.h"
 
+#include <unistd.h>
 #include <xxhash.h>
 
+#include <cerrno>
+#include <cstring>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -71,5 +75,26 @@ void StreamingChecksum::Update(std::span<const std::byte> bytes) {
 }
 
 uint64_t StreamingChecksum::Value() const { return xxh3_ != nullptr ? XXH3_64bits_digest(xxh3_) : fnv_; }
+
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm, Links links) {
+  absl::StatusOr<int> fd = OpenRegularFile(path, links);
+  if (!fd.ok()) return fd.status();
+  std::vector<char> buf(1 << 20);
+  StreamingChecksum sum(algorithm);
+  FileDigest out;
+  absl::Status s;
+  for (;;) {
+    const ssize_t n = ::read(*fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) s = absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    if (n <= 0) break;
+    sum.Update(std::as_bytes(std::span(buf.data(), static_cast<size_t>(n))));
+    out.bytes += n;
+  }
+  ::close(*fd);
+  if (!s.ok()) return s;
+  out.digest = sum.Digest();
+  return out;
+}
 
 }  // namespace gradsync::ckpt

@@ -126,27 +126,6 @@ absl::Status SyncDir(const std::string& dir) {
   return s;
 }
 
-absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm, Links links) {
-  absl::StatusOr<int> fd = OpenRegularFile(path, links);
-  if (!fd.ok()) return fd.status();
-  std::vector<char> buf(1 << 20);
-  StreamingChecksum sum(algorithm);
-  FileDigest out;
-  absl::Status s;
-  for (;;) {
-    const ssize_t n = ::read(*fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) s = ErrnoStatus("cannot read", path);
-    if (n <= 0) break;
-    sum.Update(std::as_bytes(std::span(buf.data(), static_cast<size_t>(n))));
-    out.bytes += n;
-  }
-  ::close(*fd);
-  if (!s.ok()) return s;
-  out.digest = sum.Digest();
-  return out;
-}
-
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   absl::StatusOr<int> opened = OpenRegularFile(path);
   if (!opened.ok()) return opened.status();

@@ -57,16 +57,6 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 // fsync of a directory, so a rename inside it survives a crash.
 absl::Status SyncDir(const std::string& dir);
 
-struct FileDigest {
-  int64_t bytes = 0;
-  std::string digest;  // "<algorithm>:<hex>" of the whole file (gradsync/ckpt/checksum.h)
-};
-
-// Streams the whole regular file through `algorithm` in 1 MiB reads (OpenRegularFile: a fifo or
-// device is refused, never waited on; with kRefuse a symbolic link too). NOT_FOUND when it is
-// missing.
-absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm,
-                                      Links links = Links::kFollow);
 
 // The bytes of the regular file `path`. NOT_FOUND when it is missing; FAILED_PRECONDITION naming
 // the path when it is a directory or another non-regular file (which a stream would open and then

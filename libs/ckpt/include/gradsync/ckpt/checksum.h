@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gradsync/core/bounded_file.h"
 
 struct XXH3_state_s;  // libxxhash's streaming state, kept out of this header
 
@@ -54,5 +55,17 @@ class StreamingChecksum {
   uint64_t fnv_ = 0;
   XXH3_state_s* xxh3_ = nullptr;  // owned; only for kXxh3_64
 };
+
+// A whole file's size and digest.
+struct FileDigest {
+  int64_t bytes = 0;
+  std::string digest;  // "<algorithm>:<hex>" of the whole file
+};
+
+// Streams the whole regular file through `algorithm` in 1 MiB reads (OpenRegularFile: a fifo or
+// device is refused, never waited on; with kRefuse a symbolic link too). NOT_FOUND when it is
+// missing.
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, ChecksumAlgorithm algorithm,
+                                      Links links = Links::kFollow);
 
 }  // namespace gradsync::ckpt
