@@ -63,4 +63,4 @@ format:
 # --one-file-system: a fresh-machine check interrupted before its clean-up leaves mounts of the
 # host's /dev and CUDA toolkit under $(BUILD_DIR)/fresh-machine; never delete through them.
 clean:
-	@rm -rf --one-file-system $(BUILD_DIR) $(BUILD_DIR).configure.log $${FUZZ_BUILD_DIR:-build-fuzz}
+	@rm -rf --one-file-system $(BUILD_DIR) $(BUILD_DIR).configure.log $${FUZZ_BUILD_DIR:-build-fuzz} $${FUZZ_BUILD_DIR:-build-fuzz}-plugin

@@ -14,9 +14,10 @@
 namespace gradsync::cli {
 namespace {
 
+// Every value came from the server, so each is made fit for a terminal here, once.
 void Line(std::string* out, absl::string_view label, absl::string_view value) {
   if (value.empty()) return;
-  absl::StrAppend(out, absl::StrFormat("%-13s%s\n", absl::StrCat(label, ":"), value));
+  absl::StrAppend(out, absl::StrFormat("%-13s%s\n", absl::StrCat(label, ":"), TerminalSafe(std::string_view(value.data(), value.size()))));
 }
 
 std::string ModelText(const v1::ModelSpec& m) {
@@ -131,7 +132,7 @@ void CheckpointTable(std::string* out, const v1::Job& job) {
                   absl::StrFormat("  %-8s %-6s %-10s %-21s %s\n", "STEP", "RANKS", "SIZE", "COMMITTED", "DIR"));
   for (const v1::CheckpointManifest& c : job.checkpoints()) {
     absl::StrAppend(out, absl::StrFormat("  %-8d %-6d %-10s %-21s %s\n", c.step(), c.world_size(),
-                                         HumanBytes(c.total_bytes()), UtcTime(c.commit_time()), c.dir()));
+                                         HumanBytes(c.total_bytes()), UtcTime(c.commit_time()), TerminalSafe(c.dir())));
   }
 }
 
@@ -139,7 +140,8 @@ void EventTable(std::string* out, const v1::Job& job) {
   if (job.events().empty()) return;
   absl::StrAppend(out, "Events:\n", absl::StrFormat("  %-21s %-20s %s\n", "TIME", "TYPE", "MESSAGE"));
   for (const v1::JobEvent& e : job.events()) {
-    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", UtcTime(e.time()), e.type(), TerminalSafe(e.message())));
+    absl::StrAppend(out, absl::StrFormat("  %-21s %-20s %s\n", UtcTime(e.time()), TerminalSafe(e.type()),
+                                         TerminalSafe(e.message())));
   }
 }
 
@@ -149,7 +151,7 @@ std::string DescribeJob(const v1::Job& job) {
   std::string out;
   Line(&out, "Name", job.name());
   Line(&out, "State",
-       absl::StrCat(v1::JobState_Name(job.state()), job.state_reason().empty() ? "" : ": " + TerminalSafe(job.state_reason())));
+       absl::StrCat(v1::JobState_Name(job.state()), job.state_reason().empty() ? "" : ": " + job.state_reason()));
   if (job.spec().has_script()) {
     Line(&out, "Script", ScriptText(job.spec().script()));
     Line(&out, "Ranks", ScriptRanksText(job.spec().training()));

@@ -213,7 +213,7 @@ void ProgressView::Update(const v1::Job& job) {
   if (new_events && tty_) Erase();
   for (; events_shown_ < job.events_size(); ++events_shown_) {
     const v1::JobEvent& e = job.events(events_shown_);
-    std::fprintf(out_, "[%s] %s\n", e.type().c_str(), TerminalSafe(e.message()).c_str());
+    std::fprintf(out_, "[%s] %s\n", TerminalSafe(e.type()).c_str(), TerminalSafe(e.message()).c_str());
   }
   ShowWaiting(job);
   const v1::JobProgress& p = job.progress();
@@ -313,8 +313,9 @@ namespace {
 // A script job's summary: its command, how it ended, and what its reports reached (if it sent any).
 std::string ScriptSummaryText(const v1::Job& job) {
   const v1::JobResult& r = job.result();
-  std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
-  absl::StrAppend(&out, "  command     ", absl::StrJoin(job.spec().script().command(), " "), "\n");
+  std::string out = absl::StrFormat("job %s (%s): %s\n", TerminalSafe(job.id()), TerminalSafe(job.spec().name()),
+                                    v1::JobState_Name(job.state()));
+  absl::StrAppend(&out, "  command     ", TerminalSafe(absl::StrJoin(job.spec().script().command(), " ")), "\n");
   absl::StrAppend(&out, "  outcome     ", TerminalSafe(job.state_reason()), "\n");
   if (r.global_step() > 0) {
     absl::StrAppend(&out, absl::StrFormat("  reached     step %d, loss %.4f -> %.4f\n", r.global_step(),
@@ -329,7 +330,8 @@ std::string ScriptSummaryText(const v1::Job& job) {
 std::string SummaryText(const v1::Job& job) {
   if (job.spec().has_script()) return ScriptSummaryText(job);
   const v1::JobResult& r = job.result();
-  std::string out = absl::StrFormat("job %s (%s): %s\n", job.id(), job.spec().name(), v1::JobState_Name(job.state()));
+  std::string out = absl::StrFormat("job %s (%s): %s\n", TerminalSafe(job.id()), TerminalSafe(job.spec().name()),
+                                    v1::JobState_Name(job.state()));
   if (job.state() != v1::SUCCEEDED) {
     absl::StrAppend(&out, "  reason      ", TerminalSafe(job.state_reason()), "\n");
     // What a failed or cancelled job reached; a cancelled job's ranks may also have saved weights.
@@ -337,7 +339,9 @@ std::string SummaryText(const v1::Job& job) {
       absl::StrAppend(&out, absl::StrFormat("  reached     step %d, loss %.4f -> %.4f\n", r.global_step(),
                                             r.initial_loss(), r.final_loss()));
     }
-    if (!r.weights_path().empty()) absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
+    if (!r.weights_path().empty()) {
+      absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", TerminalSafe(r.weights_path())));
+    }
     absl::StrAppend(&out, WallText(job));
     return out;
   }
@@ -348,8 +352,8 @@ std::string SummaryText(const v1::Job& job) {
   if (r.has_validation_loss()) absl::StrAppend(&out, absl::StrFormat("  val loss    %.4f\n", r.validation_loss()));
   absl::StrAppend(&out, absl::StrFormat("  throughput  %s (steady state)\n", ThroughputText(job)));
   absl::StrAppend(&out, MemoryText(r));
-  absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", r.param_digest()));
-  absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", r.weights_path()));
+  absl::StrAppend(&out, absl::StrFormat("  digest      %s (all ranks agree)\n", TerminalSafe(r.param_digest())));
+  absl::StrAppend(&out, absl::StrFormat("  weights     %s\n", TerminalSafe(r.weights_path())));
   return out;
 }
 
@@ -410,7 +414,8 @@ std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
     const std::string loss_text =
         (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";
     absl::StrAppend(&out,
-                    absl::StrFormat("%-24s %-10s %-13s %-9s ", j.id(), v1::JobState_Name(j.state()), step, loss_text));
+                    absl::StrFormat("%-24s %-10s %-13s %-9s ", TerminalSafe(j.id()), v1::JobState_Name(j.state()), step,
+                                    loss_text));
     if (wide) {
       const v1::TrainingSpec& t = j.spec().training();
       const bool elastic = t.min_workers() > 0 && t.max_workers() > t.min_workers();
@@ -419,8 +424,8 @@ std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
       const std::string created = j.has_create_time() ? UtcTime(j.create_time()) : "-";
       absl::StrAppend(&out, absl::StrFormat("%-7s %-8d %-20s ", world, j.restarts(), created));
     }
-    absl::StrAppend(&out, j.spec().name(), j.state_reason().empty() ? "" : absl::StrCat(" (", TerminalSafe(j.state_reason()), ")"),
-                    "\n");
+    absl::StrAppend(&out, TerminalSafe(j.spec().name()),
+                    j.state_reason().empty() ? "" : absl::StrCat(" (", TerminalSafe(j.state_reason()), ")"), "\n");
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gradsync/core/terminal_text.h"
 #include "gradsync/rpc/status.h"
 
 namespace gradsync::cli {
@@ -15,9 +16,10 @@ namespace {
 constexpr absl::Duration kHashingListTimeout = absl::Minutes(10);
 
 // Adds the address, and what to do about a certificate naming another host, to transport errors,
-// which otherwise say little.
+// which otherwise say little. The server's words are made fit for a terminal here, where they enter.
 absl::Status Annotate(const grpc::Status& s, const std::string& address) {
-  absl::Status st = rpc::FromGrpc(s);
+  const absl::Status from_server = rpc::FromGrpc(s);
+  const absl::Status st(from_server.code(), TerminalSafe(std::string(from_server.message())));
   if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDeadlineExceeded) {
     return AdviseTlsServerName(absl::Status(st.code(), absl::StrCat("coordinator at ", address, ": ", st.message())));
   }

@@ -1,10 +1,9 @@
 #include "metrics_client.h"
 
-#include "gradsync/core/json_depth.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
 #include "gradsync/http/client.h"
+#include "rest_answer.h"
 
 namespace gradsync::cli {
 
@@ -23,17 +22,8 @@ absl::StatusOr<v1::JobSeries> FetchSeries(const std::string& api_address, const 
         "the metrics service at ", api_address, " wants ", token.empty() ? "a" : "another",
         " token: pass --metrics-token-file (env GRADSYNC_METRICS_TOKEN_FILE), or --state-dir for a local cluster"));
   }
-  if (response->status != 200) {
-    return absl::InternalError(absl::StrCat(request.url, " answered HTTP ", response->status, ": ", response->body));
-  }
-  if (absl::Status deep = CheckJsonDepth(response->body, "the metrics API's answer"); !deep.ok()) {
-    return absl::DataLossError(deep.message());
-  }
   v1::JobSeries series;
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
-  auto s = google::protobuf::util::JsonStringToMessage(response->body, &series, opts);
-  if (!s.ok()) return absl::DataLossError(absl::StrCat(request.url, ": ", s.ToString()));
+  if (absl::Status s = ParseRestAnswer(response->status, response->body, request.url, &series); !s.ok()) return s;
   return series;
 }
 

@@ -1,5 +1,7 @@
 #include "rest_job_client.h"
 
+#include "rest_answer.h"
+
 #include "gradsync/core/json_depth.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -39,67 +41,10 @@ std::string ArtifactPath(const std::string& name, const std::string& path) {
   return absl::StrCat(JobPath(name), "/artifacts/", absl::StrJoin(parts, "/"));
 }
 
-// The gRPC code an error body carries: its number ("code": 5), or, from a coordinator older than
-// the shape with numbers, its name ("code": "NOT_FOUND").
-bool CodeOf(const google::protobuf::Value& value, absl::StatusCode* code) {
-  constexpr int kLast = static_cast<int>(absl::StatusCode::kUnauthenticated);
-  if (value.kind_case() == google::protobuf::Value::kNumberValue) {
-    const double n = value.number_value();
-    if (n < 0 || n > kLast || n != static_cast<int>(n)) return false;
-    *code = static_cast<absl::StatusCode>(static_cast<int>(n));
-    return true;
-  }
-  for (int c = 0; c <= kLast; ++c) {
-    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == value.string_value()) {
-      *code = static_cast<absl::StatusCode>(c);
-      return true;
-    }
-  }
-  return false;
-}
-
-absl::StatusCode CodeFromHttp(long status) {
-  switch (status) {
-    case 400: return absl::StatusCode::kInvalidArgument;
-    case 401: return absl::StatusCode::kUnauthenticated;
-    case 403: return absl::StatusCode::kPermissionDenied;
-    case 404: return absl::StatusCode::kNotFound;
-    case 409: return absl::StatusCode::kFailedPrecondition;
-    case 413:
-    case 429: return absl::StatusCode::kResourceExhausted;
-    case 501: return absl::StatusCode::kUnimplemented;
-    case 502:
-    case 503: return absl::StatusCode::kUnavailable;
-    case 504: return absl::StatusCode::kDeadlineExceeded;
-    default: return status >= 500 ? absl::StatusCode::kInternal : absl::StatusCode::kUnknown;
-  }
-}
-
 // Failures worth polling through: the coordinator restarting or briefly overloaded.
 bool Transient(absl::StatusCode code) {
   return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded ||
          code == absl::StatusCode::kInternal || code == absl::StatusCode::kUnknown;
-}
-
-// The status a REST error answer stands for: the code and message of its {"code", "status",
-// "message", "details"} body (http::ErrorJson), or, when the body is not one (e.g. from a proxy), a code derived from
-// the HTTP status.
-absl::Status StatusFromHttpError(long http_status, const std::string& body, const std::string& url) {
-  google::protobuf::Struct error;
-  if (CheckJsonDepth(body, url).ok() && google::protobuf::util::JsonStringToMessage(body, &error).ok()) {
-    const auto& f = error.fields();
-    auto code = f.find("code");
-    auto message = f.find("message");
-    absl::StatusCode parsed;
-    if (code != f.end() && message != f.end() && CodeOf(code->second, &parsed) && parsed != absl::StatusCode::kOk) {
-      return absl::Status(parsed, message->second.string_value());
-    }
-  }
-  // Not the gateway's error format: show what came back, shortened.
-  constexpr size_t kMaxBody = 200;
-  std::string shown = body.size() > kMaxBody ? absl::StrCat(body.substr(0, kMaxBody), "...") : body;
-  return absl::Status(CodeFromHttp(http_status),
-                      absl::StrCat(url, " answered HTTP ", http_status, shown.empty() ? "" : ": ", shown));
 }
 
 }  // namespace
@@ -124,19 +69,7 @@ absl::Status RestJobClient::Send(const std::string& method, const std::string& p
   request.timeout = timeout;
   auto response = http::SendHttp(request, absl::StrCat("coordinator at ", address_));
   if (!response.ok()) return AdviseTlsServerName(response.status());
-  if (response->status < 200 || response->status >= 300) {
-    return StatusFromHttpError(response->status, response->body, request.url);
-  }
-  google::protobuf::util::JsonParseOptions options;
-  // A newer coordinator may add fields.
-  options.ignore_unknown_fields = true;
-  if (absl::Status deep = CheckJsonDepth(response->body, request.url); !deep.ok()) {
-    return absl::DataLossError(deep.message());
-  }
-  if (auto s = google::protobuf::util::JsonStringToMessage(response->body, out, options); !s.ok()) {
-    return absl::DataLossError(absl::StrCat(request.url, ": unreadable answer: ", s.ToString()));
-  }
-  return absl::OkStatus();
+  return ParseRestAnswer(response->status, response->body, request.url, out);
 }
 
 absl::StatusOr<v1::Job> RestJobClient::Create(const v1::JobSpec& spec) {

@@ -232,6 +232,7 @@ absl::StatusOr<std::unique_ptr<RestGateway>> RestGateway::Start(Coordinator* coo
   server.tls_cert_file = options.tls_cert_file;
   server.tls_key_file = options.tls_key_file;
   server.max_body_bytes = options.max_body_bytes;
+  server.body_auth = options.auth;  // every route that takes a body needs the job token
   server.threads = 8;
   server.error_reply = [](int status, std::string message) {
     return http::ErrorReply(status, absl::Status(http::CodeOfHttpStatus(status), message));

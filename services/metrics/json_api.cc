@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<JsonApi>> JsonApi::Start(const std::string& addre
   options.name = "JSON API";
   options.threads = 2;
   options.max_body_bytes = 4096;  // GET only
+  options.body_auth = auth;
   options.error_reply = [](int status, std::string message) {
     return http::ErrorReply(status, absl::Status(http::CodeOfHttpStatus(status), message));
   };

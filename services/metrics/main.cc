@@ -51,9 +51,9 @@ ABSL_FLAG(std::string, state_dir, gradsync::EnvOr("GRADSYNC_METRICS_STATE_DIR", 
 ABSL_FLAG(std::string, retention, gradsync::EnvOr("GRADSYNC_METRICS_RETENTION", "30d"),
           "a stored job without a report for this long is deleted from --state_dir, e.g. 30d, 12h, 90m "
           "(env GRADSYNC_METRICS_RETENTION)");
-ABSL_FLAG(int64_t, max_label_sets, 16384,
-          "Prometheus label sets kept at once (one per job, one per rank of a job); a report needing one more is "
-          "refused until an idle job is forgotten");
+ABSL_FLAG(int64_t, max_series, 250000,
+          "Prometheus series kept at once, histogram buckets included (a job takes 29, each of its ranks 58); a "
+          "report whose job or rank would pass it is refused until an idle job is forgotten");
 ABSL_FLAG(std::string, endpoints_file, "",
           "if set, write {\"grpc\": ..., \"http\": ..., \"api\": ...} (127.0.0.1:port each) here once "
           "serving (for callers that asked for port 0)");
@@ -107,7 +107,7 @@ absl::StatusOr<gradsync::metrics::MetricsServerOptions> OptionsFromFlags() {
   if (!retention.ok()) return retention.status();
   options.writer.retention = *retention;
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
-  options.max_label_sets = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_label_sets)));
+  options.max_series = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_series)));
   return options;
 }
 

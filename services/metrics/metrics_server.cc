@@ -11,7 +11,7 @@
 namespace gradsync::metrics {
 
 MetricsServer::MetricsServer(const MetricsServerOptions& options)
-    : metrics_(options.max_label_sets),
+    : metrics_(options.max_series),
       collector_(options.reducer, &metrics_),
       service_(&collector_, options.report_auth) {}
 

@@ -34,8 +34,8 @@ struct MetricsServerOptions {
   // any.
   TokenAuth read_auth;
   telemetry::StepReducerOptions reducer;
-  // Prometheus label sets kept at once (one per job, one per rank of a job); see TrainingMetrics.
-  size_t max_label_sets = TrainingMetrics::kDefaultMaxLabelSets;
+  // Prometheus series kept at once (TrainingMetrics::kJobSeries a job, kRankSeries a rank).
+  size_t max_series = TrainingMetrics::kDefaultMaxSeries;
   // How often timed-out steps are published and idle jobs forgotten.
   absl::Duration tick_interval = absl::Seconds(1);
   // Where the jobs' series are kept (<state_dir>/series.db, made with the directory when

@@ -24,6 +24,9 @@ prometheus::Family<T>& Build(prometheus::detail::Builder<T> builder, prometheus:
   return builder.Name(name).Help(help).Register(registry);
 }
 
+// A histogram's series: one per bucket, +Inf, _sum and _count.
+constexpr size_t HistogramSeries(size_t boundaries) { return boundaries + 3; }
+
 int64_t BucketBytes(const v1::StepReport& r) {
   int64_t bytes = 0;
   for (const v1::BucketTiming& b : r.buckets()) bytes += b.bytes();
@@ -70,8 +73,14 @@ struct TrainingMetrics::JobHandles {
   std::pair<int32_t, int64_t> newest_validation{-1, -1};
 };
 
-TrainingMetrics::TrainingMetrics(size_t max_label_sets)
-    : max_label_sets_(max_label_sets),
+// Job: 6 gauges, 6 counters, the step-time histogram and the validation loss.
+const size_t TrainingMetrics::kJobSeries = 6 + 6 + HistogramSeries(kStepBuckets.size()) + 1;
+// Rank: the loss, the step-time and two communication histograms, 2 counters, 5 memory gauges.
+const size_t TrainingMetrics::kRankSeries =
+    1 + HistogramSeries(kStepBuckets.size()) + 2 * HistogramSeries(kCommunicationBuckets.size()) + 2 + 5;
+
+TrainingMetrics::TrainingMetrics(size_t max_series)
+    : max_series_(max_series),
       registry_(std::make_shared<prometheus::Registry>()),
       loss_(Build(prometheus::BuildGauge(), *registry_, "gradsync_train_loss",
                   "Loss of the newest step, mean over ranks.")),
@@ -123,7 +132,7 @@ TrainingMetrics::TrainingMetrics(size_t max_label_sets)
                              "Step reports rejected as malformed.")
                            .Add({})),
       refused_reports_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_refused_reports_total",
-                             "Step reports refused because every series label set was in use (--max_label_sets).")
+                             "Step reports refused because their job's or rank's series would pass --max_series.")
                            .Add({})),
       store_flushes_(Build(prometheus::BuildCounter(), *registry_, "gradsync_metrics_store_flushes_total",
                            "Batches of series changes committed to the series database (--state_dir).")
@@ -141,20 +150,21 @@ TrainingMetrics::~TrainingMetrics() = default;
 absl::Status TrainingMetrics::CheckRoomFor(const std::string& job_id, int32_t rank) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
-  const size_t needed = it == jobs_.end() ? 2 : (it->second->ranks.contains(rank) ? 0 : 1);
-  if (label_sets_ + needed <= max_label_sets_) return absl::OkStatus();
+  const size_t needed = it == jobs_.end() ? kJobSeries + kRankSeries
+                                          : (it->second->ranks.contains(rank) ? 0 : kRankSeries);
+  if (HasRoom(needed)) return absl::OkStatus();
   refused_reports_.Increment();
   return absl::ResourceExhaustedError(absl::StrCat(
-      "every one of the ", max_label_sets_,
-      " series label sets (one per job and one per rank of a job; --max_label_sets) is in use: a report needing a "
-      "new one is refused until an idle job is forgotten"));
+      "the metrics service holds ", series_, " of its ", max_series_, " Prometheus series (--max_series; a job takes ",
+      kJobSeries, ", each of its ranks ", kRankSeries, "): a report needing ", needed,
+      " more is refused until an idle job is forgotten"));
 }
 
 TrainingMetrics::JobHandles* TrainingMetrics::Job(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it != jobs_.end()) return it->second.get();
-  if (label_sets_ >= max_label_sets_) return nullptr;
-  ++label_sets_;
+  if (!HasRoom(kJobSeries)) return nullptr;
+  series_ += kJobSeries;
   const prometheus::Labels l = {{"training_job", job_id}};
   auto job = std::make_unique<JobHandles>(JobHandles{&loss_.Add(l),
                                                      &step_.Add(l),
@@ -179,8 +189,8 @@ TrainingMetrics::JobHandles* TrainingMetrics::Job(const std::string& job_id) {
 TrainingMetrics::RankHandles* TrainingMetrics::Rank(JobHandles& job, const std::string& job_id, int32_t rank) {
   auto it = job.ranks.find(rank);
   if (it != job.ranks.end()) return &it->second;
-  if (label_sets_ >= max_label_sets_) return nullptr;
-  ++label_sets_;
+  if (!HasRoom(kRankSeries)) return nullptr;
+  series_ += kRankSeries;
   const prometheus::Labels l = {{"training_job", job_id}, {"rank", absl::StrCat(rank)}};
   return &job.ranks
               .emplace(rank, RankHandles{&rank_loss_.Add(l), &rank_step_duration_.Add(l, kStepBuckets),
@@ -193,7 +203,7 @@ TrainingMetrics::RankHandles* TrainingMetrics::Rank(JobHandles& job, const std::
 void TrainingMetrics::RecordReport(const v1::StepReport& report, telemetry::ReportOutcome outcome) {
   absl::MutexLock lock(&mu_);
   JobHandles* job = Job(report.job_id());
-  if (job == nullptr) return;  // only when reports raced for the last label set
+  if (job == nullptr) return;  // only when reports raced for the last series
   job->reports->Increment();
   switch (outcome) {
     case telemetry::ReportOutcome::kDuplicate: job->duplicate_reports->Increment(); return;
@@ -293,7 +303,7 @@ void TrainingMetrics::ForgetJob(const std::string& job_id) {
   reports_.Remove(job.reports);
   late_reports_.Remove(job.late_reports);
   duplicate_reports_.Remove(job.duplicate_reports);
-  label_sets_ -= 1 + job.ranks.size();
+  series_ -= kJobSeries + kRankSeries * job.ranks.size();
   jobs_.erase(it);
 }
 

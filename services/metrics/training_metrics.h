@@ -22,16 +22,22 @@ namespace gradsync::metrics {
 
 // Thread-safe: every method may be called from any thread.
 //
-// The series are bounded: a label set is one job ({training_job}, in every job-level family) or
-// one rank of a job ({training_job, rank}, in every rank-level family), and at most
-// `max_label_sets` exist at once. Ranks per job are bounded by the reducer's world size limit and
-// jobs by its job limit; this bounds their product, which would otherwise be millions of series.
+// The series are bounded by their count, what a scrape's size and Prometheus's memory follow: a job
+// ({training_job}, in every job-level family) costs kJobSeries series, one rank of a job
+// ({training_job, rank}, in every rank-level family, histogram buckets included) kRankSeries, each
+// charged whole when the job or rank first reports (so a rank's memory gauges, made later, never
+// pass the bound), and at most `max_series` are charged at once. Ranks per job are bounded by the
+// reducer's world size limit and jobs by its job limit; this bounds their product, which would
+// otherwise be millions of series.
 class TrainingMetrics {
  public:
-  // Room for 4 jobs of 4096 ranks: a scrape of about 100 MB at most.
-  static constexpr size_t kDefaultMaxLabelSets = 16384;
+  // The series of one job and of one rank, every bucket of their histograms counted.
+  static const size_t kJobSeries;
+  static const size_t kRankSeries;
+  // Room for one job of 4096 ranks (about 238K series): a scrape of about 25 MB at most.
+  static constexpr size_t kDefaultMaxSeries = 250000;
 
-  explicit TrainingMetrics(size_t max_label_sets = kDefaultMaxLabelSets);
+  explicit TrainingMetrics(size_t max_series = kDefaultMaxSeries);
   ~TrainingMetrics();
 
   TrainingMetrics(const TrainingMetrics&) = delete;
@@ -49,7 +55,7 @@ class TrainingMetrics {
   void RecordInvalidReport();
   // A step reduced across ranks: updates the job's series.
   void RecordStep(const v1::ReducedStep& step);
-  // Removes every series of the job (it went idle), so label sets do not pile up.
+  // Removes every series of the job (it went idle), so series do not pile up.
   void ForgetJob(const std::string& job_id);
   // The series store (--state_dir): a flush committed or failed; jobs deleted past retention.
   void RecordStoreFlush(bool ok);
@@ -65,7 +71,10 @@ class TrainingMetrics {
   // Sets the rank's memory gauges from `report`'s memory.
   void RecordMemory(RankHandles& rank, const v1::StepReport& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const size_t max_label_sets_;
+  // Whether `series` more fit within max_series_.
+  bool HasRoom(size_t series) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return series_ + series <= max_series_; }
+
+  const size_t max_series_;
 
   std::shared_ptr<prometheus::Registry> registry_;
   // Job level: {training_job}.
@@ -104,7 +113,7 @@ class TrainingMetrics {
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobHandles>> jobs_ ABSL_GUARDED_BY(mu_);
-  size_t label_sets_ ABSL_GUARDED_BY(mu_) = 0;  // jobs_ and their ranks
+  size_t series_ ABSL_GUARDED_BY(mu_) = 0;  // charged for jobs_ and their ranks
 };
 
 }  // namespace gradsync::metrics

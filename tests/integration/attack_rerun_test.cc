@@ -7,6 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,7 +85,9 @@ class AttackRerun : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = MakeTempDir();
-    CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--state-dir", dir_});
+    std::filesystem::create_directories(dir_ + "/data");
+    CommandResult up =
+        RunBinary({"gradsync", "local", "up", "--workers", "1", "--state-dir", dir_, "--data-root", dir_ + "/data"});
     ASSERT_EQ(up.exit_code, 0) << up.err;
     auto cluster = cluster::ReadLocalClusterFile(dir_);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -224,6 +230,132 @@ TEST_F(AttackRerun, EveryAttackIsRefusedAndTheClusterStillTrains) {
   });
   EXPECT_TRUE(absl::StrContains(done, "SUCCEEDED")) << done;
   EXPECT_TRUE(absl::StrContains(done, "\\ud83d\\ude80") || absl::StrContains(done, "\xF0\x9F\x9A\x80")) << done;
+  ExpectAllAlive();
+}
+
+// Round 3 (SECURITY.md): the surfaces added since, attacked the same way on the same kind of
+// cluster. Each attack must be refused, and the cluster must train a job afterwards.
+TEST_F(AttackRerun, TheThirdRoundsAttacksAreRefusedAndTheClusterStillTrains) {
+  // 1. A body without the token is refused at its head, before a byte of it is read, and bodies
+  // trickled with the token hold no thread: an authorised request is answered beside 12 of them.
+  {
+    const int port = PortOf(Endpoint("rest"));
+    const int unauthenticated = Connect(port);
+    ASSERT_GE(unauthenticated, 0);
+    const std::string head = "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n";
+    ::send(unauthenticated, head.data(), head.size(), MSG_NOSIGNAL);
+    char reply[256] = {};
+    const absl::Time sent = absl::Now();
+    const ssize_t got = ::recv(unauthenticated, reply, sizeof(reply) - 1, 0);
+    ::close(unauthenticated);
+    EXPECT_GT(got, 0);
+    EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 401 ")) << reply;
+    EXPECT_LT(absl::Now() - sent, absl::Seconds(5)) << "the server waited for the body";
+    std::vector<int> tricklers;
+    const std::string authorised_head = absl::StrCat("POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ",
+                                                     tokens_.at("auth"), "\r\nContent-Length: 100000\r\n\r\n{");
+    for (int i = 0; i < 12; ++i) {
+      const int fd = Connect(port);
+      if (fd < 0) continue;
+      ::send(fd, authorised_head.data(), authorised_head.size(), MSG_NOSIGNAL);
+      tricklers.push_back(fd);
+    }
+    const absl::Time asked = absl::Now();
+    EXPECT_EQ(Rest("GET", "/v1/jobs").status, 200);
+    EXPECT_LT(absl::Now() - asked, absl::Seconds(5)) << "the job list waited behind trickled bodies";
+    for (int fd : tricklers) ::close(fd);
+  }
+
+  // 2. Step reports for 2 jobs of 4096 ranks once made every scrape of the metrics service about
+  // 480K series (the bound counted label sets): now the series stay within --max_series.
+  {
+    auto stub = v1::MetricsService::NewStub(Channel("metrics", tokens_.at("cluster")));
+    grpc::ClientContext ctx;
+    v1::ReportStepsResponse resp;
+    auto writer = stub->ReportSteps(&ctx, &resp);
+    for (int job = 0; job < 2; ++job) {
+      for (int rank = 0; rank < 4096; ++rank) {
+        v1::StepReport report;
+        report.set_job_id(absl::StrCat("series-flood-", job));
+        report.set_generation(1);
+        report.set_world_size(4096);
+        report.set_rank(rank);
+        report.set_step(1);
+        report.set_loss(1.0);
+        report.set_step_seconds(0.1);
+        if (!writer->Write(report)) break;
+      }
+    }
+    writer->WritesDone();
+    (void)writer->Finish();
+    EXPECT_GT(resp.accepted(), 0);
+    EXPECT_LT(resp.accepted(), 2 * 4096) << "every report of 8192 ranks found room for its series";
+    const HttpReply scrape = Http(PortOf(Endpoint("metricsHttp")), "GET", "/metrics", tokens_.at("metrics"));
+    ASSERT_EQ(scrape.status, 200);
+    size_t series = 0;
+    for (absl::string_view line : absl::StrSplit(scrape.body, '\n')) series += !line.empty() && line[0] != '#';
+    EXPECT_LE(series, 250000u + 200u) << "series past --max_series (and the service's own)";
+  }
+
+  // 3. A token in a file every user can read, in a directory every user can enter, is refused
+  // before it is sent anywhere.
+  {
+    const std::string open_dir = MakeTempDir();
+    ASSERT_EQ(::chmod(open_dir.c_str(), 0755), 0);
+    const std::string file = open_dir + "/auth.token";
+    std::ofstream(file) << tokens_.at("auth") << "\n";
+    ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+    const CommandResult list = RunBinary({"gradsync", "list", "--address", Endpoint("coordinator"), "--token-file", file});
+    EXPECT_NE(list.exit_code, 0);
+    EXPECT_TRUE(absl::StrContains(list.err, "readable by every user")) << list.err;
+  }
+
+  // 4. A state directory another user could write into is not trusted with the cluster's tokens.
+  {
+    const std::string shared = MakeTempDir();
+    ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+    const CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "1", "--state-dir", shared});
+    EXPECT_NE(up.exit_code, 0);
+    EXPECT_TRUE(absl::StrContains(up.err, shared)) << up.err;
+    EXPECT_FALSE(std::filesystem::exists(shared + "/endpoints.json")) << "a cluster started in it";
+  }
+
+  // 5. A fifo as model.initFrom once hung every rank: the job fails at once, naming the file, and
+  // the worker lives on.
+  const std::string fifo = dir_ + "/data/weights.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const HttpReply fifo_job =
+      Rest("POST", "/v1/jobs",
+           absl::StrCat(R"({"name": "fifo", "model": {"preset": "mlp", "initFrom": ")", fifo, R"("},)",
+                        R"( "data": {"synthetic": {"numSamples": 64, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)",
+                        R"( "training": {"worldSize": 1, "maxSteps": 2, "epochs": 0, "microBatch": 16, "maxRestarts": 0}})"));
+  if (fifo_job.status == 200) {
+    const size_t at = fifo_job.body.find("\"jobs/");
+    ASSERT_NE(at, std::string::npos) << fifo_job.body;
+    const std::string job = fifo_job.body.substr(at + 1, fifo_job.body.find('"', at + 1) - at - 1);
+    const std::string done = WaitForJobWith({"--state-dir", dir_}, job, absl::Seconds(60), [](const std::string& out) {
+      return absl::StrContains(out, "SUCCEEDED") || absl::StrContains(out, "FAILED");
+    });
+    EXPECT_TRUE(absl::StrContains(done, "FAILED")) << done;
+    EXPECT_TRUE(absl::StrContains(done, "not a regular file")) << done;
+  } else {
+    EXPECT_EQ(fifo_job.status, 400) << fifo_job.body;  // refused at submission is as good
+  }
+
+  ExpectAllAlive();
+  const HttpReply after =
+      Rest("POST", "/v1/jobs",
+           R"({"name": "after", "model": {"preset": "mlp"},)"
+           R"( "data": {"synthetic": {"numSamples": 512, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)"
+           R"( "training": {"worldSize": 1, "maxSteps": 10, "epochs": 0, "microBatch": 16}})");
+  ASSERT_EQ(after.status, 200) << after.body;
+  const size_t at = after.body.find("\"jobs/");
+  ASSERT_NE(at, std::string::npos) << after.body;
+  const std::string job = after.body.substr(at + 1, after.body.find('"', at + 1) - at - 1);
+  const std::string done = WaitForJobWith({"--state-dir", dir_}, job, absl::Seconds(120), [](const std::string& out) {
+    return absl::StrContains(out, "SUCCEEDED") || absl::StrContains(out, "FAILED");
+  });
+  EXPECT_TRUE(absl::StrContains(done, "SUCCEEDED")) << done;
   ExpectAllAlive();
 }
 

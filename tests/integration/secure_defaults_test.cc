@@ -182,8 +182,8 @@ TEST(SecureDefaults, InsecureServesBeyondLoopbackAndWarnsOnEveryStart) {
 
 TEST(SecureDefaults, MetricsReadersNeedTheMetricsToken) {
   const std::string dir = MakeTempDir();
-  std::ofstream(dir + "/metrics.token") << "metrics-secret\n";
-  std::ofstream(dir + "/cluster.token") << "cluster-secret\n";
+  std::ofstream(dir + "/metrics.token") << "metrics-secret-of-this-test\n";
+  std::ofstream(dir + "/cluster.token") << "cluster-secret-of-this-test\n";
   Children children;
   const pid_t metrics =
       children.Start({"gradsync-metrics", "--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
@@ -197,12 +197,12 @@ TEST(SecureDefaults, MetricsReadersNeedTheMetricsToken) {
     const HttpResponse anonymous = HttpRequest("GET", port, path);
     EXPECT_EQ(anonymous.status, 401) << path << ": " << anonymous.body;
     EXPECT_EQ(anonymous.headers.count("www-authenticate") ? anonymous.headers.at("www-authenticate") : "", "Bearer");
-    for (const std::string& wrong : {"cluster-secret", "metrics-secret-not"}) {
+    for (const std::string& wrong : {"cluster-secret-of-this-test", "metrics-secret-of-this-test-not"}) {
       const HttpResponse refused = HttpRequest("GET", port, path, Bearer(wrong));
       EXPECT_EQ(refused.status, 401) << path << " with " << wrong;
       EXPECT_FALSE(absl::StrContains(refused.body, "secret")) << refused.body;
     }
-    EXPECT_EQ(HttpRequest("GET", port, path, Bearer("metrics-secret")).status, 200) << path;
+    EXPECT_EQ(HttpRequest("GET", port, path, Bearer("metrics-secret-of-this-test")).status, 200) << path;
   }
   // The JSON API answers in its own error format, code UNAUTHENTICATED (16).
   EXPECT_EQ(ParseFlatJson(HttpRequest("GET", PortOf(m.at("api")), "/v1/jobs").body)["code"], "16");

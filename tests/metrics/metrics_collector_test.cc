@@ -2,6 +2,8 @@
 #include "metrics_collector.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 #include "prometheus_text.h"
@@ -82,20 +84,50 @@ TEST_F(MetricsCollectorTest, JobGaugesFollowTheNewestStepNotALatePartialOne) {
   EXPECT_EQ(SampleValue(text, R"(gradsync_metrics_partial_steps_total{training_job="a"})"), 1);
 }
 
-// 2 x 4096 ranks would already be 8194 label sets; a small cap shows the same refusal.
-TEST(MetricsCollectorLimits, ReportsNeedingALabelSetBeyondTheCapAreRefusedUntilAJobIsForgotten) {
+// Every series a scrape shows, sample lines of histograms' buckets, sums and counts included.
+size_t SeriesIn(const std::string& text) {
+  size_t n = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!line.empty() && line[0] != '#') ++n;
+  }
+  return n;
+}
+
+// The bound is on what a scrape holds: a job with every one of its series made (memory gauges,
+// the device peak, a validation loss) has exactly the series it was charged.
+TEST_F(MetricsCollectorTest, AJobAndARankCostTheSeriesAScrapeShows) {
+  const size_t unlabelled = SeriesIn(Text());
+  v1::StepReport r = Report("full", 0, 0, 1.0);
+  r.set_world_size(1);
+  r.set_validation_loss(0.25);
+  v1::RankMemory* m = r.mutable_memory();
+  m->set_param_bytes(1);
+  m->set_grad_bytes(1);
+  m->set_optimizer_bytes(1);
+  m->set_peak_rss_bytes(1);
+  m->set_peak_device_bytes(1);
+  ASSERT_TRUE(collector_->Ingest(r).ok());
+  const std::string text = Text();
+  ASSERT_EQ(SampleValue(text, R"(gradsync_validation_loss{training_job="full"})"), 0.25) << text;
+  EXPECT_EQ(SeriesIn(text) - unlabelled, TrainingMetrics::kJobSeries + TrainingMetrics::kRankSeries) << text;
+}
+
+// 4096 ranks of 58 series each would already be 237K series; a small cap shows the same refusal.
+TEST(MetricsCollectorLimits, ReportsWhoseSeriesPassTheCapAreRefusedUntilAJobIsForgotten) {
   absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   telemetry::StepReducerOptions options;
   options.job_idle_ttl = absl::Minutes(5);
   options.clock = [&now] { return now; };
-  TrainingMetrics metrics(/*max_label_sets=*/3);
+  const size_t cap = TrainingMetrics::kJobSeries + 2 * TrainingMetrics::kRankSeries;
+  TrainingMetrics metrics(cap);
   MetricsCollector collector(options, &metrics);
   ASSERT_TRUE(collector.Ingest(Report("a", 0, 0, 1.0)).ok());  // job a and its rank 0
-  ASSERT_TRUE(collector.Ingest(Report("a", 1, 0, 1.0)).ok());  // rank 1: all 3 in use
+  ASSERT_TRUE(collector.Ingest(Report("a", 1, 0, 1.0)).ok());  // rank 1: the cap is reached
   const absl::Status refused = collector.Ingest(Report("b", 0, 0, 1.0));
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
-  EXPECT_TRUE(absl::StrContains(refused.message(), "every one of the 3 series label sets")) << refused;
-  EXPECT_TRUE(absl::StrContains(refused.message(), "--max_label_sets")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), absl::StrCat("holds ", cap, " of its ", cap, " Prometheus series")))
+      << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "--max_series")) << refused;
   EXPECT_TRUE(collector.Ingest(Report("a", 0, 1, 1.0)).ok()) << "series that exist still update";
 
   std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
@@ -104,7 +136,7 @@ TEST(MetricsCollectorLimits, ReportsNeedingALabelSetBeyondTheCapAreRefusedUntilA
   EXPECT_EQ(collector.Jobs().job_ids_size(), 1) << "a refused report reaches no reducer";
 
   now += absl::Minutes(6);
-  collector.Tick();  // job a is forgotten, and its label sets with it
+  collector.Tick();  // job a is forgotten, and its series with it
   EXPECT_TRUE(collector.Ingest(Report("b", 0, 0, 1.0)).ok());
   EXPECT_TRUE(collector.Ingest(Report("b", 1, 0, 1.0)).ok());
   text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());

@@ -23,7 +23,8 @@ absl::Status TooLarge(const std::string& path, int64_t max_bytes, absl::string_v
 }
 
 // The open file's size, if it is a regular file of at most max_bytes.
-absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t max_bytes, absl::string_view what) {
+absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t max_bytes, absl::string_view what,
+                                      FileOwnership* seen) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return absl::InternalError(absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not ", what));
@@ -32,6 +33,7 @@ absl::StatusOr<int64_t> CheckOpenFile(int fd, const std::string& path, int64_t m
         absl::StrCat(path, ": is not a regular file (a device, fifo or socket cannot be ", what, ")"));
   }
   if (st.st_size > max_bytes) return TooLarge(path, max_bytes, what);
+  if (seen != nullptr) *seen = FileOwnership{st.st_uid, st.st_mode};
   return static_cast<int64_t>(st.st_size);
 }
 
@@ -63,12 +65,13 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, Links links) {
   return fd;
 }
 
-absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what) {
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what,
+                                            FileOwnership* seen) {
   // O_NONBLOCK: opening a fifo must not wait for a writer (the type check then refuses it).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   absl::Cleanup close_fd = [fd] { ::close(fd); };
-  const absl::StatusOr<int64_t> size = CheckOpenFile(fd, path, max_bytes, what);
+  const absl::StatusOr<int64_t> size = CheckOpenFile(fd, path, max_bytes, what, seen);
   if (!size.ok()) return size.status();
   // Read until end of file, never past max_bytes: a file that grows while it is read is refused
   // like one that was too large from the start.

@@ -9,7 +9,9 @@
 namespace gradsync {
 
 std::string LogLineText(const v1::LogLine& line) {
-  const char level = line.level().empty() ? '?' : static_cast<char>(std::toupper(line.level()[0]));
+  // Only a letter: a level from a server that does not bound it may start with anything.
+  const unsigned char first = line.level().empty() ? '?' : static_cast<unsigned char>(line.level()[0]);
+  const char level = std::isalpha(first) ? static_cast<char>(std::toupper(first)) : '?';
   const absl::Time t = absl::FromUnixSeconds(line.time().seconds()) + absl::Nanoseconds(line.time().nanos());
   return absl::StrFormat("%c %s r%d g%d %s] %s\n", level,
                          absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()), line.rank(),

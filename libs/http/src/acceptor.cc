@@ -163,7 +163,7 @@ void Acceptor::AcceptAll(std::vector<Waiting>& waiting) {
 }
 
 bool Acceptor::Advance(Waiting& w) {
-  switch (w.connection->ReadRequest(options_.max_head_bytes, options_.max_body_bytes)) {
+  switch (w.connection->ReadRequest(options_.max_head_bytes, options_.max_body_bytes, options_.admit_body)) {
     case Connection::Head::kWaiting:
       if (!w.body_time_given && w.connection->body_expected() > 0) {
         w.body_time_given = true;
@@ -173,6 +173,11 @@ bool Acceptor::Advance(Waiting& w) {
     case Connection::Head::kComplete: options_.dispatch(std::move(w.connection)); return false;
     case Connection::Head::kTooLarge:
       Refuse(w, 431, absl::StrCat("the request head exceeds ", options_.max_head_bytes, " bytes"));
+      return false;
+    case Connection::Head::kBodyRefused:
+      w.connection->TrySend(options_.refusal(401, "a request with a body must carry the bearer token in its head"));
+      w.connection->DrainSome();
+      w.connection.reset();
       return false;
     case Connection::Head::kClosed: w.connection.reset(); return false;
   }

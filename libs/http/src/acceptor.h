@@ -36,6 +36,9 @@ struct AcceptorOptions {
   // A body of at most this many bytes (by its Content-Length) is buffered here too, before the
   // request reaches a worker, within header_timeout plus a second for each kMinBodyRate bytes.
   size_t max_body_bytes = 1 << 20;
+  // When set, a request head that announces a body and is not admitted is answered 401 and its
+  // connection closed, before any of the body is read (Connection::ReadRequest).
+  Connection::AdmitBody admit_body;
   SSL_CTX* tls = nullptr;              // TLS when set; not owned, outlives the Acceptor
   ConnectionLimits* limits = nullptr;  // not owned, outlives the Acceptor
   // The bytes of a complete HTTP reply refusing a connection (status, why), sent before it is

@@ -105,7 +105,7 @@ Connection::Io Connection::SendOnce(const char* data, size_t n) {
   }
 }
 
-Connection::Head Connection::ReadRequest(size_t max_head, size_t max_body) {
+Connection::Head Connection::ReadRequest(size_t max_head, size_t max_body, const AdmitBody& admit_body) {
   if (pos_ > 0) {  // drop the requests already served
     in_.erase(0, pos_);
     scanned_ = scanned_ > pos_ ? scanned_ - pos_ : 0;
@@ -118,6 +118,7 @@ Connection::Head Connection::ReadRequest(size_t max_head, size_t max_body) {
     if (head_bytes_ == 0) {
       if (const size_t end = in_.find(kHeadEnd, scanned_); end != std::string::npos) {
         head_bytes_ = end + kHeadEndSize;
+        if (!BodyAdmitted(admit_body)) return Head::kBodyRefused;
         if (!ExpectBody(max_body)) return Head::kComplete;
       } else {
         scanned_ = in_.size() >= kHeadEndSize ? in_.size() - (kHeadEndSize - 1) : 0;
@@ -162,6 +163,19 @@ std::optional<HeaderLine> FindHeader(const std::string& head, absl::string_view 
 }
 
 }  // namespace
+
+bool Connection::BodyAdmitted(const AdmitBody& admit_body) const {
+  if (admit_body == nullptr) return true;
+  const std::string head = in_.substr(0, head_bytes_);
+  const std::optional<HeaderLine> length = FindHeader(head, "content-length");
+  uint64_t bytes = 0;
+  // A length that does not parse is refused later as malformed; for now it may be a body.
+  const bool body = FindHeader(head, "transfer-encoding").has_value() ||
+                    (length.has_value() && (!absl::SimpleAtoi(length->value, &bytes) || bytes > 0));
+  if (!body) return true;
+  const std::optional<HeaderLine> authorization = FindHeader(head, "authorization");
+  return admit_body(authorization.has_value() ? authorization->value : "");
+}
 
 bool Connection::ExpectBody(size_t max_body) {
   const std::string head = in_.substr(0, head_bytes_);
@@ -223,6 +237,12 @@ ssize_t Connection::Write(const char* data, size_t n, absl::Time deadline) {
     if (io.closed || !WaitFor(fd_, io.wait, deadline)) return -1;
   }
   return static_cast<ssize_t>(n);
+}
+
+void Connection::DrainSome() {
+  char sink[kChunk];
+  for (int i = 0; i < 4 && RecvOnce(sink, sizeof(sink)).bytes > 0; ++i) {
+  }
 }
 
 void Connection::TrySend(absl::string_view bytes) {

@@ -9,6 +9,7 @@
 #include <openssl/ssl.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -30,14 +31,19 @@ class Connection {
   int fd() const { return fd_; }
   const std::string& client() const { return client_; }
 
-  enum class Head { kWaiting, kComplete, kClosed, kTooLarge };
+  enum class Head { kWaiting, kComplete, kClosed, kTooLarge, kBodyRefused };
+  // Asked about a complete head that announces a body, with the value of its Authorization header
+  // ("" when absent or given twice): whether its body may be read at all.
+  using AdmitBody = std::function<bool(const std::string& authorization)>;
   // Reads whatever has arrived, without waiting, until the next request is complete: its head (up
   // to its blank line) and, when the head gives a Content-Length of at most `max_body`, its whole
   // body. kTooLarge when `max_head` bytes are buffered without a head. A body over `max_body`, or
   // one sent chunked, completes with the head (the server refuses the first, and reads the
   // second on a worker within its io_timeout). A head asking for "100 Continue" is answered here,
-  // and the Expect line taken out, so the body can come without a worker.
-  Head ReadRequest(size_t max_head, size_t max_body);
+  // and the Expect line taken out, so the body can come without a worker. With `admit_body`, a head
+  // that announces a body (a Content-Length above 0, or a Transfer-Encoding) and is not admitted
+  // gives kBodyRefused before a byte of its body is buffered or 100 Continue is sent.
+  Head ReadRequest(size_t max_head, size_t max_body, const AdmitBody& admit_body = nullptr);
   // The body length the request being read announced, once its head is in (0 before, or for one
   // without a body to wait for).
   uint64_t body_expected() const { return body_expected_; }
@@ -55,6 +61,9 @@ class Connection {
   ssize_t Write(const char* data, size_t n, absl::Time deadline);
   // Best effort and never waits: for a refusal sent just before closing.
   void TrySend(absl::string_view bytes);
+  // Reads away, without waiting, a little of what the peer has sent (at most 64 KiB), so that
+  // closing after a refusal sends FIN rather than a reset that could destroy the refusal.
+  void DrainSome();
 
   // Requests served on this connection so far.
   int served() const { return served_; }
@@ -73,6 +82,8 @@ class Connection {
   // The request head in in_[0, head_bytes_) is complete: whether a body of at most `max_body`
   // bytes is to be buffered before it is served (setting body_expected_).
   bool ExpectBody(size_t max_body);
+  // Whether the complete head in in_[0, head_bytes_) may go on to its body under `admit_body`.
+  bool BodyAdmitted(const AdmitBody& admit_body) const;
   // Appends at least one byte read from the socket to the buffer, waiting until `deadline`.
   // 1 when bytes came, 0 at the end of the stream, -1 on an error or the deadline.
   int Fill(absl::Time deadline);

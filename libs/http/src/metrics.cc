@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartMetricsServer(
   options.name = "/metrics";
   options.threads = 2;
   options.max_body_bytes = 4096;  // a scrape has no body
+  options.body_auth = auth;
   options.io_timeout = absl::Seconds(10);
   options.priority_paths = {"/metrics"};  // a scrape is answered while other requests hold the threads
   return Server::Start(std::move(options), RequireBearer(std::move(auth), MetricsHandler(std::move(collectables))));

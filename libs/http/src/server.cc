@@ -193,6 +193,11 @@ class Server::Impl {
     a.max_head_bytes = std::max<size_t>(options_.max_head_bytes, 1024);
     a.max_body_bytes = options_.max_body_bytes;
     a.tls = tls_.get();
+    if (options_.body_auth.enabled()) {
+      a.admit_body = [auth = options_.body_auth](const std::string& authorization) {
+        return auth.Check(authorization).ok();
+      };
+    }
     a.limits = &limits_;
     a.refusal = [error_reply = error_reply_](int status, const std::string& message) {
       return RawReply(error_reply(status, message));

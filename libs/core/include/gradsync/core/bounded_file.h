@@ -4,6 +4,8 @@
 // without bound.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -18,7 +20,15 @@ namespace gradsync {
 // socket) or a file over `max_bytes`, also one that grows beyond it while read; NOT_FOUND when it
 // cannot be opened; INTERNAL on a read error. Every message names the path and the problem only:
 // never the file's contents or its size.
-absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what);
+//
+// With `seen`, also gives the owner and mode of the file that was read (from the open file, so they
+// are the very file's, not those of whatever the path names a moment later).
+struct FileOwnership {
+  uid_t owner = 0;
+  mode_t mode = 0;
+};
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, int64_t max_bytes, absl::string_view what,
+                                            FileOwnership* seen = nullptr);
 
 // Whether the last component of a path may be a symbolic link.
 enum class Links { kFollow, kRefuse };

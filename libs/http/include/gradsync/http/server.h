@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "gradsync/core/token_auth.h"
 
 namespace gradsync::http {
 
@@ -68,6 +69,11 @@ struct ServerOptions {
   std::string tls_key_file;
   // Larger request bodies are refused with 413 before the handler runs.
   size_t max_body_bytes = 1 << 20;
+  // When enabled, a request that announces a body (a Content-Length above 0, or chunked) must carry
+  // this bearer token in its head: otherwise it is answered 401 as soon as its head is in, and no
+  // byte of its body is read, buffered or given a thread. For servers whose every route that takes
+  // a body needs the token (the handler still checks every request as before).
+  TokenAuth body_auth;
   // Requests served at once.
   int threads = 4;
   // A connection must deliver its whole request head (request line and headers, and the TLS
