@@ -53,15 +53,20 @@ class PyCallback {
   std::shared_ptr<py::function> f_;
 };
 
-// The epoch's permutation of [0, n) as int64 bytes (torch.frombuffer reads them without a copy
-// per element).
-py::bytes PermutationBytes(uint64_t epoch_seed, int64_t n) {
-  std::vector<int64_t> perm;
+// The samples at positions first, first + stride, ... (count of them) of the epoch's order of
+// [0, n), as int64 bytes (torch.frombuffer reads them without a copy per element). A sampler asks
+// for its positions a chunk at a time, so an epoch of billions of samples never lies in memory.
+py::bytes OrderBytes(uint64_t epoch_seed, int64_t n, int64_t first, int64_t count, int64_t stride) {
+  if (n < 0 || first < 0 || count < 0 || stride <= 0 || (count > 0 && first + (count - 1) * stride >= n)) {
+    throw py::value_error("epoch_positions: positions outside the epoch");
+  }
+  std::vector<int64_t> samples(static_cast<size_t>(count));
   {
     py::gil_scoped_release released;
-    perm = ddp::EpochPermutation(epoch_seed, n);
+    const ddp::EpochOrder order(epoch_seed, n);
+    for (int64_t k = 0; k < count; ++k) samples[static_cast<size_t>(k)] = order[first + k * stride];
   }
-  return py::bytes(reinterpret_cast<const char*>(perm.data()), perm.size() * sizeof(int64_t));
+  return py::bytes(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(int64_t));
 }
 
 void BindExchange(py::module_& m) {
@@ -151,8 +156,10 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "gradsync's C++ client and communicators, for the gradsync Python package";
   m.def("epoch_seed", &ddp::EpochSeed, py::arg("job_seed"), py::arg("epoch"),
         "The seed of an epoch's order, as the coordinator's epoch plan gives it.");
-  m.def("epoch_permutation", &PermutationBytes, py::arg("epoch_seed"), py::arg("n"),
-        "The epoch's permutation of range(n), as little-endian int64 bytes.");
+  m.def("epoch_positions", &OrderBytes, py::arg("epoch_seed"), py::arg("n"), py::arg("first"), py::arg("count"),
+        py::arg("stride"),
+        "The samples at positions first, first + stride, ... (count of them) of the epoch's order of range(n), "
+        "as little-endian int64 bytes.");
   BindExchange(m);
   BindRankLink(m);
 }

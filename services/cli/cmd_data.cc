@@ -1,9 +1,12 @@
 // gradsync data prepare: text files to llm.c token shards (bytes, or a tokenizer's ids), so a
 // job can read them with data.shards instead of tokenising text at every start. Needs no cluster.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -20,6 +23,7 @@
 #include "gradsync/data/shards_info.h"
 #include "gradsync/data/token_shard.h"
 #include "gradsync/tokenizer/tokenizer.h"
+#include "prepare_corpus.h"
 
 namespace gradsync::cli {
 namespace {
@@ -73,22 +77,6 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> ShardTokenizer(const Args&
   return t;
 }
 
-// The ids of the files, concatenated in order, at the narrowest width that holds the
-// tokenizer's vocabulary; `bytes` counts what was read.
-absl::StatusOr<data::TokenStream> Tokenize(const std::vector<std::string>& paths, const tokenizer::Tokenizer& t,
-                                           size_t* bytes) {
-  std::vector<uint32_t> tokens;
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::string> text = data::ReadTextFile(path);
-    if (!text.ok()) return text.status();
-    *bytes += text->size();
-    absl::StatusOr<std::vector<int32_t>> ids = t.Encode(*text);
-    if (!ids.ok()) return absl::Status(ids.status().code(), absl::StrCat(path, ": ", ids.status().message()));
-    tokens.insert(tokens.end(), ids->begin(), ids->end());  // ids lie in [0, vocab_size)
-  }
-  return data::TokenStream::OfWidth(tokens, data::WidthForVocab(t.vocab_size()));
-}
-
 data::ShardsInfo DescribeTokenizer(const Args& args, const tokenizer::Tokenizer& t) {
   std::error_code ec;
   std::string path;
@@ -96,10 +84,56 @@ data::ShardsInfo DescribeTokenizer(const Args& args, const tokenizer::Tokenizer&
   return {std::string(tokenizer::KindName(t.kind())), path, t.vocab_size()};
 }
 
-absl::StatusOr<std::vector<data::ShardFile>> WriteSplit(const std::string& dir, const char* prefix,
-                                                        const data::TokenStream& tokens, int shard_tokens) {
-  if (tokens.size() == 0) return std::vector<data::ShardFile>();
-  return data::WriteShards(dir, prefix, tokens, shard_tokens);
+std::optional<std::string> OptionalArg(const Args& args, const std::string& name) {
+  if (!args.Has(name)) return std::nullopt;
+  return args.Get(name);
+}
+
+// What the files hold, tokenized: documents, or with --chat conversations packed into windows.
+absl::StatusOr<Corpus> ReadCorpus(const Args& args, const std::vector<std::string>& paths, const tokenizer::Tokenizer& t,
+                                  double val_fraction, uint64_t seed, int seq_len, size_t* bytes) {
+  if (args.Has("chat")) {
+    if (absl::Status s = CheckChatTemplate(args.Get("chat-template", "chatml"), args.Get("tokenizer", "")); !s.ok()) {
+      return s;
+    }
+    std::vector<Conversation> conversations;
+    for (const std::string& path : paths) {
+      if (!IsJsonLines(path)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": --chat reads .jsonl files of conversations"));
+      }
+      absl::StatusOr<std::vector<Conversation>> read = ReadConversations(path);
+      if (!read.ok()) return read.status();
+      for (Conversation& c : *read) {
+        for (const Turn& turn : c) *bytes += turn.content.size();
+        conversations.push_back(std::move(c));
+      }
+    }
+    const int32_t pad = t.SpecialTokenId("<|im_end|>").value_or(0);
+    return TokenizeChats(conversations, t, seq_len, !args.Has("no-pack"), pad, val_fraction, seed);
+  }
+  std::vector<std::string> documents;
+  for (const std::string& path : paths) {
+    absl::StatusOr<std::vector<std::string>> read = ReadDocuments(path, args.Get("jsonl-field", "text"));
+    if (!read.ok()) return read.status();
+    for (std::string& d : *read) {
+      *bytes += d.size();
+      documents.push_back(std::move(d));
+    }
+  }
+  absl::StatusOr<Separators> separators =
+      ResolveSeparators(OptionalArg(args, "bos"), OptionalArg(args, "eos"), t, args.Get("tokenizer", ""));
+  if (!separators.ok()) return separators.status();
+  return TokenizeDocuments(documents, t, *separators, val_fraction, seed);
+}
+
+void PrintSplit(const char* what, const SplitTokens& split, const std::vector<data::ShardFile>& files, int vocab) {
+  if (files.empty()) return;
+  std::printf("wrote %zu %s shard(s) of %s tokens: %lld documents, %zu tokens%s:\n", files.size(), what,
+              data::WidthForVocab(vocab) == data::TokenWidth::kUint16 ? "uint16" : "uint32",
+              static_cast<long long>(split.documents), split.tokens.size(),
+              split.mask.empty() ? "" : absl::StrFormat(" (%lld counted by the loss)",
+                                                        static_cast<long long>(std::count(split.mask.begin(), split.mask.end(), 1))).c_str());
+  PrintShards(files);
 }
 
 int Prepare(const Args& args) {
@@ -110,45 +144,51 @@ int Prepare(const Args& args) {
   if (!val_fraction.ok()) return Fail(std::string(val_fraction.status().message()));
   absl::StatusOr<int> shard_tokens = args.GetInt("shard-tokens", kDefaultShardTokens, 1, 1 << 30);
   if (!shard_tokens.ok()) return Fail(std::string(shard_tokens.status().message()));
+  absl::StatusOr<int> seed = args.GetInt("seed", 1, 0, std::numeric_limits<int>::max());
+  if (!seed.ok()) return Fail(std::string(seed.status().message()));
+  absl::StatusOr<int> seq_len = args.GetInt("seq-len", 0, 1, 1 << 20);
+  if (!seq_len.ok()) return Fail(std::string(seq_len.status().message()));
+  if (args.Has("chat") && *seq_len <= 0) {
+    return Fail("--chat needs --seq-len T, the model's seqLen: conversations are packed into its windows");
+  }
   absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok = ShardTokenizer(args);
   if (!tok.ok()) return Fail(std::string(tok.status().message()));
 
   absl::StatusOr<std::vector<std::string>> paths = data::ExpandPaths(patterns);
   if (!paths.ok()) return Fail(std::string(paths.status().message()));
   size_t bytes = 0;
-  absl::StatusOr<data::TokenStream> tokens = Tokenize(*paths, **tok, &bytes);
-  if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
-  const auto total = static_cast<size_t>(tokens->size());
-  const auto val_tokens = static_cast<size_t>(std::floor(*val_fraction * static_cast<double>(total)));
-  if (*val_fraction > 0 && val_tokens == 0) {
-    return Fail(absl::StrFormat("--val-fraction: %g of %d tokens is not a single token", *val_fraction, total));
+  absl::StatusOr<Corpus> corpus =
+      ReadCorpus(args, *paths, **tok, *val_fraction, static_cast<uint64_t>(*seed), *seq_len, &bytes);
+  if (!corpus.ok()) return Fail(std::string(corpus.status().message()));
+  if (*val_fraction > 0 && corpus->val.documents == 0) {
+    return Fail(absl::StrFormat("--val-fraction: %g of %d documents drew none to hold out; give more documents, "
+                                "a larger fraction or a single file (whose tail is held out)",
+                                *val_fraction, corpus->train.documents));
   }
+  if (corpus->train.tokens.empty()) return Fail("no tokens for the train shards");
 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Fail(absl::StrCat(dir, ": cannot create the directory: ", ec.message()));
   if (absl::Status s = CheckNoShards(dir); !s.ok()) return Fail(std::string(s.message()));
-
-  const auto train_tokens = static_cast<int64_t>(total - val_tokens);
-  auto train = data::WriteShards(dir, "train", tokens->Slice(0, train_tokens), *shard_tokens);
+  const int vocab = (*tok)->vocab_size();
+  auto train = WriteSplit(dir, "train", corpus->train, vocab, *shard_tokens, *seq_len);
   if (!train.ok()) return Fail(std::string(train.status().message()));
-  auto val = WriteSplit(dir, "val", tokens->Slice(train_tokens, static_cast<int64_t>(val_tokens)), *shard_tokens);
+  auto val = WriteSplit(dir, "val", corpus->val, vocab, *shard_tokens, *seq_len);
   if (!val.ok()) return Fail(std::string(val.status().message()));
-  const data::ShardsInfo info = DescribeTokenizer(args, **tok);
+  data::ShardsInfo info = DescribeTokenizer(args, **tok);
+  if (args.Has("chat")) info.packed_seq_len = *seq_len;
   if (absl::Status s = data::WriteShardsInfo(dir, info); !s.ok()) return Fail(std::string(s.message()));
-  std::printf("read %zu file(s), %zu bytes = %zu tokens (%s%s%s, vocabulary %d)\n", paths->size(), bytes, total,
-              info.tokenizer_kind.c_str(), info.tokenizer_path.empty() ? "" : " ", info.tokenizer_path.c_str(),
-              info.vocab_size);
-  std::printf("wrote %zu train shard(s) of %s tokens, %zu tokens:\n", train->size(),
-              tokens->width() == data::TokenWidth::kUint16 ? "uint16" : "uint32", total - val_tokens);
-  PrintShards(*train);
-  if (!val->empty()) {
-    std::printf("wrote %zu val shard(s), %zu tokens (a job training on the train shards validates on them):\n",
-                val->size(), val_tokens);
-    PrintShards(*val);
+  std::printf("read %zu file(s), %zu bytes of text (%s%s%s, vocabulary %d)\n", paths->size(), bytes,
+              info.tokenizer_kind.c_str(), info.tokenizer_path.empty() ? "" : " ", info.tokenizer_path.c_str(), vocab);
+  if (corpus->truncated > 0) {
+    std::printf("%lld conversation(s) longer than a window of %d tokens were cut to fit\n",
+                static_cast<long long>(corpus->truncated), *seq_len);
   }
-  std::printf("train on them with: data: {shards: {paths: [\"%s/train_*.bin\"]}} and model.transformer.vocabSize %d\n",
-              dir.c_str(), info.vocab_size);
+  PrintSplit("train", corpus->train, *train, vocab);
+  PrintSplit("val", corpus->val, *val, vocab);
+  std::printf("train on them with: data: {shards: {paths: [\"%s/train_*.bin\"]}} and model.transformer.vocabSize %d%s\n",
+              dir.c_str(), vocab, args.Has("chat") ? absl::StrCat(", seqLen ", *seq_len).c_str() : "");
   return 0;
 }
 
@@ -166,16 +206,30 @@ int DataCommand(const std::vector<std::string>& argv) { return RunSubcommand("da
 std::vector<Command> DataRows() {
   std::vector<Command> t;
   t.push_back({.name = "data prepare",
-               .synopsis = "TEXT... -o DIR [--tokenizer TOK] [--val-fraction F] [--shard-tokens N]",
-               .summary = "tokenise text files into llm.c shards (train_*.bin, val_*.bin)",
-               .example = "gradsync data prepare 'corpus/*.txt' -o shards --val-fraction 0.05",
+               .synopsis = "FILE... -o DIR [--tokenizer TOK] [--val-fraction F] [--seed N] [--bos T] [--eos T]\n"
+                           "    [--jsonl-field F] [--chat --seq-len T [--no-pack] [--chat-template chatml|tokenizer]]\n"
+                           "    [--shard-tokens N]",
+               .summary = "tokenise documents or chats into llm.c shards (train_*.bin, val_*.bin; masks for chats)",
+               .example = "gradsync data prepare pretrain.jsonl -o shards --tokenizer tokenizer.json --val-fraction 0.01",
                .details =
-                   "TEXT: files or globs, concatenated in order. Shards of at most N tokens (default\n"
-                   "100000000); with F > 0 the last F of the tokens go to DIR/val_*.bin. TOK: a tokenizer.json,\n"
-                   "GPT-2's encoder.json + vocab.bpe (or their directory) or a SentencePiece .model; without\n"
-                   "it, one token per byte (vocabulary 256). Tokens are uint16 when the vocabulary has at most\n"
-                   "65536 ids, else uint32 (llm.c's Llama 3 layout). DIR/shards.json records the tokenizer.\n",
-               .options = {Output("DIR"), {"tokenizer", "TOK"}, {"val-fraction", "F"}, {"shard-tokens", "N"}},
+                   "FILE: files or globs, in order. A .jsonl file holds a document a line (the string\n"
+                   "--jsonl-field, default text, of each line's object); any other file is one document. Each\n"
+                   "document is [BOS] ids [EOS]: --bos/--eos name a special token or none; by default a\n"
+                   "tokenizer.json's tokenizer_config.json bos_token/eos_token, GPT-2's <|endoftext|> before each\n"
+                   "document (llm.c's FineWeb layout), nothing for bytes. With F > 0 a seeded random sample of\n"
+                   "about F of the documents (--seed N, default 1; of a single document, its last F) goes to\n"
+                   "DIR/val_*.bin. Shards of at most N tokens (default 100000000). TOK: a tokenizer.json,\n"
+                   "GPT-2's encoder.json + vocab.bpe (or\n"
+                   "their directory) or a SentencePiece .model; without it, one token per byte (vocabulary 256).\n"
+                   "Tokens are uint16 when the vocabulary has at most 65536 ids, else uint32.\n"
+                   "--chat reads .jsonl conversations ({\"conversations\": [{\"role\", \"content\"}...]}, MiniMind's\n"
+                   "SFT layout) in ChatML (--chat-template tokenizer: the tokenizer_config.json's, when it is\n"
+                   "ChatML), and writes beside each shard a loss mask (.mask) keeping the assistant's replies;\n"
+                   "conversations are packed whole into the windows of a model of seqLen T (--no-pack: one a\n"
+                   "window), cut when longer. DIR/shards.json records the tokenizer (and T).\n",
+               .options = {Output("DIR"), {"tokenizer", "TOK"}, {"val-fraction", "F"}, {"seed", "N"}, {"bos", "T"},
+                           {"eos", "T"}, {"jsonl-field", "F"}, {"chat", ""}, {"seq-len", "T"}, {"no-pack", ""},
+                           {"chat-template", "NAME"}, {"shard-tokens", "N"}},
                .operands = Operands::kFiles,
                .run = DataPrepareCommand});
   return t;

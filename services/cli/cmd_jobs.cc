@@ -111,8 +111,8 @@ int SubmitCommand(const std::vector<std::string>& argv) {
   const Args& args = parsed->args;
   auto workers = args.GetInt("workers", 0, 1, 4096);
   if (!workers.ok()) return Fail(workers.status());
-  auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, args.GetAll("set"), *workers)
-                                  : LoadSpecFromCommandLine(args.positional[0], args.GetAll("set"), *workers);
+  auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, SpecOverrides(args), *workers)
+                                  : LoadSpecFromCommandLine(args.positional[0], SpecOverrides(args), *workers);
   if (!spec.ok()) return Fail(spec.status());
   auto connected = ConnectJobClient(args);
   if (!connected.ok()) return Fail(connected.status());
@@ -226,8 +226,11 @@ std::vector<Command> JobRows() {
                           "when it SUCCEEDED). Relative data paths of a spec submitted to a local cluster start in\n"
                           "the current directory. After \"--\", a command instead (a script job): each of the\n"
                           "--workers N ranks runs it with torchrun's environment, in the current directory, which\n"
-                          "must lie in the cluster's data roots and be where every worker sees it.\n",
-               .options = Plus({{"set", "path=value"}, {"workers", "N"}, {"wait", ""}, Output()}, job_options),
+                          "must lie in the cluster's data roots and be where every worker sees it. --resume-from JOB\n"
+                          "continues JOB's run (ended, same model, data and batch shape) from its newest checkpoint:\n"
+                          "its step, learning-rate schedule, optimizer state and data position, at any world size.\n",
+               .options = Plus({{"set", "path=value"}, {"workers", "N"}, {"resume-from", "JOB"}, {"wait", ""}, Output()},
+                               job_options),
                .formats = {F::kTable, F::kJson, F::kYaml, F::kName},
                .connects = true,
                .operands = Operands::kFiles,

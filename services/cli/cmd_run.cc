@@ -100,8 +100,8 @@ absl::StatusOr<RunRequest> ParseRun(const std::vector<std::string>& argv) {
   if (!workers.ok()) return workers.status();
   auto device = device::ParseDeviceRequest(args->Get("device", "auto"), "--device");
   if (!device.ok()) return device.status();
-  auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, args->GetAll("set"), *workers)
-                                  : LoadSpecFromCommandLine(args->positional[0], args->GetAll("set"), *workers);
+  auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, SpecOverrides(*args), *workers)
+                                  : LoadSpecFromCommandLine(args->positional[0], SpecOverrides(*args), *workers);
   if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat("invalid job spec: ", spec.status().message()));
   r.spec = *std::move(spec);
   r.cluster.workers = *workers > 0 ? *workers : r.spec.training().world_size();
@@ -278,6 +278,7 @@ std::vector<Command> RunRows() {
                    "job: its ranks save the weights at the next step boundary, then the cluster stops.\n"),
                .options = {{"workers", "N"},
                            {"set", "path=value"},
+                           {"resume-from", "JOB"},
                            Output(),
                            {"state-dir", "DIR"},
                            {"device", "D"},

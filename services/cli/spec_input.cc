@@ -46,6 +46,12 @@ std::string ScriptName(const std::vector<std::string>& command) {
 
 }  // namespace
 
+std::vector<std::string> SpecOverrides(const Args& args) {
+  std::vector<std::string> overrides = args.GetAll("set");
+  if (args.Has("resume-from")) overrides.push_back(absl::StrCat("training.resumeFrom=\"", args.Get("resume-from"), "\""));
+  return overrides;
+}
+
 absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers) {
   auto spec = spec::LoadJobSpecFile(path, WithWorkers(overrides, workers));

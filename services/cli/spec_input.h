@@ -6,9 +6,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/core/args.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::cli {
+
+// The spec overrides a job command's options give: every --set, then --resume-from JOB as
+// training.resumeFrom (a new job that continues JOB's run from its newest checkpoint).
+std::vector<std::string> SpecOverrides(const Args& args);
 
 // Reads `path` with `overrides`; when `workers` > 0 and no override names training.worldSize,
 // the world size becomes `workers`. Fills defaults and validates; errors name the field.

@@ -16,6 +16,7 @@
 #include "gradsync/core/rng.h"
 #include "gradsync/spec/job_paths.h"
 #include "gradsync/spec/job_spec.h"
+#include "continuation.h"
 
 namespace gradsync::coordinator {
 
@@ -258,19 +259,34 @@ absl::StatusOr<v1::Job> Coordinator::NewJob(v1::JobSpec spec) {
 absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   auto normalized = spec::Normalize(std::move(spec));
   if (!normalized.ok()) return normalized.status();
-  if (absl::Status s = CheckModelBudget(*normalized, options_.max_model_bytes); !s.ok()) return s;
+  absl::StatusOr<std::optional<spec::JobPlan>> plan = PlanWithinBudget(*normalized, options_.max_model_bytes);
+  if (!plan.ok()) return plan.status();
   if (absl::Status s = ConfineDataPaths(options_.data_roots, &*normalized); !s.ok()) return s;
   if (absl::Status s = ConfineInitFrom(options_.data_roots, options_.artifact_root, &*normalized); !s.ok()) return s;
   if (absl::Status s = ConfineScriptDir(options_.data_roots, &*normalized); !s.ok()) return s;
+  absl::StatusOr<std::optional<v1::CheckpointManifest>> continues = ContinuationOf(*normalized);
+  if (!continues.ok()) return continues.status();
   absl::MutexLock creating(&create_mu_);
   absl::StatusOr<v1::Job> job = NewJob(*std::move(normalized));
   if (!job.ok()) return job.status();
+  if (continues->has_value()) *job->mutable_continued_from() = **continues;
   // The job exists once it is stored; until then no other call can see it.
   if (absl::Status s = writer_.Insert(*job); !s.ok()) return s;
   const std::string id = job->id();
   StateLock lock(this);
   JobRuntime& rt = jobs_.try_emplace(id, *std::move(job)).first->second;
   AddEventLocked(&rt, "Created", absl::StrCat("world size ", rt.spec().training().world_size()));
+  if (plan->has_value()) {
+    if (const std::string notice = spec::IgnoredBuffersNotice((*plan)->ignore); !notice.empty()) {
+      AddEventLocked(&rt, "IgnoredBuffers", notice);
+    }
+  }
+  if (rt.job().has_continued_from()) {
+    const v1::CheckpointManifest& from = rt.job().continued_from();
+    AddEventLocked(&rt, "Continues",
+                   absl::StrCat("continues ", rt.spec().training().resume_from(), " from its checkpoint at step ",
+                                from.step(), " (epoch ", from.epoch(), ", sample ", from.cursor(), " of it)"));
+  }
   queue_.push_back(id);
   TouchLocked(&rt);
   ScheduleLocked();
@@ -278,6 +294,18 @@ absl::StatusOr<v1::Job> Coordinator::CreateJob(v1::JobSpec spec) {
   // stored (and the change is written again later), not an error that invites a second submit.
   lock.Commit().IgnoreError();
   return StoredJob(id);
+}
+
+absl::StatusOr<std::optional<v1::CheckpointManifest>> Coordinator::ContinuationOf(const v1::JobSpec& spec) {
+  const std::string& from = spec.training().resume_from();
+  if (from.empty()) return std::nullopt;
+  std::optional<std::pair<v1::Job, int64_t>> previous = writer_.stored().Get(JobIdFromName(from));
+  if (!previous.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.resumeFrom: no job \"", from, "\" on this coordinator"));
+  }
+  absl::StatusOr<v1::CheckpointManifest> point = ContinuationPoint(spec, previous->first);
+  if (!point.ok()) return point.status();
+  return std::optional<v1::CheckpointManifest>(*std::move(point));
 }
 
 absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& name) {

@@ -258,6 +258,9 @@ class Coordinator {
   // Allocates a fresh job id and fills the new job's fields; UNAVAILABLE while shutting down. The
   // id stays free while create_mu_ is held.
   absl::StatusOr<v1::Job> NewJob(v1::JobSpec spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(create_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // The checkpoint a new job continues (training.resumeFrom), from the stored job it names; none
+  // without the field. continuation.h's refusals, or INVALID_ARGUMENT for a job that is not stored.
+  absl::StatusOr<std::optional<v1::CheckpointManifest>> ContinuationOf(const v1::JobSpec& spec);
   JobRuntime* FindJobLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The running generation `generation` of job `job_id` in which `worker_id` holds `rank`, for a
   // report of that rank: FAILED_PRECONDITION when no such generation runs, PERMISSION_DENIED when

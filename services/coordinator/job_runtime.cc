@@ -229,6 +229,20 @@ std::optional<v1::CheckpointManifest> JobRuntime::ResumePoint(const std::string&
                                         : absl::StrCat("using the one at step ", list->rbegin()->step())),
              now);
   }
+  return ContinuationPoint(verifier, now);
+}
+
+std::optional<v1::CheckpointManifest> JobRuntime::ContinuationPoint(CheckpointVerifier& verifier, absl::Time now) {
+  if (!job_.has_continued_from()) return std::nullopt;
+  const v1::CheckpointManifest& from = job_.continued_from();
+  // The other job's checkpoint: read, never renamed or retained here.
+  const absl::Status ok = verifier.CheckNow(from.dir(), job_.restarts()).status;
+  if (ok.ok()) return from;
+  AddEvent("ContinuationCorrupt",
+           absl::StrCat("the checkpoint at step ", from.step(), " this job continues (", from.dir(),
+                        ") failed verification (", ok.message(), "): starting from the job seed"),
+           now);
+  job_.clear_continued_from();
   return std::nullopt;
 }
 

@@ -134,10 +134,14 @@ class JobRuntime {
   // this thread only one that changed since). A corrupt one is set aside (renamed, so retention
   // and `checkpoint list` skip it) and dropped from the job with a CheckpointCorrupt event at
   // `now`; one outside `checkpoint_root` (the job's own, Dir()/checkpoints) is dropped untouched.
+  // With none of its own: the checkpoint of another job it continues (training.resumeFrom), if
+  // that verifies (ContinuationPoint).
   std::optional<v1::CheckpointManifest> ResumePoint(const std::string& checkpoint_root, CheckpointVerifier& verifier,
                                                     absl::Time now);
 
  private:
+  // Job.continued_from when it verifies; otherwise a ContinuationCorrupt event at `now`, and none.
+  std::optional<v1::CheckpointManifest> ContinuationPoint(CheckpointVerifier& verifier, absl::Time now);
   v1::Job job_;
   int64_t version_ = 1;
   std::unique_ptr<Generation> generation_;

@@ -55,12 +55,15 @@ absl::Status CheckModelBudget(const ModelFootprint& f, int64_t max_bytes) {
   return absl::OkStatus();
 }
 
-absl::Status CheckModelBudget(const v1::JobSpec& spec, int64_t max_bytes) {
+absl::StatusOr<std::optional<spec::JobPlan>> PlanWithinBudget(const v1::JobSpec& spec, int64_t max_bytes) {
   // A script's model is its own, built where the coordinator cannot count it.
-  if (spec.has_script()) return absl::OkStatus();
+  if (spec.has_script()) return std::nullopt;
   absl::StatusOr<spec::JobPlan> plan = spec::PlanJob(spec);
   if (!plan.ok()) return plan.status();
-  return CheckModelBudget(FootprintOf(*plan, std::max(MinWorkers(spec), 1)), max_bytes);
+  if (absl::Status s = CheckModelBudget(FootprintOf(*plan, std::max(MinWorkers(spec), 1)), max_bytes); !s.ok()) {
+    return s;
+  }
+  return std::optional<spec::JobPlan>(*std::move(plan));
 }
 
 }  // namespace gradsync::coordinator

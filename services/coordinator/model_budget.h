@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -46,7 +47,8 @@ ModelFootprint FootprintOf(const spec::JobPlan& plan, int world_size);
 // message says which mode over how many ranks.
 absl::Status CheckModelBudget(const ModelFootprint& footprint, int64_t max_bytes);
 
-// PlanJob's errors, or CheckModelBudget of the spec's plan over the fewest ranks it runs on.
-absl::Status CheckModelBudget(const v1::JobSpec& spec, int64_t max_bytes);
+// The plan of a native job whose model fits the budget over the fewest ranks it runs on: PlanJob's
+// errors, or CheckModelBudget's. nullopt for a script job, whose model the coordinator cannot see.
+absl::StatusOr<std::optional<spec::JobPlan>> PlanWithinBudget(const v1::JobSpec& spec, int64_t max_bytes);
 
 }  // namespace gradsync::coordinator

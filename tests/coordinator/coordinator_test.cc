@@ -83,6 +83,29 @@ TEST_F(CoordinatorTest, RepeatedCheckpointRequestsAddOneEventUntilACheckpointIsT
   EXPECT_EQ(after.events().rbegin()->type(), "CheckpointRequested");
 }
 
+// MiniMind's `_ddp_params_and_buffers_to_ignore` copied into a llama job names its RoPE tables:
+// accepted (they are buffers, never synchronised), and the job's events say so.
+TEST_F(CoordinatorTest, IgnoringTheRopeBuffersOfALlamaIsAcceptedAndSaidInTheEvents) {
+  v1::JobSpec spec;
+  spec.set_name("rope");
+  spec.mutable_model()->set_preset("gpt-tiny");
+  spec.mutable_model()->mutable_transformer()->set_flavour("llama");
+  spec.mutable_data()->mutable_text()->add_paths("corpus.txt");
+  spec.mutable_training()->set_world_size(1);
+  spec.mutable_ddp()->add_ignore_params("freqs_cos");
+  spec.mutable_ddp()->add_ignore_params("freqs_sin");
+  absl::StatusOr<v1::Job> job = c_->CreateJob(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const v1::Job stored = *c_->GetJob(job->name());
+  ASSERT_GE(stored.events_size(), 2);
+  EXPECT_EQ(stored.events(1).type(), "IgnoredBuffers");
+  EXPECT_NE(stored.events(1).message().find("freqs_cos, freqs_sin are the model's RoPE tables"), std::string::npos)
+      << stored.events(1).message();
+  // Without names of buffers, no such event.
+  const v1::Job plain = *c_->GetJob(Submit(1).name());
+  for (const v1::JobEvent& e : plain.events()) EXPECT_NE(e.type(), "IgnoredBuffers");
+}
+
 TEST_F(CoordinatorTest, GangGetsRanksZeroToNAndTheFilledSpec) {
   std::string w0 = Register("h0"), w1 = Register("h1"), w2 = Register("h2");
   v1::Job job = Submit(3);

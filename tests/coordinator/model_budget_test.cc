@@ -76,8 +76,8 @@ TEST(ModelBudget, TheFootprintIsSixteenBytesAParameter) {
   f = FootprintOf(*spec::PlanJob(gpt2), 1);
   EXPECT_EQ(f->params, 124439808);
   EXPECT_EQ(f->teacher_bytes, 0);
-  EXPECT_TRUE(CheckModelBudget(gpt2, kDefaultMaxModelBytes).ok());
-  EXPECT_FALSE(CheckModelBudget(gpt2, f->model_bytes - 1).ok());
+  EXPECT_TRUE(PlanWithinBudget(gpt2, kDefaultMaxModelBytes).ok());
+  EXPECT_FALSE(PlanWithinBudget(gpt2, f->model_bytes - 1).ok());
 
   // The operator's budget is the one applied.
   EXPECT_EQ(NewCoordinator(1 << 20)->CreateJob(*mlp).status().code(), absl::StatusCode::kOk);
@@ -90,22 +90,22 @@ TEST(ModelBudget, TheFootprintIsSixteenBytesAParameter) {
 // leaves 9 bytes a parameter, still over.
 TEST(ModelBudget, TheBudgetFollowsTheShardingMode) {
   constexpr int64_t kBudget = int64_t{1} << 30;
-  const absl::Status unsharded = CheckModelBudget(Gpt2("none", 8), kBudget);
+  const absl::Status unsharded = PlanWithinBudget(Gpt2("none", 8), kBudget).status();
   EXPECT_EQ(unsharded.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StartsWith(unsharded.message(), "model.transformer: the model's 124439808 parameters take 1.9 GiB"))
       << unsharded;
   EXPECT_EQ(NewCoordinator(kBudget)->CreateJob(Gpt2("none", 8)).status().code(), absl::StatusCode::kInvalidArgument);
 
-  EXPECT_TRUE(CheckModelBudget(Gpt2("full", 8), kBudget).ok());
+  EXPECT_TRUE(PlanWithinBudget(Gpt2("full", 8), kBudget).ok());
   const ModelFootprint full = FootprintOf(*spec::PlanJob(Gpt2("full", 8)), 8);
   const int64_t shard = 124439808 / 8, embeddings = (50257 + 1024) * 768;
   EXPECT_EQ(full.model_bytes, 4 * (shard + 2 * embeddings) + 4 * (shard + embeddings) + 8 * shard);
 
-  const absl::Status optimizer = CheckModelBudget(Gpt2("optimizer", 8), kBudget);
+  const absl::Status optimizer = PlanWithinBudget(Gpt2("optimizer", 8), kBudget).status();
   EXPECT_EQ(optimizer.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(optimizer.message(), "ddp.sharding \"optimizer\" over 8 ranks")) << optimizer;
   // A full job on one rank is its whole state again.
-  EXPECT_FALSE(CheckModelBudget(Gpt2("full", 1), kBudget).ok());
+  EXPECT_FALSE(PlanWithinBudget(Gpt2("full", 1), kBudget).ok());
 }
 
 }  // namespace

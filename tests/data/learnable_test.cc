@@ -53,7 +53,7 @@ TEST(LearnableTest, LossFallsWellBelowChance) {
   std::vector<int64_t> held_out;
   for (int64_t i = train_size; i < (*dataset)->size(); ++i) held_out.push_back(i);
   nn::Batch eval;
-  (*dataset)->Fill(held_out, &eval);
+  ASSERT_TRUE((*dataset)->Fill(held_out, &eval).ok());
   const double initial = MeanLoss(**model, eval);
 
   nn::AdamW adam((*model)->layout(), nn::AdamWConfig{.beta1 = 0.9, .beta2 = 0.95});
@@ -62,7 +62,7 @@ TEST(LearnableTest, LossFallsWellBelowChance) {
   nn::Batch batch;
   for (int step = 0; step < kSteps; ++step) {
     for (int64_t& i : indices) i = static_cast<int64_t>(rng.Below(train_size));
-    (*dataset)->Fill(indices, &batch);
+    ASSERT_TRUE((*dataset)->Fill(indices, &batch).ok());
     (*model)->ZeroGrads();
     ASSERT_TRUE((*model)->ForwardBackward(batch, 1.0f / kBatch, {}).ok());
     adam.Step((*model)->params(), (*model)->grads(), 1e-3);

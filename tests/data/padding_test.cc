@@ -28,7 +28,7 @@ Outcome Run(const gradsync::v1::JobSpec& spec, const Dataset& dataset, const std
   (*model)->InitParams(5);
   (*model)->ZeroGrads();
   nn::Batch batch;
-  dataset.Fill(indices, &batch);
+  EXPECT_TRUE(dataset.Fill(indices, &batch).ok());
   auto loss = (*model)->ForwardBackward(batch, 0.25f, {});
   EXPECT_TRUE(loss.ok()) << loss.status();
   return Outcome{*loss, std::vector<float>((*model)->grads().begin(), (*model)->grads().end())};

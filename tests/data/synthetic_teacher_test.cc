@@ -34,7 +34,7 @@ std::unique_ptr<Dataset> MustCreate(const gradsync::v1::JobSpec& spec) {
 
 nn::Batch FillIndices(const Dataset& dataset, std::vector<int64_t> indices) {
   nn::Batch batch;
-  dataset.Fill(indices, &batch);
+  EXPECT_TRUE(dataset.Fill(indices, &batch).ok());
   return batch;
 }
 
@@ -68,7 +68,7 @@ TEST(SyntheticTeacherTest, SamplesDependOnlyOnSeedAndIndex) {
 
   // Refilling a used batch replaces its contents.
   nn::Batch reused = run;
-  a->Fill(std::vector<int64_t>{7}, &reused);
+  ASSERT_TRUE(a->Fill(std::vector<int64_t>{7}, &reused).ok());
   EXPECT_EQ(reused.features, alone.features);
   EXPECT_EQ(reused.targets, alone.targets);
 

@@ -3,7 +3,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gradsync/data/dataset.h"
 #include "gradsync/data/token_dataset.h"
 #include "gradsync/data/token_shard.h"
@@ -70,7 +74,7 @@ TEST_F(TokenDataTest, WideVocabulariesRoundTripAsUint32Shards) {
   ASSERT_TRUE(ds.ok()) << ds.status();
   nn::Batch b;
   const std::vector<int64_t> idx = {1, 0};
-  (*ds)->Fill(idx, &b);
+  ASSERT_TRUE((*ds)->Fill(idx, &b).ok());
   EXPECT_EQ(b.tokens, (std::vector<int32_t>{128255, 7, 100000, 1, 65535, 65536}));
   EXPECT_EQ(b.targets, (std::vector<int32_t>{7, 100000, 3, 65535, 65536, 128255}));
 }
@@ -137,7 +141,7 @@ TEST_F(TokenDataTest, TextWindowsPredictTheNextByte) {
   EXPECT_EQ((*ds)->size(), 3);
   nn::Batch b;
   const std::vector<int64_t> idx = {2, 0};
-  (*ds)->Fill(idx, &b);
+  ASSERT_TRUE((*ds)->Fill(idx, &b).ok());
   EXPECT_EQ(b.size, 2);
   EXPECT_EQ(b.tokens, (std::vector<int32_t>{'g', 'h', 'i', 'a', 'b', 'c'}));
   EXPECT_EQ(b.targets, (std::vector<int32_t>{'h', 'i', 'j', 'b', 'c', 'd'}));
@@ -152,7 +156,7 @@ TEST_F(TokenDataTest, WindowsNeverCrossFilesAndGlobsExpandInOrder) {
   EXPECT_EQ((*ds)->total_tokens(), 8);
   nn::Batch b;
   const std::vector<int64_t> idx = {2};
-  (*ds)->Fill(idx, &b);
+  ASSERT_TRUE((*ds)->Fill(idx, &b).ok());
   EXPECT_EQ(b.tokens, (std::vector<int32_t>{9, 8}));
   EXPECT_EQ(b.targets, (std::vector<int32_t>{8, 7}));
 }
@@ -233,11 +237,42 @@ TEST_F(TokenDataTest, OnlyRegularFilesUpToTheCapAreRead) {
       auto ds = TokenDataset::Load({path}, shards, 4, 256);
       ASSERT_FALSE(ds.ok()) << path;
       EXPECT_EQ(ds.status().code(), absl::StatusCode::kInvalidArgument) << ds.status();
-      EXPECT_NE(ds.status().message().find(path + ": " + problem), std::string::npos) << ds.status();
+      // Shards have no size cap (they are streamed): the huge file is refused by its header.
+      const std::string expected = shards && path == Path("huge.txt") ? "not a token shard" : problem;
+      EXPECT_NE(ds.status().message().find(path + ": " + expected), std::string::npos) << ds.status();
     }
   }
   auto dots = TokenDataset::Load({Path(".*")}, false, 4, 256);
   EXPECT_NE(dots.status().message().find("is a directory"), std::string::npos) << dots.status();
+}
+
+// Shards are streamed, with 64-bit counts and offsets: three sparse shards of 2^31 - 1 uint32
+// tokens each (8 GiB apparent, no disk), 6.4 billion windows of one token, load without reading
+// them, and the last window of the last file reads the token written at its end (a read more than
+// 4 GiB into a file, at a sample index beyond 2^32).
+TEST_F(TokenDataTest, ShardsBeyondThirtyTwoBitsLoadWithoutBeingReadAndServeTheirLastWindow) {
+  constexpr int64_t kCount = std::numeric_limits<int32_t>::max();
+  std::vector<std::string> paths;
+  for (int f = 0; f < 3; ++f) {
+    paths.push_back(Path(absl::StrCat("sparse_", f, ".bin")));
+    WriteBytes(absl::StrCat("sparse_", f, ".bin"), Header(kUint32Shard.magic, kUint32Shard.version, kCount));
+    std::filesystem::resize_file(paths.back(), static_cast<uintmax_t>(1024 + kCount * 4));
+  }
+  const uint32_t last = 70001;
+  {
+    std::fstream out(paths.back(), std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(1024 + (kCount - 1) * 4);
+    out.write(reinterpret_cast<const char*>(&last), sizeof(last));
+  }
+  auto ds = TokenDataset::Load(paths, /*shards=*/true, /*seq_len=*/1, /*vocab_size=*/100000);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ((*ds)->size(), 3 * (kCount - 1));
+  EXPECT_GT((*ds)->size(), int64_t{1} << 32);
+  EXPECT_EQ((*ds)->total_tokens(), 3 * kCount);
+  nn::Batch b;
+  ASSERT_TRUE((*ds)->Fill(std::vector<int64_t>{(*ds)->size() - 1, 0}, &b).ok());
+  EXPECT_EQ(b.tokens, (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{static_cast<int32_t>(last), 0}));
 }
 
 // A gpt-tiny spec shrunk to a context of `seq_len` tokens, with no data source yet.
@@ -257,7 +292,7 @@ TEST_F(TokenDataTest, CreateDatasetReadsTextAndShardsWithTheModelsContext) {
   EXPECT_EQ((*text)->size(), 3);
   nn::Batch b;
   const std::vector<int64_t> idx = {1};
-  (*text)->Fill(idx, &b);
+  ASSERT_TRUE((*text)->Fill(idx, &b).ok());
   EXPECT_EQ(b.tokens, (std::vector<int32_t>{'d', 'e', 'f'}));
   EXPECT_EQ(b.targets, (std::vector<int32_t>{'e', 'f', 'g'}));
 
@@ -267,7 +302,7 @@ TEST_F(TokenDataTest, CreateDatasetReadsTextAndShardsWithTheModelsContext) {
   auto shards = gradsync::testing::DatasetOf(spec);
   ASSERT_TRUE(shards.ok()) << shards.status();
   EXPECT_EQ((*shards)->size(), 3);
-  (*shards)->Fill(idx, &b);
+  ASSERT_TRUE((*shards)->Fill(idx, &b).ok());
   EXPECT_EQ(b.tokens, (std::vector<int32_t>{3, 4}));
   EXPECT_EQ(b.targets, (std::vector<int32_t>{4, 5}));
 }
@@ -306,7 +341,12 @@ TEST_F(TokenDataTest, CreateDatasetRefusesBadCombinationsAndNamesMissingFiles) {
   ASSERT_TRUE(WriteShard(Path("big.bin"), std::vector<uint16_t>{1, 2, 300, 4, 5}).ok());
   gradsync::v1::JobSpec tokens = TinyGptSpec(2);
   tokens.mutable_data()->mutable_shards()->add_paths(Path("big.bin"));
-  const absl::Status out_of_vocab = gradsync::testing::DatasetOf(tokens).status();
+  // Shards are streamed: a token is checked against the vocabulary when a batch reads it.
+  auto streamed = gradsync::testing::DatasetOf(tokens);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  nn::Batch batch;
+  const absl::Status out_of_vocab = (*streamed)->Fill(std::vector<int64_t>{0}, &batch);
+  EXPECT_EQ(out_of_vocab.code(), absl::StatusCode::kInvalidArgument) << out_of_vocab;
   EXPECT_NE(out_of_vocab.message().find(Path("big.bin")), std::string::npos) << out_of_vocab;
   EXPECT_NE(out_of_vocab.message().find("outside the vocabulary of 256"), std::string::npos) << out_of_vocab;
 }

@@ -55,7 +55,7 @@ TEST_F(ValidationSetTest, Uint32ShardsKeepTheirWideIds) {
   ASSERT_TRUE(set.ok()) << set.status();
   ASSERT_EQ((*set)->windows(), 2);
   nn::Batch batch;
-  (*set)->Fill(0, 2, &batch);
+  ASSERT_TRUE((*set)->Fill(0, 2, &batch).ok());
   EXPECT_EQ(batch.tokens, std::vector<int32_t>({151935, 70000, 65536, 2, 0, 0}));
   EXPECT_EQ(batch.targets,
             std::vector<int32_t>({70000, 65536, 2, 100000, kernels::cpu::kIgnoreIndex, kernels::cpu::kIgnoreIndex}));
@@ -72,7 +72,7 @@ TEST_F(ValidationSetTest, EveryTargetPositionOnceWithItsInput) {
   EXPECT_EQ((*set)->targets(), 10 + 6 + 1);
 
   nn::Batch batch;
-  (*set)->Fill(0, (*set)->windows(), &batch);
+  ASSERT_TRUE((*set)->Fill(0, (*set)->windows(), &batch).ok());
   ASSERT_EQ(batch.size, 5);
   // Each counted (input, target) pair, in order, must be exactly the files' consecutive pairs.
   std::vector<std::pair<int32_t, int32_t>> got, want;
@@ -85,7 +85,7 @@ TEST_F(ValidationSetTest, EveryTargetPositionOnceWithItsInput) {
   EXPECT_EQ(got, want);
 
   nn::Batch one;
-  (*set)->Fill(3, 1, &one);
+  ASSERT_TRUE((*set)->Fill(3, 1, &one).ok());
   EXPECT_EQ(one.tokens, std::vector<int32_t>({files[1][5], 0, 0, 0, 0}));
   EXPECT_EQ(one.targets[0], files[1][6]);
 }
@@ -101,7 +101,7 @@ TEST_P(PaddingIsHarmless, AShortWindowScoresAsTheSameTokensWithoutPadding) {
   auto set = ValidationSet::Load({Write("v.bin", tokens)}, 5, 7);
   ASSERT_TRUE(set.ok()) << set.status();
   nn::Batch padded;
-  (*set)->Fill(1, 1, &padded);
+  ASSERT_TRUE((*set)->Fill(1, 1, &padded).ok());
   nn::Batch bare;
   bare.size = 1;
   for (int t = 0; t < 3; ++t) {
@@ -126,9 +126,12 @@ TEST_F(ValidationSetTest, RefusalsNameTheFieldAndTheFile) {
   EXPECT_THAT(std::string(one.status().message()), HasSubstr("data.validation: "));
   EXPECT_THAT(std::string(one.status().message()), HasSubstr("one.bin: holds no token to predict"));
 
+  // Streamed: a token is checked against the vocabulary when a window reads it.
   spec.mutable_data()->mutable_validation()->set_paths(0, Write("big.bin", {3, 9}));
-  EXPECT_THAT(std::string(gradsync::testing::ValidationSetOf(spec).status().message()),
-              HasSubstr("outside the vocabulary of 7"));
+  absl::StatusOr<std::unique_ptr<ValidationSet>> big = gradsync::testing::ValidationSetOf(spec);
+  ASSERT_TRUE(big.ok()) << big.status();
+  nn::Batch batch;
+  EXPECT_THAT(std::string((*big)->Fill(0, 1, &batch).message()), HasSubstr("big.bin: holds a token outside the vocabulary of 7"));
   spec.mutable_data()->mutable_validation()->set_paths(0, (dir_ / "none_*.bin").string());
   EXPECT_THAT(std::string(gradsync::testing::ValidationSetOf(spec).status().message()), HasSubstr("matches no file"));
   spec.mutable_data()->mutable_validation()->set_disabled(true);

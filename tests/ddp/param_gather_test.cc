@@ -59,7 +59,7 @@ nn::Batch BatchFor(const v1::JobSpec& spec, int64_t size, uint64_t seed) {
   std::vector<int64_t> idx(size);
   for (int64_t i = 0; i < size; ++i) idx[i] = static_cast<int64_t>(seed) + i;
   nn::Batch b;
-  (*data)->Fill(idx, &b);
+  EXPECT_TRUE((*data)->Fill(idx, &b).ok());
   return b;
 }
 

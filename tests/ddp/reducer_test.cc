@@ -49,7 +49,7 @@ nn::Batch BatchOf(const Replica& r, int64_t first, int64_t count) {
   std::vector<int64_t> idx(count);
   for (int64_t i = 0; i < count; ++i) idx[i] = first + i;
   nn::Batch b;
-  r.data->Fill(idx, &b);
+  EXPECT_TRUE(r.data->Fill(idx, &b).ok());
   return b;
 }
 

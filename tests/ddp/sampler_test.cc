@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -11,7 +12,7 @@ namespace {
 
 // Counts how often each sample is visited by all ranks over one epoch.
 std::map<int64_t, int> VisitEpoch(const ShardConfig& config, uint64_t seed, int epoch) {
-  const auto perm = EpochPermutation(EpochSeed(seed, epoch), config.num_samples);
+  const EpochOrder perm(EpochSeed(seed, epoch), config.num_samples);
   std::map<int64_t, int> visits;
   for (int64_t step = 0; step < config.steps_per_epoch(); ++step) {
     int64_t seen = 0;
@@ -63,7 +64,7 @@ TEST(Sampler, DropPolicySkipsOnlyTheTail) {
 TEST_P(EverySampleOnce, PadPolicyCoversEpochOnceWithFullBatchesEverywhere) {
   const auto [n, world, micro, accum] = GetParam();
   const ShardConfig config{n, world, micro, accum, LastBatch::kPad};
-  const auto perm = EpochPermutation(EpochSeed(9, 0), n);
+  const EpochOrder perm(EpochSeed(9, 0), n);
   std::map<int64_t, int> visits;
   for (int64_t step = 0; step < config.steps_per_epoch(); ++step) {
     int64_t real = 0;
@@ -106,7 +107,7 @@ TEST(Sampler, PermutationIsStableAcrossBuilds) {
 }
 
 TEST(Sampler, TwoRanksTogetherSeeWhatOneRankWithDoubleBatchSees) {
-  const auto perm = EpochPermutation(EpochSeed(9, 0), 100);
+  const EpochOrder perm(EpochSeed(9, 0), 100);
   ShardConfig two{100, 2, 4, 1, LastBatch::kPartial};
   ShardConfig one{100, 1, 8, 1, LastBatch::kPartial};
   for (int64_t step = 0; step < two.steps_per_epoch(); ++step) {
@@ -124,7 +125,7 @@ TEST(Sampler, TwoRanksTogetherSeeWhatOneRankWithDoubleBatchSees) {
 
 TEST(Sampler, LaterRanksMayGetNothingInARaggedStep) {
   ShardConfig config{5, 4, 2, 1, LastBatch::kPartial};
-  const auto perm = EpochPermutation(EpochSeed(3, 0), 5);
+  const EpochOrder perm(EpochSeed(3, 0), 5);
   EXPECT_EQ(ShardForStep(config, perm, 0, 0).micro_indices[0].size(), 2u);
   EXPECT_EQ(ShardForStep(config, perm, 0, 2).micro_indices[0].size(), 1u);
   EXPECT_TRUE(ShardForStep(config, perm, 0, 3).micro_indices[0].empty());
@@ -168,7 +169,7 @@ TEST(Sampler, AdvancingVisitsTheSameStepsAsPositionOfStep) {
 
 TEST(Sampler, AResizedRunContinuesAtTheExactNextSample) {
   // Two ranks of 8 run 3 steps; then three ranks of 8 take over at the same cursor.
-  const auto perm = EpochPermutation(EpochSeed(5, 0), 200);
+  const EpochOrder perm(EpochSeed(5, 0), 200);
   ShardConfig two{200, 2, 8, 1, LastBatch::kPartial};
   ShardConfig three{200, 3, 8, 1, LastBatch::kPartial};
   Position pos;
@@ -187,8 +188,84 @@ TEST(Sampler, AResizedRunContinuesAtTheExactNextSample) {
     }
     pos = Advance(three, pos);
   }
-  EXPECT_EQ(seen, perm) << "every sample exactly once, in order, across the resize";
+  EXPECT_EQ(seen, EpochPermutation(EpochSeed(5, 0), 200)) << "every sample exactly once, in order, across the resize";
   EXPECT_EQ(StepsRemaining(three, Position{0, 48}, 3, 10, 0), 7);
+}
+
+
+// Above kMaterialisedOrderMax the order is computed per position: still a bijection of [0, n) for
+// n of any size (odd, just above a power of 4, just below one), holding no table.
+TEST(EpochOrder, ALargeEpochIsAPermutationComputedPerPosition) {
+  for (const int64_t n : {kMaterialisedOrderMax + 1, (int64_t{1} << 22) + 3, (int64_t{1} << 22) - 1}) {
+    const EpochOrder order(EpochSeed(7, 0), n);
+    ASSERT_FALSE(order.materialised()) << n;
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    int64_t fixed_points = 0;
+    for (int64_t p = 0; p < n; ++p) {
+      const int64_t i = order[p];
+      ASSERT_GE(i, 0);
+      ASSERT_LT(i, n);
+      ASSERT_FALSE(seen[static_cast<size_t>(i)]) << "sample " << i << " twice in an epoch of " << n;
+      seen[static_cast<size_t>(i)] = true;
+      fixed_points += i == p;
+    }
+    // A shuffle, not the identity: about one fixed point is expected.
+    EXPECT_LT(fixed_points, 20) << n;
+  }
+}
+
+// Positions and samples in 64 bits: an epoch of 2^40 windows (llm.c's FineWeb at any realistic
+// size is far below) maps its last positions inside [0, n), distinct, and the same every time.
+TEST(EpochOrder, PositionsBeyond32BitsStayInsideTheEpoch) {
+  const int64_t n = (int64_t{1} << 40) + 12345;
+  const EpochOrder order(EpochSeed(11, 3), n);
+  std::set<int64_t> seen;
+  for (int64_t p = n - 1000; p < n; ++p) {
+    const int64_t i = order[p];
+    ASSERT_GE(i, 0);
+    ASSERT_LT(i, n);
+    seen.insert(i);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_GT(*seen.rbegin(), int64_t{1} << 32) << "the order never reaches past 32 bits";
+  EXPECT_EQ(order[n - 1], EpochOrder(EpochSeed(11, 3), n)[n - 1]);
+  EXPECT_NE(order[n - 1], EpochOrder(EpochSeed(11, 4), n)[n - 1]) << "the epoch must matter";
+}
+
+// The two constructions meet at kMaterialisedOrderMax: below it the table is Fisher-Yates, so
+// every order a small dataset had stays as it was.
+TEST(EpochOrder, SmallEpochsKeepTheirFisherYatesOrder) {
+  const EpochOrder order(EpochSeed(1234, 0), 10);
+  ASSERT_TRUE(order.materialised());
+  const std::vector<int64_t> expected = {6, 8, 9, 0, 1, 5, 4, 2, 7, 3};
+  for (int64_t p = 0; p < 10; ++p) EXPECT_EQ(order[p], expected[static_cast<size_t>(p)]);
+}
+
+// Sharding and resuming read the order only through positions: a large epoch shards across ranks
+// and resizes exactly as a small one does.
+TEST(EpochOrder, ALargeEpochShardsAndResizesAtTheExactNextSample) {
+  const int64_t n = kMaterialisedOrderMax + 77;
+  const EpochOrder order(EpochSeed(5, 1), n);
+  ShardConfig two{n, 2, 8, 1, LastBatch::kPartial};
+  ShardConfig three{n, 3, 8, 1, LastBatch::kPartial};
+  Position pos{0, n - 200};  // near the end of the epoch
+  std::vector<int64_t> seen;
+  for (int s = 0; s < 3; ++s) {
+    for (int r = 0; r < 2; ++r) {
+      const StepShard shard = ShardForStep(two, order, pos.cursor, r);
+      seen.insert(seen.end(), shard.micro_indices[0].begin(), shard.micro_indices[0].end());
+    }
+    pos = Advance(two, pos);
+  }
+  while (pos.epoch == 0) {
+    for (int r = 0; r < 3; ++r) {
+      const StepShard shard = ShardForStep(three, order, pos.cursor, r);
+      seen.insert(seen.end(), shard.micro_indices[0].begin(), shard.micro_indices[0].end());
+    }
+    pos = Advance(three, pos);
+  }
+  ASSERT_EQ(seen.size(), 200u);
+  for (int64_t k = 0; k < 200; ++k) EXPECT_EQ(seen[static_cast<size_t>(k)], order[n - 200 + k]);
 }
 
 }  // namespace

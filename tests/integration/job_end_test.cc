@@ -1,7 +1,8 @@
 // How a job ends, end to end with real processes: what it leaves behind and what its summary says.
 // A finished job leaves a committed checkpoint at its last step (none was written at the end); a
 // cancelled one its weights and a checkpoint at the step boundary after the cancel (it left none);
-// a job with ddp.ignoreParams succeeds (every one failed with "replica divergence"); a failed job's
+// a job with ddp.ignoreParams succeeds (every one failed with "replica divergence"), also one naming
+// a llama's RoPE buffers; a failed job's
 // summary says the step and losses it reached (it said 0).
 #include <signal.h>
 
@@ -107,6 +108,19 @@ TEST(JobEnd, TheDemoWithAnIgnoredParameterSucceedsAndSavesRankZerosCopy) {
   absl::StatusOr<ckpt::WeightsFile> w = ckpt::LoadWeights(r.summary.at("weightsPath"));
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(ParamValues(w->layout, w->values, "lnf.weight"), parts[0]) << "the weights file holds rank 0's copy";
+}
+
+// MiniMind's `_ddp_params_and_buffers_to_ignore = {"freqs_cos", "freqs_sin"}` copied into a llama
+// job failed it ("matches no parameter"): the RoPE tables are buffers, never synchronised. Now the
+// job trains, and its events say why nothing was done for them.
+TEST(JobEnd, ALlamaIgnoringItsRopeBuffersTrainsAndSaysWhy) {
+  const RunResult r = RunExample("demo.yaml", {"model.transformer.flavour=llama", "training.maxSteps=2",
+                                               "training.microBatch=2", "ddp.ignoreParams=[freqs_cos, freqs_sin]"});
+  ASSERT_EQ(r.cmd.exit_code, 0) << Diagnose(r);
+  EXPECT_EQ(r.summary.at("state"), "SUCCEEDED") << r.cmd.out;
+  EXPECT_NE(r.cmd.err.find("[IgnoredBuffers] ddp.ignoreParams: freqs_cos, freqs_sin are the model's RoPE tables"),
+            std::string::npos)
+      << Diagnose(r);
 }
 
 // A job that fails after some steps (a worker killed, no restart allowed): its summary says how far

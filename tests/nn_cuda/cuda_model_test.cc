@@ -91,6 +91,42 @@ TEST_P(CudaTransformerTest, Fp32MatchesCpu) {
   }
 }
 
+// A loss mask as supervised fine-tuning has it (`data prepare --chat`): each sequence's prompt
+// masked (its targets the ignore index), its reply kept. The GPU's loss, count and gradients under
+// the masked mean's scale are the CPU's, and a batch masked whole adds no loss and no gradient.
+TEST_P(CudaTransformerTest, AChatMaskedBatchIsTheMaskedMeanOnTheGpuAsOnTheCpu) {
+  auto cpu = MustCreateCpu(Spec());
+  auto gpu = MustCreateCuda(Spec(), Options(Precision::kFp32));
+  ASSERT_TRUE(cpu && gpu);
+  Batch batch = RandomBatch(2, 16, 256, 9);
+  for (int64_t s = 0; s < 2; ++s) {
+    for (int64_t t = 0; t < 10; ++t) batch.targets[s * 16 + t] = -1;  // the prompt
+  }
+  ASSERT_EQ(Count(batch), 12);
+  cpu->ZeroGrads();
+  gpu->ZeroGrads();
+  const float scale = 1.0f / 12.0f;
+  absl::StatusOr<LossSum> want = cpu->ForwardBackward(batch, scale, nullptr);
+  absl::StatusOr<LossSum> got = gpu->ForwardBackward(batch, scale, nullptr);
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(got->count, 12);
+  EXPECT_NEAR(got->sum, want->sum, 1e-5 * std::abs(want->sum));
+  const std::vector<float> grads = ToHost(gpu->grads());
+  for (int i = 0; i < cpu->layout().size(); ++i) {
+    const ParamInfo& p = cpu->layout().param(i);
+    EXPECT_TRUE(Close(std::span<const float>(grads).subspan(p.offset, p.numel),
+                      cpu->layout().View(std::span<const float>(cpu->grads()), i), kFp32Tol, p.name));
+  }
+
+  for (int32_t& t : batch.targets) t = -1;
+  gpu->ZeroGrads();
+  absl::StatusOr<LossSum> none = gpu->ForwardBackward(batch, 1.0f, nullptr);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->count, 0);
+  EXPECT_EQ(none->sum, 0.0);
+  for (float g : ToHost(gpu->grads())) ASSERT_EQ(g, 0.0f) << "a masked target moved a gradient";
+}
+
 // One call per layer, last layer first, covering every parameter exactly once.
 TEST_P(CudaTransformerTest, ReadyCallbacksCoverEveryParameterOnceInReverse) {
   for (Precision precision : {Precision::kFp32, Precision::kBf16}) {

@@ -1,14 +1,12 @@
 #include "gradsync/core/json_depth.h"
 #include "gradsync/data/shards_info.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "data_file.h"
+#include "data_writer.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -28,22 +26,16 @@ absl::Status WriteShardsInfo(const std::string& dir, const ShardsInfo& info) {
   tokenizer["kind"].set_string_value(info.tokenizer_kind);
   tokenizer["path"].set_string_value(info.tokenizer_path);
   tokenizer["vocabSize"].set_number_value(info.vocab_size);
+  if (info.packed_seq_len > 0) {
+    (*root.mutable_struct_value()->mutable_fields())["packedSeqLen"].set_number_value(info.packed_seq_len);
+  }
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   if (!google::protobuf::util::MessageToJsonString(root, &json, options).ok()) {
     return absl::InternalError("cannot write the shards' description as JSON");
   }
-  const std::string path = InfoPath(dir);
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  const bool ok = f != nullptr && std::fwrite(json.data(), 1, json.size(), f) == json.size();
-  if (f != nullptr && std::fclose(f) != 0) return absl::InternalError(absl::StrCat("cannot write ", path));
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
+  return internal::WriteDataFile(InfoPath(dir), {json});
 }
 
 absl::StatusOr<std::optional<ShardsInfo>> ReadShardsInfo(const std::string& dir) {
@@ -68,15 +60,29 @@ absl::StatusOr<std::optional<ShardsInfo>> ReadShardsInfo(const std::string& dir)
       vocab->second.number_value() > (1 << 30)) {
     return invalid;
   }
+  int packed = 0;
+  if (const auto p = fields.find("packedSeqLen"); p != fields.end()) {
+    if (!p->second.has_number_value() || p->second.number_value() < 1 || p->second.number_value() > (1 << 24)) {
+      return invalid;
+    }
+    packed = static_cast<int>(p->second.number_value());
+  }
   return ShardsInfo{kind->second.string_value(), tpath == t.end() ? "" : tpath->second.string_value(),
-                    static_cast<int>(vocab->second.number_value())};
+                    static_cast<int>(vocab->second.number_value()), packed};
 }
 
-absl::Status CheckShardsVocab(const std::string& shard_path, int model_vocab_size) {
+absl::Status CheckShardsFor(const std::string& shard_path, int model_vocab_size, int model_seq_len) {
   const std::string dir = std::filesystem::path(shard_path).parent_path().string();
   absl::StatusOr<std::optional<ShardsInfo>> info = ReadShardsInfo(dir.empty() ? "." : dir);
   if (!info.ok()) return info.status();
-  if (!info->has_value() || (*info)->vocab_size == model_vocab_size) return absl::OkStatus();
+  if (!info->has_value()) return absl::OkStatus();
+  if ((*info)->packed_seq_len > 0 && (*info)->packed_seq_len != model_seq_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        shard_path, ": its samples are packed for windows of ", (*info)->packed_seq_len, " tokens (",
+        InfoPath(dir.empty() ? "." : dir), ") but the model's seqLen is ", model_seq_len,
+        " (model.transformer.seqLen): its windows would cut samples apart"));
+  }
+  if ((*info)->vocab_size == model_vocab_size) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(shard_path, ": its shards were tokenized with ", (*info)->tokenizer_kind,
                    (*info)->tokenizer_path.empty() ? "" : absl::StrCat(" ", (*info)->tokenizer_path), " (vocabulary ",

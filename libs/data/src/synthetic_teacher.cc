@@ -54,7 +54,7 @@ int32_t SyntheticTeacherDataset::Sample(int64_t index, float* x, double* hidden)
   return best;
 }
 
-void SyntheticTeacherDataset::Fill(std::span<const int64_t> indices, nn::Batch* out) const {
+absl::Status SyntheticTeacherDataset::Fill(std::span<const int64_t> indices, nn::Batch* out) const {
   const int64_t n = static_cast<int64_t>(indices.size());
   out->size = n;
   out->feature_dim = config_.input_dim;
@@ -71,6 +71,7 @@ void SyntheticTeacherDataset::Fill(std::span<const int64_t> indices, nn::Batch* 
     }
     out->targets[i] = Sample(indices[i], x, hidden.data());
   }
+  return absl::OkStatus();
 }
 
 }  // namespace gradsync::data

@@ -37,7 +37,7 @@ class SyntheticTeacherDataset final : public Dataset {
 
   int64_t size() const override { return config_.num_samples; }
   // Thread-safe: reads only immutable state.
-  void Fill(std::span<const int64_t> indices, nn::Batch* out) const override;
+  absl::Status Fill(std::span<const int64_t> indices, nn::Batch* out) const override;
 
  private:
   // Writes sample `index`'s features to `x` (input_dim values) and returns its label. `hidden`

@@ -11,33 +11,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "data_file.h"
+#include "data_writer.h"
+#include "gradsync/data/shard_reader.h"
 
 namespace gradsync::data {
 
 namespace {
 
 constexpr size_t kHeaderBytes = kShardHeaderInts * sizeof(int32_t);
-
-// The layout a header's magic names, or nullptr.
-const ShardFormat* FormatOfMagic(int32_t magic) {
-  for (const ShardFormat* f : {&kUint16Shard, &kUint32Shard}) {
-    if (f->magic == magic) return f;
-  }
-  return nullptr;
-}
-
-template <class T>
-absl::StatusOr<TokenStream> CopyTokens(const std::string& path, const std::string& bytes, int64_t count,
-                                       int vocab_size) {
-  std::vector<T> tokens(static_cast<size_t>(count));
-  std::memcpy(tokens.data(), bytes.data() + kHeaderBytes, tokens.size() * sizeof(T));
-  for (const T t : tokens) {
-    if (static_cast<int64_t>(t) >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": holds a token outside the vocabulary of ", vocab_size));
-    }
-  }
-  return TokenStream(std::move(tokens));
-}
 
 template <class T>
 absl::Status WriteShardAs(const std::string& path, const ShardFormat& format, std::span<const T> tokens) {
@@ -48,65 +29,28 @@ absl::Status WriteShardAs(const std::string& path, const ShardFormat& format, st
   header[0] = format.magic;
   header[1] = format.version;
   header[2] = static_cast<int32_t>(tokens.size());
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
-  auto write_all = [fd](const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return true;
-  };
-  const bool ok = write_all(header.data(), header.size() * sizeof(int32_t)) &&
-                  write_all(tokens.data(), tokens.size_bytes()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return internal::WriteDataFile(
+      path, {std::string_view(reinterpret_cast<const char*>(header.data()), header.size() * sizeof(int32_t)),
+             std::string_view(reinterpret_cast<const char*>(tokens.data()), tokens.size_bytes())});
 }
 
 }  // namespace
 
 // Shard errors say what is wrong and never quote what the file holds (its header fields, its size,
 // a token): a spec may name any file the worker can read, and the error goes back to its author.
+// ShardReader checks the header and size; this reads every token, so it bounds the file first.
 absl::StatusOr<TokenStream> ReadShard(const std::string& path, int vocab_size) {
-  auto bytes = ReadDataFile(path, kMaxDataFileBytes);
-  if (!bytes.ok()) return bytes.status();
-  if (bytes->size() < kHeaderBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": shorter than a shard's header of ", kHeaderBytes, " bytes"));
+  absl::StatusOr<ShardReader> reader = ShardReader::Open(path, vocab_size);
+  if (!reader.ok()) return reader.status();
+  const int64_t token_bytes = reader->width() == TokenWidth::kUint16 ? 2 : 4;
+  if (static_cast<int64_t>(kHeaderBytes) + reader->size() * token_bytes > kMaxDataFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is larger than a data file may be (",
+                                                   kMaxDataFileBytes >> 20, " MiB)"));
   }
-  int32_t header[3];
-  std::memcpy(header, bytes->data(), sizeof(header));
-  const ShardFormat* format = FormatOfMagic(header[0]);
-  if (format == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a token shard (its header lacks the magic number ",
-                                                   kUint16Shard.magic, " or ", kUint32Shard.magic, ")"));
-  }
-  if (header[1] != format->version) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported shard version (magic ", format->magic,
-                                                   " goes with version ", format->version, ")"));
-  }
-  const int64_t count = header[2];
-  const int64_t width = format->width == TokenWidth::kUint16 ? 2 : 4;
-  const int64_t body = static_cast<int64_t>(bytes->size() - kHeaderBytes);
-  if (count <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": shard holds no tokens"));
-  if (body < count * width) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": truncated: the file holds fewer tokens than its header announces"));
-  }
-  if (body > count * width) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": bytes follow the tokens the header announces"));
-  }
-  if (format->width == TokenWidth::kUint16) return CopyTokens<uint16_t>(path, *bytes, count, vocab_size);
-  return CopyTokens<uint32_t>(path, *bytes, count, vocab_size);
+  std::vector<int32_t> tokens(static_cast<size_t>(reader->size()));
+  if (absl::Status s = reader->Read(0, reader->size(), tokens.data()); !s.ok()) return s;
+  return TokenStream::OfWidth(std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(tokens.data()), tokens.size()),
+                              reader->width());
 }
 
 absl::Status WriteShard(const std::string& path, std::span<const uint16_t> tokens) {

@@ -1,10 +1,10 @@
 #include "gradsync/data/validation_set.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/data/shards_info.h"
-#include "gradsync/data/token_dataset.h"
 #include "gradsync/data/token_shard.h"
 #include "gradsync/kernels/cpu/softmax_xent.h"
 
@@ -17,42 +17,55 @@ absl::StatusOr<std::unique_ptr<ValidationSet>> ValidationSet::Load(const std::ve
   if (!paths.ok()) return paths.status();
   auto set = std::unique_ptr<ValidationSet>(new ValidationSet());
   set->seq_len_ = seq_len;
-  int64_t total = 0;
   for (const std::string& path : *paths) {
-    if (absl::Status s = CheckShardsVocab(path, vocab_size); !s.ok()) return s;
-    auto tokens = ReadShard(path, vocab_size);
+    if (absl::Status s = CheckShardsFor(path, vocab_size, seq_len); !s.ok()) return s;
+    auto tokens = ShardReader::Open(path, vocab_size);
     if (!tokens.ok()) return tokens.status();
     const int64_t n = tokens->size();
-    total += n;
-    if (total > kMaxDatasetTokens) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": the files up to this one hold more than the ",
-                                                     kMaxDatasetTokens, " tokens a dataset may hold"));
-    }
     if (n < 2) return absl::InvalidArgumentError(absl::StrCat(path, ": holds no token to predict (one token)"));
     set->targets_ += n - 1;
     set->windows_end_.push_back(set->windows() + (n - 1 + seq_len - 1) / seq_len);
+    std::optional<MaskReader> mask;
+    if (const std::string mask_path = LossMaskPath(path); std::filesystem::exists(mask_path)) {
+      absl::StatusOr<MaskReader> opened = MaskReader::Open(mask_path, n);
+      if (!opened.ok()) return opened.status();
+      mask = *std::move(opened);
+    }
+    set->masks_.push_back(std::move(mask));
     set->files_.push_back(*std::move(tokens));
   }
   return set;
 }
 
-void ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) const {
+absl::Status ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) const {
   const int64_t T = seq_len_;
   out->size = count;
   out->feature_dim = 0;
   out->features.clear();
   out->tokens.assign(count * T, 0);
   out->targets.assign(count * T, kernels::cpu::kIgnoreIndex);
+  std::vector<int32_t> window;
+  std::vector<uint8_t> bits;
   for (int64_t b = 0; b < count; ++b) {
     const int64_t index = first + b;
     const auto file = std::upper_bound(windows_end_.begin(), windows_end_.end(), index) - windows_end_.begin();
-    const TokenStream& tokens = files_[file];
+    const ShardReader& tokens = files_[file];
     const int64_t start = (index - (file == 0 ? 0 : windows_end_[file - 1])) * T;
     // Positions whose target lies in the file; the rest keep token 0 and the ignore index.
     const int64_t valid = std::min<int64_t>(T, tokens.size() - 1 - start);
-    tokens.CopyTo(start, valid, out->tokens.data() + b * T);
-    tokens.CopyTo(start + 1, valid, out->targets.data() + b * T);
+    window.resize(static_cast<size_t>(valid) + 1);
+    if (absl::Status s = tokens.Read(start, valid + 1, window.data()); !s.ok()) return s;
+    std::copy_n(window.begin(), valid, out->tokens.data() + b * T);
+    std::copy_n(window.begin() + 1, valid, out->targets.data() + b * T);
+    if (const std::optional<MaskReader>& mask = masks_[static_cast<size_t>(file)]; mask.has_value()) {
+      bits.resize(static_cast<size_t>(valid));
+      if (absl::Status s = mask->Read(start + 1, valid, bits.data()); !s.ok()) return s;
+      for (int64_t t = 0; t < valid; ++t) {
+        if (bits[static_cast<size_t>(t)] == 0) out->targets[b * T + t] = kernels::cpu::kIgnoreIndex;
+      }
+    }
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<ValidationSet>> CreateValidationSet(const DataPlan& plan) {

@@ -13,8 +13,8 @@ int64_t ShardConfig::steps_per_epoch() const {
   return last_batch == LastBatch::kDrop ? num_samples / g : (num_samples + g - 1) / g;
 }
 
-StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation, int64_t cursor, int rank) {
-  const int64_t n = static_cast<int64_t>(permutation.size());
+StepShard ShardForStep(const ShardConfig& config, const EpochOrder& order, int64_t cursor, int rank) {
+  const int64_t n = order.size();
   const int64_t end = std::min(n, cursor + config.global_batch());
   const int64_t per_micro = static_cast<int64_t>(config.world_size) * config.micro_batch;
   StepShard shard;
@@ -23,7 +23,7 @@ StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& pe
   for (int k = 0; k < config.grad_accum_steps; ++k) {
     const int64_t begin = cursor + k * per_micro + static_cast<int64_t>(rank) * config.micro_batch;
     const int64_t stop = std::min(end, begin + config.micro_batch);
-    for (int64_t p = begin; p < stop; ++p) shard.micro_indices[k].push_back(permutation[p]);
+    for (int64_t p = begin; p < stop; ++p) shard.micro_indices[k].push_back(order[p]);
     if (config.last_batch == LastBatch::kPad) shard.micro_indices[k].resize(config.micro_batch, kPadSample);
   }
   return shard;

@@ -21,6 +21,12 @@ int64_t ModelPlan::NumParams() const {
   return std::accumulate(layers.begin(), layers.end(), int64_t{0});
 }
 
+std::vector<std::string> ModelPlan::BufferNames() const {
+  const TransformerPlan* t = transformer();
+  if (t == nullptr || t->dims.gpt2()) return {};
+  return {"freqs_cos", "freqs_sin"};
+}
+
 const char* ModelPlan::SizeField() const { return transformer() != nullptr ? "model.transformer" : "model.mlp.hiddenDims"; }
 
 }  // namespace gradsync::nn

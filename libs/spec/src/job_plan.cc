@@ -1,5 +1,6 @@
 #include "gradsync/spec/job_plan.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,23 @@ absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec) {
   return p;
 }
 
+IgnorePlan PlanIgnore(const v1::JobSpec& spec, const nn::ModelPlan& model) {
+  const std::vector<std::string> buffers = model.BufferNames();
+  IgnorePlan plan;
+  for (const std::string& name : spec.ddp().ignore_params()) {
+    const bool buffer = std::find(buffers.begin(), buffers.end(), name) != buffers.end();
+    (buffer ? plan.buffers : plan.params).push_back(name);
+  }
+  return plan;
+}
+
+std::string IgnoredBuffersNotice(const IgnorePlan& ignore) {
+  if (ignore.buffers.empty()) return "";
+  return absl::StrCat("ddp.ignoreParams: ", absl::StrJoin(ignore.buffers, ", "), ignore.buffers.size() == 1 ? " is" : " are",
+                      " the model's RoPE tables, buffers every rank computes alike and never synchronises: nothing is "
+                      "left out of the gradient buckets for ", ignore.buffers.size() == 1 ? "it" : "them");
+}
+
 absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
   absl::StatusOr<nn::ModelPlan> model = PlanModel(spec);
   if (!model.ok()) return model.status();
@@ -187,7 +205,8 @@ absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
   if (!schedule.ok()) return schedule.status();
   absl::StatusOr<Sharding> sharding = ParseSharding(spec.ddp().sharding());
   if (!sharding.ok()) return sharding.status();
-  return JobPlan{*std::move(model), *std::move(data), *schedule, *sharding};
+  IgnorePlan ignore = PlanIgnore(spec, *model);
+  return JobPlan{*std::move(model), *std::move(data), *schedule, *sharding, std::move(ignore)};
 }
 
 }  // namespace gradsync::spec

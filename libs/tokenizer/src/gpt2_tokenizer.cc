@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bpe_model.h"
 #include "decode_table.h"
@@ -17,7 +18,8 @@ namespace {
 
 class Gpt2Tokenizer final : public Tokenizer {
  public:
-  Gpt2Tokenizer(std::unique_ptr<BpeModel> bpe, DecodeTable table) : bpe_(std::move(bpe)), table_(std::move(table)) {}
+  Gpt2Tokenizer(std::unique_ptr<BpeModel> bpe, DecodeTable table, absl::flat_hash_map<std::string, int32_t> special)
+      : bpe_(std::move(bpe)), table_(std::move(table)), special_(std::move(special)) {}
 
   TokenizerKind kind() const override { return TokenizerKind::kGpt2Bpe; }
   int vocab_size() const override { return table_.size(); }
@@ -31,9 +33,15 @@ class Gpt2Tokenizer final : public Tokenizer {
 
   absl::StatusOr<std::string> Decode(std::span<const int32_t> ids) const override { return table_.Decode(ids); }
 
+  std::optional<int32_t> SpecialTokenId(std::string_view token) const override {
+    auto it = special_.find(std::string(token));
+    return it == special_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+  }
+
  private:
   std::unique_ptr<BpeModel> bpe_;
   DecodeTable table_;
+  absl::flat_hash_map<std::string, int32_t> special_;  // encoder.json's "<|...|>" entries
 };
 
 absl::StatusOr<std::vector<std::pair<std::string, int32_t>>> ReadEncoder(const std::string& path) {
@@ -90,8 +98,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadGpt2Tokenizer(const std::string& 
       BpeModel::Create(*vocab, *merges, /*ignore_merges=*/false, {encoder_json, vocab_bpe + " merges"});
   if (!bpe.ok()) return bpe.status();
   DecodeTable table;
-  for (const auto& [token, id] : *vocab) table.Set(id, token);
-  return std::make_unique<Gpt2Tokenizer>(*std::move(bpe), std::move(table));
+  absl::flat_hash_map<std::string, int32_t> special;
+  for (const auto& [token, id] : *vocab) {
+    table.Set(id, token);
+    if (token.size() > 4 && token.starts_with("<|") && token.ends_with("|>")) special.emplace(token, id);
+  }
+  return std::make_unique<Gpt2Tokenizer>(*std::move(bpe), std::move(table), std::move(special));
 }
 
 }  // namespace gradsync::tokenizer

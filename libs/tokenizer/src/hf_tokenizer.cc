@@ -3,6 +3,7 @@
 // split pattern and byte-level BPE per piece.
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "bpe_model.h"
 #include "decode_table.h"
 #include "gradsync/core/utf8.h"
@@ -21,7 +22,9 @@ class HuggingFaceTokenizer final : public Tokenizer {
         split_(config.split),
         added_(config.added_tokens),
         bpe_(std::move(bpe)),
-        table_(std::move(table)) {}
+        table_(std::move(table)) {
+    for (const AddedToken& t : config.added_tokens) special_.emplace(t.content, t.id);
+  }
 
   TokenizerKind kind() const override { return TokenizerKind::kHuggingFace; }
   int vocab_size() const override { return table_.size(); }
@@ -51,7 +54,13 @@ class HuggingFaceTokenizer final : public Tokenizer {
 
   absl::StatusOr<std::string> Decode(std::span<const int32_t> ids) const override { return table_.Decode(ids); }
 
+  std::optional<int32_t> SpecialTokenId(std::string_view token) const override {
+    auto it = special_.find(std::string(token));
+    return it == special_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+  }
+
  private:
+  absl::flat_hash_map<std::string, int32_t> special_;  // the added tokens
   bool add_prefix_space_;
   std::optional<SplitPattern> split_;
   AddedTokens added_;

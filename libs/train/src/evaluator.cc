@@ -32,7 +32,7 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(int64_t step, nn::Model& model, c
   // whose parameters live sharded gathers them in each, from every rank.
   for (int64_t k = 0; k < max_batches_; ++k) {
     const int64_t first = std::min(shard_.end, shard_.first + k * shard_.batch);
-    set_->Fill(first, std::min(shard_.batch, shard_.end - first), &batch_);
+    if (absl::Status s = set_->Fill(first, std::min(shard_.batch, shard_.end - first), &batch_); !s.ok()) return s;
     absl::StatusOr<nn::LossSum> loss = model.Evaluate(batch_);
     if (!loss.ok()) return loss.status();
     sums[0] += loss->sum;

@@ -43,7 +43,6 @@ void SetDdp(const v1::DdpSpec& d, spec::GradCompression compression, TrainConfig
   c->reducer.bucket_cap_mb = d.bucket_cap_mb();
   if (d.first_bucket_mb() > 0) c->reducer.first_bucket_mb = d.first_bucket_mb();
   c->reducer.wire = compression == spec::GradCompression::kBf16 ? comm::WireType::kBFloat16 : comm::WireType::kFloat32;
-  c->reducer.ignore_params.assign(d.ignore_params().begin(), d.ignore_params().end());
   c->reducer.timeout = absl::Seconds(d.timeout_seconds());
   c->comm_timeout = absl::Seconds(d.timeout_seconds());
 }
@@ -78,6 +77,8 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.resume_from = a.resume_from();
   c.weights_path = a.weights_path();
   SetDdp(spec.ddp(), choices->grad_compression, &c);
+  // Only parameters leave the buckets; the buffers ddp.ignoreParams names are never synchronised.
+  c.reducer.ignore_params = c.plan.ignore.params;
   c.shared_memory = choices->transport != spec::Transport::kTcp;
   return c;
 }

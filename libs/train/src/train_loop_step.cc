@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
 #include "gradsync/train/train_loop.h"
 
 namespace gradsync::train {
@@ -46,10 +47,10 @@ absl::StatusOr<ddp::StepShard> TrainLoop::BeginStep() {
   if (at_.data.epoch != epoch_) {
     auto seed = hooks_.epoch_seed(at_.data.epoch);
     if (!seed.ok()) return seed.status();
-    permutation_ = ddp::EpochPermutation(*seed, shard_.num_samples);
+    order_ = ddp::EpochOrder(*seed, shard_.num_samples);
     epoch_ = at_.data.epoch;
   }
-  ddp::StepShard mine = ddp::ShardForStep(shard_, permutation_, at_.data.cursor, config_.rank);
+  ddp::StepShard mine = ddp::ShardForStep(shard_, order_, at_.data.cursor, config_.rank);
   if (hooks_.on_step_begin) {
     hooks_.on_step_begin(
         StepMarker{at_.step + 1, replica_.comm().sequence(), static_cast<int>(reducer_->buckets().size())});
@@ -57,16 +58,37 @@ absl::StatusOr<ddp::StepShard> TrainLoop::BeginStep() {
   return mine;
 }
 
+absl::StatusOr<float> TrainLoop::FillMaskedStep(const ddp::StepShard& shard) {
+  masked_batches_.resize(shard.micro_indices.size());
+  std::vector<double> counted = {0.0};
+  for (size_t k = 0; k < shard.micro_indices.size(); ++k) {
+    if (absl::Status s = dataset_->Fill(shard.micro_indices[k], &masked_batches_[k]); !s.ok()) return s;
+    for (const int32_t t : masked_batches_[k].targets) counted[0] += t != kernels::cpu::kIgnoreIndex ? 1.0 : 0.0;
+  }
+  if (absl::Status s = replica_.comm().AllReduceSum(std::span<double>(counted)); !s.ok()) return s;
+  return 1.0f / static_cast<float>(std::max(1.0, counted[0]));
+}
+
 absl::Status TrainLoop::ForwardBackward(const ddp::StepShard& shard, GradSync sync, StepFigures* f) {
   nn::Model& model = replica_.model();
-  // The mean over every token of the global step, however the samples fall across ranks.
-  const float scale = 1.0f / static_cast<float>(shard.global_count * config_.tokens_per_sample);
+  // The mean over every token of the global step, however the samples fall across ranks; with loss
+  // masks, over the tokens they keep.
+  float scale = 1.0f / static_cast<float>(shard.global_count * config_.tokens_per_sample);
+  if (dataset_->masked()) {
+    absl::StatusOr<float> masked = FillMaskedStep(shard);
+    if (!masked.ok()) return masked.status();
+    scale = *masked;
+  }
   const nn::GradsReadyFn on_ready = [this](int first, int last) { reducer_->MarkReady(first, last); };
   replica_.ZeroGrads();
   for (size_t k = 0; k < shard.micro_indices.size(); ++k) {
     // Only the last micro-step communicates; earlier ones accumulate locally (no_sync).
     reducer_->BeginStep(sync == GradSync::kAllReduce && k + 1 == shard.micro_indices.size());
-    dataset_->Fill(shard.micro_indices[k], &batch_);
+    if (dataset_->masked()) {
+      std::swap(batch_, masked_batches_[k]);
+    } else if (absl::Status s = dataset_->Fill(shard.micro_indices[k], &batch_); !s.ok()) {
+      return s;
+    }
     auto loss = model.ForwardBackward(batch_, scale, on_ready);
     if (!loss.ok()) return loss.status();
     f->loss_sum += loss->sum;

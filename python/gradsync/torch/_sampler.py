@@ -74,19 +74,29 @@ class DistributedSampler(torch.utils.data.Sampler):
     def __len__(self):
         return max(0, self.num_samples_total - self._start) // self.num_replicas
 
-    def _order(self):
+    # Positions fetched at a time: an epoch of any size costs this much memory, not n samples.
+    _CHUNK = 1 << 16
+
+    def _mine(self, first, count, world):
+        """This rank's samples, at positions first, first + world, ..., a chunk at a time."""
         n = self.num_samples_total
-        if not self.shuffle:
-            return torch.arange(n, dtype=torch.int64)
-        seed = link().epoch_seed(self.epoch) if self._coordinated else _native.epoch_seed(self.seed, self.epoch)
-        return torch.frombuffer(bytearray(_native.epoch_permutation(seed, n)), dtype=torch.int64)
+        seed = None
+        if self.shuffle:
+            seed = link().epoch_seed(self.epoch) if self._coordinated else _native.epoch_seed(self.seed, self.epoch)
+        for done in range(0, count, self._CHUNK):
+            take = min(self._CHUNK, count - done)
+            at = first + done * world
+            if seed is None:
+                yield from range(at, at + take * world, world)
+            else:
+                yield from torch.frombuffer(bytearray(_native.epoch_positions(seed, n, at, take, world)),
+                                            dtype=torch.int64).tolist()
 
     def __iter__(self):
         epoch, start, world = self.epoch, self._start, self.num_replicas
         count = len(self)
-        mine = self._order()[start + self.rank:start + count * world:world].tolist()
         self._taken = 0
-        for k, index in enumerate(mine):
+        for k, index in enumerate(self._mine(start + self.rank, count, world)):
             self._taken = k + 1
             if self._audit is not None:
                 self._audit.write(epoch, start + self.rank + k * world, index)

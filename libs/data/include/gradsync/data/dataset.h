@@ -21,8 +21,13 @@ class Dataset {
   virtual int64_t size() const = 0;
   // Fills `out` with the samples at `indices`, in order. Indices must be < size(), or
   // kPadIndex for a padding sample: zero inputs whose targets are all the ignore index,
-  // so it adds nothing to the loss or the gradients.
-  virtual void Fill(std::span<const int64_t> indices, nn::Batch* out) const = 0;
+  // so it adds nothing to the loss or the gradients. A dataset read from disk as it trains fails
+  // here, naming the file (a token outside the vocabulary, a file cut while training).
+  virtual absl::Status Fill(std::span<const int64_t> indices, nn::Batch* out) const = 0;
+  // Whether Fill may leave targets of real samples out of the loss (loss masks: a chat's prompts),
+  // so that only the filled batches tell how many targets a step counts. False: every target of
+  // a real sample counts.
+  virtual bool masked() const { return false; }
 };
 
 // The dataset of a plan: the synthetic task, or a TokenDataset of the plan's seqLen and vocabulary.

@@ -6,26 +6,30 @@
 // target positions 1 .. n-1 are covered once each. Unlike llm.c, which drops the tail, the last
 // window of a file is kept when it is short: the inputs past the file are token 0 and their
 // targets the ignore index, which the causal model never lets reach an earlier position. Windows
-// are numbered file by file, in the order the paths expand.
+// are numbered file by file, in the order the paths expand. A shard with a loss mask beside it
+// (loss_mask.h) counts only the targets its mask keeps: the mean is over those.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gradsync/data/data_plan.h"
-#include "gradsync/data/token_stream.h"
+#include "gradsync/data/loss_mask.h"
+#include "gradsync/data/shard_reader.h"
 #include "gradsync/nn/model.h"
 
 namespace gradsync::data {
 
 class ValidationSet {
  public:
-  // Reads every shard (llm.c .bin files or globs, expanded in order) at once. INVALID_ARGUMENT
-  // naming the file for ReadShard's refusals and for a file of a single token (nothing to
-  // predict), or when the files together hold more than kMaxDatasetTokens.
+  // Opens every shard (llm.c .bin files or globs, expanded in order); windows are read from disk
+  // when asked for (ShardReader), so the set costs no memory per token. INVALID_ARGUMENT naming
+  // the file for ShardReader::Open's refusals and for a file of a single token (nothing to
+  // predict).
   static absl::StatusOr<std::unique_ptr<ValidationSet>> Load(const std::vector<std::string>& paths, int seq_len,
                                                              int vocab_size);
 
@@ -34,13 +38,15 @@ class ValidationSet {
   int64_t targets() const { return targets_; }
   int seq_len() const { return seq_len_; }
   // Fills `out` with windows [first, first + count), which must lie within windows(); replaces
-  // its contents. Safe to call from several threads.
-  void Fill(int64_t first, int64_t count, nn::Batch* out) const;
+  // its contents. Safe to call from several threads. ShardReader::Read's errors (a token outside
+  // the vocabulary, a file cut while training), naming the file.
+  absl::Status Fill(int64_t first, int64_t count, nn::Batch* out) const;
 
  private:
   int seq_len_ = 0;
   int64_t targets_ = 0;
-  std::vector<TokenStream> files_;
+  std::vector<ShardReader> files_;
+  std::vector<std::optional<MaskReader>> masks_;  // per file: its loss mask, if it has one
   // windows_end_[f]: the windows of files 0..f together.
   std::vector<int64_t> windows_end_;
 };

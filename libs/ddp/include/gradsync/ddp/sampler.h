@@ -49,8 +49,8 @@ struct StepShard {
   int64_t global_count = 0;
 };
 
-// The shard of `rank` for the step that starts at position `cursor` of `permutation`.
-StepShard ShardForStep(const ShardConfig& config, const std::vector<int64_t>& permutation, int64_t cursor, int rank);
+// The shard of `rank` for the step that starts at position `cursor` of the epoch's `order`.
+StepShard ShardForStep(const ShardConfig& config, const EpochOrder& order, int64_t cursor, int rank);
 
 // Where a step counter lands: epoch and the cursor within it.
 struct Position {

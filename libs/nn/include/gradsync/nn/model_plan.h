@@ -46,6 +46,11 @@ struct ModelPlan {
   int64_t NumParams() const;
   // The spec field that sizes the model: "model.transformer" or "model.mlp.hiddenDims".
   const char* SizeField() const;
+  // The tensors the model keeps beside its parameters: computed alike on every rank from the
+  // configuration, never trained and never synchronised (PyTorch's buffers). A llama's RoPE
+  // tables, named as MiniMind and PyTorch scripts name them: "freqs_cos", "freqs_sin". None for
+  // gpt2 (learned positions are parameters) or the mlp.
+  std::vector<std::string> BufferNames() const;
 };
 
 }  // namespace gradsync::nn

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "gradsync/data/data_plan.h"
@@ -41,11 +43,22 @@ struct SchedulePlan {
   int64_t eval_every = 0;
 };
 
+// ddp.ignoreParams, split by what each name is: patterns of parameters to leave out of the
+// gradient buckets (the reducer refuses one that matches no parameter), and names of the model's
+// buffers (nn::ModelPlan::BufferNames), which are never synchronised anyway. A PyTorch script's
+// `_ddp_params_and_buffers_to_ignore = {"freqs_cos", "freqs_sin"}` copied into the spec lands in
+// `buffers`: nothing to do, and the coordinator says so in the job's events.
+struct IgnorePlan {
+  std::vector<std::string> params;
+  std::vector<std::string> buffers;
+};
+
 struct JobPlan {
   nn::ModelPlan model;
   data::DataPlan data;
   SchedulePlan schedule;
   Sharding sharding = Sharding::kNone;
+  IgnorePlan ignore;
 };
 
 // The model of `spec` (its defaults filled or not: a transformer is resolved from its preset here).
@@ -63,8 +76,15 @@ absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec);
 // in ValidateJobSpec's words otherwise.
 absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec);
 
-// PlanModel, PlanData (with the model just planned), PlanSchedule and ddp.sharding, in that order;
-// the first error.
+// ddp.ignoreParams against the planned model's buffers.
+IgnorePlan PlanIgnore(const v1::JobSpec& spec, const nn::ModelPlan& model);
+
+// The event a job gets when ddp.ignoreParams names buffers: what they are and why nothing is done
+// for them; "" when it names none.
+std::string IgnoredBuffersNotice(const IgnorePlan& ignore);
+
+// PlanModel, PlanData (with the model just planned), PlanSchedule, ddp.sharding and
+// ddp.ignoreParams, in that order; the first error.
 absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec);
 
 }  // namespace gradsync::spec

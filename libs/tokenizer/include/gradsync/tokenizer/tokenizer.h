@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,11 @@ class Tokenizer {
   // the result of a part of a sequence need not be valid UTF-8. INVALID_ARGUMENT naming the
   // position of an id outside [0, vocab_size()) or without a token.
   virtual absl::StatusOr<std::string> Decode(std::span<const int32_t> ids) const = 0;
+
+  // The id of a special token given by its text, such as "<|endoftext|>" or "<|im_end|>": one of a
+  // tokenizer.json's added tokens, or an entry of GPT-2's encoder.json spelled "<|...|>". None
+  // when the tokenizer has no such token (bytes and SentencePiece models name none here).
+  virtual std::optional<int32_t> SpecialTokenId(std::string_view token) const { return std::nullopt; }
 };
 
 // Loads the tokenizer `path` names, picking the kind from it:

@@ -140,6 +140,11 @@ class TrainLoop {
   absl::Status Resume();
   absl::StatusOr<ddp::StepShard> BeginStep();
   absl::Status ForwardBackward(const ddp::StepShard& shard, GradSync sync, StepFigures* f);
+  // With a masked dataset (loss masks): fills this rank's micro-batches of the step into
+  // masked_batches_ and returns 1 / (the targets that count over every rank's, all-reduced), so
+  // the step's loss is the mean over the targets its masks keep, wherever they fall. A collective:
+  // every rank calls it at every step.
+  absl::StatusOr<float> FillMaskedStep(const ddp::StepShard& shard);
   absl::Status AgreeAcrossRanks(StepFigures* f);
   void Advance(const ddp::StepShard& shard, const StepFigures& f);
   absl::Status CheckpointIfDue(bool voted);
@@ -162,8 +167,9 @@ class TrainLoop {
   TrainPosition at_;
   bool stopped_ = false;
   int epoch_ = -1;
-  std::vector<int64_t> permutation_;
+  ddp::EpochOrder order_;
   nn::Batch batch_;
+  std::vector<nn::Batch> masked_batches_;
 
   // Throughput: over the steps since rank 0 last logged (window_), and over the steps after the
   // first few (steady_), which pay for warm-up.
