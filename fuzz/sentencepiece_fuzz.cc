@@ -15,18 +15,7 @@
 
 #include "fuzz_support.h"
 #include "gradsync/tokenizer/tokenizer.h"
-
-namespace {
-
-void Exercise(const gradsync::tokenizer::Tokenizer& t, const std::string& text) {
-  const absl::StatusOr<std::vector<int32_t>> ids = t.Encode(text);
-  if (!ids.ok()) return;
-  for (int32_t id : *ids) GRADSYNC_FUZZ_CHECK(id >= 0 && id < t.vocab_size(), "an id outside the vocabulary");
-  const absl::StatusOr<std::string> decoded = t.Decode(*ids);
-  GRADSYNC_FUZZ_CHECK(decoded.ok(), decoded.status().ToString());
-}
-
-}  // namespace
+#include "tokenizer_exercise.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gradsync;
@@ -45,6 +34,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   GRADSYNC_FUZZ_CHECK((*t)->kind() == tokenizer::TokenizerKind::kSentencePiece, "a .model read as another kind");
   GRADSYNC_FUZZ_CHECK((*t)->vocab_size() > 0, "a model without a vocabulary");
-  Exercise(**t, "Hello, World! caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80 \t end.");
+  fuzz::ExerciseTokenizer(**t, "Hello, World! caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80 \t end.");
   return 0;
 }

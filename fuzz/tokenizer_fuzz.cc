@@ -12,6 +12,7 @@
 
 #include "fuzz_support.h"
 #include "gradsync/tokenizer/tokenizer.h"
+#include "tokenizer_exercise.h"
 
 namespace {
 
@@ -22,13 +23,6 @@ std::pair<std::string_view, std::string_view> SplitAtNul(std::string_view rest) 
   return {rest.substr(0, nul), rest.substr(nul + 1)};
 }
 
-void Exercise(const gradsync::tokenizer::Tokenizer& t, std::string_view text) {
-  const absl::StatusOr<std::vector<int32_t>> ids = t.Encode(text);
-  if (!ids.ok()) return;
-  for (int32_t id : *ids) GRADSYNC_FUZZ_CHECK(id >= 0 && id < t.vocab_size(), "an id outside the vocabulary");
-  const absl::StatusOr<std::string> decoded = t.Decode(*ids);
-  GRADSYNC_FUZZ_CHECK(decoded.ok(), decoded.status().ToString());
-}
 
 }  // namespace
 
@@ -55,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> t = tokenizer::LoadTokenizer(path);
   if (!t.ok()) return 0;
   GRADSYNC_FUZZ_CHECK((*t)->vocab_size() > 0, "an empty vocabulary loaded");
-  Exercise(**t, text);
-  Exercise(**t, "Hello, world! caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac 123\n");
+  fuzz::ExerciseTokenizer(**t, text);
+  fuzz::ExerciseTokenizer(**t, "Hello, world! caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac 123\n");
   return 0;
 }

@@ -113,6 +113,16 @@ class AttackRerun : public ::testing::Test {
   HttpReply Rest(const std::string& method, const std::string& path, const std::string& body = "") const {
     return Http(PortOf(Endpoint("rest")), method, path, tokens_.at("auth"), body);
   }
+  // The job a REST submission created, waited for until it ends: its JSON ("" when none was made).
+  std::string Ended(const HttpReply& created) const {
+    const size_t at = created.body.find("\"jobs/");
+    EXPECT_NE(at, std::string::npos) << created.body;
+    if (at == std::string::npos) return "";
+    const std::string job = created.body.substr(at + 1, created.body.find('"', at + 1) - at - 1);
+    return WaitForJobWith({"--state-dir", dir_}, job, absl::Seconds(120), [](const std::string& out) {
+      return absl::StrContains(out, "SUCCEEDED") || absl::StrContains(out, "FAILED");
+    });
+  }
   // Every process of the cluster is still running.
   void ExpectAllAlive() const {
     for (pid_t pid : cluster_.pids) EXPECT_TRUE(ProcessAlive(pid)) << "process " << pid << " died";
@@ -222,12 +232,7 @@ TEST_F(AttackRerun, EveryAttackIsRefusedAndTheClusterStillTrains) {
            R"( "data": {"synthetic": {"numSamples": 512, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)"
            R"( "training": {"worldSize": 1, "maxSteps": 10, "epochs": 0, "microBatch": 16}})");
   ASSERT_EQ(emoji.status, 200) << emoji.body;
-  const size_t at = emoji.body.find("\"jobs/");
-  ASSERT_NE(at, std::string::npos) << emoji.body;
-  const std::string job = emoji.body.substr(at + 1, emoji.body.find('"', at + 1) - at - 1);
-  const std::string done = WaitForJobWith({"--state-dir", dir_}, job, absl::Seconds(120), [](const std::string& out) {
-    return absl::StrContains(out, "SUCCEEDED") || absl::StrContains(out, "FAILED");
-  });
+  const std::string done = Ended(emoji);
   EXPECT_TRUE(absl::StrContains(done, "SUCCEEDED")) << done;
   EXPECT_TRUE(absl::StrContains(done, "\\ud83d\\ude80") || absl::StrContains(done, "\xF0\x9F\x9A\x80")) << done;
   ExpectAllAlive();
@@ -330,12 +335,7 @@ TEST_F(AttackRerun, TheThirdRoundsAttacksAreRefusedAndTheClusterStillTrains) {
                         R"( "data": {"synthetic": {"numSamples": 64, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)",
                         R"( "training": {"worldSize": 1, "maxSteps": 2, "epochs": 0, "microBatch": 16, "maxRestarts": 0}})"));
   if (fifo_job.status == 200) {
-    const size_t at = fifo_job.body.find("\"jobs/");
-    ASSERT_NE(at, std::string::npos) << fifo_job.body;
-    const std::string job = fifo_job.body.substr(at + 1, fifo_job.body.find('"', at + 1) - at - 1);
-    const std::string done = WaitForJobWith({"--state-dir", dir_}, job, absl::Seconds(60), [](const std::string& out) {
-      return absl::StrContains(out, "SUCCEEDED") || absl::StrContains(out, "FAILED");
-    });
+    const std::string done = Ended(fifo_job);
     EXPECT_TRUE(absl::StrContains(done, "FAILED")) << done;
     EXPECT_TRUE(absl::StrContains(done, "not a regular file")) << done;
   } else {
@@ -349,13 +349,7 @@ TEST_F(AttackRerun, TheThirdRoundsAttacksAreRefusedAndTheClusterStillTrains) {
            R"( "data": {"synthetic": {"numSamples": 512, "inputDim": 8, "numClasses": 4, "teacherHidden": 8}},)"
            R"( "training": {"worldSize": 1, "maxSteps": 10, "epochs": 0, "microBatch": 16}})");
   ASSERT_EQ(after.status, 200) << after.body;
-  const size_t at = after.body.find("\"jobs/");
-  ASSERT_NE(at, std::string::npos) << after.body;
-  const std::string job = after.body.substr(at + 1, after.body.find('"', at + 1) - at - 1);
-  const std::string done = WaitForJobWith({"--state-dir", dir_}, job, absl::Seconds(120), [](const std::string& out) {
-    return absl::StrContains(out, "SUCCEEDED") || absl::StrContains(out, "FAILED");
-  });
-  EXPECT_TRUE(absl::StrContains(done, "SUCCEEDED")) << done;
+  EXPECT_TRUE(absl::StrContains(Ended(after), "SUCCEEDED"));
   ExpectAllAlive();
 }
 

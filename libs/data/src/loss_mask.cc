@@ -1,15 +1,11 @@
 #include "gradsync/data/loss_mask.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "gradsync/core/bounded_file.h"
 #include "data_writer.h"
 #include "read_only_file.h"
 
@@ -46,16 +42,15 @@ absl::Status WriteLossMask(const std::string& path, std::span<const uint8_t> mas
 }
 
 absl::StatusOr<MaskReader> MaskReader::Open(const std::string& path, int64_t tokens) {
-  absl::StatusOr<int> fd = OpenRegularFile(path);
-  if (absl::IsFailedPrecondition(fd.status())) return absl::InvalidArgumentError(fd.status().message());
-  if (!fd.ok()) return fd.status();
+  int64_t bytes = 0;
+  absl::StatusOr<std::shared_ptr<const internal::ReadOnlyFile>> file = internal::ReadOnlyFile::Open(path, &bytes);
+  if (!file.ok()) return file.status();
   MaskReader reader;
   reader.path_ = path;
-  reader.file_ = std::make_shared<const internal::ReadOnlyFile>(*fd);
+  reader.file_ = *std::move(file);
   reader.count_ = tokens;
-  struct stat st {};
   int32_t header[3] = {0, 0, 0};
-  if (::fstat(*fd, &st) != 0 || st.st_size < kHeaderBytes || !reader.file_->ReadAt(header, sizeof(header), 0)) {
+  if (bytes < kHeaderBytes || !reader.file_->ReadAt(header, sizeof(header), 0)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": shorter than a loss mask's header of ", kHeaderBytes, " bytes"));
   }
   if (header[0] != kLossMaskMagic || header[1] != kLossMaskVersion) {
@@ -65,7 +60,7 @@ absl::StatusOr<MaskReader> MaskReader::Open(const std::string& path, int64_t tok
   if (header[2] != tokens) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": a mask of another number of tokens than its shard's"));
   }
-  if (st.st_size != kHeaderBytes + BodyBytes(tokens)) {
+  if (bytes != kHeaderBytes + BodyBytes(tokens)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": its size is not that of a mask of its shard's tokens"));
   }
   return reader;

@@ -4,11 +4,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
 
 namespace gradsync::data::internal {
 
 class ReadOnlyFile {
  public:
+  // The regular file at `path`, opened as OpenRegularFile does, and its size. INVALID_ARGUMENT
+  // naming the file for one that is not regular (a directory, a device, a fifo), NOT_FOUND when it
+  // cannot be opened.
+  static absl::StatusOr<std::shared_ptr<const ReadOnlyFile>> Open(const std::string& path, int64_t* size);
+
   explicit ReadOnlyFile(int fd) : fd_(fd) {}
   ~ReadOnlyFile();
   ReadOnlyFile(const ReadOnlyFile&) = delete;

@@ -1,14 +1,10 @@
 #include "gradsync/data/shard_reader.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gradsync/core/bounded_file.h"
 #include "gradsync/data/token_shard.h"
 #include "read_only_file.h"
 
@@ -75,18 +71,14 @@ absl::Status ReadTokens(const ShardReader& reader, const internal::ReadOnlyFile&
 }  // namespace
 
 absl::StatusOr<ShardReader> ShardReader::Open(const std::string& path, int vocab_size) {
-  absl::StatusOr<int> fd = OpenRegularFile(path);
-  if (absl::IsFailedPrecondition(fd.status())) return absl::InvalidArgumentError(fd.status().message());
-  if (!fd.ok()) return fd.status();
+  int64_t bytes = 0;
+  absl::StatusOr<std::shared_ptr<const internal::ReadOnlyFile>> file = internal::ReadOnlyFile::Open(path, &bytes);
+  if (!file.ok()) return file.status();
   ShardReader reader;
   reader.path_ = path;
-  reader.file_ = std::make_shared<const internal::ReadOnlyFile>(*fd);
+  reader.file_ = *std::move(file);
   reader.vocab_size_ = vocab_size;
-  struct stat st {};
-  if (::fstat(*fd, &st) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
-  }
-  if (absl::Status s = CheckHeader(path, *reader.file_, st.st_size, &reader.count_, &reader.width_); !s.ok()) return s;
+  if (absl::Status s = CheckHeader(path, *reader.file_, bytes, &reader.count_, &reader.width_); !s.ok()) return s;
   return reader;
 }
 
