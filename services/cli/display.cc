@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -173,7 +174,9 @@ std::string UtcTime(const google::protobuf::Timestamp& t) {
 }
 
 std::string HumanDuration(double seconds) {
-  const auto s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
+  // A server's figure may be anything: NaN counts as 0, and past 10^12 s (31,000 years) as that.
+  const double bounded = std::isnan(seconds) ? 0.0 : std::clamp(seconds, 0.0, 1e12);
+  const auto s = static_cast<int64_t>(bounded + 0.5);
   if (s < 60) return absl::StrCat(s, "s");
   if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
   return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);

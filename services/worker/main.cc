@@ -1,4 +1,6 @@
 // gradsync-worker: joins a coordinator's pool and trains the generations it is assigned.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -199,7 +201,19 @@ int RunNodeAgent() {
 
 // The process's CPUs (--cpus) and BLAS threads, before any thread starts (though
 // BindProcessToCpus binds those already running too). False after logging a bad --cpus.
+// A dataset's shards stay open while it trains, a descriptor each (libs/data streams them): the
+// soft open-file limit goes up to the hard one, as databases do, so that thousands of shards fit.
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    GS_LOG(WARNING) << "cannot raise the open-file limit";
+  }
+}
+
 bool PrepareProcess() {
+  RaiseOpenFileLimit();
   if (const std::string list = absl::GetFlag(FLAGS_cpus); !list.empty()) {
     const auto cpus = gradsync::BindProcessToCpuList(list);
     if (!cpus.ok()) {

@@ -127,6 +127,9 @@ absl::Status ProbeInChild(const Plugin& plugin, const std::string& path) {
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
+    // A crash in the library ends the child by its signal, whatever handlers this process had (a
+    // crash reporter's, a sanitizer's or a fuzzer's would report it as this process's own).
+    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
     GradsyncSentencePiece* model = plugin.load(path.c_str());
     if (model == nullptr) ::_exit(3);
     const int encoded = plugin.encode(model, kProbeText, sizeof(kProbeText) - 1, [](void*, const int*, size_t) {}, nullptr);
