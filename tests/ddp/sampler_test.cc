@@ -10,6 +10,14 @@
 namespace gradsync::ddp {
 namespace {
 
+// An epoch's order as a table: its samples at positions 0 .. n-1.
+std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n) {
+  const EpochOrder order(epoch_seed, n);
+  std::vector<int64_t> table(static_cast<size_t>(n));
+  for (int64_t p = 0; p < n; ++p) table[static_cast<size_t>(p)] = order[p];
+  return table;
+}
+
 // Counts how often each sample is visited by all ranks over one epoch.
 std::map<int64_t, int> VisitEpoch(const ShardConfig& config, uint64_t seed, int epoch) {
   const EpochOrder perm(EpochSeed(seed, epoch), config.num_samples);

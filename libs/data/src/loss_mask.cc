@@ -4,9 +4,14 @@
 #include <cstring>
 #include <limits>
 
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "data_writer.h"
+#include "gradsync/kernels/cpu/softmax_xent.h"
 #include "read_only_file.h"
 
 namespace gradsync::data {
@@ -82,6 +87,24 @@ absl::Status MaskReader::Read(int64_t first, int64_t count, uint8_t* out) const 
     out[i] = (bytes[static_cast<size_t>(bit / 8 - first_byte)] >> (bit % 8)) & 1u;
   }
   return absl::OkStatus();
+}
+
+absl::Status MaskReader::MaskTargets(int64_t first, int64_t count, int32_t* targets) const {
+  std::vector<uint8_t> bits(static_cast<size_t>(count));
+  if (absl::Status s = Read(first, count, bits.data()); !s.ok()) return s;
+  for (int64_t i = 0; i < count; ++i) {
+    if (bits[static_cast<size_t>(i)] == 0) targets[i] = kernels::cpu::kIgnoreIndex;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<MaskReader>> OpenMaskOf(const std::string& shard_path, int64_t tokens) {
+  const std::string path = LossMaskPath(shard_path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  absl::StatusOr<MaskReader> opened = MaskReader::Open(path, tokens);
+  if (!opened.ok()) return opened.status();
+  return std::optional<MaskReader>(*std::move(opened));
 }
 
 }  // namespace gradsync::data

@@ -1,7 +1,6 @@
 #include "gradsync/data/token_dataset.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/data/shards_info.h"
@@ -29,15 +28,10 @@ absl::StatusOr<std::unique_ptr<TokenDataset>> TokenDataset::Load(const std::vect
       absl::StatusOr<ShardReader> shard = ShardReader::Open(path, vocab_size);
       if (!shard.ok()) return shard.status();
       tokens = shard->size();
-      std::optional<MaskReader> mask;
-      const std::string mask_path = LossMaskPath(path);
-      if (std::filesystem::exists(mask_path)) {
-        absl::StatusOr<MaskReader> opened = MaskReader::Open(mask_path, tokens);
-        if (!opened.ok()) return opened.status();
-        mask = *std::move(opened);
-        ds->masked_ = true;
-      }
-      ds->masks_.push_back(std::move(mask));
+      absl::StatusOr<std::optional<MaskReader>> mask = OpenMaskOf(path, tokens);
+      if (!mask.ok()) return mask.status();
+      ds->masked_ = ds->masked_ || mask->has_value();
+      ds->masks_.push_back(*std::move(mask));
       ds->shards_.push_back(*std::move(shard));
     } else {
       absl::StatusOr<TokenStream> text = ReadTextTokens(path);
@@ -81,7 +75,6 @@ absl::Status TokenDataset::Fill(std::span<const int64_t> indices, nn::Batch* out
   out->tokens.resize(indices.size() * seq_len_);
   out->targets.resize(indices.size() * seq_len_);
   std::vector<int32_t> window(static_cast<size_t>(seq_len_) + 1);
-  std::vector<uint8_t> mask;
   for (size_t b = 0; b < indices.size(); ++b) {
     int32_t* tokens = out->tokens.data() + b * seq_len_;
     int32_t* targets = out->targets.data() + b * seq_len_;
@@ -97,11 +90,7 @@ absl::Status TokenDataset::Fill(std::span<const int64_t> indices, nn::Batch* out
     std::copy_n(window.begin(), seq_len_, tokens);
     std::copy_n(window.begin() + 1, seq_len_, targets);
     if (!masks_.empty() && masks_[static_cast<size_t>(file)].has_value()) {
-      mask.resize(static_cast<size_t>(seq_len_));
-      if (absl::Status s = masks_[static_cast<size_t>(file)]->Read(first + 1, seq_len_, mask.data()); !s.ok()) return s;
-      for (int t = 0; t < seq_len_; ++t) {
-        if (mask[static_cast<size_t>(t)] == 0) targets[t] = kernels::cpu::kIgnoreIndex;
-      }
+      if (absl::Status s = masks_[static_cast<size_t>(file)]->MaskTargets(first + 1, seq_len_, targets); !s.ok()) return s;
     }
   }
   return absl::OkStatus();

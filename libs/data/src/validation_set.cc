@@ -1,7 +1,6 @@
 #include "gradsync/data/validation_set.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/data/shards_info.h"
@@ -25,13 +24,9 @@ absl::StatusOr<std::unique_ptr<ValidationSet>> ValidationSet::Load(const std::ve
     if (n < 2) return absl::InvalidArgumentError(absl::StrCat(path, ": holds no token to predict (one token)"));
     set->targets_ += n - 1;
     set->windows_end_.push_back(set->windows() + (n - 1 + seq_len - 1) / seq_len);
-    std::optional<MaskReader> mask;
-    if (const std::string mask_path = LossMaskPath(path); std::filesystem::exists(mask_path)) {
-      absl::StatusOr<MaskReader> opened = MaskReader::Open(mask_path, n);
-      if (!opened.ok()) return opened.status();
-      mask = *std::move(opened);
-    }
-    set->masks_.push_back(std::move(mask));
+    absl::StatusOr<std::optional<MaskReader>> mask = OpenMaskOf(path, n);
+    if (!mask.ok()) return mask.status();
+    set->masks_.push_back(*std::move(mask));
     set->files_.push_back(*std::move(tokens));
   }
   return set;
@@ -45,7 +40,6 @@ absl::Status ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) c
   out->tokens.assign(count * T, 0);
   out->targets.assign(count * T, kernels::cpu::kIgnoreIndex);
   std::vector<int32_t> window;
-  std::vector<uint8_t> bits;
   for (int64_t b = 0; b < count; ++b) {
     const int64_t index = first + b;
     const auto file = std::upper_bound(windows_end_.begin(), windows_end_.end(), index) - windows_end_.begin();
@@ -58,11 +52,7 @@ absl::Status ValidationSet::Fill(int64_t first, int64_t count, nn::Batch* out) c
     std::copy_n(window.begin(), valid, out->tokens.data() + b * T);
     std::copy_n(window.begin() + 1, valid, out->targets.data() + b * T);
     if (const std::optional<MaskReader>& mask = masks_[static_cast<size_t>(file)]; mask.has_value()) {
-      bits.resize(static_cast<size_t>(valid));
-      if (absl::Status s = mask->Read(start + 1, valid, bits.data()); !s.ok()) return s;
-      for (int64_t t = 0; t < valid; ++t) {
-        if (bits[static_cast<size_t>(t)] == 0) out->targets[b * T + t] = kernels::cpu::kIgnoreIndex;
-      }
+      if (absl::Status s = mask->MaskTargets(start + 1, valid, out->targets.data() + b * T); !s.ok()) return s;
     }
   }
   return absl::OkStatus();

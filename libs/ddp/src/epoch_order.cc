@@ -67,12 +67,4 @@ int64_t EpochOrder::operator[](int64_t position) const {
   return static_cast<int64_t>(x);
 }
 
-std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n) {
-  if (n <= kMaterialisedOrderMax) return FisherYates(epoch_seed, n);
-  const EpochOrder order(epoch_seed, n);
-  std::vector<int64_t> perm(static_cast<std::size_t>(n));
-  for (int64_t p = 0; p < n; ++p) perm[static_cast<std::size_t>(p)] = order[p];
-  return perm;
-}
-
 }  // namespace gradsync::ddp

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ std::string LossMaskPath(const std::string& shard_path);
 // the header's int32 count holds.
 absl::Status WriteLossMask(const std::string& path, std::span<const uint8_t> mask);
 
+class MaskReader;
+
+// The loss mask beside the shard at `shard_path` (LossMaskPath), opened for its `tokens`; none when
+// the shard has none. MaskReader::Open's errors.
+absl::StatusOr<std::optional<MaskReader>> OpenMaskOf(const std::string& shard_path, int64_t tokens);
+
 class MaskReader {
  public:
   // Opens the mask at `path` for a shard of `tokens` tokens: a regular file, the magic and version,
@@ -48,6 +55,9 @@ class MaskReader {
   // Bits [first, first + count) into out[0 .. count) as 0 or 1. Thread-safe. DATA_LOSS naming the
   // file when the read fails or comes back short.
   absl::Status Read(int64_t first, int64_t count, uint8_t* out) const;
+  // `targets[i]` becomes the ignore index wherever bit first + i is 0 (i < count): what a dataset
+  // does to the targets of a window whose first target is token `first`. Read's errors.
+  absl::Status MaskTargets(int64_t first, int64_t count, int32_t* targets) const;
 
  private:
   MaskReader() = default;

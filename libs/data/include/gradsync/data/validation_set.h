@@ -34,7 +34,8 @@ class ValidationSet {
                                                              int vocab_size);
 
   int64_t windows() const { return windows_end_.empty() ? 0 : windows_end_.back(); }
-  // The target positions over every window: the tokens of every file less one per file.
+  // The target positions over every window: the tokens of every file less one per file (before
+  // any loss mask leaves some out).
   int64_t targets() const { return targets_; }
   int seq_len() const { return seq_len_; }
   // Fills `out` with windows [first, first + count), which must lie within windows(); replaces

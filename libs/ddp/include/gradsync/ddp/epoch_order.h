@@ -48,9 +48,4 @@ class EpochOrder {
   std::array<uint64_t, 6> round_keys_{};
 };
 
-// The permutation of [0, n) for an epoch seed, as a table: EpochOrder's positions in order.
-// Fisher-Yates with gradsync's portable generator for n <= kMaterialisedOrderMax (the table such
-// an EpochOrder holds).
-std::vector<int64_t> EpochPermutation(uint64_t epoch_seed, int64_t n);
-
 }  // namespace gradsync::ddp
