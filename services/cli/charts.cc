@@ -29,6 +29,9 @@ Range RangeOf(const Series& s, bool x) {
 
 std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 
+// The step between NiceTicks(lo, hi, ...)'s ticks (0 for an empty list).
+double TickStep(const std::vector<double>& ticks) { return ticks.size() >= 2 ? ticks[1] - ticks[0] : 0; }
+
 // One curve of an SVG panel; `markers` draws a circle at each point (sparse series such as the
 // validation loss, whose points are the evaluations).
 struct Curve {
@@ -53,6 +56,26 @@ std::string SvgCurve(const Curve& c, double x, double y, double w, double h, con
       absl::StrFormat(R"(<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>)", c.color, path), dots);
 }
 
+// The ticks of a panel: a grid line and a label at each tick of either axis (the grid under the
+// curves' colours, light enough to read through).
+std::string SvgTicks(double x, double y, double w, double h, const Range& rx, const Range& ry) {
+  std::string out;
+  const std::vector<double> yticks = NiceTicks(ry.lo, ry.hi, 5), xticks = NiceTicks(rx.lo, rx.hi, 8);
+  for (double t : yticks) {
+    const double sy = y + h - (t - ry.lo) / (ry.hi - ry.lo) * h;
+    absl::StrAppend(&out, absl::StrFormat(R"(<line class="grid" x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#e6e6e6"/>)"
+                                          R"(<text class="ytick" x="%g" y="%.1f" font-size="11" text-anchor="end">%s</text>)",
+                                          x, sy, x + w, sy, x - 4, sy + 4, TickLabel(t, TickStep(yticks))));
+  }
+  for (double t : xticks) {
+    const double sx = x + (t - rx.lo) / (rx.hi - rx.lo) * w;
+    absl::StrAppend(&out, absl::StrFormat(R"(<line class="grid" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#e6e6e6"/>)"
+                                          R"(<text class="xtick" x="%.1f" y="%g" font-size="11" text-anchor="middle">%s</text>)",
+                                          sx, y, sx, y + h, sx, y + h + 14, TickLabel(t, TickStep(xticks))));
+  }
+  return out;
+}
+
 // One SVG panel: titled curves inside [x, y, w, h] on shared axes, with axis labels, and a legend
 // when there is more than one curve with points.
 std::string SvgPanel(const std::vector<Curve>& curves, double x, double y, double w, double h,
@@ -70,6 +93,7 @@ std::string SvgPanel(const std::vector<Curve>& curves, double x, double y, doubl
     shown.push_back(&c);
   }
   const Range rx = RangeOf(all, true), ry = RangeOf(all, false);
+  absl::StrAppend(&out, SvgTicks(x, y, w, h, rx, ry));
   for (const Curve* c : shown) absl::StrAppend(&out, SvgCurve(*c, x, y, w, h, rx, ry));
   for (size_t i = 0; shown.size() > 1 && i < shown.size(); ++i) {
     const double ly = y + 16 + 16 * static_cast<double>(i);
@@ -77,18 +101,36 @@ std::string SvgPanel(const std::vector<Curve>& curves, double x, double y, doubl
                                           R"(<text x="%g" y="%g" font-size="11">%s</text></g>)",
                                           x + w - 190, ly - 4, shown[i]->color, x + w - 172, ly, shown[i]->label));
   }
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4,
-                                        y + 10, Num(ry.hi)));
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">%s</text>)", x - 4,
-                                        y + h, Num(ry.lo)));
-  absl::StrAppend(&out,
-                  absl::StrFormat(R"(<text x="%g" y="%g" font-size="11">step %s</text>)", x, y + h + 14, Num(rx.lo)));
-  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">step %s</text></g>)",
-                                        x + w, y + h + 14, Num(rx.hi)));
+  absl::StrAppend(&out, absl::StrFormat(R"(<text x="%g" y="%g" font-size="11" text-anchor="end">step</text></g>)",
+                                        x + w, y + h + 30));
   return out;
 }
 
 }  // namespace
+
+std::vector<double> NiceTicks(double lo, double hi, int target) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi) || target < 1) return {};
+  const double rough = (hi - lo) / target;
+  const double power = std::pow(10.0, std::floor(std::log10(rough)));
+  double step = power * 10;
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (rough <= m * power * 1.0000001) {
+      step = m * power;
+      break;
+    }
+  }
+  std::vector<double> ticks;
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9 && ticks.size() < 100; k += 1) {
+    ticks.push_back(k * step == 0 ? 0.0 : k * step);
+  }
+  return ticks;
+}
+
+std::string TickLabel(double value, double step) {
+  if (std::fabs(value) >= 1e6 || (step > 0 && step < 1e-4)) return absl::StrFormat("%.3g", value);
+  const int decimals = step >= 1 || step <= 0 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return absl::StrFormat("%.*f", decimals, value);
+}
 
 std::string TerminalChart(const Series& points, int width, int height, const std::string& x_label) {
   if (points.size() < 2 || width < 4 || height < 2) return "";
@@ -115,17 +157,40 @@ std::string TerminalChart(const Series& points, int width, int height, const std
     }
     prev_row = row;
   }
-  const std::string top = Num(ry.hi), bottom = Num(ry.lo);
-  const size_t margin = std::max(top.size(), bottom.size());
+  // A y tick labels the row it rounds to; the top and bottom rows keep the range's own ends.
+  std::vector<std::string> labels(height);
+  labels[0] = Num(ry.hi);
+  labels[height - 1] = Num(ry.lo);
+  const std::vector<double> yticks = NiceTicks(ry.lo, ry.hi, std::max(2, height / 3));
+  for (double t : yticks) {
+    const int row = static_cast<int>(std::lround((ry.hi - t) / (ry.hi - ry.lo) * (height - 1)));
+    if (row > 0 && row < height - 1 && labels[row - 1].empty() && labels[row + 1].empty()) {
+      labels[row] = TickLabel(t, TickStep(yticks));
+    }
+  }
+  size_t margin = 0;
+  for (const std::string& l : labels) margin = std::max(margin, l.size());
   std::string out;
   for (int r = 0; r < height; ++r) {
-    std::string label = r == 0 ? top : r == height - 1 ? bottom : "";
-    absl::StrAppend(&out, std::string(margin - label.size(), ' '), label, " |", grid[r], "\n");
+    absl::StrAppend(&out, std::string(margin - labels[r].size(), ' '), labels[r], labels[r].empty() ? " |" : " -",
+                    grid[r], "\n");
   }
-  absl::StrAppend(&out, std::string(margin + 1, ' '), "+", std::string(width, '-'), "\n");
-  const std::string left = Num(rx.lo), right = absl::StrCat(Num(rx.hi), " ", x_label);
-  const int gap = std::max(1, width - static_cast<int>(left.size() + right.size()));
-  absl::StrAppend(&out, std::string(margin + 2, ' '), left, std::string(gap, ' '), right, "\n");
+  // The x axis with a '+' under each tick, and the tick labels that fit without touching.
+  std::string axis(width, '-'), names(width + 16, ' ');
+  int free_from = 0;
+  const std::vector<double> xticks = NiceTicks(rx.lo, rx.hi, std::max(2, width / 12));
+  for (double t : xticks) {
+    const int col = std::clamp(static_cast<int>(std::lround((t - rx.lo) / (rx.hi - rx.lo) * (width - 1))), 0, width - 1);
+    axis[col] = '+';
+    const std::string label = TickLabel(t, TickStep(xticks));
+    const int at = std::max(0, col - static_cast<int>(label.size()) / 2);
+    if (at < free_from || at + static_cast<int>(label.size()) > width) continue;
+    names.replace(at, label.size(), label);
+    free_from = at + static_cast<int>(label.size()) + 1;
+  }
+  names.resize(std::min<size_t>(names.size(), free_from));
+  absl::StrAppend(&out, std::string(margin + 1, ' '), "+", axis, "\n");
+  absl::StrAppend(&out, std::string(margin + 2, ' '), names, names.empty() ? "" : " ", x_label, "\n");
   return out;
 }
 

@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "command_rows.h"
@@ -102,6 +104,24 @@ absl::StatusOr<v1::ListJobsResponse> ListAll(JobClient& client, int page_size) {
   }
 }
 
+// `status`, a local cluster's refusal of data outside its data roots, with the command that starts
+// one that reads it appended; otherwise `status` unchanged.
+absl::Status WithDataRootAdvice(const absl::Status& status, const v1::JobSpec& spec,
+                                const cluster::LocalClusterFile& local) {
+  if (status.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(status.message(), "outside the data root")) {
+    return status;
+  }
+  const std::vector<std::string> missing = DataDirsOutside(spec, local.data_roots);
+  if (missing.empty()) return status;
+  std::string up = absl::StrCat("gradsync local up --workers ", local.workers, " --state-dir ", local.state_dir);
+  for (const std::string& root : local.data_roots) absl::StrAppend(&up, " --data-root ", root);
+  for (const std::string& dir : missing) absl::StrAppend(&up, " --data-root ", dir);
+  return absl::InvalidArgumentError(
+      absl::StrCat(status.message(), "\nthis local cluster reads job data only inside its --data-root directories (",
+                   absl::StrJoin(local.data_roots, ", "), "); start one that also reads ", absl::StrJoin(missing, ", "),
+                   ":\n  gradsync local down && ", up));
+}
+
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& argv) {
@@ -117,13 +137,14 @@ int SubmitCommand(const std::vector<std::string>& argv) {
   auto connected = ConnectJobClient(args);
   if (!connected.ok()) return Fail(connected.status());
   // A local cluster reads the files where this process sees them: relative paths start here.
-  auto local = TargetsLocalCluster(args);
+  auto local = TargetLocalCluster(args);
   if (!local.ok()) return Fail(local.status());
-  if (*local) MakeDataPathsAbsolute(&*spec);
+  if (local->has_value()) MakeDataPathsAbsolute(&*spec);
   auto metrics_api = MetricsApiFromArgs(args);
   if (!metrics_api.ok()) return Fail(metrics_api.status());
   JobClient& client = **connected;
   auto job = client.Create(*spec);
+  if (!job.ok() && local->has_value()) return Fail(WithDataRootAdvice(job.status(), *spec, **local));
   if (!job.ok()) return Fail(job.status());
   if (!args.Has("wait")) {
     std::printf("%s", Show(*job, parsed->format, JobJson(*job), job->name() + "\n").c_str());

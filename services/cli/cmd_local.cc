@@ -1,12 +1,14 @@
 // gradsync local up|down: a local cluster that runs in the background until stopped.
 //
-// `up` forks a supervisor that owns the cluster's processes. The cluster file that records the
+// `up` forks a supervisor that owns the cluster's processes and keeps each job's series in its
+// artifacts as the job ends (series_keeper.h), where `report` reads them once the cluster is down. The cluster file that records the
 // supervisor (DIR/endpoints.json, gradsync/cli/local_cluster_file.h) appears once the cluster is
 // ready, and `up` prints it. `down` signals that supervisor, which stops everything it started.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -15,6 +17,8 @@
 #include "command_rows.h"
 #include "command_table.h"
 #include "commands.h"
+#include "connection.h"
+#include "series_keeper.h"
 #include "gradsync/cluster/current_cluster.h"
 #include "gradsync/cluster/local_cluster.h"
 #include "gradsync/cluster/local_cluster_file.h"
@@ -53,7 +57,9 @@ pid_t RecordedPid(const std::string& dir) {
   }
   std::fprintf(stderr, "local cluster up at %s\n", cluster.coordinator_address().c_str());
   std::fflush(stderr);
-  while (!WaitForShutdown(absl::Milliseconds(200))) {
+  SeriesKeeper series(options.state_dir);
+  for (int tick = 1; !WaitForShutdown(absl::Milliseconds(200)); ++tick) {
+    if (tick % 10 == 0) series.Keep(/*all=*/false);
     auto restarted = cluster.Supervise();
     if (!restarted.ok()) {
       std::fprintf(stderr, "giving up: %s\n", std::string(restarted.status().message()).c_str());
@@ -62,10 +68,33 @@ pid_t RecordedPid(const std::string& dir) {
     for (const std::string& name : *restarted) std::fprintf(stderr, "%s exited; started it again\n", name.c_str());
     std::fflush(stderr);
   }
+  series.Keep(/*all=*/true);
   cluster.Stop();
   std::fprintf(stderr, "local cluster stopped\n");
   std::fflush(stderr);
   ::_exit(0);
+}
+
+// Waits until `n` workers are registered with the coordinator of the cluster in `args`'
+// --state-dir: a cluster `up` returns is one `gradsync workers` shows whole and a job can be
+// placed on at once.
+absl::Status AwaitWorkers(const Args& args, int n, absl::Time deadline) {
+  absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
+  if (!client.ok()) return client.status();
+  for (int registered = 0;;) {
+    absl::StatusOr<v1::ListWorkersResponse> workers = (*client)->ListWorkers();
+    if (workers.ok()) {
+      registered = static_cast<int>(std::count_if(workers->workers().begin(), workers->workers().end(),
+                                                  [](const v1::Worker& w) { return w.state() != v1::WORKER_LOST; }));
+      if (registered >= n) return absl::OkStatus();
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(registered, " of ", n, " workers registered",
+                       workers.ok() ? "" : absl::StrCat(" (", workers.status().message(), ")")));
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
 }
 
 int Up(const Args& args) {
@@ -124,6 +153,12 @@ int Up(const Args& args) {
       return 1;
     }
     absl::SleepFor(absl::Milliseconds(50));
+  }
+  if (absl::Status s = AwaitWorkers(args, *workers, deadline); !s.ok()) {
+    std::fprintf(stderr, "the local cluster's workers did not register: %s; see %s\n",
+                 std::string(s.message()).c_str(), (fs::path(dir) / "logs").c_str());
+    ::kill(child, SIGTERM);
+    return 1;
   }
   std::printf("%s", cluster::LocalClusterFileJson(*ready).c_str());
   if (absl::Status s = cluster::SetCurrentCluster(dir); s.ok()) {
@@ -187,7 +222,8 @@ std::vector<Command> LocalRows() {
                .summary = "start a local cluster in the background and make it the current cluster",
                .example = "gradsync local up --workers 2 --state-dir /tmp/gradsync-local",
                .details = absl::StrCat(
-                   "Prints the cluster file DIR/endpoints.json once every service is up; writes fresh tokens to\n"
+                   "Prints the cluster file DIR/endpoints.json once every service is up and every worker has\n"
+                   "registered (`gradsync workers` lists them); writes fresh tokens to\n"
                    "DIR/tokens, readable by you alone.\n",
                    kDevicesHelp,
                    "The coordinator reads data inside each --data-root DIR (default: the directory it started\n"

@@ -24,6 +24,7 @@
 #include "metrics_client.h"
 #include "output_format.h"
 #include "series_files.h"
+#include "series_keeper.h"
 #include "spec_input.h"
 
 namespace gradsync::cli {
@@ -54,23 +55,6 @@ absl::StatusOr<ClusterClient> ConnectTo(const cluster::LocalCluster& cluster) {
   channel.bearer_token = *std::move(token);
   return ClusterClient{std::make_unique<GrpcJobClient>(cluster.coordinator_address(), channel),
                        *std::move(metrics_token)};
-}
-
-// Writes the series beside the job's weights (<artifacts>/<job id>/series.jsonl), where
-// `gradsync report` reads it once the cluster is gone. Returns the path, or "" after saying why
-// not on stderr.
-std::string KeepSeries(const v1::JobSeries& series, const v1::Job& job, const std::string& state_dir) {
-  const std::string weights = job.result().weights_path();
-  const std::filesystem::path dir = !weights.empty() ? std::filesystem::path(weights).parent_path()
-                                                     : std::filesystem::path(state_dir) / "artifacts" / job.id();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::string path = (dir / kSeriesFileName).string();
-  if (absl::Status s = WriteFileAtomically(path, SeriesJsonl(series)); !s.ok()) {
-    std::fprintf(stderr, "the job's series is not kept: %s\n", std::string(s.message()).c_str());
-    return "";
-  }
-  return path;
 }
 
 constexpr char kRunUsage[] =
@@ -159,7 +143,13 @@ RunFiles KeepFiles(const FollowedJob& followed, const v1::Job& created, const st
   if (!followed.series.ok()) return files;
   files.report = state_dir + "/report.svg";
   std::ofstream(files.report) << SvgReport(*followed.series);
-  files.series = KeepSeries(*followed.series, followed.job.ok() ? *followed.job : created, state_dir);
+  if (absl::StatusOr<std::string> kept =
+          KeepSeries(*followed.series, followed.job.ok() ? *followed.job : created, state_dir);
+      kept.ok()) {
+    files.series = *kept;
+  } else {
+    std::fprintf(stderr, "the job's series is not kept: %s\n", std::string(kept.status().message()).c_str());
+  }
   return files;
 }
 

@@ -99,11 +99,8 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
   return MakeJobClient(options);
 }
 
-absl::StatusOr<bool> TargetsLocalCluster(const Args& args) {
-  absl::StatusOr<std::optional<cluster::LocalClusterFile>> local =
-      LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
-  if (!local.ok()) return local.status();
-  return local->has_value();
+absl::StatusOr<std::optional<cluster::LocalClusterFile>> TargetLocalCluster(const Args& args) {
+  return LocalClusterOf(args, {"address"}, {"GRADSYNC_ADDRESS"});
 }
 
 absl::StatusOr<MetricsApi> MetricsApiFromArgs(const Args& args, const std::string& fallback) {

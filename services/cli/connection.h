@@ -12,10 +12,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gradsync/cluster/local_cluster_file.h"
 #include "gradsync/core/args.h"
 #include "job_client.h"
 
@@ -26,10 +28,11 @@ namespace gradsync::cli {
 // state directory without a running cluster; otherwise errors as MakeJobClient's.
 absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args);
 
-// Whether the job API the options name is a local cluster's (--state-dir, GRADSYNC_STATE_DIR or the
-// current cluster, as ConnectJobClient picks it): one on this machine, reading files where this
-// process sees them. Errors as ConnectJobClient's for a state directory without a cluster.
-absl::StatusOr<bool> TargetsLocalCluster(const Args& args);
+// The local cluster whose job API the options name (--state-dir, GRADSYNC_STATE_DIR or the current
+// cluster, as ConnectJobClient picks it): one on this machine, reading files where this process
+// sees them. None when they name another server. Errors as ConnectJobClient's for a state
+// directory without a cluster.
+absl::StatusOr<std::optional<cluster::LocalClusterFile>> TargetLocalCluster(const Args& args);
 
 // The metrics service's JSON API and the token its readers present ("" for none).
 struct MetricsApi {

@@ -1,5 +1,6 @@
 #include "display.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "charts.h"
 #include "google/protobuf/struct.pb.h"
@@ -204,6 +207,50 @@ ProgressView::ProgressView(FILE* out) : out_(out), tty_(::isatty(::fileno(out)) 
 constexpr int kChartWidth = 60;
 constexpr int kChartHeight = 8;
 
+int TerminalColumns(FILE* out) {
+  struct winsize size {};
+  if (::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  int columns = 0;
+  if (const char* env = std::getenv("COLUMNS"); env != nullptr && absl::SimpleAtoi(env, &columns) && columns > 0) {
+    return columns;
+  }
+  return 80;
+}
+
+std::string FitToColumns(const std::string& line, int columns) {
+  const size_t room = static_cast<size_t>(std::max(columns - 1, 1));
+  if (line.size() <= room) return line;
+  size_t cut = room;  // bytes: a UTF-8 character counts at least one column, never less
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut);
+}
+
+std::string ProgressLine(const v1::Job& job, int columns) {
+  const v1::JobProgress& p = job.progress();
+  const double frac = p.total_steps() > 0 ? static_cast<double>(p.step()) / static_cast<double>(p.total_steps()) : 0;
+  const std::string step = absl::StrFormat("step %lld/%lld", static_cast<long long>(p.step()),
+                                           static_cast<long long>(p.total_steps()));
+  std::string loss = absl::StrFormat("loss %.4f", p.loss());
+  if (p.smoothed_loss() > 0) absl::StrAppend(&loss, absl::StrFormat(" (avg %.4f)", p.smoothed_loss()));
+  const std::string rate = p.tokens_per_second() > p.samples_per_second()
+                               ? absl::StrCat(Rate(p.tokens_per_second()), " tok/s")
+                               : absl::StrCat(Rate(p.samples_per_second()), " samples/s");
+  // From the most said to the least, the first that fits the terminal's width.
+  const std::vector<std::string> forms = {
+      absl::StrFormat("[%s] %5.1f%% %s | epoch %d | %s%s | %s samples/s | %s tokens/s%s", Bar(frac, 24), 100.0 * frac,
+                      step, p.epoch(), StepText(p), ValidationText(p), Rate(p.samples_per_second()),
+                      Rate(p.tokens_per_second()), TimeText(job)),
+      absl::StrFormat("[%s] %5.1f%% %s | %s%s | %s%s", Bar(frac, 16), 100.0 * frac, step, loss, ValidationText(p), rate,
+                      TimeText(job)),
+      absl::StrFormat("[%s] %3.0f%% %s | %s | %s%s", Bar(frac, 10), 100.0 * frac, step, loss, rate, TimeText(job)),
+      absl::StrFormat("%3.0f%% %s | loss %.4f%s", 100.0 * frac, step, p.loss(), TimeText(job)),
+  };
+  for (const std::string& form : forms) {
+    if (static_cast<int>(form.size()) < columns) return form;
+  }
+  return FitToColumns(forms.back(), columns);
+}
+
 void ProgressView::Erase() {
   // Up to the first line of the live block, then clear to the end of the screen.
   if (drawn_lines_ > 0) std::fprintf(out_, "\033[%dA\r\033[J", drawn_lines_);
@@ -232,14 +279,13 @@ void ProgressView::Update(const v1::Job& job) {
   if (losses_.empty() || static_cast<double>(p.step()) > losses_.back().first) {
     losses_.emplace_back(static_cast<double>(p.step()), p.loss());
   }
-  const double frac = static_cast<double>(p.step()) / static_cast<double>(p.total_steps());
   const std::string line =
       absl::StrFormat("step %lld/%lld | epoch %d | %s%s | %s samples/s | %s tokens/s%s",
                       static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), p.epoch(), StepText(p),
                       ValidationText(p), Rate(p.samples_per_second()), Rate(p.tokens_per_second()), TimeText(job));
   if (tty_) {
     Erase();
-    line_ = absl::StrFormat("[%s] %5.1f%% %s", Bar(frac, 24), 100.0 * frac, line);
+    line_ = ProgressLine(job, TerminalColumns(out_));
     Draw();
   } else {
     std::fprintf(out_, "%s\n", line.c_str());
@@ -281,11 +327,19 @@ void ProgressView::Tick() {
 }
 
 void ProgressView::Draw() {
+  // Every line of the block shorter than the terminal is wide: one that wrapped would take two
+  // rows, and Erase would move back over too few of them.
+  const int columns = TerminalColumns(out_);
   std::string block;
-  if (!waiting_reason_.empty()) absl::StrAppend(&block, WaitingLine(), "\n");
+  if (!waiting_reason_.empty()) absl::StrAppend(&block, FitToColumns(WaitingLine(), columns), "\n");
   if (!line_.empty()) {
-    absl::StrAppend(&block, line_, "\n");
-    if (losses_.size() >= 2) absl::StrAppend(&block, TerminalChart(losses_, kChartWidth, kChartHeight, "step"));
+    absl::StrAppend(&block, FitToColumns(line_, columns), "\n");
+    const int width = std::min(kChartWidth, columns - 18);
+    if (losses_.size() >= 2 && width >= 8) {
+      for (absl::string_view row : absl::StrSplit(TerminalChart(losses_, width, kChartHeight, "step"), '\n', absl::SkipEmpty())) {
+        absl::StrAppend(&block, FitToColumns(std::string(row), columns), "\n");
+      }
+    }
   }
   std::fputs(block.c_str(), out_);
   drawn_lines_ = static_cast<int>(std::count(block.begin(), block.end(), '\n'));

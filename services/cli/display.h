@@ -15,9 +15,17 @@
 
 namespace gradsync::cli {
 
+// The columns of the terminal `out` writes to (TIOCGWINSZ), else $COLUMNS, else 80.
+int TerminalColumns(FILE* out);
+// `line` cut to fewer than `columns` characters, so that it never wraps.
+std::string FitToColumns(const std::string& line, int columns);
+// A terminal's progress line for `job`, shorter than `columns`: a bar and every figure where
+// they fit, fewer figures (the loss, throughput and time kept longest) where they do not.
+std::string ProgressLine(const v1::Job& job, int columns);
+
 // Prints new events and progress of a watched job to `out`: on a terminal a progress bar and the
 // loss curve so far, redrawn in place below the events (so it stays on screen after the last
-// one); otherwise one line per reported step, and the loss curve once at the end. A progress line
+// one), each line of them narrower than the terminal; otherwise one line per reported step, and the loss curve once at the end. A progress line
 // holds the step, the loss and its moving average, lr, gradient norm, step time, throughput, the
 // elapsed time and an ETA. A waiting job shows why it waits and since when.
 class ProgressView {

@@ -119,4 +119,20 @@ std::vector<std::string> RunDataRoots(const v1::JobSpec& spec) {
   return roots;
 }
 
+std::vector<std::string> DataDirsOutside(const v1::JobSpec& spec, const std::vector<std::string>& roots) {
+  namespace fs = std::filesystem;
+  const auto inside = [](const fs::path& dir, const fs::path& root) {
+    const fs::path rel = dir.lexically_normal().lexically_relative(root.lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  std::vector<std::string> dirs = RunDataRoots(spec);
+  dirs.erase(dirs.begin());
+  std::vector<std::string> outside;
+  for (const std::string& dir : dirs) {
+    const bool covered = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return inside(dir, r); });
+    if (!covered && std::find(outside.begin(), outside.end(), dir) == outside.end()) outside.push_back(dir);
+  }
+  return outside;
+}
+
 }  // namespace gradsync::cli

@@ -42,4 +42,8 @@ void MakeDataPathsAbsolute(v1::JobSpec* spec, const std::string& base = "");
 // component). Whoever runs it owns the spec and the cluster alike.
 std::vector<std::string> RunDataRoots(const v1::JobSpec& spec);
 
+// The directories of `spec`'s data paths (RunDataRoots' after the current directory) that lie in
+// none of `roots`: what a local cluster started with `roots` needs as --data-root to run it.
+std::vector<std::string> DataDirsOutside(const v1::JobSpec& spec, const std::vector<std::string>& roots);
+
 }  // namespace gradsync::cli

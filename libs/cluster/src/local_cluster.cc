@@ -190,7 +190,8 @@ absl::Status LocalCluster::WriteClusterFile() const {
                                                     .supervisor_start = SupervisorStart(),
                                                     .log_dir = log_dir(),
                                                     .pids = pids(),
-                                                    .token_files = token_files_});
+                                                    .token_files = token_files_,
+                                                    .data_roots = DataRootsOf(options_)});
 }
 
 void LocalCluster::PinPorts(Child& child, const std::map<std::string, std::string>& flag_to_address) {

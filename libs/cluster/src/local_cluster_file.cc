@@ -23,6 +23,7 @@ constexpr char kSupervisorStart[] = "pidStart";
 constexpr char kLogs[] = "logs";
 constexpr char kPids[] = "pids";
 constexpr char kTokenFiles[] = "tokenFiles";
+constexpr char kDataRoots[] = "dataRoots";
 
 absl::StatusOr<google::protobuf::Struct> ReadJsonObject(const std::string& path) {
   std::ifstream in(path);
@@ -51,6 +52,13 @@ std::string LocalClusterFileJson(const LocalClusterFile& file) {
   absl::StrAppend(&json, "  \"", kLogs, "\": ", JsonString(file.log_dir), ",\n  \"", kPids, "\": [");
   for (size_t i = 0; i < file.pids.size(); ++i) absl::StrAppend(&json, i ? ", " : "", file.pids[i]);
   absl::StrAppend(&json, "]");
+  if (!file.data_roots.empty()) {
+    absl::StrAppend(&json, ",\n  \"", kDataRoots, "\": [");
+    for (size_t i = 0; i < file.data_roots.size(); ++i) {
+      absl::StrAppend(&json, i ? ", " : "", JsonString(file.data_roots[i]));
+    }
+    absl::StrAppend(&json, "]");
+  }
   if (!file.token_files.empty()) {
     absl::StrAppend(&json, ",\n  \"", kTokenFiles, "\": {");
     const char* separator = "";
@@ -75,6 +83,7 @@ absl::StatusOr<LocalClusterFile> ReadLocalClusterFile(const std::string& state_d
   absl::StatusOr<google::protobuf::Struct> object = ReadJsonObject(path);
   if (!object.ok()) return object.status();
   LocalClusterFile file;
+  file.state_dir = state_dir;
   for (const auto& [key, value] : object->fields()) {
     if (key == kWorkers) {
       file.workers = static_cast<int>(value.number_value());
@@ -86,6 +95,8 @@ absl::StatusOr<LocalClusterFile> ReadLocalClusterFile(const std::string& state_d
       file.log_dir = value.string_value();
     } else if (key == kPids) {
       for (const auto& pid : value.list_value().values()) file.pids.push_back(static_cast<pid_t>(pid.number_value()));
+    } else if (key == kDataRoots) {
+      for (const auto& root : value.list_value().values()) file.data_roots.push_back(root.string_value());
     } else if (key == kTokenFiles) {
       for (const auto& [name, path] : value.struct_value().fields()) file.token_files[name] = path.string_value();
     } else if (value.has_string_value()) {

@@ -42,6 +42,10 @@ struct LocalClusterFile {
   std::vector<pid_t> pids;  // the children, the coordinator first
   // The token files by name: "auth", "cluster", "metrics". Empty for a cluster without tokens.
   std::map<std::string, std::string> token_files;
+  // The directories its coordinator reads job data in (--data-root), absolute.
+  std::vector<std::string> data_roots;
+  // The state directory it was read from (not written: the file lies in it).
+  std::string state_dir;
 };
 
 std::string LocalClusterFilePath(const std::string& state_dir);

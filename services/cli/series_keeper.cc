@@ -1,0 +1,69 @@
+#include "series_keeper.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "connection.h"
+#include "job_client.h"
+#include "metrics_client.h"
+#include "series_files.h"
+
+namespace gradsync::cli {
+namespace {
+
+// Whether `series` reaches the job's last step: a series fetched the moment a job ends may still
+// miss its final reports.
+constexpr int kMaxPages = 100;
+constexpr int kTriesForLastStep = 5;
+
+bool Complete(const v1::JobSeries& series, const v1::Job& job) {
+  return series.steps_size() > 0 && series.steps(series.steps_size() - 1).step() >= job.result().global_step();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> KeepSeries(const v1::JobSeries& series, const v1::Job& job, const std::string& state_dir) {
+  namespace fs = std::filesystem;
+  const std::string weights = job.result().weights_path();
+  const fs::path dir = !weights.empty() ? fs::path(weights).parent_path() : fs::path(state_dir) / "artifacts" / job.id();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const std::string path = (dir / kSeriesFileName).string();
+  if (absl::Status s = WriteFileAtomically(path, SeriesJsonl(series)); !s.ok()) return s;
+  return path;
+}
+
+void SeriesKeeper::Keep(bool all) {
+  Args args;
+  args.Add("state-dir", state_dir_);
+  absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
+  absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(args);
+  if (!client.ok() || !api.ok() || api->address.empty()) return;
+  std::vector<v1::Job> jobs;
+  std::string token;
+  for (int pages = 0; pages < kMaxPages; ++pages) {
+    absl::StatusOr<v1::ListJobsResponse> page = (*client)->List(500, token);
+    if (!page.ok()) return;
+    jobs.insert(jobs.end(), page->jobs().begin(), page->jobs().end());
+    if ((token = page->next_page_token()).empty()) break;
+  }
+  for (const v1::Job& job : jobs) {
+    const bool ended = IsTerminal(job.state());
+    if (kept_.count(job.id()) > 0 || (!ended && !all)) continue;
+    absl::StatusOr<v1::JobSeries> series = FetchSeries(api->address, api->token, job.id());
+    if (!series.ok() || series->steps_size() == 0) continue;
+    // The last reports of a job that just ended may still be on their way: a few more tries.
+    if (ended && !all && !Complete(*series, job) && ++tries_[job.id()] < kTriesForLastStep) continue;
+    absl::StatusOr<std::string> path = KeepSeries(*series, job, state_dir_);
+    if (!path.ok()) {
+      std::fprintf(stderr, "the series of jobs/%s is not kept: %s\n", job.id().c_str(),
+                   std::string(path.status().message()).c_str());
+      continue;
+    }
+    if (ended) kept_.insert(job.id());
+  }
+}
+
+}  // namespace gradsync::cli
