@@ -1,7 +1,10 @@
 // gradsync model describe: a transformer preset's dimensions, parameter count and FLOPs per
-// token, with --set overrides relative to the model spec. gradsync model logits: the logits a
+// token, with --set overrides relative to the model spec. gradsync model params: the names and
+// shapes of a model's parameters (what ddp.ignoreParams names) and its buffers. gradsync model logits: the logits a
 // model's weights give for fixed tokens, for comparisons with other frameworks. Need no cluster.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@
 #include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 #include "output_format.h"
+#include "spec_input.h"
 
 namespace gradsync::cli {
 namespace {
@@ -164,6 +168,81 @@ int ModelLogitsCommand(const std::vector<std::string>& argv) {
   return Logits(*args);
 }
 
+// The model `what` names: a job spec file (with `overrides` as --set gives them to submit), or a
+// transformer preset (overrides relative to the model, as describe takes them).
+absl::StatusOr<nn::ModelPlan> ModelNamed(const std::string& what, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(what, ec)) {
+    absl::StatusOr<v1::JobSpec> spec = LoadSpecFromCommandLine(what, overrides, 0);
+    if (!spec.ok()) return spec.status();
+    return spec::PlanModel(*spec);
+  }
+  absl::StatusOr<v1::TransformerConfig> config = Resolve(what, overrides);
+  if (!config.ok()) return config.status();
+  v1::JobSpec spec;
+  spec.mutable_model()->set_preset(what);
+  *spec.mutable_model()->mutable_transformer() = *config;
+  return spec::PlanModel(spec);
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrJoin(shape, "x"); }
+
+std::string ParamsText(const std::string& what, const nn::ModelPlan& plan) {
+  const nn::ParamLayout layout = plan.Layout();
+  std::string out = absl::StrFormat(
+      "%s: %d parameters in %d tensors. ddp.ignoreParams takes these names, or a prefix ending in \".\"\n", what,
+      static_cast<long long>(layout.total_numel()), layout.size());
+  size_t width = 4;
+  for (const nn::ParamInfo& p : layout.params()) width = std::max(width, p.name.size());
+  absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s %s\n", static_cast<int>(width), "NAME", "SHAPE", "NUMEL"));
+  for (const nn::ParamInfo& p : layout.params()) {
+    absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s %d\n", static_cast<int>(width), p.name, ShapeText(p.shape),
+                                          static_cast<long long>(p.numel)));
+  }
+  const std::vector<std::string> buffers = plan.BufferNames();
+  if (!buffers.empty()) {
+    absl::StrAppend(&out, "buffers (computed alike on every rank, never synchronised; ddp.ignoreParams accepts them):\n");
+    for (const std::string& b : buffers) absl::StrAppend(&out, "  ", b, "\n");
+  }
+  return out;
+}
+
+std::string ParamsJson(const nn::ModelPlan& plan) {
+  google::protobuf::Struct s;
+  auto& f = *s.mutable_fields();
+  auto& params = *f["params"].mutable_list_value();
+  const nn::ParamLayout layout = plan.Layout();
+  for (const nn::ParamInfo& p : layout.params()) {
+    auto& entry = *params.add_values()->mutable_struct_value()->mutable_fields();
+    entry["name"].set_string_value(p.name);
+    for (int64_t d : p.shape) entry["shape"].mutable_list_value()->add_values()->set_number_value(static_cast<double>(d));
+    entry["numel"].set_number_value(static_cast<double>(p.numel));
+  }
+  auto& buffers = *f["buffers"].mutable_list_value();
+  for (const std::string& b : plan.BufferNames()) buffers.add_values()->set_string_value(b);
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  (void)google::protobuf::util::MessageToJsonString(s, &out, options);
+  return out;
+}
+
+int ModelParamsCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = ParseCommandArgs("model params", argv);
+  const std::string usage = GroupUsage("model");
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", usage));
+  absl::StatusOr<OutputFormat> format = OutputFormatOf("model params", *args);
+  if (!format.ok()) return Fail(std::string(format.status().message()));
+  if (args->positional.size() != 2) return Fail(usage);
+  const std::string& what = args->positional[1];
+  absl::StatusOr<nn::ModelPlan> plan = ModelNamed(what, args->GetAll("set"));
+  if (!plan.ok()) return Fail(std::string(plan.status().message()));
+  const std::string text =
+      *format == OutputFormat::kTable ? ParamsText(what, *plan) : InFormat(ParamsJson(*plan), *format);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
 int ModelDescribeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = ParseCommandArgs("model describe", argv);
   const std::string usage = GroupUsage("model");
@@ -199,6 +278,16 @@ std::vector<Command> ModelRows() {
                .operands = Operands::kWords,
                .words = {"gpt-tiny", "gpt2-124m", "minimind-26m"},
                .run = ModelDescribeCommand});
+  t.push_back({.name = "model params",
+               .synopsis = "PRESET|SPEC [--set path=value ...]",
+               .summary = "the names, shapes and sizes of a model's parameters, and its buffers",
+               .example = "gradsync model params minimind-26m",
+               .details = "PRESET as for describe (--set relative to the model spec), or a job spec file (--set as\n"
+                          "submit takes it). The names are those ddp.ignoreParams, weights files and checkpoints use.\n",
+               .options = {{"set", "path=value"}, Output()},
+               .formats = {F::kTable, F::kJson, F::kYaml},
+               .operands = Operands::kFiles,
+               .run = ModelParamsCommand});
   t.push_back({.name = "model logits",
                .synopsis = "WEIGHTS --tokens ID,... [--preset P] [--set path=value ...]",
                .summary = "the logits of fixed tokens, as JSON (comparisons with other frameworks)",

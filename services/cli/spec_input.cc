@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/spec/job_paths.h"
+#include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 
 namespace gradsync::cli {
@@ -56,7 +57,12 @@ absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, con
                                                     int workers) {
   auto spec = spec::LoadJobSpecFile(path, WithWorkers(overrides, workers));
   if (!spec.ok()) return spec.status();
-  return spec::Normalize(*std::move(spec));
+  absl::StatusOr<v1::JobSpec> normalized = spec::Normalize(*std::move(spec));
+  if (!normalized.ok() || normalized->has_script()) return normalized;
+  // What the coordinator plans at submission (the model, the data's shape, ddp.ignoreParams
+  // against the model's names), refused here before any server is dialled.
+  if (absl::StatusOr<spec::JobPlan> plan = spec::PlanJob(*normalized); !plan.ok()) return plan.status();
+  return normalized;
 }
 
 std::optional<std::vector<std::string>> CommandAfterDashes(const std::vector<std::string>& argv) {

@@ -16,7 +16,8 @@ namespace gradsync::cli {
 std::vector<std::string> SpecOverrides(const Args& args);
 
 // Reads `path` with `overrides`; when `workers` > 0 and no override names training.worldSize,
-// the world size becomes `workers`. Fills defaults and validates; errors name the field.
+// the world size becomes `workers`. Fills defaults, validates and plans a model job as the
+// coordinator will (spec::PlanJob); errors name the field.
 absl::StatusOr<v1::JobSpec> LoadSpecFromCommandLine(const std::string& path, const std::vector<std::string>& overrides,
                                                     int workers);
 

@@ -2,7 +2,9 @@
 
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "gradsync/nn/presets.h"
+#include "gradsync/nn/transformer_params.h"
 
 namespace gradsync::nn {
 
@@ -25,6 +27,30 @@ std::vector<std::string> ModelPlan::BufferNames() const {
   const TransformerPlan* t = transformer();
   if (t == nullptr || t->dims.gpt2()) return {};
   return {"freqs_cos", "freqs_sin"};
+}
+
+ParamLayout ModelPlan::Layout() const {
+  ParamLayout layout;
+  if (const TransformerPlan* t = transformer()) {
+    AddTransformerParams(t->dims, &layout);
+    return layout;
+  }
+  // As the mlp lays out its layers (mlp.cc): each a [out, in] weight, then its [out] bias.
+  std::vector<int64_t> dims = {mlp()->input_dim};
+  dims.insert(dims.end(), mlp()->hidden_dims.begin(), mlp()->hidden_dims.end());
+  dims.push_back(mlp()->num_classes);
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    layout.Add(absl::StrCat("layers.", i, ".weight"), {dims[i + 1], dims[i]}, /*weight_decay=*/true);
+    layout.Add(absl::StrCat("layers.", i, ".bias"), {dims[i + 1]}, /*weight_decay=*/false);
+  }
+  return layout;
+}
+
+std::vector<std::string> ModelPlan::ParamNames() const {
+  const ParamLayout layout = Layout();
+  std::vector<std::string> names;
+  for (const ParamInfo& p : layout.params()) names.push_back(p.name);
+  return names;
 }
 
 const char* ModelPlan::SizeField() const { return transformer() != nullptr ? "model.transformer" : "model.mlp.hiddenDims"; }

@@ -14,9 +14,14 @@ namespace gradsync::spec::internal {
 const google::protobuf::FieldDescriptor* FindField(const google::protobuf::Descriptor& descriptor,
                                                    absl::string_view key);
 
-// "; did you mean worldSize?" when a field's JSON name is a likely misspelling of `key`,
-// otherwise "".
+// What `key`, unknown in `descriptor`, may have meant: "; did you mean worldSize?" for a likely
+// misspelling of a field's name; "; hiddenSize is Hugging Face's name for model.transformer.width"
+// for another tool's name of a field; "; did you mean training.lr?" for a field of the spec's
+// elsewhere; otherwise "".
 std::string SuggestField(const google::protobuf::Descriptor& descriptor, absl::string_view key);
+
+// Case-insensitive Levenshtein distance (names are short: the quadratic table is fine).
+size_t EditDistance(absl::string_view a, absl::string_view b);
 
 // `parent` and `name` joined with a dot, or `name` alone at the top level.
 std::string JoinPath(absl::string_view parent, absl::string_view name);

@@ -6,7 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "field_names.h"
 #include "gradsync/nn/presets.h"
 
 namespace gradsync::spec {
@@ -126,6 +128,25 @@ absl::StatusOr<data::DataPlan> PlanDataWith(const v1::JobSpec& spec, const nn::T
   return plan;
 }
 
+// "; did you mean NAME?" for the name of `lists` closest to `name` when it is close enough to be
+// a slip (a quarter of its length, at least 2 edits), otherwise "".
+std::string ClosestName(const std::string& name, const std::vector<std::string>& params,
+                        const std::vector<std::string>& buffers) {
+  const size_t limit = std::max<size_t>(2, name.size() / 4);
+  const std::string* best = nullptr;
+  size_t best_distance = limit + 1;
+  for (const std::vector<std::string>* list : {&params, &buffers}) {
+    for (const std::string& candidate : *list) {
+      const size_t d = internal::EditDistance(name, candidate);
+      if (d < best_distance) {
+        best = &candidate;
+        best_distance = d;
+      }
+    }
+  }
+  return best == nullptr ? "" : absl::StrCat("; did you mean ", *best, "?");
+}
+
 }  // namespace
 
 absl::StatusOr<nn::ModelPlan> PlanModel(const v1::JobSpec& spec) {
@@ -179,11 +200,23 @@ absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec) {
   return p;
 }
 
-IgnorePlan PlanIgnore(const v1::JobSpec& spec, const nn::ModelPlan& model) {
+absl::StatusOr<IgnorePlan> PlanIgnore(const v1::JobSpec& spec, const nn::ModelPlan& model) {
   const std::vector<std::string> buffers = model.BufferNames();
+  const std::vector<std::string> params = model.ParamNames();
   IgnorePlan plan;
-  for (const std::string& name : spec.ddp().ignore_params()) {
+  for (int i = 0; i < spec.ddp().ignore_params_size(); ++i) {
+    const std::string& name = spec.ddp().ignore_params(i);
     const bool buffer = std::find(buffers.begin(), buffers.end(), name) != buffers.end();
+    const bool prefix = absl::EndsWith(name, ".");
+    const bool param = std::any_of(params.begin(), params.end(), [&](const std::string& p) {
+      return prefix ? absl::StartsWith(p, name) : p == name;
+    });
+    if (!buffer && !param) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ddp.ignoreParams[", i, "]: \"", name, "\" names no parameter", buffers.empty() ? "" : " or buffer",
+          " of the model", ClosestName(name, params, buffers), " (gradsync model params ", spec.model().preset(),
+          " lists them; a name ending in \".\" names every parameter under it)"));
+    }
     (buffer ? plan.buffers : plan.params).push_back(name);
   }
   return plan;
@@ -205,8 +238,9 @@ absl::StatusOr<JobPlan> PlanJob(const v1::JobSpec& spec) {
   if (!schedule.ok()) return schedule.status();
   absl::StatusOr<Sharding> sharding = ParseSharding(spec.ddp().sharding());
   if (!sharding.ok()) return sharding.status();
-  IgnorePlan ignore = PlanIgnore(spec, *model);
-  return JobPlan{*std::move(model), *std::move(data), *schedule, *sharding, std::move(ignore)};
+  absl::StatusOr<IgnorePlan> ignore = PlanIgnore(spec, *model);
+  if (!ignore.ok()) return ignore.status();
+  return JobPlan{*std::move(model), *std::move(data), *schedule, *sharding, *std::move(ignore)};
 }
 
 }  // namespace gradsync::spec

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gradsync/nn/model_config.h"
+#include "gradsync/nn/param_layout.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::nn {
@@ -51,6 +52,12 @@ struct ModelPlan {
   // tables, named as MiniMind and PyTorch scripts name them: "freqs_cos", "freqs_sin". None for
   // gpt2 (learned positions are parameters) or the mlp.
   std::vector<std::string> BufferNames() const;
+  // The model's parameter layout (names, shapes, offsets), the very one CreateModel's model has,
+  // without building the model.
+  ParamLayout Layout() const;
+  // Its parameters' names in layout order, as weights files, checkpoints and ddp.ignoreParams
+  // name them ("blocks.0.attn.qkv.weight", "layers.0.bias").
+  std::vector<std::string> ParamNames() const;
 };
 
 }  // namespace gradsync::nn

@@ -76,8 +76,11 @@ absl::StatusOr<data::DataPlan> PlanData(const v1::JobSpec& spec);
 // in ValidateJobSpec's words otherwise.
 absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec);
 
-// ddp.ignoreParams against the planned model's buffers.
-IgnorePlan PlanIgnore(const v1::JobSpec& spec, const nn::ModelPlan& model);
+// ddp.ignoreParams against the planned model: the names of its buffers, and of its parameters or
+// their prefixes ("blocks.0.", ending in a dot, names every parameter under it). INVALID_ARGUMENT
+// naming the entry that matches neither, with the closest name and the command that lists them all
+// (`gradsync model params`): found when the job is submitted, not when its ranks set up.
+absl::StatusOr<IgnorePlan> PlanIgnore(const v1::JobSpec& spec, const nn::ModelPlan& model);
 
 // The event a job gets when ddp.ignoreParams names buffers: what they are and why nothing is done
 // for them; "" when it names none.
