@@ -70,7 +70,7 @@ int List(JobClient& client, const Args& args, OutputFormat format) {
   auto listed = client.ListArtifacts(args.positional[1], args.positional.size() == 3 ? args.positional[2] : "", sha256);
   if (!listed.ok()) return Fail(listed.status());
   std::printf(
-      "%s", format == OutputFormat::kTable ? Table(*listed, sha256).c_str() : InFormat(Json(*listed), format).c_str());
+      "%s", format == OutputFormat::kTable ? Table(*listed, sha256).c_str() : InFormat(Json(*listed), format, v1::ListArtifactsResponse::descriptor()).c_str());
   return 0;
 }
 

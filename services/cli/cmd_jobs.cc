@@ -2,6 +2,9 @@
 #include <cstdio>
 #include <set>
 #include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -16,6 +19,7 @@
 #include "display.h"
 #include "gradsync/core/args.h"
 #include "gradsync/core/shutdown.h"
+#include "gradsync/core/terminal_text.h"
 #include "job_client.h"
 #include "job_watch.h"
 #include "output_format.h"
@@ -50,13 +54,14 @@ absl::StatusOr<Parsed> Parse(const std::string& cmd, const std::vector<std::stri
   return Parsed{*std::move(args), *format};
 }
 
-// A job's summary (SummaryJson) or the job itself (JobJson) in `format`: table prints `text`,
-// name the job's name.
-std::string Show(const v1::Job& job, OutputFormat format, const std::string& json, const std::string& text) {
+// A job's summary (SummaryJson) or the job itself (JobJson, whose `schema` is v1::Job's) in
+// `format`: table prints `text`, name the job's name.
+std::string Show(const v1::Job& job, OutputFormat format, const std::string& json, const std::string& text,
+                 const google::protobuf::Descriptor* schema = nullptr) {
   switch (format) {
     case OutputFormat::kName: return job.name() + "\n";
     case OutputFormat::kJson:
-    case OutputFormat::kYaml: return InFormat(json, format);
+    case OutputFormat::kYaml: return InFormat(json, format, schema);
     default: return text;
   }
 }
@@ -122,6 +127,32 @@ absl::Status WithDataRootAdvice(const absl::Status& status, const v1::JobSpec& s
                    ":\n  gradsync local down && ", up));
 }
 
+// Waits until no worker holds a rank of job `id` (or `wait` has passed: DEADLINE_EXCEEDED naming
+// the workers still busy with it).
+absl::Status AwaitWorkersFreed(JobClient& client, const std::string& id, absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  bool said = false;
+  for (;;) {
+    absl::StatusOr<v1::ListWorkersResponse> workers = client.ListWorkers();
+    if (!workers.ok()) return workers.status();
+    std::vector<std::string> busy;
+    for (const v1::Worker& w : workers->workers()) {
+      if (w.state() == v1::WORKER_BUSY && w.job_id() == id) busy.push_back(TerminalSafe(w.name()));
+    }
+    if (busy.empty()) return absl::OkStatus();
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("jobs/", id, " ended, but its ranks still run on ", absl::StrJoin(busy, ", ")));
+    }
+    if (!said) {
+      std::fprintf(stderr, "jobs/%s: waiting for its ranks to stop on %zu worker%s\n", TerminalSafe(id).c_str(),
+                   busy.size(), busy.size() == 1 ? "" : "s");
+      said = true;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& argv) {
@@ -134,6 +165,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
   auto spec = command.has_value() ? ScriptSpecFromCommandLine(*command, SpecOverrides(args), *workers)
                                   : LoadSpecFromCommandLine(args.positional[0], SpecOverrides(args), *workers);
   if (!spec.ok()) return Fail(spec.status());
+  std::fputs(CheckpointSizeNote(*spec).c_str(), stderr);
   auto connected = ConnectJobClient(args);
   if (!connected.ok()) return Fail(connected.status());
   // A local cluster reads the files where this process sees them: relative paths start here.
@@ -147,7 +179,7 @@ int SubmitCommand(const std::vector<std::string>& argv) {
   if (!job.ok() && local->has_value()) return Fail(WithDataRootAdvice(job.status(), *spec, **local));
   if (!job.ok()) return Fail(job.status());
   if (!args.Has("wait")) {
-    std::printf("%s", Show(*job, parsed->format, JobJson(*job), job->name() + "\n").c_str());
+    std::printf("%s", Show(*job, parsed->format, JobJson(*job), job->name() + "\n", v1::Job::descriptor()).c_str());
     return 0;
   }
   std::fprintf(parsed->format == OutputFormat::kTable ? stdout : stderr, "%s submitted\n", job->name().c_str());
@@ -168,7 +200,7 @@ int GetCommand(const std::vector<std::string>& argv) {
     *one.add_jobs() = *job;
     text = JobTable(one, /*wide=*/true);
   }
-  std::printf("%s", Show(*job, parsed->format, JobJson(*job), text).c_str());
+  std::printf("%s", Show(*job, parsed->format, JobJson(*job), text, v1::Job::descriptor()).c_str());
   return 0;
 }
 
@@ -189,7 +221,7 @@ int ListCommand(const std::vector<std::string>& argv) {
     case OutputFormat::kYaml: {
       std::vector<std::string> items;
       for (const v1::Job& j : all.jobs()) items.push_back(JobJson(j));
-      out = InFormat(JsonItems(items), parsed->format);
+      out = InFormat(JsonItems(items), parsed->format, v1::Job::descriptor());
       break;
     }
     case OutputFormat::kName:
@@ -218,8 +250,13 @@ int CancelCommand(const std::vector<std::string>& argv) {
         job->name(), [](const v1::Job&) {}, nullptr);
     if (!job.ok()) return Fail(job.status());
   }
+  // Ended is not yet stopped: a rank told to stop may still be writing or exiting on its worker.
+  // CANCELLED is printed once every worker of the job is free for the next one.
+  if (absl::Status s = AwaitWorkersFreed(client, job->id(), absl::Seconds(60)); !s.ok()) {
+    std::fprintf(stderr, "%s\n", DescribeError(s).c_str());
+  }
   const std::string text = absl::StrCat(job->name(), " ", v1::JobState_Name(job->state()), "\n");
-  std::printf("%s", Show(*job, parsed->format, JobJson(*job), text).c_str());
+  std::printf("%s", Show(*job, parsed->format, JobJson(*job), text, v1::Job::descriptor()).c_str());
   return 0;
 }
 

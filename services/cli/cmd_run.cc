@@ -229,12 +229,14 @@ int RunCommand(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "%s%s", why.c_str(), absl::EndsWith(why, "\n") ? "" : "\n");
     return 2;
   }
-  if (request->cluster.state_dir.empty()) request->cluster.state_dir = MakeRunDir();
+  const bool made_dir = request->cluster.state_dir.empty();
+  if (made_dir) request->cluster.state_dir = MakeRunDir();
   if (request->cluster.state_dir.empty()) {
     std::fprintf(stderr, "cannot create a run directory under $TMPDIR\n");
     return 1;
   }
   FILE* progress = request->format == OutputFormat::kTable ? stdout : stderr;
+  std::fputs(CheckpointSizeNote(request->spec).c_str(), stderr);
   InstallShutdownHandlers();
   std::fprintf(progress, "starting a local cluster: 1 coordinator, %d workers (logs in %s/logs)\n",
                request->cluster.workers, request->cluster.state_dir.c_str());
@@ -245,6 +247,13 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   const int code = RunJob(*request, cluster, progress);
   cluster.Stop();
+  if (made_dir) {
+    // Nothing asked for this directory: say that it stays, and what it holds.
+    std::fprintf(stderr,
+                 "the run's files stay in %s (weights, checkpoints and series under artifacts/, logs under logs/); "
+                 "remove it when done, or give --state-dir DIR to choose the place\n",
+                 request->cluster.state_dir.c_str());
+  }
   return code;
 }
 

@@ -108,7 +108,7 @@ int WorkersCommand(const std::vector<std::string>& argv) {
   if (*format == OutputFormat::kJson || *format == OutputFormat::kYaml) {
     std::vector<std::string> items;
     for (const v1::Worker& w : workers->workers()) items.push_back(WorkerJson(w));
-    std::printf("%s", InFormat(JsonItems(items), *format).c_str());
+    std::printf("%s", InFormat(JsonItems(items), *format, v1::Worker::descriptor()).c_str());
     return 0;
   }
   std::printf("%s", Table(*workers, *format == OutputFormat::kWide).c_str());

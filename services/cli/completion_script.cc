@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -39,7 +40,10 @@ std::string ValueKind(const Command& c, const OptionDoc& o) {
   return "any";
 }
 
+// A command whose synopsis starts with JOB (get, logs, artifacts get, ...) completes the jobs of the
+// cluster it would reach; any other takes its operands from the table.
 std::string OperandKind(const Command& c) {
+  if (c.operands == Operands::kNone && absl::StartsWith(c.synopsis, "JOB")) return "jobs";
   switch (c.operands) {
     case Operands::kFiles: return "file";
     case Operands::kWords: return absl::StrCat("words ", absl::StrJoin(c.words, " "));
@@ -127,6 +131,12 @@ std::string SharedFunctions() {
                       "  esac\n"
                       "}\n"
                       "\n"
+                      "# The jobs of the cluster a command would reach (the current one, or the environment's),\n"
+                      "# as jobs/ID and as their names; nothing when none answers within a few seconds.\n"
+                      "_gradsync_jobs() {\n"
+                      "  timeout 5 gradsync list -o json 2>/dev/null | sed -n 's/^ *\"\\(name\\|id\\)\": \"\\([^\"]*\\)\",\\{0,1\\}$/\\2/p' | sort -u\n"
+                      "}\n"
+                      "\n"
                       "_gradsync_operands() {\n"
                       "  case \"$1\" in\n",
                       operands,
@@ -171,6 +181,7 @@ std::string BashCompletion() {
       "    file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")) ;;\n"
       "    dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")) ;;\n"
       "    words\\ *) COMPREPLY=($(compgen -W \"${kind#words }\" -- \"$cur\")) ;;\n"
+      "    jobs) COMPREPLY=($(compgen -W \"$(_gradsync_jobs)\" -- \"$cur\")) ;;\n"
       "  esac\n"
       "}\n"
       "\n"
@@ -221,6 +232,7 @@ std::string ZshCompletion() {
       "    file) _files ;;\n"
       "    dir) _files -/ ;;\n"
       "    words\\ *) compadd -- ${=${kind#words }} ;;\n"
+      "    jobs) compadd -- ${=$(_gradsync_jobs)} ;;\n"
       "  esac\n"
       "}\n"
       "\n"

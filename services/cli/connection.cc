@@ -10,6 +10,7 @@
 #include "gradsync/cluster/local_tokens.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/secret_file.h"
+#include "job_names.h"
 
 namespace gradsync::cli {
 namespace {
@@ -96,7 +97,9 @@ absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args) {
   options.token = *std::move(token);
   options.tls_ca_file = args.Get("tls-ca", EnvOr("GRADSYNC_TLS_CA_FILE", ""));
   options.tls_server_name = args.Get("tls-server-name", EnvOr("GRADSYNC_TLS_SERVER_NAME", ""));
-  return MakeJobClient(options);
+  absl::StatusOr<std::unique_ptr<JobClient>> client = MakeJobClient(options);
+  if (!client.ok()) return client.status();
+  return ResolvingJobNames(*std::move(client));
 }
 
 absl::StatusOr<std::optional<cluster::LocalClusterFile>> TargetLocalCluster(const Args& args) {

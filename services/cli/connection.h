@@ -23,7 +23,8 @@
 
 namespace gradsync::cli {
 
-// The client the options describe; the address defaults to localhost:7070. INVALID_ARGUMENT for
+// The client the options describe (a job named by its id or its spec name, job_names.h); the
+// address defaults to localhost:7070. INVALID_ARGUMENT for
 // --token with --token-file or --address with --state-dir; NOT_FOUND naming a token file or a
 // state directory without a running cluster; otherwise errors as MakeJobClient's.
 absl::StatusOr<std::unique_ptr<JobClient>> ConnectJobClient(const Args& args);

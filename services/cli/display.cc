@@ -17,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gradsync/core/terminal_text.h"
 #include "gradsync/nn/presets.h"
+#include "job_client.h"
 #include "metrics_client.h"
 
 namespace gradsync::cli {
@@ -460,13 +461,23 @@ std::string JobJson(const v1::Job& job) {
   return out;
 }
 
+// The STEP column: while the job runs, the last step reported of its total; once it ended, the
+// step it ended at (the last report may be a few steps before it); "-" for a job without steps.
+std::string StepColumn(const v1::Job& j) {
+  const v1::JobProgress& p = j.progress();
+  int64_t step = p.step();
+  if (IsTerminal(j.state()) && j.result().global_step() > 0) step = j.result().global_step();
+  if (p.total_steps() > 0) return absl::StrCat(step, "/", p.total_steps());
+  return IsTerminal(j.state()) && step > 0 ? absl::StrCat(step) : "-";
+}
+
 std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {
   std::string out = absl::StrFormat("%-24s %-10s %-13s %-9s ", "ID", "STATE", "STEP", "LOSS");
   if (wide) absl::StrAppend(&out, absl::StrFormat("%-7s %-8s %-20s ", "WORLD", "RESTARTS", "CREATED"));
   absl::StrAppend(&out, "NAME / REASON\n");
   for (const v1::Job& j : jobs.jobs()) {
     const v1::JobProgress& p = j.progress();
-    const std::string step = p.total_steps() > 0 ? absl::StrCat(p.step(), "/", p.total_steps()) : "-";
+    const std::string step = StepColumn(j);
     const double loss = j.state() == v1::SUCCEEDED ? j.result().final_loss() : p.loss();
     const std::string loss_text =
         (p.total_steps() > 0 || j.state() == v1::SUCCEEDED) ? absl::StrFormat("%.4f", loss) : "-";

@@ -50,7 +50,37 @@ void EmitString(YAML::Emitter& out, const std::string& s) {
   out << s;
 }
 
-void Emit(YAML::Emitter& out, const YAML::Node& node) {
+// What the schema says of a value: the message type it is (nullptr: none known), and whether it is
+// a 64-bit integer, which protobuf's JSON writes as a string.
+struct Schema {
+  const google::protobuf::Descriptor* message = nullptr;
+  bool int64 = false;
+};
+
+// The schema of the value under `key` of an object whose schema is `parent`.
+Schema SchemaOf(const Schema& parent, const std::string& key) {
+  if (parent.message == nullptr) return {};
+  const google::protobuf::FieldDescriptor* f = nullptr;
+  for (int i = 0; i < parent.message->field_count() && f == nullptr; ++i) {
+    const google::protobuf::FieldDescriptor* field = parent.message->field(i);
+    if (field->json_name() == key || field->name() == key) f = field;
+  }
+  // A Kubernetes List of such messages ({"items": [...]}).
+  if (f == nullptr) return key == "items" ? parent : Schema{};
+  if (f->is_map()) return {};
+  using Cpp = google::protobuf::FieldDescriptor::CppType;
+  const bool int64 = f->cpp_type() == Cpp::CPPTYPE_INT64 || f->cpp_type() == Cpp::CPPTYPE_UINT64;
+  return {f->message_type(), int64};
+}
+
+// Whether `s` is an integer a YAML reader takes as one (protobuf writes 64-bit integers so).
+bool IsIntegerText(const std::string& s) {
+  const size_t digits = !s.empty() && s[0] == '-' ? 1 : 0;
+  return s.size() > digits && std::all_of(s.begin() + static_cast<std::ptrdiff_t>(digits), s.end(),
+                                          [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); });
+}
+
+void Emit(YAML::Emitter& out, const YAML::Node& node, const Schema& schema) {
   switch (node.Type()) {
     case YAML::NodeType::Map:
       out << YAML::BeginMap;
@@ -58,18 +88,20 @@ void Emit(YAML::Emitter& out, const YAML::Node& node) {
         out << YAML::Key;
         EmitString(out, entry.first.Scalar());
         out << YAML::Value;
-        Emit(out, entry.second);
+        Emit(out, entry.second, SchemaOf(schema, entry.first.Scalar()));
       }
       out << YAML::EndMap;
       return;
     case YAML::NodeType::Sequence:
       out << YAML::BeginSeq;
-      for (const auto& item : node) Emit(out, item);
+      for (const auto& item : node) Emit(out, item, schema);
       out << YAML::EndSeq;
       return;
     case YAML::NodeType::Scalar:
       // A quoted JSON scalar is a string ("!"); a plain one a number, true or false ("?").
-      if (node.Tag() == "!") {
+      if (node.Tag() == "!" && schema.int64 && IsIntegerText(node.Scalar())) {
+        out << node.Scalar();
+      } else if (node.Tag() == "!") {
         EmitString(out, node.Scalar());
       } else {
         out << YamlNumber(node.Scalar());
@@ -120,7 +152,7 @@ absl::StatusOr<OutputFormat> OutputFormatOf(const std::string& command, const Ar
   return ParseOutputFormat(command, args, c->formats);
 }
 
-absl::StatusOr<std::string> JsonToYaml(absl::string_view json) {
+absl::StatusOr<std::string> JsonToYaml(absl::string_view json, const google::protobuf::Descriptor* schema) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(json));
@@ -130,14 +162,14 @@ absl::StatusOr<std::string> JsonToYaml(absl::string_view json) {
   YAML::Emitter out;
   out.SetIndent(2);
   out.SetNullFormat(YAML::LowerNull);
-  Emit(out, root);
+  Emit(out, root, Schema{schema, false});
   if (!out.good()) return absl::InternalError(absl::StrCat("cannot write YAML: ", out.GetLastError()));
   return absl::StrCat(out.c_str(), "\n");
 }
 
-std::string InFormat(const std::string& json, OutputFormat format) {
+std::string InFormat(const std::string& json, OutputFormat format, const google::protobuf::Descriptor* schema) {
   if (format == OutputFormat::kYaml) {
-    absl::StatusOr<std::string> yaml = JsonToYaml(json);
+    absl::StatusOr<std::string> yaml = JsonToYaml(json, schema);
     if (yaml.ok()) return *yaml;
   }
   return json.empty() || json.back() != '\n' ? json + "\n" : json;

@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "google/protobuf/descriptor.h"
 #include "gradsync/core/args.h"
 
 namespace gradsync::cli {
@@ -32,12 +33,16 @@ absl::StatusOr<OutputFormat> OutputFormatOf(const std::string& command, const Ar
 
 // JSON text as block-style YAML holding the same data: objects keep their key order, strings stay
 // strings (quoted where YAML would read them as another type: "42", "true", "2026-01-01", ""),
-// numbers, booleans and null stay what they are. INVALID_ARGUMENT when `json` does not parse.
-absl::StatusOr<std::string> JsonToYaml(absl::string_view json);
+// numbers, booleans and null stay what they are. With `schema`, the message type `json` is the
+// protobuf JSON of (or a list of, {"items": [...]}): its 64-bit integer fields, which protobuf's
+// JSON writes as strings ("maxSteps": "4000"), are YAML integers (maxSteps: 4000), as kubectl
+// prints them. INVALID_ARGUMENT when `json` does not parse.
+absl::StatusOr<std::string> JsonToYaml(absl::string_view json, const google::protobuf::Descriptor* schema = nullptr);
 
-// `json` printed in `format`: kYaml converted by JsonToYaml, anything else as given (so is JSON
-// that does not parse, which no command prints); ends with a newline.
-std::string InFormat(const std::string& json, OutputFormat format);
+// `json` printed in `format`: kYaml converted by JsonToYaml (with `schema`), anything else as
+// given (so is JSON that does not parse, which no command prints); ends with a newline.
+std::string InFormat(const std::string& json, OutputFormat format,
+                     const google::protobuf::Descriptor* schema = nullptr);
 
 // Kubernetes' List shape, {"items": [...]}, around JSON objects (each as printed alone).
 std::string JsonItems(const std::vector<std::string>& items);

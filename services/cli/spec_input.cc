@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/spec/job_paths.h"
+#include "display.h"
 #include "gradsync/spec/job_plan.h"
 #include "gradsync/spec/job_spec.h"
 
@@ -123,6 +124,20 @@ std::vector<std::string> RunDataRoots(const v1::JobSpec& spec) {
     roots.push_back((dir == full ? dir.parent_path() : dir).string());
   }
   return roots;
+}
+
+std::string CheckpointSizeNote(const v1::JobSpec& spec) {
+  const v1::CheckpointSpec& c = spec.checkpoint();
+  if (spec.has_script() || (c.every_steps() <= 0 && c.every_seconds() <= 0)) return "";
+  absl::StatusOr<nn::ModelPlan> model = spec::PlanModel(spec);
+  if (!model.ok()) return "";
+  // The parameters and AdamW's first and second moments, fp32 each; the manifest is noise.
+  constexpr int64_t kBytesPerParam = 3 * sizeof(float);
+  const int64_t each = model->NumParams() * kBytesPerParam;
+  const int keep = c.has_keep() ? std::max(1, c.keep()) : spec::kDefaultCheckpointKeep;
+  return absl::StrCat("checkpoints: about ", HumanBytes(each), " each (weights and AdamW's two moments: ",
+                      kBytesPerParam, " bytes a parameter), checkpoint.keep ", keep, ": up to ",
+                      HumanBytes(each * keep), " kept\n");
 }
 
 std::vector<std::string> DataDirsOutside(const v1::JobSpec& spec, const std::vector<std::string>& roots) {

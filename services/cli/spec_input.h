@@ -43,6 +43,12 @@ void MakeDataPathsAbsolute(v1::JobSpec* spec, const std::string& base = "");
 // component). Whoever runs it owns the spec and the cluster alike.
 std::vector<std::string> RunDataRoots(const v1::JobSpec& spec);
 
+// What the checkpoints of a model job that checkpoints periodically will take on disk, for stderr:
+// "checkpoints: about 296.9 MiB each (weights and AdamW's two moments: 12 bytes a parameter),
+// checkpoint.keep 3: up to 890.7 MiB kept"; "" for a job that only saves its final checkpoint,
+// or a script job.
+std::string CheckpointSizeNote(const v1::JobSpec& spec);
+
 // The directories of `spec`'s data paths (RunDataRoots' after the current directory) that lie in
 // none of `roots`: what a local cluster started with `roots` needs as --data-root to run it.
 std::vector<std::string> DataDirsOutside(const v1::JobSpec& spec, const std::vector<std::string>& roots);

@@ -22,7 +22,6 @@ using google::protobuf::util::TimeUtil;
 namespace {
 
 constexpr size_t kMaxEvents = 1000;
-constexpr int kDefaultKeep = 3;
 
 google::protobuf::Timestamp ToProto(absl::Time t) { return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t)); }
 
@@ -174,7 +173,7 @@ std::string JobRuntime::Dir(const std::string& artifact_root) const {
 
 int JobRuntime::keep() const {
   const v1::CheckpointSpec& c = job_.spec().checkpoint();
-  return c.has_keep() ? std::max(1, c.keep()) : kDefaultKeep;
+  return c.has_keep() ? std::max(1, c.keep()) : spec::kDefaultCheckpointKeep;
 }
 
 void JobRuntime::CommitCheckpoint(const v1::CheckpointManifest& m) {

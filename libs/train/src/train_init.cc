@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gradsync/ckpt/interchange.h"
+#include "gradsync/core/log.h"
 #include "gradsync/spec/job_paths.h"
 
 namespace gradsync::train {
@@ -23,6 +24,9 @@ absl::Status InitFromWeights(const TrainConfig& config, Replica& replica) {
   const nn::ParamLayout& layout = replica.model().layout();
   absl::StatusOr<ckpt::ImportedWeights> imported = ckpt::ImportWeights(model.init_from(), model, layout);
   if (!imported.ok()) return Named(imported.status());
+  GS_LOG(INFO) << "model.initFrom: loaded " << model.init_from() << " (" << imported->kind << ", " << layout.size()
+               << " tensors, " << layout.total_numel() << " parameters"
+               << (model.init_optimizer() ? ", with its optimizer state" : ", a fresh optimizer") << ")";
   ckpt::RankState state;
   if (model.init_optimizer()) {
     if (!imported->checkpoint.has_value() || imported->checkpoint->adam_m.empty()) {

@@ -16,6 +16,10 @@
 
 namespace gradsync::spec {
 
+// checkpoint.keep when unset: the newest three committed checkpoints stay, older ones are removed
+// as a new one commits.
+inline constexpr int kDefaultCheckpointKeep = 3;
+
 // Parses YAML or JSON text into a JobSpec, applying `overrides` ("path=value", value parsed as a
 // YAML scalar or flow collection) before conversion. `source` names the text in errors (a path).
 // Does not fill defaults or validate.
