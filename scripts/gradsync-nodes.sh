@@ -19,13 +19,13 @@
 #   --state-dir DIR       a directory every node sees at the same path (a shared file system): the
 #                         tokens (made if missing), the coordinator's database, the jobs' checkpoints
 #                         and weights, the logs and cluster.env. Default: ./gradsync-state.
-#   --data-root DIR       where job data must lie (the coordinator's --data_root). Default: the
+#   --data-root DIR       where job data must lie (the coordinator's --data-root). Default: the
 #                         current directory.
 #   --gpus SEL            each agent's --gpus: all (the default), N, or a list such as 0,1,2,3.
 #   --cpu-workers N       N CPU workers per node (--workers N) instead of GPUs.
 #   --bin-dir DIR         the directory of gradsync's binaries on the nodes. Default: PATH there.
 #   --port P              the coordinator's gRPC port (7070); its REST port is --rest-port (8080).
-#   --coordinator-arg A   one more coordinator flag (repeatable), e.g. --lease_timeout_ms=20000.
+#   --coordinator-arg A   one more coordinator flag (repeatable), e.g. --lease-timeout-ms=20000.
 #   --no-metrics          no metrics service (the workers report nowhere).
 #   --start-timeout S     how long the coordinator may take to serve (60 s).
 #   --name NAME           names this cluster's pid files on the nodes (/tmp/gradsync-nodes.NAME.*).
@@ -166,14 +166,14 @@ trap 'stop_all; exit 0' TERM INT
 # ---- the services -----------------------------------------------------------------------------
 address="$coordinator_host:$port"
 start coordinator "$coordinator_host" "$(bin gradsync-coordinator)" \
-  "--listen=0.0.0.0:$port" "--rest_listen=0.0.0.0:$rest_port" --metrics_listen=0.0.0.0:9465 \
-  "--auth_token_file=$tokens/auth.token" "--cluster_token_file=$tokens/cluster.token" \
-  "--metrics_token_file=$tokens/metrics.token" "--state_dir=$state_dir/coordinator" \
-  "--artifact_root=$state_dir/artifacts" "--data_root=$data_root" "${coordinator_args[@]}"
+  "--listen=0.0.0.0:$port" "--rest-listen=0.0.0.0:$rest_port" --metrics-listen=0.0.0.0:9465 \
+  "--auth-token-file=$tokens/auth.token" "--cluster-token-file=$tokens/cluster.token" \
+  "--metrics-token-file=$tokens/metrics.token" "--state-dir=$state_dir/coordinator" \
+  "--artifact-root=$state_dir/artifacts" "--data-root=$data_root" "${coordinator_args[@]}"
 metrics_flag=()
 if [ "$metrics" = 1 ]; then
-  start metrics "$coordinator_host" "$(bin gradsync-metrics)" --listen=0.0.0.0:7071 --http_listen=0.0.0.0:9464 \
-    --api_listen=0.0.0.0:9466 "--cluster_token_file=$tokens/cluster.token" "--metrics_token_file=$tokens/metrics.token"
+  start metrics "$coordinator_host" "$(bin gradsync-metrics)" --listen=0.0.0.0:7071 --http-listen=0.0.0.0:9464 \
+    --api-listen=0.0.0.0:9466 "--cluster-token-file=$tokens/cluster.token" "--metrics-token-file=$tokens/metrics.token"
   metrics_flag=("--metrics=$coordinator_host:7071")
 fi
 
@@ -199,8 +199,8 @@ selection=(--gpus "$gpus")
 [ -n "$cpu_workers" ] && selection=(--workers "$cpu_workers")
 for host in "${hosts[@]}"; do
   start agent "$host" "$(bin gradsync-worker)" "${selection[@]}" "--coordinator=$address" "${metrics_flag[@]}" \
-    "--comm_host=$host" "--name=$host" "--cluster_token_file=$tokens/cluster.token" \
-    "--metrics_token_file=$tokens/metrics.token" "${agent_flags[@]}"
+    "--comm-host=$host" "--name=$host" "--cluster-token-file=$tokens/cluster.token" \
+    "--metrics-token-file=$tokens/metrics.token" "${agent_flags[@]}"
 done
 
 # What clients need: `. cluster.env && gradsync submit job.yaml`.

@@ -8,10 +8,23 @@
 #include "commands.h"
 #include "connection.h"
 #include "gradsync/core/args.h"
+#include "job_names.h"
 #include "series_files.h"
 #include "series_lookup.h"
 
 namespace gradsync::cli {
+namespace {
+
+// `given` as a job name: a job's spec name stands for its newest job while a coordinator answers
+// (job_names.h); otherwise, once the cluster is gone, `given` itself names the job's files.
+std::string NamedJob(const Args& args, const std::string& given) {
+  absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
+  if (!client.ok()) return given;
+  absl::StatusOr<std::string> resolved = ResolveJobName(**client, given);
+  return resolved.ok() ? *resolved : given;
+}
+
+}  // namespace
 
 int ReportCommand(const std::vector<std::string>& argv) {
   constexpr char kUsage[] =
@@ -25,7 +38,7 @@ int ReportCommand(const std::vector<std::string>& argv) {
   }
   const std::string path = args->Get("output");
   absl::StatusOr<SeriesFormat> format = SeriesFormatOf(path);
-  absl::StatusOr<std::string> id = JobIdForFiles(args->positional[0]);
+  absl::StatusOr<std::string> id = JobIdForFiles(NamedJob(*args, args->positional[0]));
   for (const absl::Status& s : {format.status(), id.status()}) {
     if (s.ok()) continue;
     std::fprintf(stderr, "%s\n%s", std::string(s.message()).c_str(), kUsage);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -14,11 +15,13 @@ namespace gradsync::cli {
 namespace {
 
 constexpr char kReachingACluster[] =
-    "Reaching a cluster: --state-dir DIR (env GRADSYNC_STATE_DIR): a local cluster, its address and\n"
-    "tokens from DIR/endpoints.json; or --address ADDRESS (env GRADSYNC_ADDRESS, default localhost:7070):\n"
-    "HOST:PORT for gRPC, http://HOST:PORT or https://HOST:PORT for REST. --token-file FILE (env\n"
-    "GRADSYNC_TOKEN_FILE) holds the bearer token; --token T (env GRADSYNC_TOKEN) works too, but prefer\n"
-    "the file: a token on the command line is in your shell history, and in ps until scrubbed.\n"
+    "Reaching a cluster: --state-dir DIR (env GRADSYNC_STATE_DIR, while a local cluster runs there): a\n"
+    "local cluster, its address and tokens from DIR/endpoints.json; or --address ADDRESS (env\n"
+    "GRADSYNC_ADDRESS, default localhost:7070): HOST:PORT for gRPC, http://HOST:PORT or https://HOST:PORT\n"
+    "for REST. --token-file FILE (env GRADSYNC_AUTH_TOKEN_FILE, as the coordinator's; --auth-token-file\n"
+    "and GRADSYNC_TOKEN_FILE are read too) holds the bearer token; --token T (env GRADSYNC_TOKEN)\n"
+    "works, but prefer the file: a token on the command line is in your shell history, and in ps\n"
+    "until scrubbed.\n"
     "--tls-ca FILE (env GRADSYNC_TLS_CA_FILE) verifies a TLS server; --tls-server-name NAME (env\n"
     "GRADSYNC_TLS_SERVER_NAME) verifies it against NAME, not the address's host (a port-forward to\n"
     "127.0.0.1 of a server whose certificate names its Service); TLS only. Naming none of these, a\n"
@@ -130,7 +133,15 @@ std::vector<OptionSpec> OptionsOf(absl::string_view word) {
 }
 
 absl::StatusOr<Args> ParseCommandArgs(absl::string_view word, const std::vector<std::string>& argv) {
-  return ParseArgs(std::string(word), argv, OptionsOf(word));
+  // The coordinator's name for the job API's token file, accepted for the CLI's own.
+  std::vector<std::string> spelled = argv;
+  for (std::string& a : spelled) {
+    if (a == "--") break;
+    for (const char* alias : {"--auth-token-file", "--auth_token_file"}) {
+      if (a == alias || absl::StartsWith(a, absl::StrCat(alias, "="))) a = "--token-file" + a.substr(std::strlen(alias));
+    }
+  }
+  return ParseArgs(std::string(word), spelled, OptionsOf(word));
 }
 
 int RunSubcommand(absl::string_view group, const std::vector<std::string>& argv) {

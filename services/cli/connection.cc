@@ -40,10 +40,13 @@ absl::StatusOr<std::optional<cluster::LocalClusterFile>> LocalClusterOf(const Ar
   }
   if (dir.empty()) return std::nullopt;
   absl::StatusOr<cluster::LocalClusterFile> file = cluster::ReadLocalClusterFile(dir);
-  // The current cluster stopped since CurrentCluster looked: as if none were current.
-  if (file.status().code() == absl::StatusCode::kNotFound && named == Named::kCurrentCluster) return std::nullopt;
+  // The current cluster stopped since CurrentCluster looked: as if none were current. And
+  // GRADSYNC_STATE_DIR names a local cluster only while one runs there: the services read it as
+  // their own state directory (a coordinator's database), and a CLI beside them goes on to
+  // GRADSYNC_ADDRESS.
+  if (file.status().code() == absl::StatusCode::kNotFound && named != Named::kOption) return std::nullopt;
   if (file.status().code() == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(absl::StrCat(named == Named::kEnvironment ? "GRADSYNC_STATE_DIR " : "--state-dir ", dir,
+    return absl::NotFoundError(absl::StrCat("--state-dir ", dir,
                                             ": no local cluster runs there (no ", cluster::LocalClusterFilePath(dir),
                                             "; start one with gradsync local up)"));
   }
@@ -64,7 +67,8 @@ std::string LocalTokenFile(const std::optional<cluster::LocalClusterFile>& local
   return it == local->token_files.end() ? "" : it->second;
 }
 
-// --token-file, --token, the local cluster's, GRADSYNC_TOKEN_FILE, GRADSYNC_TOKEN: the first given.
+// --token-file, --token, the local cluster's, GRADSYNC_AUTH_TOKEN_FILE (GRADSYNC_TOKEN_FILE),
+// GRADSYNC_TOKEN: the first given.
 absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<cluster::LocalClusterFile>& local) {
   if (args.Has("token-file") && args.Has("token")) {
     return absl::InvalidArgumentError("give --token-file or --token, not both");
@@ -74,8 +78,9 @@ absl::StatusOr<std::string> JobApiToken(const Args& args, const std::optional<cl
   if (const std::string file = LocalTokenFile(local, cluster::kAuthToken); !file.empty()) {
     return TokenIn(file, "the local cluster's token");
   }
-  if (const std::string file = EnvOr("GRADSYNC_TOKEN_FILE", ""); !file.empty()) {
-    return TokenIn(file, "the token (GRADSYNC_TOKEN_FILE)");
+  // The coordinator's variable for its token file, and the CLI's older name for it.
+  for (const char* env : {"GRADSYNC_AUTH_TOKEN_FILE", "GRADSYNC_TOKEN_FILE"}) {
+    if (const std::string file = EnvOr(env, ""); !file.empty()) return TokenIn(file, absl::StrCat("the token (", env, ")"));
   }
   return EnvOr("GRADSYNC_TOKEN", "");
 }

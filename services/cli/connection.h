@@ -1,6 +1,6 @@
 // The options that name a server and how to reach it, shared by the commands that talk to a
 // cluster:
-//   the coordinator  --address (GRADSYNC_ADDRESS), --token-file (GRADSYNC_TOKEN_FILE) or --token
+//   the coordinator  --address (GRADSYNC_ADDRESS), --token-file (GRADSYNC_AUTH_TOKEN_FILE, or GRADSYNC_TOKEN_FILE) or --token
 //                    (GRADSYNC_TOKEN), --tls-ca (GRADSYNC_TLS_CA_FILE), --tls-server-name
 //                    (GRADSYNC_TLS_SERVER_NAME);
 //   its metrics      --metrics-api (GRADSYNC_METRICS_API), --metrics-token-file

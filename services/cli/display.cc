@@ -236,6 +236,10 @@ std::string ProgressLine(const v1::Job& job, int columns) {
   const std::string rate = p.tokens_per_second() > p.samples_per_second()
                                ? absl::StrCat(Rate(p.tokens_per_second()), " tok/s")
                                : absl::StrCat(Rate(p.samples_per_second()), " samples/s");
+  const std::string eta =
+      p.step_seconds() > 0 && p.total_steps() > p.step()
+          ? absl::StrCat(" | ETA ", HumanDuration(p.step_seconds() * static_cast<double>(p.total_steps() - p.step())))
+          : "";
   // From the most said to the least, the first that fits the terminal's width.
   const std::vector<std::string> forms = {
       absl::StrFormat("[%s] %5.1f%% %s | epoch %d | %s%s | %s samples/s | %s tokens/s%s", Bar(frac, 24), 100.0 * frac,
@@ -243,8 +247,9 @@ std::string ProgressLine(const v1::Job& job, int columns) {
                       Rate(p.tokens_per_second()), TimeText(job)),
       absl::StrFormat("[%s] %5.1f%% %s | %s%s | %s%s", Bar(frac, 16), 100.0 * frac, step, loss, ValidationText(p), rate,
                       TimeText(job)),
-      absl::StrFormat("[%s] %3.0f%% %s | %s | %s%s", Bar(frac, 10), 100.0 * frac, step, loss, rate, TimeText(job)),
-      absl::StrFormat("%3.0f%% %s | loss %.4f%s", 100.0 * frac, step, p.loss(), TimeText(job)),
+      absl::StrFormat("[%s] %3.0f%% %s | %s | %s%s", Bar(frac, 10), 100.0 * frac, step, loss, rate, eta),
+      absl::StrFormat("[%s] %3.0f%% %s | loss %.4f%s", Bar(frac, 10), 100.0 * frac, step, p.loss(), eta),
+      absl::StrFormat("%3.0f%% %s | loss %.4f", 100.0 * frac, step, p.loss()),
   };
   for (const std::string& form : forms) {
     if (static_cast<int>(form.size()) < columns) return form;
@@ -462,13 +467,16 @@ std::string JobJson(const v1::Job& job) {
 }
 
 // The STEP column: while the job runs, the last step reported of its total; once it ended, the
-// step it ended at (the last report may be a few steps before it); "-" for a job without steps.
+// step it ended at (the last report may be a few steps before it), of all its steps when it
+// succeeded; "-" for a job without steps.
 std::string StepColumn(const v1::Job& j) {
   const v1::JobProgress& p = j.progress();
   int64_t step = p.step();
   if (IsTerminal(j.state()) && j.result().global_step() > 0) step = j.result().global_step();
   if (p.total_steps() > 0) return absl::StrCat(step, "/", p.total_steps());
-  return IsTerminal(j.state()) && step > 0 ? absl::StrCat(step) : "-";
+  if (!IsTerminal(j.state()) || step <= 0) return "-";
+  // A job that succeeded ran every step it had.
+  return j.state() == v1::SUCCEEDED ? absl::StrCat(step, "/", step) : absl::StrCat(step);
 }
 
 std::string JobTable(const v1::ListJobsResponse& jobs, bool wide) {

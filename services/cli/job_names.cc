@@ -96,7 +96,7 @@ class ResolvingClient : public JobClient {
 absl::StatusOr<std::string> ResolveJobName(JobClient& client, const std::string& given) {
   const std::string bare(absl::StripPrefix(given, "jobs/"));
   absl::StatusOr<v1::Job> as_id = client.Get(given);
-  if (as_id.ok()) return given;
+  if (as_id.ok()) return as_id->name();
   if (as_id.status().code() != absl::StatusCode::kNotFound) return as_id.status();
   absl::StatusOr<std::vector<v1::Job>> named = JobsNamed(client, bare);
   if (!named.ok()) return named.status();

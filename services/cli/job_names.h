@@ -8,8 +8,8 @@
 
 namespace gradsync::cli {
 
-// The job `given` names on `client`: itself when the coordinator knows it as an id, otherwise the
-// newest job whose spec name it is (saying on stderr which, when several have it). NOT_FOUND
+// The name ("jobs/{id}") of the job `given` names on `client`: the job of that id when the
+// coordinator knows one, otherwise the newest job whose spec name it is (saying on stderr which, when several have it). NOT_FOUND
 // naming `given` when neither.
 absl::StatusOr<std::string> ResolveJobName(JobClient& client, const std::string& given);
 

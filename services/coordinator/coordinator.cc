@@ -100,8 +100,23 @@ Coordinator::StateLock::~StateLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (!committed_) Commit().IgnoreError();
 }
 
+namespace {
+
+// The journal at `path`, or none (in memory only) when `path` is empty or it cannot be opened.
+std::unique_ptr<JobLogJournal> OpenJobLogJournal(const std::string& path) {
+  if (path.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<JobLogJournal>> journal = JobLogJournal::Open(path);
+  if (journal.ok()) return *std::move(journal);
+  GS_LOG(ERROR) << journal.status() << "; the job logs are kept in memory only";
+  return nullptr;
+}
+
+}  // namespace
+
 Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store)
-    : options_(std::move(options)), writer_(std::move(store)) {
+    : options_(std::move(options)),
+      job_logs_(JobLogBounds{}, OpenJobLogJournal(options_.job_log_file)),
+      writer_(std::move(store)) {
   absl::StatusOr<std::vector<v1::Job>> stored = writer_.LoadAll();
   if (!stored.ok()) {
     // The store checked every row when it opened, so this is a disk failing under it. Running

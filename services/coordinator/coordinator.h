@@ -68,6 +68,8 @@ struct CoordinatorOptions {
   // checkpoint and weights; if its ranks have not all reported within this, the generation is
   // aborted and the job ends CANCELLED without them. Zero: cancels abort at once.
   absl::Duration cancel_grace = absl::Seconds(30);
+  // Where the job logs are kept across restarts (job_log_journal.h); empty: in memory only.
+  std::string job_log_file;
   // What a worker gives one job's model (parameters, gradients, AdamW's moments: model_budget.h);
   // a larger model is refused at submission.
   int64_t max_model_bytes = kDefaultMaxModelBytes;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "google/protobuf/util/time_util.h"
+#include "gradsync/core/log.h"
 #include "gradsync/core/utf8.h"
 
 namespace gradsync::coordinator {
@@ -49,6 +50,46 @@ void JobLogStore::DropOldest(JobLines* job) {
   total_bytes_ -= cost;
   job->lines.pop_front();
   job->dropped = SaturatingAdd(job->dropped, 1);
+  job->trimmed = true;
+}
+
+JobLogStore::JobLogStore(JobLogBounds bounds, std::unique_ptr<JobLogJournal> journal)
+    : bounds_(bounds), journal_(std::move(journal)) {
+  if (journal_ == nullptr) return;
+  absl::StatusOr<std::vector<JournaledJob>> loaded = journal_->Load();
+  if (!loaded.ok()) {
+    GS_LOG(ERROR) << loaded.status() << "; the job logs start empty";
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  size_t lines = 0;
+  for (JournaledJob& stored : *loaded) {
+    JobLines& job = jobs_[stored.job_id];
+    job.dropped = std::max<int64_t>(0, stored.dropped);
+    job.last_append = absl::InfinitePast();
+    int64_t seq = 0;
+    for (const v1::LogLine& line : stored.lines) {
+      // Bounded again as it arrives: the file is read, not trusted.
+      v1::LogLine kept = Kept(line, absl::Now());
+      kept.set_rank(line.rank());
+      kept.set_generation(line.generation());
+      kept.set_seq(seq = std::max(seq + 1, line.seq()));
+      Add(&job, std::move(kept));
+      ++lines;
+    }
+    job.last_seq = std::max(stored.last_seq, seq);
+  }
+  EnforceTotal();
+  GS_LOG(INFO) << "job logs are kept in " << journal_->path() << " (" << lines << " lines of " << jobs_.size()
+               << " jobs read back)";
+}
+
+void JobLogStore::Add(JobLines* job, v1::LogLine kept) {
+  const size_t cost = Cost(kept);
+  job->bytes += cost;
+  total_bytes_ += cost;
+  job->lines.push_back(std::move(kept));
+  while (job->bytes > bounds_.max_job_bytes && !job->lines.empty()) DropOldest(job);
 }
 
 void JobLogStore::Append(const v1::ReportLogsRequest& batch, absl::Time now) {
@@ -56,19 +97,37 @@ void JobLogStore::Append(const v1::ReportLogsRequest& batch, absl::Time now) {
   JobLines& job = jobs_[batch.job_id()];
   job.dropped = SaturatingAdd(job.dropped, std::max<int64_t>(0, batch.dropped()));
   job.last_append = now;
+  JobLogChange change{.job_id = batch.job_id()};
   for (const v1::LogLine& line : batch.lines()) {
     v1::LogLine kept = Kept(line, now);
     // The coordinator knows who reported it: the rank and generation are the batch's.
     kept.set_rank(batch.rank());
     kept.set_generation(batch.generation());
     kept.set_seq(++job.last_seq);
-    const size_t cost = Cost(kept);
-    job.bytes += cost;
-    total_bytes_ += cost;
-    job.lines.push_back(std::move(kept));
-    while (job.bytes > bounds_.max_job_bytes && !job.lines.empty()) DropOldest(&job);
+    if (journal_ != nullptr) change.added.push_back(kept);
+    Add(&job, std::move(kept));
   }
   EnforceTotal();
+  if (journal_ == nullptr) return;
+  // Every job whose oldest lines went: this one, and those EnforceTotal trimmed.
+  std::vector<JobLogChange> changes;
+  for (auto& [id, j] : jobs_) {
+    if (id != batch.job_id() && !j.trimmed) continue;
+    JobLogChange c = id == batch.job_id() ? std::move(change) : JobLogChange{.job_id = id};
+    c.last_seq = j.last_seq;
+    c.dropped = j.dropped;
+    c.first_kept_seq = j.lines.empty() ? j.last_seq + 1 : j.lines.front().seq();
+    changes.push_back(std::move(c));
+    j.trimmed = false;
+  }
+  Journal(std::move(changes));
+}
+
+void JobLogStore::Journal(std::vector<JobLogChange> changes) {
+  if (absl::Status s = journal_->Write(changes); !s.ok()) {
+    // The lines stay served from memory; the next write tries again with what is kept then.
+    GS_LOG(ERROR) << s << "; the job logs go on in memory";
+  }
 }
 
 void JobLogStore::EnforceTotal() {

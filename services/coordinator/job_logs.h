@@ -10,8 +10,10 @@
 // lines, and all jobs together at most `max_total_bytes`, the job appended to longest ago losing
 // its oldest lines first. Every line lost to a bound, and every line a worker reports it dropped,
 // is counted in the job's `dropped`. Lines are numbered per job from 1 in arrival order (seq), so
-// a reader that follows asks for the lines after the last seq it saw. Not persisted: a
-// coordinator restart starts empty (a local cluster's workers also keep them in files).
+// a reader that follows asks for the lines after the last seq it saw. With a journal
+// (job_log_journal.h, the coordinator's --state-dir) every change is written there too and read
+// back at start, so a restarted coordinator serves the lines it kept; without one they live in
+// memory only (a local cluster's workers also keep them in files).
 //
 // Thread-safe; its own lock, never the coordinator's.
 #pragma once
@@ -19,12 +21,15 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gradsync/v1/logs.pb.h"
+#include "job_log_journal.h"
 
 namespace gradsync::coordinator {
 
@@ -47,6 +52,9 @@ class JobLogStore {
   static constexpr int kMaxReadLines = 5000;
 
   explicit JobLogStore(JobLogBounds bounds = {}) : bounds_(bounds) {}
+  // Keeps every change in `journal` too (when not null), starting from what it holds (within the
+  // bounds). A journal that cannot be read or written is logged, and the lines go on in memory.
+  JobLogStore(JobLogBounds bounds, std::unique_ptr<JobLogJournal> journal);
 
   // Appends `batch`'s lines to job `batch.job_id()`, numbering them, and counts its `dropped`.
   // The caller has checked that the reporter holds the rank.
@@ -66,16 +74,22 @@ class JobLogStore {
     int64_t last_seq = 0;
     int64_t dropped = 0;
     absl::Time last_append;
+    bool trimmed = false;  // lost lines since the journal last heard of the job
   };
   static size_t Cost(const v1::LogLine& line) {
     return line.message().size() + line.source().size() + line.level().size() + 64;
   }
   // Drops `job`'s oldest line, counting it.
   void DropOldest(JobLines* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `kept` (numbered already) to `job`, bounded by max_job_bytes.
+  void Add(JobLines* job, v1::LogLine kept) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes what changed for the jobs in `changes` to the journal, if any.
+  void Journal(std::vector<JobLogChange> changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Brings all jobs within max_total_bytes, the least recently appended job first.
   void EnforceTotal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const JobLogBounds bounds_;
+  std::unique_ptr<JobLogJournal> journal_;
   mutable absl::Mutex mu_;
   std::map<std::string, JobLines> jobs_ ABSL_GUARDED_BY(mu_);
   size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;

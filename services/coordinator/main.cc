@@ -140,6 +140,9 @@ absl::StatusOr<gradsync::coordinator::CoordinatorOptions> OptionsFromFlags() {
   options.stall_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stall_timeout_ms));
   options.cancel_grace = absl::Milliseconds(std::max<int64_t>(0, absl::GetFlag(FLAGS_cancel_grace_ms)));
   options.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
+  if (const std::string state_dir = absl::GetFlag(FLAGS_state_dir); !state_dir.empty()) {
+    options.job_log_file = (std::filesystem::path(state_dir) / "job_logs.db").string();
+  }
   return options;
 }
 

@@ -21,7 +21,6 @@ namespace gradsync::metrics {
 namespace {
 
 constexpr int64_t kSchemaVersion = 1;
-constexpr const char* kSidecars[] = {"", "-wal", "-shm"};
 
 template <typename M>
 bool ParseColumn(sqlite3_stmt* stmt, int column, M* message) {
@@ -69,21 +68,9 @@ absl::StatusOr<std::unique_ptr<SeriesStore>> SeriesStore::OpenOrSetAside(const s
   if (store.ok() || std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
     return store;
   }
-  std::string aside = absl::StrCat(path, ".bad-", absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
-  // Never over an earlier one.
-  for (int n = 2; std::filesystem::symlink_status(aside, ec).type() != std::filesystem::file_type::not_found; ++n) {
-    aside = absl::StrCat(aside.substr(0, aside.find_last_of('Z') + 1), "-", n);
-  }
-  for (const char* suffix : kSidecars) {
-    const std::string from = path + suffix;
-    if (std::filesystem::symlink_status(from, ec).type() == std::filesystem::file_type::not_found) continue;
-    std::filesystem::rename(from, aside + suffix, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat(store.status().message(), "; and it cannot be moved to ", aside, suffix, ": ", ec.message()));
-    }
-  }
-  GS_LOG(ERROR) << store.status() << "; moved it to " << aside
+  absl::StatusOr<std::string> aside = sqlite::SetAside(path);
+  if (!aside.ok()) return absl::UnavailableError(absl::StrCat(store.status().message(), "; and ", aside.status().message()));
+  GS_LOG(ERROR) << store.status() << "; moved it to " << *aside
                 << " and started an empty series database: the series it held are not served";
   return Open(path);
 }

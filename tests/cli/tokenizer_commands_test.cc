@@ -30,6 +30,11 @@ namespace fs = std::filesystem;
 
 using testing::TokenizerJson;
 
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 class TokenizerCommandsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,10 +52,11 @@ class TokenizerCommandsTest : public ::testing::Test {
   // A gpt2-flavour transformer of vocabulary `vocab`, saved as a weights file. With `always` >=
   // 0 every parameter is zero but lnf.bias[0] = 1 and wte[always][0] = 10: whatever the input,
   // the final hidden state is e0 and the tied head gives `always` the only non-zero logit.
-  std::string SaveModel(int vocab, int always = -1) {
+  std::string SaveModel(int vocab, int always = -1, const std::string& flavour = "gpt2") {
     v1::JobSpec spec;
     spec.mutable_model()->set_preset("gpt-tiny");
     v1::TransformerConfig* t = spec.mutable_model()->mutable_transformer();
+    t->set_flavour(flavour);
     t->set_layers(1);
     t->set_heads(2);
     t->set_kv_heads(2);
@@ -70,7 +76,7 @@ class TokenizerCommandsTest : public ::testing::Test {
         if (p.name == "wte") params[p.offset + static_cast<int64_t>(always) * 16] = 10.0f;
       }
     }
-    const std::string path = (dir_ / absl::StrCat("weights_", vocab, "_", always, ".bin")).string();
+    const std::string path = (dir_ / absl::StrCat("weights_", vocab, "_", always, "_", flavour, ".bin")).string();
     EXPECT_TRUE(ckpt::SaveWeights(path, spec.model(), (*model)->layout(), (*model)->params()).ok());
     return path;
   }
@@ -148,6 +154,46 @@ TEST_F(TokenizerCommandsTest, GenerateDecodesWithTheTokenizer) {
   ASSERT_EQ(rc, 0);
   // Id 258 is the added token: decoded by the tokenizer, not printed as a byte.
   EXPECT_EQ(out, "hello<|end|><|end|><|end|>\n");
+}
+
+// An hf export with its tokenizer: the files transformers' from_pretrained reads for the model and
+// for AutoTokenizer, the bos/eos ids the tokenizer_config.json names, generation_config.json; and
+// a llama's declared context.
+TEST_F(TokenizerCommandsTest, AnHfExportCarriesItsTokenizerAndItsSpecialIds) {
+  const std::string tokenizer = Write("tokenizer.json", TokenizerJson(258));
+  Write("tokenizer_config.json", R"({"bos_token": "<|end|>", "eos_token": {"content": "<|end|>"}})");
+  const std::string out = (dir_ / "hf").string();
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(ExportCommand({SaveModel(259), "--format", "hf", "-o", out, "--tokenizer", tokenizer}), 0);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), HasSubstr("with tokenizer.json, tokenizer_config.json"));
+  for (const char* f : {"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json",
+                        "generation_config.json"}) {
+    EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+  }
+  const std::string config = ReadText(fs::path(out) / "config.json");
+  EXPECT_THAT(config, HasSubstr("\"bos_token_id\": 258"));
+  EXPECT_THAT(config, HasSubstr("\"eos_token_id\": 258"));
+  EXPECT_THAT(ReadText(fs::path(out) / "generation_config.json"), HasSubstr("\"eos_token_id\": 258"));
+  EXPECT_EQ(ReadText(fs::path(out) / "tokenizer.json"), TokenizerJson(258));
+
+  // A gpt2's positions are learned: nothing else to declare. A llama's context may be declared.
+  EXPECT_EQ(ExportCommand({SaveModel(259), "--format", "hf", "-o", out, "--max-positions", "4096"}), 2);
+  const std::string llama = (dir_ / "llama").string();
+  ASSERT_EQ(ExportCommand({SaveModel(259, -1, "llama"), "--format", "hf", "-o", llama, "--max-positions", "4096"}), 0);
+  EXPECT_THAT(ReadText(fs::path(llama) / "config.json"), HasSubstr("\"max_position_embeddings\": 4096"));
+  EXPECT_EQ(ExportCommand({SaveModel(259, -1, "llama"), "--format", "hf", "-o", llama, "--max-positions", "4"}), 2)
+      << "below the seqLen it trained at";
+  // A tokenizer of more tokens than the model has ids is refused.
+  EXPECT_EQ(ExportCommand({SaveModel(200), "--format", "hf", "-o", out, "--tokenizer", tokenizer}), 2);
+}
+
+// --shards DIR takes the tokenizer its shards.json names.
+TEST_F(TokenizerCommandsTest, AnHfExportFindsTheTokenizerOfItsShards) {
+  const std::string tokenizer = Write("tokenizer.json", TokenizerJson(258));
+  ASSERT_TRUE(data::WriteShardsInfo(dir_.string(), {"hf-tokenizer-json", tokenizer, 259}).ok());
+  const std::string out = (dir_ / "hf").string();
+  ASSERT_EQ(ExportCommand({SaveModel(259), "--format", "hf", "-o", out, "--shards", dir_.string()}), 0);
+  EXPECT_TRUE(fs::exists(fs::path(out) / "tokenizer.json"));
 }
 
 }  // namespace

@@ -189,7 +189,7 @@ pods that dial it over TLS (workers, the helm test pod). */}}
     claimName: {{ .Values.checkpoints.existingClaim | default (include "gradsync.componentName" (dict "ctx" . "component" "checkpoints")) }}
 {{- end -}}
 
-{{/* The coordinator's --artifact_root: paths.artifactRoot, on the checkpoints volume. */}}
+{{/* The coordinator's --artifact-root: paths.artifactRoot, on the checkpoints volume. */}}
 {{- define "gradsync.artifactRoot" -}}
 {{- $mount := .Values.checkpoints.mountPath | trimSuffix "/" }}
 {{- $root := .Values.paths.artifactRoot | default $mount | trimSuffix "/" }}

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace gradsync {
 
@@ -52,6 +53,8 @@ absl::StatusOr<Args> ParseArgs(const std::string& command, const std::vector<std
         name = name.substr(0, eq);
         has_inline = true;
       }
+      // --state_dir, the daemons' older spelling, reads as --state-dir.
+      name = absl::StrReplaceAll(name, {{"_", "-"}});
     } else {
       name = a.substr(1);
     }

@@ -6,6 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gradsync/core/log.h"
 #include "gradsync/core/sqlite.h"
 
@@ -160,6 +162,22 @@ absl::Status Database::Upgrade(int64_t found) {
     GS_LOG(INFO) << schema_.what << " " << path_ << ": schema version " << found << " upgraded to " << schema_.version;
   }
   return s;
+}
+
+absl::StatusOr<std::string> SetAside(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string aside = absl::StrCat(path, ".bad-", absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
+  for (int n = 2; fs::symlink_status(aside, ec).type() != fs::file_type::not_found; ++n) {
+    aside = absl::StrCat(aside.substr(0, aside.find_last_of('Z') + 1), "-", n);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string from = path + suffix;
+    if (fs::symlink_status(from, ec).type() == fs::file_type::not_found) continue;
+    fs::rename(from, aside + suffix, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot move ", from, " to ", aside, suffix, ": ", ec.message()));
+  }
+  return aside;
 }
 
 }  // namespace gradsync::sqlite

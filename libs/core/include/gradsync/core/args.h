@@ -33,7 +33,8 @@ class Args {
   std::map<std::string, std::vector<std::string>> values_;
 };
 
-// INVALID_ARGUMENT naming an unknown option or a missing value, with `command` in the message.
+// INVALID_ARGUMENT naming an unknown option or a missing value, with `command` in the message. A
+// long option may be written with underscores for its dashes (--state_dir for --state-dir).
 absl::StatusOr<Args> ParseArgs(const std::string& command, const std::vector<std::string>& argv,
                                const std::vector<OptionSpec>& options);
 

@@ -12,7 +12,8 @@ struct DaemonFlagsOptions {
 };
 
 // Parses argv as absl::ParseCommandLine does: an unknown flag or a bad value prints the problem
-// and exits 1. --help (and --helpshort) print the usage and the daemon's own flags, --version
+// and exits 1. A flag is written with dashes (--state-dir, canonical: the CLI's spelling too) or
+// with underscores (--state_dir, accepted); --help shows the dashed spelling. --help (and --helpshort) print the usage and the daemon's own flags, --version
 // prints VersionLine(program), and both exit 0; --helpfull lists every flag. Call once, from main,
 // before any other thread starts. Positional arguments are ignored.
 void ParseDaemonFlags(int argc, char** argv, const DaemonFlagsOptions& options);

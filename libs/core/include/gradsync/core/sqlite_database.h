@@ -81,4 +81,9 @@ class Database {
   Schema schema_;
 };
 
+// Moves the database at `path` (with its -wal and -shm files) aside to `<path>.bad-<UTC time>`,
+// never over an earlier one, for a store that starts empty rather than not at all when its file
+// cannot be used; returns where it went. UNAVAILABLE naming both paths when a file cannot be moved.
+absl::StatusOr<std::string> SetAside(const std::string& path);
+
 }  // namespace gradsync::sqlite
