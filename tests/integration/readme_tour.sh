@@ -51,10 +51,29 @@ while IFS= read -r line; do
   fi
 done <<<"$block"
 
+# The names the README's map from other tools gives are fields a spec takes.
+map=$(awk '/^\*\*Coming from torchrun/ {found = 1} found && /^\| / {print} found && /^$/ && seen {exit} /^\| there/ {seen = 1}' \
+  "$source_dir/README.md")
+fields=$(grep -o '`\(model\|training\|ddp\|data\|checkpoint\)\.[A-Za-z.]*[`=]' <<<"$map" | tr -d '`=' | sort -u)
+if (($(wc -l <<<"$fields") < 8)); then
+  echo "the README's map from torchrun, DDP, FSDP and Hugging Face names too few fields:" $fields >&2
+  exit 1
+fi
+for field in $fields; do
+  # An empty value leaves the field unset: only an unknown name is refused (exit 2) before the
+  # unreachable address is dialled.
+  gradsync submit "$source_dir/examples/jobs/demo.yaml" --set "$field=" --address 127.0.0.1:1 >/dev/null 2>"$work/stderr"
+  if (($? == 2)); then
+    echo "the README's map names $field, which a spec does not take:" >&2
+    cat "$work/stderr" >&2
+    exit 1
+  fi
+done
+
 # What the tour says it leaves: the picture, the data of the curve read after the cluster was
 # down, the weights fetched through the API.
 for f in loss.svg loss.csv results/weights.bin; do
   [[ -s $work/$f ]] || { echo "the tour left no $f" >&2; exit 1; }
 done
 grep -q '<svg' "$work/loss.svg" || { echo "loss.svg is no SVG" >&2; exit 1; }
-echo "the README's tour: $n commands, each succeeded"
+echo "the README's tour: $n commands, each succeeded; its map's $(wc -l <<<"$fields") fields are a spec's"
