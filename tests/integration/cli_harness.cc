@@ -113,17 +113,25 @@ std::string PythonWithYaml() {
 CommandResult SameYamlData(const std::string& python, const std::string& json, const std::string& yaml,
                            const std::vector<std::string>& ignored) {
   constexpr char kCompare[] =
-      "import json, sys, yaml\n"
+      "import json, re, sys, yaml\n"
       "ignored = set(sys.argv[3:])\n"
       "def drop(v):\n"
       "    if isinstance(v, dict): return {k: drop(x) for k, x in v.items() if k not in ignored}\n"
       "    if isinstance(v, list): return [drop(x) for x in v]\n"
       "    return v\n"
+      "def same(x, y):\n"
+      "    if isinstance(x, dict) and isinstance(y, dict):\n"
+      "        return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)\n"
+      "    if isinstance(x, list) and isinstance(y, list):\n"
+      "        return len(x) == len(y) and all(same(a, b) for a, b in zip(x, y))\n"
+      "    if isinstance(x, str) and type(y) is int and re.fullmatch(r'-?[0-9]+', x):\n"
+      "        return int(x) == y\n"
+      "    return type(x) is type(y) and x == y\n"
       "a = drop(json.load(open(sys.argv[1])))\n"
       "b = drop(yaml.safe_load(open(sys.argv[2])))\n"
       "ja, jb = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)\n"
-      "print(ja if ja == jb else 'json: ' + ja + '\\nyaml: ' + jb)\n"
-      "sys.exit(0 if ja == jb else 1)\n";
+      "print(ja if same(a, b) else 'json: ' + ja + '\\nyaml: ' + jb)\n"
+      "sys.exit(0 if same(a, b) else 1)\n";
   const std::string dir = MakeTempDir();
   std::ofstream(dir + "/a.json") << json;
   std::ofstream(dir + "/b.yaml") << yaml;

@@ -29,8 +29,9 @@ CommandResult RunProgram(const std::string& path, const std::vector<std::string>
 // A python3 with PyYAML (the reference YAML reader for -o yaml); empty when none is installed.
 std::string PythonWithYaml();
 // Whether PyYAML reads `yaml` as the same data as Python's json reads `json`, types included (the
-// string "42" is not the number 42), once the keys `ignored` are dropped at every level (values
-// that change between two calls). Exit code 0 when they agree; `out` shows both otherwise.
+// string "42" is not the number 42, except where the JSON is protobuf's for a 64-bit integer,
+// "4000", which -o yaml prints as the integer), once the keys `ignored` are dropped at every level
+// (values that change between two calls). Exit code 0 when they agree; `out` shows both otherwise.
 CommandResult SameYamlData(const std::string& python, const std::string& json, const std::string& yaml,
                            const std::vector<std::string>& ignored = {});
 
