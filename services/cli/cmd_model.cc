@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -227,36 +228,44 @@ std::string ParamsJson(const nn::ModelPlan& plan) {
   return out;
 }
 
-int ModelParamsCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseCommandArgs("model params", argv);
+// `gradsync model NAME THING [--set ...] [-o F]`: prints what `show` makes of THING, the --set
+// overrides and the format, or fails (exit 2) with the group's usage.
+int ModelSubcommand(const std::string& name, const std::vector<std::string>& argv,
+                    const std::function<absl::StatusOr<std::string>(const std::string& thing,
+                                                                    const std::vector<std::string>& sets,
+                                                                    OutputFormat format)>& show) {
+  absl::StatusOr<Args> args = ParseCommandArgs(name, argv);
   const std::string usage = GroupUsage("model");
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", usage));
-  absl::StatusOr<OutputFormat> format = OutputFormatOf("model params", *args);
+  absl::StatusOr<OutputFormat> format = OutputFormatOf(name, *args);
   if (!format.ok()) return Fail(std::string(format.status().message()));
   if (args->positional.size() != 2) return Fail(usage);
-  const std::string& what = args->positional[1];
-  absl::StatusOr<nn::ModelPlan> plan = ModelNamed(what, args->GetAll("set"));
-  if (!plan.ok()) return Fail(std::string(plan.status().message()));
-  const std::string text =
-      *format == OutputFormat::kTable ? ParamsText(what, *plan) : InFormat(ParamsJson(*plan), *format);
-  std::fputs(text.c_str(), stdout);
+  absl::StatusOr<std::string> text = show(args->positional[1], args->GetAll("set"), *format);
+  if (!text.ok()) return Fail(std::string(text.status().message()));
+  std::fputs(text->c_str(), stdout);
   return 0;
 }
 
+int ModelParamsCommand(const std::vector<std::string>& argv) {
+  return ModelSubcommand("model params", argv,
+                         [](const std::string& what, const std::vector<std::string>& sets,
+                            OutputFormat format) -> absl::StatusOr<std::string> {
+                           absl::StatusOr<nn::ModelPlan> plan = ModelNamed(what, sets);
+                           if (!plan.ok()) return plan.status();
+                           return format == OutputFormat::kTable ? ParamsText(what, *plan)
+                                                                 : InFormat(ParamsJson(*plan), format);
+                         });
+}
+
 int ModelDescribeCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = ParseCommandArgs("model describe", argv);
-  const std::string usage = GroupUsage("model");
-  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", usage));
-  absl::StatusOr<OutputFormat> format = OutputFormatOf("model describe", *args);
-  if (!format.ok()) return Fail(std::string(format.status().message()));
-  if (args->positional.size() != 2) return Fail(usage);
-  const std::string& preset = args->positional[1];
-  absl::StatusOr<v1::TransformerConfig> config = Resolve(preset, args->GetAll("set"));
-  if (!config.ok()) return Fail(std::string(config.status().message()));
-  const std::string text =
-      *format == OutputFormat::kTable ? Text(preset, *config) : InFormat(Json(preset, *config), *format);
-  std::fputs(text.c_str(), stdout);
-  return 0;
+  return ModelSubcommand("model describe", argv,
+                         [](const std::string& preset, const std::vector<std::string>& sets,
+                            OutputFormat format) -> absl::StatusOr<std::string> {
+                           absl::StatusOr<v1::TransformerConfig> config = Resolve(preset, sets);
+                           if (!config.ok()) return config.status();
+                           return format == OutputFormat::kTable ? Text(preset, *config)
+                                                                 : InFormat(Json(preset, *config), format);
+                         });
 }
 
 }  // namespace

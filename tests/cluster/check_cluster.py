@@ -25,9 +25,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cluster as c  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-LEASE_S = 10.0  # the coordinator's --lease_timeout_ms default
-HEARTBEAT_S = 1.0  # its --heartbeat_interval_ms default
-STALL_S = 5.0  # its --stall_timeout_ms default
+LEASE_S = 10.0  # the coordinator's --lease-timeout-ms default
+HEARTBEAT_S = 1.0  # its --heartbeat-interval-ms default
+STALL_S = 5.0  # its --stall-timeout-ms default
 
 
 def log(msg):
@@ -593,7 +593,7 @@ def main():
     p.add_argument("--tag", default="dev")
     p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     p.add_argument("--coordinator-arg", action="append", default=[],
-                   help="an extra coordinator flag, e.g. --lease_timeout_ms=60000 to see a check fail")
+                   help="an extra coordinator flag, e.g. --lease-timeout-ms=60000 to see a check fail")
     p.add_argument("--worker-docker-arg", action="append", default=[],
                    help="an extra `docker run` option for the workers, e.g. --ipc=host to see across-hosts fail")
     p.add_argument("--spec", action="append", default=[], metavar="PATH=VALUE",

@@ -86,8 +86,8 @@ def check_workers(f, docs, values, what):
         port = c.get(probe, {}).get("grpc", {}).get("port")
         f.expect(port == w["ports"]["health"], f"{what}: worker {probe} not gRPC on the health port")
     args = c["args"]
-    f.expect(f"--health_listen=0.0.0.0:{w['ports']['health']}" in args, f"{what}: --health_listen")
-    f.expect(f"--metrics_listen=0.0.0.0:{w['ports']['metrics']}" in args, f"{what}: --metrics_listen")
+    f.expect(f"--health-listen=0.0.0.0:{w['ports']['health']}" in args, f"{what}: --health-listen")
+    f.expect(f"--metrics-listen=0.0.0.0:{w['ports']['metrics']}" in args, f"{what}: --metrics-listen")
     # perNode: the node agent (--gpus all) gives each worker its GPU; otherwise one --device.
     devices = [a for a in args if a.startswith("--device=")]
     if per_node(values):
@@ -160,14 +160,14 @@ def check_coordinator(f, docs, values, what):
     f.expect(coord["spec"]["replicas"] == 1, f"{what}: coordinator replicas")
     f.expect(coord["spec"]["strategy"] == {"type": "Recreate"}, f"{what}: coordinator not Recreate")
     args = container(coord)["args"]
-    f.expect("--state_dir=/var/lib/gradsync/state" in args, f"{what}: --state_dir")
-    for flag in ("--auth_token_file=", "--cluster_token_file="):
+    f.expect("--state-dir=/var/lib/gradsync/state" in args, f"{what}: --state-dir")
+    for flag in ("--auth-token-file=", "--cluster-token-file="):
         f.expect(any(a.startswith(flag) for a in args), f"{what}: coordinator lacks {flag}")
     tls = values["tls"]["enabled"]
     check_coordinator_probes(f, coord, sts, values, what)
-    f.expect(any(a.startswith("--tls_cert_file=") for a in args) == tls, f"{what}: coordinator TLS flags")
-    f.expect(any(a.startswith("--tls_ca_file=") for a in container(sts)["args"]) == tls,
-             f"{what}: worker --tls_ca_file against tls.enabled")
+    f.expect(any(a.startswith("--tls-cert-file=") for a in args) == tls, f"{what}: coordinator TLS flags")
+    f.expect(any(a.startswith("--tls-ca-file=") for a in container(sts)["args"]) == tls,
+             f"{what}: worker --tls-ca-file against tls.enabled")
     state = checkpoint_claim(coord, "/var/lib/gradsync/state")
     f.expect(bool(state) == values["coordinator"]["persistence"]["enabled"],
              f"{what}: coordinator state claim {state!r} against persistence.enabled")
@@ -187,13 +187,13 @@ def check_coordinator(f, docs, values, what):
 
 
 def check_metrics_state(f, docs, values, what):
-    """The metrics service keeps the curves under --state_dir: on its claim when persistence is on
+    """The metrics service keeps the curves under --state-dir: on its claim when persistence is on
     (one pod at a time: Recreate), in an emptyDir otherwise."""
     m = one(f, docs, "Deployment", "metrics", what)
     if m is None:
         return
     f.expect(m["spec"].get("strategy") == {"type": "Recreate"}, f"{what}: metrics service not Recreate")
-    f.expect("--state_dir=/var/lib/gradsync/metrics" in container(m)["args"], f"{what}: metrics --state_dir")
+    f.expect("--state-dir=/var/lib/gradsync/metrics" in container(m)["args"], f"{what}: metrics --state-dir")
     persistence = values["metrics"]["persistence"]
     claim = checkpoint_claim(m, "/var/lib/gradsync/metrics")
     want = (persistence["existingClaim"] or f"{RELEASE}-gradsync-metrics-state") if persistence["enabled"] else None
@@ -209,8 +209,8 @@ def check_paths(f, coord, sts, values, what):
     paths = values["paths"]
     root = paths["artifactRoot"] or values["checkpoints"]["mountPath"]
     args = container(coord)["args"]
-    f.expect(f"--artifact_root={root}" in args, f"{what}: coordinator --artifact_root is not {root}")
-    f.expect(f"--data_root={paths['dataRoot']}" in args, f"{what}: coordinator --data_root")
+    f.expect(f"--artifact-root={root}" in args, f"{what}: coordinator --artifact-root is not {root}")
+    f.expect(f"--data-root={paths['dataRoot']}" in args, f"{what}: coordinator --data-root")
     for workload in (coord, sts):
         mounts = [m for m in container(workload)["volumeMounts"] if m["mountPath"] == paths["dataRoot"]]
         claim = checkpoint_claim(workload, paths["dataRoot"]) if mounts else None
@@ -219,7 +219,7 @@ def check_paths(f, coord, sts, values, what):
 
 
 # The token flags, the values that name each token's Secret and key, and who needs which token.
-TOKEN_FLAGS = {"api": "--auth_token_file", "cluster": "--cluster_token_file", "metrics": "--metrics_token_file"}
+TOKEN_FLAGS = {"api": "--auth-token-file", "cluster": "--cluster-token-file", "metrics": "--metrics-token-file"}
 TOKEN_VALUES = {"api": ("existingSecret", "tokenKey"), "cluster": ("clusterTokenSecret", "clusterTokenKey"),
                 "metrics": ("metricsTokenSecret", "metricsTokenKey")}
 TOKENS_OF = {("Deployment", "coordinator"): ("api", "cluster", "metrics"),

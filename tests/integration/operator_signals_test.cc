@@ -30,9 +30,9 @@ struct Daemon {
 };
 
 const std::vector<Daemon>& Daemons() {
-  static const std::vector<Daemon> daemons = {{"gradsync-coordinator", "--artifact_root", "--coordinator"},
-                                              {"gradsync-worker", "--coordinator", "--artifact_root"},
-                                              {"gradsync-metrics", "--http_listen", "--artifact_root"}};
+  static const std::vector<Daemon> daemons = {{"gradsync-coordinator", "--artifact-root", "--coordinator"},
+                                              {"gradsync-worker", "--coordinator", "--artifact-root"},
+                                              {"gradsync-metrics", "--http-listen", "--artifact-root"}};
   return daemons;
 }
 

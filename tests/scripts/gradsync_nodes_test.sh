@@ -54,8 +54,8 @@ bash -n "$repo/scripts/gradsync-nodes.sh"
 check '[ $? -eq 0 ]' "bash -n"
 
 bash "$repo/scripts/gradsync-nodes.sh" --nodes node-a,node-b --launcher "$work/launch" --bin-dir "$work/bin" \
-  --state-dir "$work/state" --data-root /data --name "$name" --coordinator-arg=--lease_timeout_ms=20000 \
-  -- --blas_threads=2 > "$work/out" 2>&1 &
+  --state-dir "$work/state" --data-root /data --name "$name" --coordinator-arg=--lease-timeout-ms=20000 \
+  -- --blas-threads=2 > "$work/out" 2>&1 &
 script_pid=$!
 for _ in $(seq 100); do
   [ -f "$work/state/cluster.env" ] && [ "$(cat "$work"/gradsync-worker.*.args 2> /dev/null | grep -c -- '--gpus')" -eq 2 ] && break
@@ -76,18 +76,18 @@ for host in node-a node-b; do
     "one agent on $host: $launches"
 done
 coordinator="$(args_of gradsync-coordinator)"
-for flag in --listen=0.0.0.0:7070 --rest_listen=0.0.0.0:8080 "--auth_token_file=$work/state/tokens/auth.token" \
-  "--cluster_token_file=$work/state/tokens/cluster.token" "--state_dir=$work/state/coordinator" \
-  "--artifact_root=$work/state/artifacts" --data_root=/data --lease_timeout_ms=20000; do
+for flag in --listen=0.0.0.0:7070 --rest-listen=0.0.0.0:8080 "--auth-token-file=$work/state/tokens/auth.token" \
+  "--cluster-token-file=$work/state/tokens/cluster.token" "--state-dir=$work/state/coordinator" \
+  "--artifact-root=$work/state/artifacts" --data-root=/data --lease-timeout-ms=20000; do
   check 'grep -qx -- "$flag" <<< "$coordinator"' "coordinator flag $flag: $coordinator"
 done
 for f in "$work"/gradsync-worker.*.args; do
   agent="$(cat "$f")"
   host="$(grep -- '--name=' <<< "$agent" | cut -d= -f2)"
   check '[ "$host" = node-a ] || [ "$host" = node-b ]' "agent named after its host: $agent"
-  for flag in --gpus all --coordinator=node-a:7070 --metrics=node-a:7071 "--comm_host=$host" \
-    "--cluster_token_file=$work/state/tokens/cluster.token" "--metrics_token_file=$work/state/tokens/metrics.token" \
-    --blas_threads=2; do
+  for flag in --gpus all --coordinator=node-a:7070 --metrics=node-a:7071 "--comm-host=$host" \
+    "--cluster-token-file=$work/state/tokens/cluster.token" "--metrics-token-file=$work/state/tokens/metrics.token" \
+    --blas-threads=2; do
     check 'grep -qx -- "$flag" <<< "$agent"' "agent on $host lacks $flag: $agent"
   done
 done
