@@ -36,15 +36,21 @@ absl::StatusOr<std::string> KeepSeries(const v1::JobSeries& series, const v1::Jo
 }
 
 void SeriesKeeper::Keep(bool all) {
-  Args args;
-  args.Add("state-dir", state_dir_);
-  absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
-  absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(args);
-  if (!client.ok() || !api.ok() || api->address.empty()) return;
+  if (client_ == nullptr) {
+    // Connected once: the cluster's addresses and tokens stay what they were when it started.
+    Args args;
+    args.Add("state-dir", state_dir_);
+    absl::StatusOr<std::unique_ptr<JobClient>> client = ConnectJobClient(args);
+    absl::StatusOr<MetricsApi> api = MetricsApiFromArgs(args);
+    if (!client.ok() || !api.ok() || api->address.empty()) return;
+    client_ = *std::move(client);
+    api_ = *std::move(api);
+  }
+  const MetricsApi* api = &api_;
   std::vector<v1::Job> jobs;
   std::string token;
   for (int pages = 0; pages < kMaxPages; ++pages) {
-    absl::StatusOr<v1::ListJobsResponse> page = (*client)->List(500, token);
+    absl::StatusOr<v1::ListJobsResponse> page = client_->List(500, token);
     if (!page.ok()) return;
     jobs.insert(jobs.end(), page->jobs().begin(), page->jobs().end());
     if ((token = page->next_page_token()).empty()) break;

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "connection.h"
+#include "job_client.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/telemetry.pb.h"
 
@@ -30,6 +33,8 @@ class SeriesKeeper {
 
  private:
   std::string state_dir_;
+  std::unique_ptr<JobClient> client_;
+  MetricsApi api_;
   std::set<std::string> kept_;
   std::map<std::string, int> tries_;  // by job id: calls that found its series short of its end
 };
