@@ -1,9 +1,10 @@
 // gradsync local up|down: a local cluster that runs in the background until stopped.
 //
 // `up` forks a supervisor that owns the cluster's processes and keeps each job's series in its
-// artifacts as the job ends (series_keeper.h), where `report` reads them once the cluster is down. The cluster file that records the
-// supervisor (DIR/endpoints.json, gradsync/cli/local_cluster_file.h) appears once the cluster is
-// ready, and `up` prints it. `down` signals that supervisor, which stops everything it started.
+// artifacts as the job ends (series_keeper.h), where `report` reads them once the cluster is down.
+// The cluster file that records the supervisor (DIR/endpoints.json,
+// gradsync/cli/local_cluster_file.h) appears once the cluster is ready; `up` prints it once every
+// worker has registered too. `down` signals that supervisor, which stops everything it started.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -13,11 +13,11 @@
 namespace gradsync::cli {
 namespace {
 
-// Whether `series` reaches the job's last step: a series fetched the moment a job ends may still
-// miss its final reports.
 constexpr int kMaxPages = 100;
 constexpr int kTriesForLastStep = 5;
 
+// Whether `series` reaches the job's last step: a series fetched the moment a job ends may still
+// miss its final reports.
 bool Complete(const v1::JobSeries& series, const v1::Job& job) {
   return series.steps_size() > 0 && series.steps(series.steps_size() - 1).step() >= job.result().global_step();
 }
@@ -26,8 +26,9 @@ bool Complete(const v1::JobSeries& series, const v1::Job& job) {
 
 absl::StatusOr<std::string> KeepSeries(const v1::JobSeries& series, const v1::Job& job, const std::string& state_dir) {
   namespace fs = std::filesystem;
-  const std::string weights = job.result().weights_path();
-  const fs::path dir = !weights.empty() ? fs::path(weights).parent_path() : fs::path(state_dir) / "artifacts" / job.id();
+  // The job's own directory, where `report --state-dir` looks (its weights may lie in a
+  // subdirectory of it, checkpoint.dir).
+  const fs::path dir = fs::path(state_dir) / "artifacts" / job.id();
   std::error_code ec;
   fs::create_directories(dir, ec);
   const std::string path = (dir / kSeriesFileName).string();

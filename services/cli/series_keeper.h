@@ -15,8 +15,8 @@
 
 namespace gradsync::cli {
 
-// Writes `series` to the job's series file (the directory of its weights, or
-// <state_dir>/artifacts/<job id>); returns its path.
+// Writes `series` to the job's series file, <state_dir>/artifacts/<job id>/series.jsonl, where
+// `report --state-dir` reads it; returns its path.
 absl::StatusOr<std::string> KeepSeries(const v1::JobSeries& series, const v1::Job& job, const std::string& state_dir);
 
 // Keeps the series of the jobs of the local cluster in `state_dir` as they end, asking its
