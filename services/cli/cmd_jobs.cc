@@ -87,28 +87,6 @@ int WatchToEnd(JobClient& client, const std::string& name, OutputFormat format, 
   return job->state() == v1::SUCCEEDED ? 0 : 1;
 }
 
-// Every job, page by page. A server whose pages do not move on (a token seen before, more pages
-// than any coordinator keeps jobs for) is an error, not a loop.
-absl::StatusOr<v1::ListJobsResponse> ListAll(JobClient& client, int page_size) {
-  constexpr int kMaxPages = 100000;
-  v1::ListJobsResponse all;
-  std::set<std::string> seen;
-  std::string token;
-  for (int pages = 0;; ++pages) {
-    if (pages == kMaxPages) {
-      return absl::DataLossError(absl::StrCat("the coordinator's job list did not end after ", kMaxPages, " pages"));
-    }
-    auto page = client.List(page_size, token);
-    if (!page.ok()) return page.status();
-    for (auto& j : *page->mutable_jobs()) *all.add_jobs() = std::move(j);
-    token = page->next_page_token();
-    if (token.empty()) return all;
-    if (!seen.insert(token).second) {
-      return absl::DataLossError("the coordinator answered a page token it had given before: its job list loops");
-    }
-  }
-}
-
 // `status`, a local cluster's refusal of data outside its data roots, with the command that starts
 // one that reads it appended; otherwise `status` unchanged.
 absl::Status WithDataRootAdvice(const absl::Status& status, const v1::JobSpec& spec,
@@ -212,7 +190,7 @@ int ListCommand(const std::vector<std::string>& argv) {
   auto connected = ConnectJobClient(parsed->args);
   if (!connected.ok()) return Fail(connected.status());
   JobClient& client = **connected;
-  absl::StatusOr<v1::ListJobsResponse> listed = ListAll(client, *page_size);
+  absl::StatusOr<v1::ListJobsResponse> listed = ListAllJobs(client, *page_size);
   if (!listed.ok()) return Fail(listed.status());
   v1::ListJobsResponse& all = *listed;
   std::string out;

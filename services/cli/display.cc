@@ -34,15 +34,18 @@ std::string Rate(double per_second) {
   return absl::StrFormat("%.0f", per_second);
 }
 
+// "ETA 4m10s" from the recent step time, "" before there is one or after the last step.
+std::string EtaText(const v1::JobProgress& p) {
+  if (p.step_seconds() <= 0 || p.total_steps() <= p.step()) return "";
+  return absl::StrCat("ETA ", HumanDuration(p.step_seconds() * static_cast<double>(p.total_steps() - p.step())));
+}
+
 // " | 12m03s elapsed, ETA 4m10s" from the job's start and the recent step time.
 std::string TimeText(const v1::Job& job) {
   const v1::JobProgress& p = job.progress();
   std::string out;
   if (job.has_start_time()) absl::StrAppend(&out, " | ", HumanDuration(WallSeconds(job)), " elapsed");
-  if (p.step_seconds() > 0 && p.total_steps() > p.step()) {
-    absl::StrAppend(&out, out.empty() ? " | " : ", ", "ETA ",
-                    HumanDuration(p.step_seconds() * static_cast<double>(p.total_steps() - p.step())));
-  }
+  if (const std::string eta = EtaText(p); !eta.empty()) absl::StrAppend(&out, out.empty() ? " | " : ", ", eta);
   return out;
 }
 
@@ -236,10 +239,7 @@ std::string ProgressLine(const v1::Job& job, int columns) {
   const std::string rate = p.tokens_per_second() > p.samples_per_second()
                                ? absl::StrCat(Rate(p.tokens_per_second()), " tok/s")
                                : absl::StrCat(Rate(p.samples_per_second()), " samples/s");
-  const std::string eta =
-      p.step_seconds() > 0 && p.total_steps() > p.step()
-          ? absl::StrCat(" | ETA ", HumanDuration(p.step_seconds() * static_cast<double>(p.total_steps() - p.step())))
-          : "";
+  const std::string eta = EtaText(p).empty() ? "" : absl::StrCat(" | ", EtaText(p));
   // From the most said to the least, the first that fits the terminal's width.
   const std::vector<std::string> forms = {
       absl::StrFormat("[%s] %5.1f%% %s | epoch %d | %s%s | %s samples/s | %s tokens/s%s", Bar(frac, 24), 100.0 * frac,
@@ -285,16 +285,15 @@ void ProgressView::Update(const v1::Job& job) {
   if (losses_.empty() || static_cast<double>(p.step()) > losses_.back().first) {
     losses_.emplace_back(static_cast<double>(p.step()), p.loss());
   }
-  const std::string line =
-      absl::StrFormat("step %lld/%lld | epoch %d | %s%s | %s samples/s | %s tokens/s%s",
-                      static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), p.epoch(), StepText(p),
-                      ValidationText(p), Rate(p.samples_per_second()), Rate(p.tokens_per_second()), TimeText(job));
   if (tty_) {
     Erase();
     line_ = ProgressLine(job, TerminalColumns(out_));
     Draw();
   } else {
-    std::fprintf(out_, "%s\n", line.c_str());
+    std::fprintf(out_, "step %lld/%lld | epoch %d | %s%s | %s samples/s | %s tokens/s%s\n",
+                 static_cast<long long>(p.step()), static_cast<long long>(p.total_steps()), p.epoch(),
+                 StepText(p).c_str(), ValidationText(p).c_str(), Rate(p.samples_per_second()).c_str(),
+                 Rate(p.tokens_per_second()).c_str(), TimeText(job).c_str());
   }
   std::fflush(out_);
 }

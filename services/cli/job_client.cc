@@ -1,5 +1,7 @@
 #include "job_client.h"
 
+#include <set>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/rpc/server.h"
@@ -7,6 +9,26 @@
 #include "rest_job_client.h"
 
 namespace gradsync::cli {
+
+absl::StatusOr<v1::ListJobsResponse> ListAllJobs(JobClient& client, int page_size) {
+  constexpr int kMaxPages = 100000;
+  v1::ListJobsResponse all;
+  std::set<std::string> seen;
+  std::string token;
+  for (int pages = 0;; ++pages) {
+    if (pages == kMaxPages) {
+      return absl::DataLossError(absl::StrCat("the coordinator's job list did not end after ", kMaxPages, " pages"));
+    }
+    auto page = client.List(page_size, token);
+    if (!page.ok()) return page.status();
+    for (auto& j : *page->mutable_jobs()) *all.add_jobs() = std::move(j);
+    token = page->next_page_token();
+    if (token.empty()) return all;
+    if (!seen.insert(token).second) {
+      return absl::DataLossError("the coordinator answered a page token it had given before: its job list loops");
+    }
+  }
+}
 
 bool IsTerminal(v1::JobState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
 

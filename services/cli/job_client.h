@@ -83,6 +83,10 @@ struct JobClientOptions {
 // server shows in the first call.
 absl::StatusOr<std::unique_ptr<JobClient>> MakeJobClient(const JobClientOptions& options);
 
+// Every job, page by page (`page_size` a page). A server whose pages do not move on (a token seen
+// before, more pages than any coordinator keeps jobs for) is DATA_LOSS, not a loop.
+absl::StatusOr<v1::ListJobsResponse> ListAllJobs(JobClient& client, int page_size);
+
 bool IsTerminal(v1::JobState state);
 
 // `status`, with advice to pass --tls-server-name appended when it is a TLS handshake that failed

@@ -1,7 +1,6 @@
 #include "job_names.h"
 
 #include <cstdio>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -11,36 +10,43 @@
 namespace gradsync::cli {
 namespace {
 
-constexpr int kMaxPages = 1000;
-
-// The jobs whose spec name is `name`, page by page.
-absl::StatusOr<std::vector<v1::Job>> JobsNamed(JobClient& client, const std::string& name) {
-  std::vector<v1::Job> named;
-  std::string token;
-  for (int pages = 0; pages < kMaxPages; ++pages) {
-    absl::StatusOr<v1::ListJobsResponse> page = client.List(500, token);
-    if (!page.ok()) return page.status();
-    for (const v1::Job& j : page->jobs()) {
-      if (j.spec().name() == name) named.push_back(j);
-    }
-    if ((token = page->next_page_token()).empty()) break;
-  }
-  return named;
-}
-
 bool Newer(const v1::Job& a, const v1::Job& b) {
   const auto& x = a.create_time();
   const auto& y = b.create_time();
   return x.seconds() != y.seconds() ? x.seconds() > y.seconds() : x.nanos() > y.nanos();
 }
 
-// Calls `call` with `name`, and once more with the job ResolveJobName finds when the coordinator
-// knew none by it.
+// The newest job whose spec name `given` is (without "jobs/"), once the coordinator knew no job of
+// that id; said on stderr when several share it. NOT_FOUND naming `given` when none.
+absl::StatusOr<std::string> NewestNamed(JobClient& client, const std::string& given) {
+  const std::string bare(absl::StripPrefix(given, "jobs/"));
+  absl::StatusOr<v1::ListJobsResponse> all = ListAllJobs(client, 500);
+  if (!all.ok()) return all.status();
+  const v1::Job* newest = nullptr;
+  int named = 0;
+  for (const v1::Job& j : all->jobs()) {
+    if (j.spec().name() != bare) continue;
+    ++named;
+    if (newest == nullptr || Newer(j, *newest)) newest = &j;
+  }
+  if (newest == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no job has the id or the name \"", TerminalSafe(bare),
+                                            "\" (gradsync list shows the jobs)"));
+  }
+  if (named > 1) {
+    std::fprintf(stderr, "%s: the newest of %d jobs named so, %s\n", TerminalSafe(bare).c_str(), named,
+                 TerminalSafe(newest->name()).c_str());
+  }
+  return newest->name();
+}
+
+// Calls `call` with `name`, and once more with the newest job of that spec name when the
+// coordinator knew no job by it.
 template <typename T, typename Call>
 absl::StatusOr<T> WithName(JobClient& inner, const std::string& name, Call call) {
   absl::StatusOr<T> first = call(name);
   if (first.status().code() != absl::StatusCode::kNotFound) return first;
-  absl::StatusOr<std::string> resolved = ResolveJobName(inner, name);
+  absl::StatusOr<std::string> resolved = NewestNamed(inner, name);
   if (!resolved.ok() || *resolved == name) return first;
   return call(*resolved);
 }
@@ -94,23 +100,10 @@ class ResolvingClient : public JobClient {
 }  // namespace
 
 absl::StatusOr<std::string> ResolveJobName(JobClient& client, const std::string& given) {
-  const std::string bare(absl::StripPrefix(given, "jobs/"));
   absl::StatusOr<v1::Job> as_id = client.Get(given);
   if (as_id.ok()) return as_id->name();
   if (as_id.status().code() != absl::StatusCode::kNotFound) return as_id.status();
-  absl::StatusOr<std::vector<v1::Job>> named = JobsNamed(client, bare);
-  if (!named.ok()) return named.status();
-  if (named->empty()) {
-    return absl::NotFoundError(absl::StrCat("no job has the id or the name \"", TerminalSafe(bare),
-                                            "\" (gradsync list shows the jobs)"));
-  }
-  const v1::Job* newest = &named->front();
-  for (const v1::Job& j : *named) newest = Newer(j, *newest) ? &j : newest;
-  if (named->size() > 1) {
-    std::fprintf(stderr, "%s: the newest of %zu jobs named so, %s\n", TerminalSafe(bare).c_str(), named->size(),
-                 TerminalSafe(newest->name()).c_str());
-  }
-  return newest->name();
+  return NewestNamed(client, given);
 }
 
 std::unique_ptr<JobClient> ResolvingJobNames(std::unique_ptr<JobClient> inner) {

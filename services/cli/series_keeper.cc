@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "connection.h"
@@ -13,7 +12,6 @@
 namespace gradsync::cli {
 namespace {
 
-constexpr int kMaxPages = 100;
 constexpr int kTriesForLastStep = 5;
 
 // Whether `series` reaches the job's last step: a series fetched the moment a job ends may still
@@ -48,15 +46,9 @@ void SeriesKeeper::Keep(bool all) {
     api_ = *std::move(api);
   }
   const MetricsApi* api = &api_;
-  std::vector<v1::Job> jobs;
-  std::string token;
-  for (int pages = 0; pages < kMaxPages; ++pages) {
-    absl::StatusOr<v1::ListJobsResponse> page = client_->List(500, token);
-    if (!page.ok()) return;
-    jobs.insert(jobs.end(), page->jobs().begin(), page->jobs().end());
-    if ((token = page->next_page_token()).empty()) break;
-  }
-  for (const v1::Job& job : jobs) {
+  absl::StatusOr<v1::ListJobsResponse> jobs = ListAllJobs(*client_, 500);
+  if (!jobs.ok()) return;
+  for (const v1::Job& job : jobs->jobs()) {
     const bool ended = IsTerminal(job.state());
     if (kept_.count(job.id()) > 0 || (!ended && !all)) continue;
     absl::StatusOr<v1::JobSeries> series = FetchSeries(api->address, api->token, job.id());

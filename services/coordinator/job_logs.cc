@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <string_view>
 
 #include "google/protobuf/util/time_util.h"
@@ -50,7 +51,6 @@ void JobLogStore::DropOldest(JobLines* job) {
   total_bytes_ -= cost;
   job->lines.pop_front();
   job->dropped = SaturatingAdd(job->dropped, 1);
-  job->trimmed = true;
 }
 
 JobLogStore::JobLogStore(JobLogBounds bounds, std::unique_ptr<JobLogJournal> journal)
@@ -107,18 +107,19 @@ void JobLogStore::Append(const v1::ReportLogsRequest& batch, absl::Time now) {
     if (journal_ != nullptr) change.added.push_back(kept);
     Add(&job, std::move(kept));
   }
-  EnforceTotal();
+  const std::set<std::string> trimmed = EnforceTotal();
   if (journal_ == nullptr) return;
-  // Every job whose oldest lines went: this one, and those EnforceTotal trimmed.
+  // This job, and every other whose oldest lines EnforceTotal dropped.
   std::vector<JobLogChange> changes;
-  for (auto& [id, j] : jobs_) {
-    if (id != batch.job_id() && !j.trimmed) continue;
-    JobLogChange c = id == batch.job_id() ? std::move(change) : JobLogChange{.job_id = id};
+  changes.push_back(std::move(change));
+  for (const std::string& id : trimmed) {
+    if (id != batch.job_id()) changes.push_back(JobLogChange{.job_id = id});
+  }
+  for (JobLogChange& c : changes) {
+    const JobLines& j = jobs_.at(c.job_id);
     c.last_seq = j.last_seq;
     c.dropped = j.dropped;
     c.first_kept_seq = j.lines.empty() ? j.last_seq + 1 : j.lines.front().seq();
-    changes.push_back(std::move(c));
-    j.trimmed = false;
   }
   Journal(std::move(changes));
 }
@@ -130,15 +131,20 @@ void JobLogStore::Journal(std::vector<JobLogChange> changes) {
   }
 }
 
-void JobLogStore::EnforceTotal() {
+std::set<std::string> JobLogStore::EnforceTotal() {
+  std::set<std::string> trimmed;
   while (total_bytes_ > bounds_.max_total_bytes) {
-    JobLines* oldest = nullptr;
-    for (auto& [id, job] : jobs_) {
-      if (!job.lines.empty() && (oldest == nullptr || job.last_append < oldest->last_append)) oldest = &job;
+    decltype(jobs_)::iterator oldest = jobs_.end();
+    for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+      if (!it->second.lines.empty() && (oldest == jobs_.end() || it->second.last_append < oldest->second.last_append)) {
+        oldest = it;
+      }
     }
-    if (oldest == nullptr) return;
-    DropOldest(oldest);
+    if (oldest == jobs_.end()) break;
+    DropOldest(&oldest->second);
+    trimmed.insert(oldest->first);
   }
+  return trimmed;
 }
 
 v1::GetJobLogsResponse JobLogStore::Read(const std::string& job_id, std::optional<int> rank, int64_t after_seq,

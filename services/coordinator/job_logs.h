@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,6 @@ class JobLogStore {
     int64_t last_seq = 0;
     int64_t dropped = 0;
     absl::Time last_append;
-    bool trimmed = false;  // lost lines since the journal last heard of the job
   };
   static size_t Cost(const v1::LogLine& line) {
     return line.message().size() + line.source().size() + line.level().size() + 64;
@@ -86,7 +86,8 @@ class JobLogStore {
   // Writes what changed for the jobs in `changes` to the journal, if any.
   void Journal(std::vector<JobLogChange> changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Brings all jobs within max_total_bytes, the least recently appended job first.
-  void EnforceTotal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns the ids of the jobs it took lines from.
+  std::set<std::string> EnforceTotal() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const JobLogBounds bounds_;
   std::unique_ptr<JobLogJournal> journal_;

@@ -27,6 +27,20 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
   return row[b.size()];
 }
 
+const std::string* Closest(absl::string_view name, const std::vector<const std::string*>& candidates,
+                           size_t max_distance) {
+  const std::string* best = nullptr;
+  size_t best_distance = max_distance + 1;
+  for (const std::string* candidate : candidates) {
+    const size_t d = EditDistance(name, *candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
 namespace {
 
 // A name other tools give a field, and where it is in a job spec.
@@ -117,17 +131,16 @@ const google::protobuf::FieldDescriptor* FindField(const google::protobuf::Descr
 std::string SuggestField(const google::protobuf::Descriptor& descriptor, absl::string_view key) {
   // A suggestion further than this from what was typed is more confusing than helpful.
   const size_t max_distance = std::min<size_t>(2, std::max<size_t>(1, key.size() / 3));
-  const google::protobuf::FieldDescriptor* best = nullptr;
-  size_t best_distance = max_distance + 1;
+  // Both spellings of every field, each leading back to its JSON name.
+  std::vector<const std::string*> names;
   for (int i = 0; i < descriptor.field_count(); ++i) {
-    const google::protobuf::FieldDescriptor* field = descriptor.field(i);
-    const size_t distance = std::min(EditDistance(key, field->json_name()), EditDistance(key, field->name()));
-    if (distance < best_distance) {
-      best = field;
-      best_distance = distance;
-    }
+    names.push_back(&descriptor.field(i)->json_name());
+    names.push_back(&descriptor.field(i)->name());
   }
-  if (best != nullptr) return absl::StrCat("; did you mean ", best->json_name(), "?");
+  if (const std::string* best = Closest(key, names, max_distance)) {
+    const size_t at = static_cast<size_t>(std::find(names.begin(), names.end(), best) - names.begin());
+    return absl::StrCat("; did you mean ", descriptor.field(static_cast<int>(at / 2))->json_name(), "?");
+  }
   for (const ForeignName& name : kForeignNames) {
     if (key == name.key) return absl::StrCat("; ", key, " is ", name.origin, " name for ", name.path);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/descriptor.h"
@@ -22,6 +23,11 @@ std::string SuggestField(const google::protobuf::Descriptor& descriptor, absl::s
 
 // Case-insensitive Levenshtein distance (names are short: the quadratic table is fine).
 size_t EditDistance(absl::string_view a, absl::string_view b);
+
+// Of `candidates`, the one closest to `name` by EditDistance if within `max_distance` (the first
+// of equals); nullptr otherwise.
+const std::string* Closest(absl::string_view name, const std::vector<const std::string*>& candidates,
+                           size_t max_distance);
 
 // `parent` and `name` joined with a dot, or `name` alone at the top level.
 std::string JoinPath(absl::string_view parent, absl::string_view name);

@@ -128,22 +128,15 @@ absl::StatusOr<data::DataPlan> PlanDataWith(const v1::JobSpec& spec, const nn::T
   return plan;
 }
 
-// "; did you mean NAME?" for the name of `lists` closest to `name` when it is close enough to be
-// a slip (a quarter of its length, at least 2 edits), otherwise "".
+// "; did you mean NAME?" for the parameter or buffer closest to `name` when it is close enough to
+// be a slip (a quarter of its length, at least 2 edits), otherwise "".
 std::string ClosestName(const std::string& name, const std::vector<std::string>& params,
                         const std::vector<std::string>& buffers) {
-  const size_t limit = std::max<size_t>(2, name.size() / 4);
-  const std::string* best = nullptr;
-  size_t best_distance = limit + 1;
+  std::vector<const std::string*> candidates;
   for (const std::vector<std::string>* list : {&params, &buffers}) {
-    for (const std::string& candidate : *list) {
-      const size_t d = internal::EditDistance(name, candidate);
-      if (d < best_distance) {
-        best = &candidate;
-        best_distance = d;
-      }
-    }
+    for (const std::string& candidate : *list) candidates.push_back(&candidate);
   }
+  const std::string* best = internal::Closest(name, candidates, std::max<size_t>(2, name.size() / 4));
   return best == nullptr ? "" : absl::StrCat("; did you mean ", *best, "?");
 }
 
