@@ -3,9 +3,19 @@
 # service) on one node, the node agent (`gradsync-worker --gpus all`, a worker per GPU) on each
 # node of a list, every one started through a launcher: srun inside a Slurm job, ssh for a host
 # list, or any command that runs a command on a named host (`docker exec` in the cluster checks).
-# Runs in the foreground until it gets SIGTERM or SIGINT (scancel, the job's time limit, Ctrl-C)
-# or one of the services ends, then stops them all: the coordinator first (it checkpoints running
-# jobs), then the agents (each stops its workers at a step boundary), then the metrics service.
+# Two modes:
+#   - a cluster (the default): runs in the foreground until it gets SIGTERM or SIGINT (scancel,
+#     the job's time limit, Ctrl-C) or one of the services ends; jobs come from outside
+#     (`. STATE_DIR/cluster.env && gradsync submit job.yaml`).
+#   - one run (--run SPEC): submits SPEC from this host once the agents are up, follows it, and
+#     ends with it: exit 0 when it SUCCEEDED, 1 when it FAILED or was cancelled, 143 when a signal
+#     stopped it (after its checkpoint). Started again with the same state directory while that
+#     job has not ended (a preempted, cancelled or timed-out allocation), it follows the same job,
+#     which resumes from its last checkpoint, instead of submitting another; the job as it ended
+#     (`gradsync get -o json`) stays in STATE_DIR/run-result.json. A node agent that
+#     ends (its node died) does not end the run: the job restarts on the nodes left.
+# Either way it then stops them all: the coordinator first (it checkpoints running jobs), then the
+# agents (each stops its workers at a step boundary, after a checkpoint), then the metrics service.
 #
 #   gradsync-nodes.sh [options] [-- FLAG...]      FLAGs go to every node agent
 #
@@ -29,6 +39,9 @@
 #   --no-metrics          no metrics service (the workers report nowhere).
 #   --start-timeout S     how long the coordinator may take to serve (60 s).
 #   --name NAME           names this cluster's pid files on the nodes (/tmp/gradsync-nodes.NAME.*).
+#   --run SPEC            one run: submit the job spec SPEC (a file on this host), follow it, end with it.
+#   --submit-arg A        one more `gradsync submit` argument for --run (repeatable), e.g.
+#                         --submit-arg=--set --submit-arg=training.worldSize=16.
 #
 # Then, from a login node: `. STATE_DIR/cluster.env && gradsync submit job.yaml`.
 set -uo pipefail
@@ -38,7 +51,7 @@ die() { echo "gradsync-nodes: $*" >&2; exit 2; }
 
 nodes="" coordinator_host="" launcher="" state_dir="$PWD/gradsync-state" data_root="$PWD"
 gpus="all" cpu_workers="" bin_dir="" port=7070 rest_port=8080 metrics=1 name="gradsync" start_timeout=60
-coordinator_args=() agent_flags=()
+coordinator_args=() agent_flags=() run_spec="" submit_args=()
 while [ $# -gt 0 ]; do
   case "$1" in --?*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;; esac  # --option=value
   case "$1" in
@@ -56,6 +69,8 @@ while [ $# -gt 0 ]; do
     --no-metrics) metrics=0; shift ;;
     --name) name="${2:?--name needs a name}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs seconds}"; shift 2 ;;
+    --run) run_spec="${2:?--run needs a job spec}"; shift 2 ;;
+    --submit-arg) submit_args+=("${2?--submit-arg needs an argument}"); shift 2 ;;
     -h | --help) usage 0 ;;
     --) shift; agent_flags=("$@"); break ;;
     *) die "unknown option $1 (--help lists them)" ;;
@@ -65,6 +80,8 @@ done
 [ -z "$cpu_workers" ] || [[ "$cpu_workers" =~ ^[1-9][0-9]*$ ]] || die "--cpu-workers $cpu_workers: expected a count"
 [[ "$port" =~ ^[0-9]+$ && "$rest_port" =~ ^[0-9]+$ ]] || die "--port and --rest-port take port numbers"
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout $start_timeout: expected seconds"
+[ -z "$run_spec" ] || [ -r "$run_spec" ] || die "--run $run_spec: cannot read the job spec"
+[ "${#submit_args[@]}" -eq 0 ] || [ -n "$run_spec" ] || die "--submit-arg is for --run"
 
 # ---- the nodes and the launcher -------------------------------------------------------------
 if [ -z "$nodes" ]; then
@@ -150,10 +167,12 @@ stop() {  # stop ROLE GRACE_S: SIGTERM to every ROLE, then wait up to GRACE_S fo
 }
 
 stopping=0
+watch_pid=""
 stop_all() {
   [ "$stopping" = 1 ] && return
   stopping=1
   trap '' TERM INT
+  [ -z "$watch_pid" ] || kill -TERM "$watch_pid" 2> /dev/null
   stop coordinator 40
   stop agent 45
   stop metrics 10
@@ -161,11 +180,18 @@ stop_all() {
   rm -f "$state_dir/cluster.env"
   echo "gradsync-nodes: stopped"
 }
-trap 'stop_all; exit 0' TERM INT
+# A signal ends a cluster as asked (0), and a run before its end (143: sbatch it again to resume).
+signalled_status=0
+[ -z "$run_spec" ] || signalled_status=143
+trap 'stop_all; exit "$signalled_status"' TERM INT
 
 # ---- the services -----------------------------------------------------------------------------
 address="$coordinator_host:$port"
-start coordinator "$coordinator_host" "$(bin gradsync-coordinator)" \
+# In a run, the workers of an earlier allocation are gone with it: a job it left running restarts
+# from its last checkpoint at once instead of awaiting their return.
+run_flags=()
+[ -z "$run_spec" ] || run_flags=(--adopt-grace-ms=0)
+start coordinator "$coordinator_host" "$(bin gradsync-coordinator)" "${run_flags[@]}" \
   "--listen=0.0.0.0:$port" "--rest-listen=0.0.0.0:$rest_port" --metrics-listen=0.0.0.0:9465 \
   "--auth-token-file=$tokens/auth.token" "--cluster-token-file=$tokens/cluster.token" \
   "--metrics-token-file=$tokens/metrics.token" "--state-dir=$state_dir/coordinator" \
@@ -208,9 +234,62 @@ printf 'export GRADSYNC_ADDRESS=%q\nexport GRADSYNC_TOKEN_FILE=%q\n' "$address" 
   > "$state_dir/cluster.env.tmp" && mv "$state_dir/cluster.env.tmp" "$state_dir/cluster.env"
 echo "gradsync-nodes: coordinator at $address, ${#hosts[@]} node agents; clients: . $state_dir/cluster.env"
 
-# Until a signal, or until one service ends (then the rest are stopped too).
-wait -n
+if [ -z "$run_spec" ]; then
+  # Until a signal, or until one service ends (then the rest are stopped too).
+  wait -n
+  status=$?
+  stop_all
+  echo "gradsync-nodes: a service ended (status $status); see $state_dir/logs" >&2
+  exit 1
+fi
+
+# ---- one run ----------------------------------------------------------------------------------
+cli() { "$(bin gradsync)" "$@" --address "$address" --token-file "$tokens/auth.token"; }
+record="$state_dir/run.job"
+job=""
+if [ -s "$record" ]; then
+  previous="$(cat "$record")"
+  # The job's own state: the first "state" of its JSON (the spec before it has none).
+  state="$(cli get "$previous" -o json 2> /dev/null | grep -o '"state": *"[A-Z_]*"' | head -n 1 | tr -dc 'A-Z_' || true)"
+  case "$state" in
+    "" | SUCCEEDED | FAILED | CANCELLED) ;;
+    *) job="$previous"; echo "gradsync-nodes: following $job ($state), submitted by an earlier run with this state directory" ;;
+  esac
+fi
+if [ -z "$job" ]; then
+  if ! job="$(cli submit "$run_spec" "${submit_args[@]}" -o name)"; then
+    echo "gradsync-nodes: gradsync submit $run_spec was refused" >&2
+    stop_all
+    exit 2
+  fi
+  printf '%s\n' "$job" > "$record.tmp" && mv "$record.tmp" "$record"
+  echo "gradsync-nodes: submitted $job"
+fi
+cli watch "$job" < /dev/null &
+watch_pid=$!
+# Until the job ends (watch returns its verdict), a signal, or the coordinator's end. A sleep in
+# the background keeps the traps prompt.
+agents_seen_down=()
+while kill -0 "$watch_pid" 2> /dev/null; do
+  sleep 1 &
+  wait $! 2> /dev/null
+  if ! kill -0 "${launched[coordinator@$coordinator_host]}" 2> /dev/null; then
+    echo "gradsync-nodes: the coordinator ended during the run; see $state_dir/logs" >&2
+    stop_all
+    exit 1
+  fi
+  for host in "${hosts[@]}"; do
+    if ! kill -0 "${launched[agent@$host]}" 2> /dev/null && [[ " ${agents_seen_down[*]} " != *" $host "* ]]; then
+      agents_seen_down+=("$host")
+      echo "gradsync-nodes: the agent on $host ended; the run goes on with the nodes left" >&2
+    fi
+  done
+done
+wait "$watch_pid"
 status=$?
+watch_pid=""
+echo "gradsync-nodes: $job ended (gradsync watch exit $status)"
+# The job as it ended, for after the coordinator has stopped: its result, events and checkpoints.
+cli get "$job" -o json > "$state_dir/run-result.json.tmp" 2> /dev/null && mv "$state_dir/run-result.json.tmp" "$state_dir/run-result.json"
 stop_all
-echo "gradsync-nodes: a service ended (status $status); see $state_dir/logs" >&2
-exit 1
+exit "$status"

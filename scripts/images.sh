@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the CPU images of docker/Dockerfile (coordinator, metrics, worker-cpu, cli, prometheus), offline if
+# Builds the CPU images of docker/Dockerfile (coordinator, metrics, worker-cpu, cli, prometheus, slurm), offline if
 # need be: the images users get, from the same Dockerfile and install scripts.
 #
 #   scripts/images.sh [--tag TAG] [--binaries DIR] [TARGET...]     (make images)
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(coordinator metrics worker-cpu cli prometheus)
+[ ${#targets[@]} -gt 0 ] || targets=(coordinator metrics worker-cpu cli prometheus slurm)
 
 export "$(bash "$repo/scripts/docker-engine.sh" start)"
 docker="$(bash "$repo/scripts/docker-engine.sh" client)"

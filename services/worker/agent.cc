@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "assignment_stream.h"
 #include "gradsync/core/env.h"
 #include "gradsync/core/log.h"
@@ -99,6 +100,7 @@ int Agent::Run() {
   shutdown_watcher_ = std::thread([this] {
     while (!stop_ && !WaitForShutdown(absl::Milliseconds(200))) {
     }
+    if (!stop_) CheckpointBeforeStopping();
     AbortGeneration();
     absl::MutexLock lock(&mu_);
     if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
@@ -114,6 +116,28 @@ int Agent::Run() {
   GS_LOG(INFO) << "shutting down";
   stop_ = true;
   return 0;
+}
+
+void Agent::CheckpointBeforeStopping() {
+  const absl::Duration timeout = options_.stop_checkpoint_timeout;
+  auto training = [this] {
+    absl::MutexLock lock(&mu_);
+    return comm_ != nullptr;
+  };
+  if (timeout <= absl::ZeroDuration() || !training()) return;
+  const int64_t before = checkpoints_reported_.load();
+  checkpoint_requested_ = true;
+  GS_LOG(INFO) << "stopping: checkpointing at the next step boundary first (up to " << absl::FormatDuration(timeout)
+               << ")";
+  const absl::Time deadline = absl::Now() + timeout;
+  while (checkpoints_reported_.load() == before && training() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  if (checkpoints_reported_.load() > before) {
+    GS_LOG(INFO) << "stopping: the checkpoint is written and reported";
+  } else if (training()) {
+    GS_LOG(WARNING) << "stopping without a checkpoint: none was written within " << absl::FormatDuration(timeout);
+  }
 }
 
 absl::Status Agent::ServeAssignments() {

@@ -68,6 +68,9 @@ struct AgentOptions {
   // How long an aborted generation may take to stop before the worker exits (abort_watchdog.h);
   // zero: never.
   absl::Duration abort_grace = absl::Seconds(30);
+  // On SIGTERM mid-generation: how long to wait for a checkpoint at the next step boundary before
+  // stopping (CheckpointBeforeStopping); zero: stop at once.
+  absl::Duration stop_checkpoint_timeout = absl::Seconds(15);
   absl::Duration max_backoff = absl::Seconds(5);
 };
 
@@ -138,6 +141,10 @@ class Agent {
   absl::Status ReportLogs(const v1::ReportLogsRequest& request);
   // Stops the running generation: at its next step boundary, and in its collective now.
   void AbortGeneration();
+  // A shutdown signal during a native generation (a preemption): asks its ranks for a checkpoint
+  // at the next step boundary and waits, up to stop_checkpoint_timeout, until this worker's rank
+  // has reported it or the generation has ended. A script job's child gets SIGTERM instead.
+  void CheckpointBeforeStopping();
   // Where the generation is, for the watchdog; never blocks.
   std::string DescribeStuckGeneration();
   // Every call to the coordinator but the assignment stream ends after the same timeout.
@@ -184,6 +191,8 @@ class Agent {
 
   std::atomic<bool> abort_{false};
   std::atomic<bool> checkpoint_requested_{false};
+  // Checkpoints this worker's ranks wrote and reported, for CheckpointBeforeStopping.
+  std::atomic<int64_t> checkpoints_reported_{0};
   // The job is cancelled: the ranks stop at the next step boundary, saving the weights.
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stop_{false};

@@ -118,7 +118,10 @@ train::TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, S
     absl::MutexLock lock(&mu_);
     reached_ = r;
   };
-  hooks.on_checkpoint = [this](const v1::ReportCheckpointRequest& r) { ReportCheckpoint(r); };
+  hooks.on_checkpoint = [this](const v1::ReportCheckpointRequest& r) {
+    ReportCheckpoint(r);
+    ++checkpoints_reported_;
+  };
   hooks.epoch_seed = [this, job_id](int epoch) { return EpochSeed(job_id, epoch); };
   hooks.on_step = [this, job_id, generation](const v1::StepReport& r) {
     v1::StepReport report = r;

@@ -69,6 +69,11 @@ ABSL_FLAG(int64_t, abort_grace_ms, 30000,
           "how long a generation the coordinator aborted may take to stop (at least 3 of its slowest steps) "
           "before the worker logs where it is stuck and exits with status 70 for its supervisor to restart "
           "it; 0 never exits");
+ABSL_FLAG(int64_t, stop_checkpoint_timeout_ms, 15000,
+          "on SIGTERM or SIGINT during a generation (scancel, a pod's deletion, a node drain): how long the ranks may "
+          "take to reach their next step boundary and commit a checkpoint there before the worker stops, so that "
+          "the run resumes from where it was stopped; 0 stops at once, from the last periodic checkpoint. Keep it "
+          "below the grace the supervisor gives (Slurm's KillWait, terminationGracePeriodSeconds; both 30 s)");
 ABSL_FLAG(std::string, sample_log_dir, gradsync::EnvOr("GRADSYNC_SAMPLE_LOG_DIR", ""),
           "if set, append every step's sample indices here, a file per job generation and rank, for "
           "auditing data coverage (env GRADSYNC_SAMPLE_LOG_DIR)");
@@ -257,6 +262,11 @@ absl::StatusOr<gradsync::worker::AgentOptions> AgentOptionsFromFlags(const grads
         absl::StrCat("--abort_grace_ms must be 0 or more, not ", absl::GetFlag(FLAGS_abort_grace_ms)));
   }
   options.abort_grace = absl::Milliseconds(absl::GetFlag(FLAGS_abort_grace_ms));
+  if (absl::GetFlag(FLAGS_stop_checkpoint_timeout_ms) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--stop_checkpoint_timeout_ms must be 0 or more, not ",
+                                                   absl::GetFlag(FLAGS_stop_checkpoint_timeout_ms)));
+  }
+  options.stop_checkpoint_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stop_checkpoint_timeout_ms));
   return options;
 }
 

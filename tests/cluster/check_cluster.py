@@ -7,7 +7,8 @@ outcome; see README.md.
     check_cluster.py CHECK --build-dir DIR [--tag TAG]
 
 CHECK is one of: across-hosts, rank-killed, network-cut, rank-paused, coordinator-replaced,
-prometheus, compose, nodes-script, tls-names. Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
+prometheus, compose, nodes-script, tls-names, slurm-one-run, slurm-faults, slurm-cluster (slurm_checks.py).
+Exits 0 when the check holds, 1 with the reasons when it does not, 77 (skipped) when
 no Docker engine can be had or the images are missing."""
 import argparse
 import glob
@@ -23,6 +24,7 @@ from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cluster as c  # noqa: E402
+import slurm_checks  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LEASE_S = 10.0  # the coordinator's --lease-timeout-ms default
@@ -81,7 +83,9 @@ class Check:
     def __init__(self, args):
         self.args = args
         self.docker = c.Docker(REPO)
-        for image in ("coordinator", "metrics", "worker-cpu", "cli", "prometheus"):
+        images = ("slurm",) if args.check in slurm_checks.CHECKS else ("coordinator", "metrics", "worker-cpu", "cli",
+                                                                         "prometheus")
+        for image in images:
             if not self.docker.has_image(f"gradsync/{image}:{args.tag}"):
                 print(f"SKIP: image gradsync/{image}:{args.tag} is missing; build it with `make images`")
                 sys.exit(77)
@@ -581,9 +585,9 @@ def compose_tool(k):
 
 CHECKS = {"across-hosts": across_hosts, "rank-killed": rank_killed, "network-cut": network_cut,
           "rank-paused": rank_paused, "coordinator-replaced": coordinator_replaced, "prometheus": prometheus,
-          "compose": compose, "nodes-script": nodes_script, "tls-names": tls_names}
+          "compose": compose, "nodes-script": nodes_script, "tls-names": tls_names, **slurm_checks.CHECKS}
 # Checks that bring up their own containers instead of the standard cluster.
-OWN_CLUSTER = ("compose", "nodes-script", "tls-names")
+OWN_CLUSTER = ("compose", "nodes-script", "tls-names", *slurm_checks.CHECKS)
 
 
 def main():

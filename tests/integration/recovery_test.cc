@@ -119,5 +119,52 @@ TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
   ::waitpid(coordinator, nullptr, 0);
 }
 
+// A preemption (scancel, a pod's deletion): SIGTERM to the only worker of a job that never
+// checkpoints on its own. The worker checkpoints at its next step boundary before it stops, so
+// the next worker resumes from the step it was stopped at instead of starting over.
+TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
+  const std::string dir = MakeTempDir();
+  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+  const pid_t coordinator =
+      StartBinary(CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"}),
+                  dir + "/coordinator.log");
+  auto worker = [&](const std::string& name) {
+    return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
+  };
+  const pid_t first = worker("first");
+  ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
+  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                    "training.worldSize=1", "--set", "training.epochs=0", "--set",
+                                    "training.maxSteps=1500", "--set", "checkpoint.everySteps=0", "--set",
+                                    "training.logEvery=10"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
+
+  ASSERT_EQ(::kill(first, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(first, &status, 0), first);
+  EXPECT_TRUE(WIFEXITED(status)) << "the worker ended by a signal, not by itself";
+  const std::string first_log = ReadFile(dir + "/first.log");
+  EXPECT_NE(first_log.find("the checkpoint is written and reported"), std::string::npos) << first_log;
+  const pid_t second = worker("second");
+
+  const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
+    return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
+  });
+  EXPECT_NE(done.find("\"SUCCEEDED\""), std::string::npos) << done << ReadFile(dir + "/second.log");
+  const size_t resumed = done.find("resuming from the checkpoint at step ");
+  ASSERT_NE(resumed, std::string::npos) << "the second worker started over:\n" << done;
+  int64_t step = 0;
+  const std::string digits = done.substr(resumed + 37, done.find_first_not_of("0123456789", resumed + 37) - resumed - 37);
+  ASSERT_TRUE(absl::SimpleAtoi(digits, &step)) << done;
+  EXPECT_GE(step, 100) << "resumed from before the step the worker was stopped at";
+
+  ::kill(second, SIGTERM);
+  ::kill(coordinator, SIGTERM);
+  ::waitpid(second, nullptr, 0);
+  ::waitpid(coordinator, nullptr, 0);
+}
+
 }  // namespace
 }  // namespace gradsync::testing
