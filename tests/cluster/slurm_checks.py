@@ -12,6 +12,7 @@ faults are a node container killed and a job's time limit.
   submitted from the login host outside the allocation, stopped by scancel."""
 import json
 import os
+import re
 import shutil
 import time
 
@@ -48,7 +49,7 @@ class SlurmCheck:
             json.dump(spec, f, indent=2)
         return path
 
-    def native_spec(self, name, steps, world_size=2, checkpoint_every=10):
+    def native_spec(self, name, steps, world_size=2, checkpoint_every=50):
         return self.write(f"{name}.json", {
             "name": name,
             "model": {"preset": "gpt-tiny"},
@@ -76,7 +77,11 @@ class SlurmCheck:
                                    spec)
 
     def state(self, name):
-        return os.path.join(self.cluster.dir, "runs", name)
+        """A run's state directory (made by the run), beside its Slurm output file."""
+        runs = os.path.join(self.cluster.dir, "runs")
+        os.makedirs(runs, exist_ok=True)
+        os.chown(runs, sc.UID, sc.UID)
+        return os.path.join(runs, name)
 
     def ended(self, job, timeout=150):
         return self.cluster.wait_slurm_job(job, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"),
@@ -141,10 +146,17 @@ def events(job, kind):
     return [e for e in job.get("events", []) if e.get("type") == kind]
 
 
+def resumed_from(job):
+    """The step of the newest "resuming from the checkpoint at step N" event, or None."""
+    steps = [int(m.group(1)) for e in job.get("events", [])
+             for m in [re.search(r"resuming from the checkpoint at step (\d+)", e.get("message", ""))] if m]
+    return steps[-1] if steps else None
+
+
 # ---- slurm-one-run ---------------------------------------------------------------------------
 def one_run(k):
     s = SlurmCheck(k, nodes=2)
-    spec = s.native_spec("native", steps=60)
+    spec = s.native_spec("native", steps=300)
     job = s.run(spec, s.state("native"))
     script_job = s.run(s.script_spec("script"), s.state("script"))
     reference = s.expect_success("a native job, one sbatch", job, s.state("native"))
@@ -156,7 +168,7 @@ def one_run(k):
     # scancel mid-run, then the same sbatch again with the same state directory.
     state = s.state("cancelled")
     job = s.run(spec, state)
-    s.wait_step(job, state, 25)
+    s.wait_step(job, state, 60)
     stopped_at = s.progress(state)
     s.cluster.scancel(job)
     record = s.ended(job, timeout=60)
@@ -174,9 +186,13 @@ def one_run(k):
                                                   f"{s.output(state)[-2000:]}")
     committed = [int(c.get("step", 0)) for c in resumed.get("checkpoints", [])]
     k.expect(int(resumed.get("restarts", 0)) >= 1, f"the resumed job has {resumed.get('restarts')} restarts")
+    from_step = resumed_from(resumed)
+    k.expect(from_step is not None and from_step >= stopped_at,
+             f"the second sbatch resumed from step {from_step}, not from the checkpoint taken at scancel "
+             f"(step {stopped_at} or later):\n" + "\n".join(e.get("message", "") for e in resumed.get("events", [])))
     got = resumed["result"]["paramDigest"]
     k.expect(got == digest, f"the resumed run's parameter digest {got} differs from the uninterrupted run's {digest}")
-    log(f"resumed to SUCCEEDED (checkpoints at steps {committed}); digest {got} "
+    log(f"resumed from step {from_step} to SUCCEEDED (checkpoints at steps {committed}); digest {got} "
         f"{'equals' if got == digest else 'DIFFERS from'} the uninterrupted run's")
 
 
@@ -185,8 +201,8 @@ def faults(k):
     s = SlurmCheck(k, nodes=3)
     # A node container killed mid-run: 2 ranks on 3 nodes, so a spare agent waits.
     state = s.state("node-killed")
-    job = s.run(s.native_spec("node-killed", steps=80), state, nodes=3)
-    s.wait_step(job, state, 20)
+    job = s.run(s.native_spec("node-killed", steps=400), state, nodes=3)
+    s.wait_step(job, state, 60)
     holders = [n for n in s.cluster.nodes[1:] if "assigned rank " in s.agent_log(state, n)]
     if not k.expect(holders, f"no node but the batch host holds a rank; agents' logs:\n" +
                     "\n".join(s.agent_log(state, n)[-800:] for n in s.cluster.nodes)):
