@@ -134,9 +134,9 @@ TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
   const pid_t first = worker("first");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.worldSize=1", "--set", "training.epochs=0", "--set",
-                                    "training.maxSteps=1500", "--set", "checkpoint.everySteps=0", "--set",
-                                    "training.logEvery=10"});
+                                    "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
+                                    "training.epochs=0", "--set", "training.maxSteps=3000", "--set",
+                                    "checkpoint.everySteps=0", "--set", "training.logEvery=10"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
   WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
