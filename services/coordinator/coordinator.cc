@@ -153,11 +153,18 @@ void Coordinator::RecoverLocked(std::vector<v1::Job> stored,
       // A generation that cannot be adopted (no record of it, or adoption is off) ends: its
       // workers are refused their ranks when they register again, and the job starts a new one.
       // Its reason stays until scheduling gives one.
+      // A preempted one lost nothing: it is not counted as a restart.
       const std::string reason = rt.job().state_reason();
-      rt.Restart(reason);
+      const bool preempted = rt.state() == v1::RUNNING && rt.Preempted();
+      if (preempted) {
+        rt.Requeue(reason);
+      } else {
+        rt.Restart(reason);
+      }
       AddEventLocked(&rt, "CoordinatorRestarted",
-                     absl::StrCat("generation ", rt.job().generation(), " abandoned; waiting for ",
-                                  MinWorkers(rt.spec()), " workers to form the next"));
+                     absl::StrCat("generation ", rt.job().generation(), " abandoned",
+                                  preempted ? " after its preemption checkpoint (not counted as a restart)" : "",
+                                  "; waiting for ", MinWorkers(rt.spec()), " workers to form the next"));
       TouchLocked(&rt);
     }
     queue_.push_back(id);

@@ -158,8 +158,10 @@ class Coordinator {
   // FAILED_PRECONDITION if the job is not running.
   absl::StatusOr<v1::Job> RequestCheckpoint(const std::string& name);
   // Asks every running job to checkpoint (preemption), then waits up to `timeout` for all of them
-  // to commit one. Returns how many did.
-  int CheckpointAllRunning(absl::Duration timeout);
+  // to commit one; a job that committed one at or after `since` (the stop signal: its workers may
+  // have been signalled too, and checkpointed first) needs none. Each job saved so is noted as
+  // preempted (JobRuntime::NotePreempted). Returns how many were saved.
+  int CheckpointAllRunning(absl::Duration timeout, absl::Time since);
 
   // Declares workers lost whose lease expired and fails their generations, and restarts kept
   // generations whose ranks did not all come back in time. Called by the lease thread; public so

@@ -108,7 +108,18 @@ void Coordinator::CheckAdoptionsLocked() {
     const std::string reason = absl::StrFormat(
         "generation %d: %s did not report back within %s of the coordinator's restart", gen->number(),
         DescribeRanks(*gen->adoption(), gen->adoption()->Missing()), absl::FormatDuration(AdoptGrace()));
-    // The ranks that are back abort on their next heartbeat, as after any failure.
+    // The ranks that are back abort on their next heartbeat, as after any failure. A generation
+    // preempted with its checkpoint lost nothing: it is requeued without counting a restart.
+    if (rt.Preempted()) {
+      EndGenerationLocked(&rt, reason);
+      rt.Requeue(reason);
+      AddEventLocked(&rt, "AdoptionTimedOut",
+                     absl::StrCat(reason, "; it was preempted after its checkpoint: resuming from it (not counted as a "
+                                          "restart)"));
+      QueueLocked(rt.id());
+      TouchLocked(&rt);
+      continue;
+    }
     RestartOrFailLocked(&rt, "AdoptionTimedOut", reason, true);
   }
 }

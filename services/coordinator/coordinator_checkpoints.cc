@@ -2,9 +2,13 @@
 // wrote its part (the parts are the Generation's, the committed list the JobRuntime's), requests
 // and preemption, and the restart policy.
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "google/protobuf/util/time_util.h"
 #include "coordinator.h"
 #include "gradsync/ckpt/checkpoint.h"
 #include "gradsync/core/log.h"
@@ -106,13 +110,32 @@ absl::StatusOr<v1::Job> Coordinator::RequestCheckpoint(const std::string& name) 
   return StoredJob(id);
 }
 
-int Coordinator::CheckpointAllRunning(absl::Duration timeout) {
-  // Commits per running job before the request.
+namespace {
+
+// Whether the job's newest checkpoint is of its current generation and was committed at or after
+// `since`.
+bool CommittedSince(const JobRuntime& rt, absl::Time since) {
+  if (rt.job().checkpoints().empty()) return false;
+  const v1::CheckpointManifest& newest = *rt.job().checkpoints().rbegin();
+  return newest.generation() == rt.job().generation() &&
+         absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(newest.commit_time())) >= since;
+}
+
+}  // namespace
+
+int Coordinator::CheckpointAllRunning(absl::Duration timeout, absl::Time since) {
+  if (since == absl::InfinitePast()) since = options_.clock();
+  // Commits per running job before the request; the jobs saved since the signal need none.
   std::map<std::string, int64_t> before;
+  std::vector<std::string> saved;
   {
     StateLock lock(this);
     for (auto& [id, rt] : jobs_) {
       if (rt.state() != v1::RUNNING) continue;
+      if (CommittedSince(rt, since)) {
+        saved.push_back(id);
+        continue;
+      }
       rt.RequestCheckpoint();
       AddEventLocked(&rt, "CheckpointRequested", "the coordinator is stopping (preemption)");
       TouchLocked(&rt);
@@ -120,18 +143,32 @@ int Coordinator::CheckpointAllRunning(absl::Duration timeout) {
     }
   }
   // The requests are stored by now; waiting needs the lock only, and writes nothing.
-  absl::MutexLock lock(&mu_);
-  auto all_done = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto all_done = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      for (const auto& [id, n] : before) {
+        const JobRuntime& rt = jobs_.at(id);
+        if (rt.checkpoints_committed() == n && rt.state() == v1::RUNNING) return false;
+      }
+      return true;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&all_done), timeout);
     for (const auto& [id, n] : before) {
-      const JobRuntime& rt = jobs_.at(id);
-      if (rt.checkpoints_committed() == n && rt.state() == v1::RUNNING) return false;
+      if (jobs_.at(id).checkpoints_committed() > n) saved.push_back(id);
     }
-    return true;
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&all_done), timeout);
-  int done = 0;
-  for (const auto& [id, n] : before) done += jobs_.at(id).checkpoints_committed() > n;
-  return done;
+  }
+  // Each job that committed its checkpoint is preempted, not failed, when its generation ends
+  // with this coordinator (RecoverLocked, the adoption's timeout).
+  StateLock lock(this);
+  int noted = 0;
+  for (const std::string& id : saved) {
+    JobRuntime& rt = jobs_.at(id);
+    if (rt.state() != v1::RUNNING) continue;
+    rt.NotePreempted(options_.clock());
+    TouchLocked(&rt);
+    ++noted;
+  }
+  return noted;
 }
 
 }  // namespace gradsync::coordinator

@@ -111,6 +111,29 @@ void JobRuntime::Requeue(const std::string& reason) {
   job_.set_state_reason(reason);
 }
 
+namespace {
+
+std::string PreemptedMessage(int generation, int64_t step) {
+  return absl::StrFormat("generation %d checkpointed at step %d as the coordinator stopped", generation, step);
+}
+
+}  // namespace
+
+void JobRuntime::NotePreempted(absl::Time now) {
+  if (job_.checkpoints().empty()) return;
+  AddEvent("Preempted", PreemptedMessage(job_.generation(), job_.checkpoints().rbegin()->step()), now);
+}
+
+bool JobRuntime::Preempted() const {
+  if (job_.checkpoints().empty()) return false;
+  for (auto e = job_.events().rbegin(); e != job_.events().rend(); ++e) {
+    if (e->type() == "Preempted") {
+      return e->message() == PreemptedMessage(job_.generation(), job_.checkpoints().rbegin()->step());
+    }
+  }
+  return false;
+}
+
 int JobRuntime::AddSetupFailure(const std::string& worker_id) {
   setup_failed_on_.insert(worker_id);
   return static_cast<int>(setup_failed_on_.size());

@@ -63,6 +63,13 @@ class JobRuntime {
   void Restart(const std::string& reason);
   // Waits for its next generation (RESTARTING) without counting a restart: a rescale.
   void Requeue(const std::string& reason);
+  // A preemption: the coordinator stopped in order while the current generation ran, and the
+  // newest committed checkpoint was taken then (scancel, a time limit, a drain). Notes it with a
+  // "Preempted" event naming the generation and that checkpoint's step.
+  void NotePreempted(absl::Time now);
+  // Whether the current generation was preempted and nothing was committed since: its end loses
+  // no work, so it is requeued, not counted as a restart.
+  bool Preempted() const;
   // Records that a rank of the job failed during setup on worker `worker_id` (before its first
   // training step) and returns on how many distinct workers that has happened. Twice on different
   // workers, the job itself is what fails: the coordinator fails it instead of trying the fleet.

@@ -261,7 +261,8 @@ absl::Status Run() {
   if (absl::Status s = WriteEndpoints((*server)->port(), *http); !s.ok()) return s;
 
   gradsync::WaitForShutdown();
-  const int saved = coordinator.CheckpointAllRunning(absl::Seconds(absl::GetFlag(FLAGS_preempt_checkpoint_timeout_s)));
+  const int saved = coordinator.CheckpointAllRunning(absl::Seconds(absl::GetFlag(FLAGS_preempt_checkpoint_timeout_s)),
+                                                     gradsync::ShutdownRequestedAt());
   GS_LOG(INFO) << "shutting down (" << saved << " running jobs checkpointed)";
   coordinator.Shutdown();
   http->rest.reset();

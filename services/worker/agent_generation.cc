@@ -182,6 +182,7 @@ void Agent::OnStepBegin(int rank, const train::StepMarker& m) {
 
 void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<train::TrainOutcome>& outcome) {
   watchdog_.GenerationEnded();
+  const bool stopped_by_shutdown = !outcome.ok() && ShutdownRequested();
   v1::ReportResultRequest report;
   report.set_job_id(a.job_id());
   report.set_generation(a.generation());
@@ -200,14 +201,26 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<train::T
     }
     report.set_error(outcome.status().ToString());
     report.set_during_setup(during_setup);
-    GS_LOG(ERROR) << "generation failed" << (during_setup ? " during setup: " : ": ") << outcome.status();
+    if (stopped_by_shutdown) {
+      GS_LOG(WARNING) << "generation stopped by this worker's shutdown: " << outcome.status();
+    } else {
+      GS_LOG(ERROR) << "generation failed" << (during_setup ? " during setup: " : ": ") << outcome.status();
+    }
   }
   // The generation's lines, its result among them, reach the coordinator while the generation still
   // runs there: once every rank has reported, it takes no more.
   SetLogTap(nullptr);
   job_log_->Stop(absl::Seconds(2));
   job_log_.reset();
-  ReportResult(report);
+  // Stopped by this worker's own shutdown (a preemption; CheckpointBeforeStopping saved what it
+  // could): not the job's failure. The coordinator learns of it from the lease, or is stopping too
+  // and resumes the job from the checkpoint uncounted; a report would restart the job at once,
+  // counted, perhaps on this very worker.
+  if (stopped_by_shutdown) {
+    GS_LOG(INFO) << "not reported as a failure: the worker is stopping";
+  } else {
+    ReportResult(report);
+  }
   if (absl::Status s = metrics_.Flush(absl::Seconds(2)); !s.ok() && metrics_.enabled()) {
     GS_LOG(WARNING) << "step reports not all delivered to the metrics service: " << s;
   }

@@ -16,8 +16,11 @@
 namespace gradsync::testing {
 namespace {
 
+// Wide enough layers that the run outlasts the polling of a loaded machine: the kill must land
+// mid-run.
 const std::vector<std::string> kJob = {"--set", "training.maxSteps=2400",    "--set", "training.epochs=0",
-                                       "--set", "checkpoint.everySteps=200", "--set", "training.logEvery=20"};
+                                       "--set", "checkpoint.everySteps=200", "--set", "training.logEvery=20",
+                                       "--set", "model.mlp.hiddenDims=[384,384]"};
 
 // The job's progress step on the local cluster in `state_dir`, or -1.
 int64_t CurrentStep(const std::string& state_dir, const std::string& job) {
@@ -135,7 +138,7 @@ TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
                                     "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
-                                    "training.epochs=0", "--set", "training.maxSteps=3000", "--set",
+                                    "training.epochs=0", "--set", "training.maxSteps=1200", "--set",
                                     "checkpoint.everySteps=0", "--set", "training.logEvery=10"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string job = submit.out.substr(0, submit.out.find('\n'));
@@ -164,6 +167,62 @@ TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
   ::kill(coordinator, SIGTERM);
   ::waitpid(second, nullptr, 0);
   ::waitpid(coordinator, nullptr, 0);
+}
+
+// A preemption of the whole service (scancel of a Slurm run): the coordinator and the worker get
+// SIGTERM at once. The worker's checkpoint commits before the coordinator stops, which notes the
+// job as preempted; the next coordinator on the same state resumes it from that checkpoint without
+// counting a restart, whether it abandons the generation at once (--adopt_grace_ms=0, as a Slurm
+// run's coordinator does) or after waiting for its ranks in vain.
+TEST(Recovery, APreemptedJobResumesFromItsCheckpointWithoutCountingARestart) {
+  for (const std::string grace : {"--adopt_grace_ms=0", "--adopt_grace_ms=1000"}) {
+    SCOPED_TRACE(grace);
+    const std::string dir = MakeTempDir();
+    const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+    auto coordinator = [&](const std::string& log) {
+      return StartBinary(CoordinatorArgs(address, dir,
+                                         {"--state_dir=" + dir + "/state", "--heartbeat_interval_ms=300",
+                                          "--lease_timeout_ms=1500", grace}),
+                         dir + "/" + log);
+    };
+    auto worker = [&](const std::string& name) {
+      return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
+    };
+    const pid_t first_coordinator = coordinator("coordinator-1.log");
+    const pid_t first = worker("first");
+    ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
+    CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                      "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
+                                      "training.epochs=0", "--set", "training.maxSteps=1200", "--set",
+                                      "checkpoint.everySteps=0", "--set", "training.logEvery=10"});
+    ASSERT_EQ(submit.exit_code, 0) << submit.err;
+    const std::string job = submit.out.substr(0, submit.out.find('\n'));
+    WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
+
+    ASSERT_EQ(::kill(first_coordinator, SIGTERM), 0);
+    ASSERT_EQ(::kill(first, SIGTERM), 0);
+    ::waitpid(first, nullptr, 0);
+    ::waitpid(first_coordinator, nullptr, 0);
+    const std::string stopped = ReadFile(dir + "/coordinator-1.log");
+    EXPECT_NE(stopped.find("(1 running jobs checkpointed)"), std::string::npos) << stopped;
+
+    const pid_t second_coordinator = coordinator("coordinator-2.log");
+    const pid_t second = worker("second");
+    const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
+      return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
+    });
+    EXPECT_NE(done.find("\"SUCCEEDED\""), std::string::npos) << done;
+    EXPECT_NE(done.find("\"Preempted\""), std::string::npos) << done;
+    EXPECT_NE(done.find("(not counted as a restart)"), std::string::npos) << done;
+    const bool counted = done.find("\"restarts\": ") != std::string::npos && done.find("\"restarts\": 0") == std::string::npos;
+    EXPECT_FALSE(counted) << "a preemption was counted as a restart:\n" << done;
+    EXPECT_NE(done.find("resuming from the checkpoint at step "), std::string::npos) << done;
+
+    ::kill(second, SIGTERM);
+    ::kill(second_coordinator, SIGTERM);
+    ::waitpid(second, nullptr, 0);
+    ::waitpid(second_coordinator, nullptr, 0);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "gradsync/core/shutdown.h"
 
+#include <time.h>
+
 #include <csignal>
+#include <cstdint>
 
 #include <atomic>
 
@@ -10,8 +13,17 @@ namespace gradsync {
 namespace {
 
 std::atomic<bool> g_shutdown{false};
+std::atomic<int64_t> g_requested_at_ns{0};
 
-void OnSignal(int) { g_shutdown.store(true); }
+// Async-signal-safe: an atomic exchange and clock_gettime.
+void MarkRequested() {
+  if (g_shutdown.exchange(true)) return;
+  timespec now = {};
+  clock_gettime(CLOCK_REALTIME, &now);
+  g_requested_at_ns.store(static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec);
+}
+
+void OnSignal(int) { MarkRequested(); }
 
 }  // namespace
 
@@ -26,7 +38,12 @@ void InstallShutdownHandlers() {
 
 bool ShutdownRequested() { return g_shutdown.load(); }
 
-void RequestShutdown() { g_shutdown.store(true); }
+void RequestShutdown() { MarkRequested(); }
+
+absl::Time ShutdownRequestedAt() {
+  const int64_t ns = g_requested_at_ns.load();
+  return ns == 0 ? absl::InfinitePast() : absl::FromUnixNanos(ns);
+}
 
 bool WaitForShutdown(absl::Duration timeout) {
   // Signal handlers may only touch lock-free atomics, so waiting polls; 50 ms is far below

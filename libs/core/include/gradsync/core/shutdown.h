@@ -13,6 +13,9 @@ bool ShutdownRequested();
 
 void RequestShutdown();
 
+// When the first signal arrived (or RequestShutdown was first called); InfinitePast() before.
+absl::Time ShutdownRequestedAt();
+
 // Blocks until shutdown is requested or `timeout` passes; returns ShutdownRequested().
 bool WaitForShutdown(absl::Duration timeout = absl::InfiniteDuration());
 
