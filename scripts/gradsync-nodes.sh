@@ -187,11 +187,9 @@ trap 'stop_all; exit "$signalled_status"' TERM INT
 
 # ---- the services -----------------------------------------------------------------------------
 address="$coordinator_host:$port"
-# In a run, the workers of an earlier allocation are gone with it: a job it left running restarts
-# from its last checkpoint at once instead of awaiting their return.
-run_flags=()
-[ -z "$run_spec" ] || run_flags=(--adopt-grace-ms=0)
-start coordinator "$coordinator_host" "$(bin gradsync-coordinator)" "${run_flags[@]}" \
+# The agents stop with the coordinator, so no worker of an earlier start can come back to claim its
+# rank: a job left running resumes from its last checkpoint at once instead of awaiting them.
+start coordinator "$coordinator_host" "$(bin gradsync-coordinator)" --adopt-grace-ms=0 \
   "--listen=0.0.0.0:$port" "--rest-listen=0.0.0.0:$rest_port" --metrics-listen=0.0.0.0:9465 \
   "--auth-token-file=$tokens/auth.token" "--cluster-token-file=$tokens/cluster.token" \
   "--metrics-token-file=$tokens/metrics.token" "--state-dir=$state_dir/coordinator" \

@@ -8,8 +8,9 @@ faults are a node container killed and a job's time limit.
   parameter digest of the uninterrupted run.
 - slurm-faults: a node container killed mid-run (the job restarts on the nodes left, within the
   allocation), and a run reaching its time limit (--signal) commits a checkpoint before its end.
-- slurm-cluster: examples/slurm/gradsync.sbatch, the long-lived cluster, started by sbatch, a job
-  submitted from the login host outside the allocation, stopped by scancel."""
+- slurm-cluster: examples/slurm/gradsync.sbatch, the long-lived cluster, started by sbatch, jobs
+  submitted from the login host outside the allocation, stopped by scancel; a job it was running
+  resumes in the next allocation from the checkpoint taken at scancel."""
 import json
 import os
 import re
@@ -237,25 +238,22 @@ def faults(k):
 
 
 # ---- slurm-cluster ---------------------------------------------------------------------------
-def long_lived(k):
-    s = SlurmCheck(k, nodes=2)
+def start_cluster(s, state):
+    """sbatch gradsync.sbatch with this state directory; returns the Slurm job id once cluster.env is there."""
     cl = s.cluster
-    state = s.state("cluster")
     env = f"ALL,GRADSYNC_STATE={state},GRADSYNC_DATA={cl.data_dir},GRADSYNC_CPU_WORKERS=1"
-    job = cl.sbatch("--nodes=2", f"--export={env}", f"--output={state}.out", os.path.join(cl.dir, "gradsync.sbatch"))
+    job = cl.sbatch("--nodes=2", f"--export={env}", f"--output={state}-%j.out", os.path.join(cl.dir, "gradsync.sbatch"))
     cl.wait_slurm_job(job, ("RUNNING",), 60)
     deadline = time.time() + 60
     while time.time() < deadline and not os.path.exists(os.path.join(state, "cluster.env")):
         time.sleep(0.5)
-    if not k.expect(os.path.exists(os.path.join(state, "cluster.env")),
-                    f"the cluster never wrote cluster.env:\n{s.output(state)[-2000:]}"):
-        return
-    spec = s.native_spec("from-login", steps=20)
-    r = cl.exec("login", "bash", "-c", f". {state}/cluster.env && gradsync submit {spec} --wait -o json",
-                check=False, timeout=180)
-    k.expect(r.returncode == 0, f"gradsync submit --wait from the login host exited {r.returncode}:\n"
-                                f"{r.stdout[-1500:]}{r.stderr[-1500:]}")
-    log(f"a job submitted from the login host through cluster.env: exit {r.returncode}")
+    if not os.path.exists(os.path.join(state, "cluster.env")):
+        raise AssertionError(f"the cluster of Slurm job {job} never wrote cluster.env:\n{s.output(f'{state}-{job}')[-2000:]}")
+    return job
+
+
+def stop_cluster(s, job, state):
+    cl, k = s.cluster, s.k
     cl.scancel(job)
     record = cl.wait_slurm_job(job, ("CANCELLED", "COMPLETED", "FAILED"), 60)
     k.expect(record.get("JobState") == "CANCELLED", f"scancel: the cluster's Slurm job ended {record.get('JobState')}")
@@ -263,7 +261,42 @@ def long_lived(k):
     for node in cl.nodes:
         left = [line for line in k.docker("top", cl.container(node)).splitlines()[1:] if "gradsync" in line]
         k.expect(not left, f"{node} still runs {left} after scancel")
-    log("scancel stopped the cluster; no gradsync process is left on the nodes")
+
+
+def from_login(s, state, command, timeout=180):
+    """A gradsync command on the login host, with the cluster's cluster.env."""
+    return s.cluster.exec("login", "bash", "-c", f". {state}/cluster.env && {command}", check=False, timeout=timeout)
+
+
+def long_lived(k):
+    s = SlurmCheck(k, nodes=2)
+    state = s.state("cluster")
+    job = start_cluster(s, state)
+    r = from_login(s, state, f"gradsync submit {s.native_spec('from-login', steps=20)} --wait -o json")
+    k.expect(r.returncode == 0, f"gradsync submit --wait from the login host exited {r.returncode}:\n"
+                                f"{r.stdout[-1500:]}{r.stderr[-1500:]}")
+    log(f"a job submitted from the login host through cluster.env: exit {r.returncode}")
+
+    # A job running when the cluster is cancelled resumes in the next allocation.
+    r = from_login(s, state, f"gradsync submit {s.native_spec('across-allocations', steps=300)} -o name")
+    if not k.expect(r.returncode == 0, f"gradsync submit from the login host failed: {r.stdout}{r.stderr}"):
+        return
+    name = r.stdout.strip()
+    s.wait_step(job, state, 60)
+    stopped_at = s.progress(state)
+    stop_cluster(s, job, state)
+    log(f"scancel of the cluster at step {stopped_at} of {name}: CANCELLED, nothing left on the nodes")
+    job = start_cluster(s, state)
+    r = from_login(s, state, f"gradsync watch {name} -o json > /dev/null && gradsync get {name} -o json")
+    if k.expect(r.returncode == 0, f"{name} did not succeed in the second allocation: {r.stdout[-2000:]}{r.stderr[-1500:]}"):
+        resumed = json.loads(r.stdout)
+        from_step = resumed_from(resumed)
+        k.expect(from_step is not None and from_step >= stopped_at,
+                 f"{name} resumed from step {from_step}, not from the checkpoint taken at scancel (step {stopped_at})")
+        k.expect(int(resumed.get("restarts", 0)) == 0 and events(resumed, "Preempted"),
+                 f"the preemption of {name} was counted as a restart ({resumed.get('restarts')}) or not noted")
+        log(f"the second allocation resumed {name} from step {from_step} to SUCCEEDED, no restart counted")
+    stop_cluster(s, job, state)
 
 
 CHECKS = {"slurm-one-run": one_run, "slurm-faults": faults, "slurm-cluster": long_lived}
