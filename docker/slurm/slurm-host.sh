@@ -10,6 +10,7 @@
 set -eu
 
 role="${1:-node}"
+[ "$(id -u)" = 0 ] || { echo "slurm-host: Slurm's daemons and MUNGE run as root: start this container with --user 0" >&2; exit 2; }
 key="${GRADSYNC_MUNGE_KEY:-/run/secrets/munge.key}"
 [ -s "$key" ] || { echo "slurm-host: no MUNGE key at $key (mount the cluster's key there)" >&2; exit 2; }
 [ -s /etc/slurm/slurm.conf ] || { echo "slurm-host: no /etc/slurm/slurm.conf (mount the cluster's)" >&2; exit 2; }

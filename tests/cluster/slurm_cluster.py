@@ -88,7 +88,7 @@ class SlurmCluster:
         # --init reaps what slurmd's job steps leave; the shared directory is at the same path on
         # every host, as a cluster's home or Lustre is.
         self.docker("run", "-d", "--name", self.container(host), "--hostname", host, "--network", self.network,
-                    "--network-alias", host, "--init", "--no-healthcheck",
+                    "--network-alias", host, "--init", "--no-healthcheck", "--user", "0",
                     "-v", f"{os.path.join(self.dir, 'slurm.conf')}:/etc/slurm/slurm.conf:ro",
                     "-v", f"{os.path.join(self.dir, 'munge.key')}:/run/secrets/munge.key:ro",
                     "-v", f"{self.dir}:{self.dir}", self.image, role)
