@@ -27,6 +27,31 @@ int64_t CurrentStep(const std::string& state_dir, const std::string& job) {
   return ProgressStep(RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", state_dir}).out);
 }
 
+// A coordinator writing to dir/artifacts, with `extra` flags and a 1.5 s lease, so that a
+// lost worker is seen soon; it logs to dir/`log`.
+pid_t StartCoordinator(const std::string& address, const std::string& dir, const std::vector<std::string>& extra,
+                       const std::string& log = "coordinator.log") {
+  std::vector<std::string> flags = {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return StartBinary(CoordinatorArgs(address, dir, flags), dir + "/" + log);
+}
+
+// A worker named `name`, logging to dir/<name>.log.
+pid_t StartWorker(const std::string& address, const std::string& dir, const std::string& name) {
+  return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
+}
+
+// Submits mlp.yaml as one rank of wide layers (slow enough to be stopped mid-run): `steps` steps,
+// a checkpoint every `every` (0: none of its own). Returns "jobs/<id>", or "" when refused.
+std::string SubmitOneRankMlp(const std::string& address, int steps, int every) {
+  CommandResult submit = RunBinary(
+      {"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1", "--set",
+       "model.mlp.hiddenDims=[512,512]", "--set", "training.epochs=0", "--set", absl::StrCat("training.maxSteps=", steps),
+       "--set", absl::StrCat("checkpoint.everySteps=", every), "--set", "training.logEvery=10"});
+  EXPECT_EQ(submit.exit_code, 0) << submit.err;
+  return submit.exit_code == 0 ? submit.out.substr(0, submit.out.find('\n')) : "";
+}
+
 TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
   // The reference: the same job, uninterrupted.
   std::vector<std::string> run = {"gradsync",    "run",        ExamplePath("mlp.yaml"), "-o", "json",
@@ -74,20 +99,12 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator =
-      StartBinary(CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"}),
-                  dir + "/coordinator.log");
-  auto worker = [&](const std::string& name) {
-    return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
-  };
+  const pid_t coordinator = StartCoordinator(address, dir, {});
+  auto worker = [&](const std::string& name) { return StartWorker(address, dir, name); };
   const pid_t first = worker("first");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit =
-      RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1",
-                 "--set", "model.mlp.hiddenDims=[512,512]", "--set", "training.epochs=0", "--set",
-                 "training.maxSteps=3000", "--set", "checkpoint.everySteps=100", "--set", "training.logEvery=10"});
-  ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  const std::string job = SubmitOneRankMlp(address, 3000, 100);
+  ASSERT_FALSE(job.empty());
   WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 250; });
 
   ASSERT_EQ(::kill(first, SIGSTOP), 0);
@@ -128,20 +145,12 @@ TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
 TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
   const std::string dir = MakeTempDir();
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator =
-      StartBinary(CoordinatorArgs(address, dir, {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"}),
-                  dir + "/coordinator.log");
-  auto worker = [&](const std::string& name) {
-    return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
-  };
+  const pid_t coordinator = StartCoordinator(address, dir, {});
+  auto worker = [&](const std::string& name) { return StartWorker(address, dir, name); };
   const pid_t first = worker("first");
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                    "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
-                                    "training.epochs=0", "--set", "training.maxSteps=1200", "--set",
-                                    "checkpoint.everySteps=0", "--set", "training.logEvery=10"});
-  ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  const std::string job = submit.out.substr(0, submit.out.find('\n'));
+  const std::string job = SubmitOneRankMlp(address, 1200, 0);
+  ASSERT_FALSE(job.empty());
   WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
 
   ASSERT_EQ(::kill(first, SIGTERM), 0);
@@ -180,23 +189,14 @@ TEST(Recovery, APreemptedJobResumesFromItsCheckpointWithoutCountingARestart) {
     const std::string dir = MakeTempDir();
     const std::string address = absl::StrCat("127.0.0.1:", FreePort());
     auto coordinator = [&](const std::string& log) {
-      return StartBinary(CoordinatorArgs(address, dir,
-                                         {"--state_dir=" + dir + "/state", "--heartbeat_interval_ms=300",
-                                          "--lease_timeout_ms=1500", grace}),
-                         dir + "/" + log);
+      return StartCoordinator(address, dir, {"--state_dir=" + dir + "/state", grace}, log);
     };
-    auto worker = [&](const std::string& name) {
-      return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
-    };
+    auto worker = [&](const std::string& name) { return StartWorker(address, dir, name); };
     const pid_t first_coordinator = coordinator("coordinator-1.log");
     const pid_t first = worker("first");
     ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-    CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
-                                      "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
-                                      "training.epochs=0", "--set", "training.maxSteps=1200", "--set",
-                                      "checkpoint.everySteps=0", "--set", "training.logEvery=10"});
-    ASSERT_EQ(submit.exit_code, 0) << submit.err;
-    const std::string job = submit.out.substr(0, submit.out.find('\n'));
+    const std::string job = SubmitOneRankMlp(address, 1200, 0);
+    ASSERT_FALSE(job.empty());
     WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
 
     ASSERT_EQ(::kill(first_coordinator, SIGTERM), 0);
