@@ -27,30 +27,36 @@ int64_t CurrentStep(const std::string& state_dir, const std::string& job) {
   return ProgressStep(RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", state_dir}).out);
 }
 
-// A coordinator writing to dir/artifacts, with `extra` flags and a 1.5 s lease, so that a
-// lost worker is seen soon; it logs to dir/`log`.
-pid_t StartCoordinator(const std::string& address, const std::string& dir, const std::vector<std::string>& extra,
-                       const std::string& log = "coordinator.log") {
-  std::vector<std::string> flags = {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"};
-  flags.insert(flags.end(), extra.begin(), extra.end());
-  return StartBinary(CoordinatorArgs(address, dir, flags), dir + "/" + log);
-}
+// The processes of one test directory and address: coordinators writing to dir/artifacts with a
+// 1.5 s lease (a lost worker is seen soon), named workers, and a one-rank mlp job of wide layers
+// (slow enough to be stopped mid-run). Each logs to dir/<name>.log.
+struct OneRankRun {
+  std::string dir = MakeTempDir();
+  std::string address = absl::StrCat("127.0.0.1:", FreePort());
 
-// A worker named `name`, logging to dir/<name>.log.
-pid_t StartWorker(const std::string& address, const std::string& dir, const std::string& name) {
-  return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
-}
-
-// Submits mlp.yaml as one rank of wide layers (slow enough to be stopped mid-run): `steps` steps,
-// a checkpoint every `every` (0: none of its own). Returns "jobs/<id>", or "" when refused.
-std::string SubmitOneRankMlp(const std::string& address, int steps, int every) {
-  CommandResult submit = RunBinary(
-      {"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set", "training.worldSize=1", "--set",
-       "model.mlp.hiddenDims=[512,512]", "--set", "training.epochs=0", "--set", absl::StrCat("training.maxSteps=", steps),
-       "--set", absl::StrCat("checkpoint.everySteps=", every), "--set", "training.logEvery=10"});
-  EXPECT_EQ(submit.exit_code, 0) << submit.err;
-  return submit.exit_code == 0 ? submit.out.substr(0, submit.out.find('\n')) : "";
-}
+  pid_t Coordinator(const std::vector<std::string>& extra, const std::string& log = "coordinator.log") const {
+    std::vector<std::string> flags = {"--heartbeat_interval_ms=300", "--lease_timeout_ms=1500"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return StartBinary(CoordinatorArgs(address, dir, flags), dir + "/" + log);
+  }
+  pid_t Worker(const std::string& name) const {
+    return StartBinary(WorkerArgs(address, {"--name=" + name}), dir + "/" + name + ".log");
+  }
+  // Once the coordinator serves: submits `steps` steps with a checkpoint every `every` (0: none of
+  // its own) and waits until the job reached step `at`. Returns "jobs/<id>", or "" when refused.
+  std::string SubmitAndReach(int steps, int every, int64_t at) const {
+    EXPECT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
+    CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
+                                      "training.worldSize=1", "--set", "model.mlp.hiddenDims=[512,512]", "--set",
+                                      "training.epochs=0", "--set", absl::StrCat("training.maxSteps=", steps), "--set",
+                                      absl::StrCat("checkpoint.everySteps=", every), "--set", "training.logEvery=10"});
+    EXPECT_EQ(submit.exit_code, 0) << submit.err;
+    if (submit.exit_code != 0) return "";
+    const std::string job = submit.out.substr(0, submit.out.find('\n'));
+    WaitForJob(address, job, absl::Seconds(60), [at](const std::string& out) { return ProgressStep(out) >= at; });
+    return job;
+  }
+};
 
 TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
   // The reference: the same job, uninterrupted.
@@ -97,15 +103,12 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 // newest checkpoint's part is truncated, the worker is killed, and a new worker takes over. The
 // coordinator detects the damage, says so in an event, and resumes from the previous checkpoint.
 TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
-  const std::string dir = MakeTempDir();
-  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator = StartCoordinator(address, dir, {});
-  auto worker = [&](const std::string& name) { return StartWorker(address, dir, name); };
-  const pid_t first = worker("first");
-  ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  const std::string job = SubmitOneRankMlp(address, 3000, 100);
+  const OneRankRun run;
+  const std::string &dir = run.dir, &address = run.address;
+  const pid_t coordinator = run.Coordinator({});
+  const pid_t first = run.Worker("first");
+  const std::string job = run.SubmitAndReach(3000, 100, 250);
   ASSERT_FALSE(job.empty());
-  WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 250; });
 
   ASSERT_EQ(::kill(first, SIGSTOP), 0);
   // The newest committed checkpoint: the highest step directory with a manifest.
@@ -119,7 +122,7 @@ TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
   std::filesystem::resize_file(part, std::filesystem::file_size(part) / 2);
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   ::waitpid(first, nullptr, 0);
-  const pid_t second = worker("second");
+  const pid_t second = run.Worker("second");
 
   const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
     return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
@@ -143,15 +146,12 @@ TEST(Recovery, ATruncatedCheckpointIsDetectedAndThePreviousOneIsUsed) {
 // checkpoints on its own. The worker checkpoints at its next step boundary before it stops, so
 // the next worker resumes from the step it was stopped at instead of starting over.
 TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
-  const std::string dir = MakeTempDir();
-  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
-  const pid_t coordinator = StartCoordinator(address, dir, {});
-  auto worker = [&](const std::string& name) { return StartWorker(address, dir, name); };
-  const pid_t first = worker("first");
-  ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-  const std::string job = SubmitOneRankMlp(address, 1200, 0);
+  const OneRankRun run;
+  const std::string &dir = run.dir, &address = run.address;
+  const pid_t coordinator = run.Coordinator({});
+  const pid_t first = run.Worker("first");
+  const std::string job = run.SubmitAndReach(1200, 0, 100);
   ASSERT_FALSE(job.empty());
-  WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
 
   ASSERT_EQ(::kill(first, SIGTERM), 0);
   int status = 0;
@@ -159,7 +159,7 @@ TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
   EXPECT_TRUE(WIFEXITED(status)) << "the worker ended by a signal, not by itself";
   const std::string first_log = ReadFile(dir + "/first.log");
   EXPECT_NE(first_log.find("the checkpoint is written and reported"), std::string::npos) << first_log;
-  const pid_t second = worker("second");
+  const pid_t second = run.Worker("second");
 
   const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
     return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
@@ -186,18 +186,15 @@ TEST(Recovery, AWorkerStoppedBySigtermCheckpointsBeforeItStops) {
 TEST(Recovery, APreemptedJobResumesFromItsCheckpointWithoutCountingARestart) {
   for (const std::string grace : {"--adopt_grace_ms=0", "--adopt_grace_ms=1000"}) {
     SCOPED_TRACE(grace);
-    const std::string dir = MakeTempDir();
-    const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+    const OneRankRun run;
+    const std::string &dir = run.dir, &address = run.address;
     auto coordinator = [&](const std::string& log) {
-      return StartCoordinator(address, dir, {"--state_dir=" + dir + "/state", grace}, log);
+      return run.Coordinator({"--state_dir=" + dir + "/state", grace}, log);
     };
-    auto worker = [&](const std::string& name) { return StartWorker(address, dir, name); };
     const pid_t first_coordinator = coordinator("coordinator-1.log");
-    const pid_t first = worker("first");
-    ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
-    const std::string job = SubmitOneRankMlp(address, 1200, 0);
+    const pid_t first = run.Worker("first");
+    const std::string job = run.SubmitAndReach(1200, 0, 100);
     ASSERT_FALSE(job.empty());
-    WaitForJob(address, job, absl::Seconds(60), [](const std::string& out) { return ProgressStep(out) >= 100; });
 
     ASSERT_EQ(::kill(first_coordinator, SIGTERM), 0);
     ASSERT_EQ(::kill(first, SIGTERM), 0);
@@ -207,7 +204,7 @@ TEST(Recovery, APreemptedJobResumesFromItsCheckpointWithoutCountingARestart) {
     EXPECT_NE(stopped.find("(1 running jobs checkpointed)"), std::string::npos) << stopped;
 
     const pid_t second_coordinator = coordinator("coordinator-2.log");
-    const pid_t second = worker("second");
+    const pid_t second = run.Worker("second");
     const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
       return out.find("\"SUCCEEDED\"") != std::string::npos || out.find("\"FAILED\"") != std::string::npos;
     });
