@@ -315,6 +315,10 @@ class Coordinator {
   // not one a restart repeats, and the budget lasts), else fail it.
   void RestartOrFailLocked(JobRuntime* rt, const std::string& type, const std::string& reason, bool retryable)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the running generation and queues the job for its next, from its last committed
+  // checkpoint: counted as a restart, or not (a preemption that lost nothing).
+  void RestartLocked(JobRuntime* rt, const std::string& type, const std::string& reason, bool counted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Once every rank of the running generation succeeded: SUCCEEDED if their digests agree.
   void CompleteLocked(JobRuntime* rt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the manifest in the job; the commit of a scale-up's checkpoint ends its generation.

@@ -111,16 +111,10 @@ void Coordinator::CheckAdoptionsLocked() {
     // The ranks that are back abort on their next heartbeat, as after any failure. A generation
     // preempted with its checkpoint lost nothing: it is requeued without counting a restart.
     if (rt.Preempted()) {
-      EndGenerationLocked(&rt, reason);
-      rt.Requeue(reason);
-      AddEventLocked(&rt, "AdoptionTimedOut",
-                     absl::StrCat(reason, "; it was preempted after its checkpoint: resuming from it (not counted as a "
-                                          "restart)"));
-      QueueLocked(rt.id());
-      TouchLocked(&rt);
-      continue;
+      RestartLocked(&rt, "AdoptionTimedOut", reason, /*counted=*/false);
+    } else {
+      RestartOrFailLocked(&rt, "AdoptionTimedOut", reason, true);
     }
-    RestartOrFailLocked(&rt, "AdoptionTimedOut", reason, true);
   }
 }
 

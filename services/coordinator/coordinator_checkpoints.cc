@@ -27,9 +27,20 @@ void Coordinator::RestartOrFailLocked(JobRuntime* rt, const std::string& type, c
                  retryable ? absl::StrCat(reason, " (restart budget of ", budget, " used up)") : reason);
     return;
   }
+  RestartLocked(rt, type, reason, /*counted=*/true);
+}
+
+void Coordinator::RestartLocked(JobRuntime* rt, const std::string& type, const std::string& reason, bool counted) {
   EndGenerationLocked(rt, reason);
-  rt->Restart(reason);
-  AddEventLocked(rt, type, absl::StrCat(reason, "; restarting (", rt->job().restarts(), " of ", budget, ")"));
+  if (counted) {
+    rt->Restart(reason);
+    AddEventLocked(rt, type,
+                   absl::StrCat(reason, "; restarting (", rt->job().restarts(), " of ", rt->restart_budget(), ")"));
+  } else {
+    rt->Requeue(reason);
+    AddEventLocked(rt, type,
+                   absl::StrCat(reason, "; resuming from its preemption checkpoint (not counted as a restart)"));
+  }
   QueueLocked(rt->id());
   TouchLocked(rt);
 }
