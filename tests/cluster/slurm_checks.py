@@ -72,10 +72,13 @@ class SlurmCheck:
 
     def run(self, spec, state, nodes=2, sbatch_args=()):
         """sbatch gradsync-run.sbatch SPEC with its own state directory; returns the Slurm job id."""
-        env = (f"ALL,GRADSYNC_STATE={state},GRADSYNC_DATA={self.cluster.data_dir},GRADSYNC_CPU_WORKERS=1")
-        return self.cluster.sbatch(f"--nodes={nodes}", f"--export={env}", *sbatch_args,
+        return self.cluster.sbatch(f"--nodes={nodes}", self.export(state), *sbatch_args,
                                    f"--output={state}.out", os.path.join(self.cluster.dir, "gradsync-run.sbatch"),
                                    spec)
+
+    def export(self, state):
+        """sbatch's --export for a run or cluster with this state directory: one CPU worker per node."""
+        return f"--export=ALL,GRADSYNC_STATE={state},GRADSYNC_DATA={self.cluster.data_dir},GRADSYNC_CPU_WORKERS=1"
 
     def state(self, name):
         """A run's state directory (made by the run), beside its Slurm output file."""
@@ -207,7 +210,7 @@ def faults(k):
     job = s.run(s.native_spec("node-killed", steps=400), state, nodes=3)
     s.wait_step(job, state, 60)
     holders = [n for n in s.cluster.nodes[1:] if "assigned rank " in s.agent_log(state, n)]
-    if not k.expect(holders, f"no node but the batch host holds a rank; agents' logs:\n" +
+    if not k.expect(holders, "no node but the batch host holds a rank; agents' logs:\n" +
                     "\n".join(s.agent_log(state, n)[-800:] for n in s.cluster.nodes)):
         return
     victim = holders[0]
@@ -241,8 +244,7 @@ def faults(k):
 def start_cluster(s, state):
     """sbatch gradsync.sbatch with this state directory; returns the Slurm job id once cluster.env is there."""
     cl = s.cluster
-    env = f"ALL,GRADSYNC_STATE={state},GRADSYNC_DATA={cl.data_dir},GRADSYNC_CPU_WORKERS=1"
-    job = cl.sbatch("--nodes=2", f"--export={env}", f"--output={state}-%j.out", os.path.join(cl.dir, "gradsync.sbatch"))
+    job = cl.sbatch("--nodes=2", s.export(state), f"--output={state}-%j.out", os.path.join(cl.dir, "gradsync.sbatch"))
     cl.wait_slurm_job(job, ("RUNNING",), 60)
     deadline = time.time() + 60
     while time.time() < deadline and not os.path.exists(os.path.join(state, "cluster.env")):
