@@ -26,6 +26,7 @@ endfunction()
 # only the first of several labels, so the labels are set by a script CTest runs after the
 # discovered list: every label of the list reaches `ctest -L`.
 function(gradsync_discover_tests name filter timeout labels)
+  cmake_parse_arguments(ARG "" "PREFIX" "" ${ARGN})
   get_property(count TARGET ${name} PROPERTY GRADSYNC_DISCOVERIES)
   math(EXPR count "${count} + 1")
   set_property(TARGET ${name} PROPERTY GRADSYNC_DISCOVERIES ${count})
@@ -33,8 +34,12 @@ function(gradsync_discover_tests name filter timeout labels)
   if(filter)
     set(filter_args TEST_FILTER "${filter}")
   endif()
+  if(ARG_PREFIX)
+    set(prefix_args TEST_PREFIX "${ARG_PREFIX}")
+  endif()
   gtest_discover_tests(${name}
     ${filter_args}
+    ${prefix_args}
     TEST_LIST ${cases}
     DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT ${timeout})

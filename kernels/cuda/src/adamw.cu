@@ -65,8 +65,8 @@ absl::Status AdamWUpdate(float* params, bf16* model, const TG* grads, float* m, 
                          static_cast<float>(hyper.eps),
                          static_cast<float>(hyper.lr),
                          hyper.decay ? static_cast<float>(hyper.weight_decay) : 0.0f};
-  AdamWKernel<TG><<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(params, model, grads, m, v, n,
-                                                                                        k, grad_scale);
+  internal::LaunchKernel(AdamWKernel<TG>, static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream, params,
+                         model, grads, m, v, n, k, grad_scale);
   return LaunchStatus("AdamWKernel");
 }
 

@@ -55,7 +55,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionDqKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta, AttnDims dims,
                       float scale_log2, float scale) {
-  extern __shared__ float smem[];
+  float* smem = internal::DynamicShared<float>();
   float* sq = smem;
   float* sdo = sq + kAttnBlockRows * D;
   float* sk = sdo + kAttnBlockRows * D;
@@ -133,7 +133,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionDkvKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta, AttnDims dims,
                        float scale_log2, float scale) {
-  extern __shared__ float smem[];
+  float* smem = internal::DynamicShared<float>();
   float* sk = smem;
   float* sv = sk + kAttnBlockRows * D;
   float* sq = sv + kAttnBlockRows * D;
@@ -230,15 +230,17 @@ absl::Status LaunchBackward(T* dqkv, const float* delta, const T* dout, const T*
   constexpr size_t kDqSmem = DqSmemFloats<D>() * sizeof(float);
   auto dq_kernel = AttentionDqKernel<T, D>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dq_kernel, kDqSmem, "AttentionDqKernel"));
-  dq_kernel<<<dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)), kAttnThreads,
-              kDqSmem, stream>>>(dqkv, dout, qkv, lse, delta, dims, scale_log2, scale);
+  internal::LaunchKernel(dq_kernel,
+                         dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)),
+                         kAttnThreads, kDqSmem, stream, dqkv, dout, qkv, lse, delta, dims, scale_log2, scale);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("AttentionDqKernel"));
 
   constexpr size_t kDkvSmem = DkvSmemFloats<D>() * sizeof(float);
   auto dkv_kernel = AttentionDkvKernel<T, D>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dkv_kernel, kDkvSmem, "AttentionDkvKernel"));
-  dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)), kAttnThreads,
-               kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, dims, scale_log2, scale);
+  internal::LaunchKernel(dkv_kernel,
+                         dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)),
+                         kAttnThreads, kDkvSmem, stream, dqkv, dout, qkv, lse, delta, dims, scale_log2, scale);
   return LaunchStatus("AttentionDkvKernel");
 }
 
@@ -258,8 +260,9 @@ absl::Status AttentionBackward(T* dqkv, float* delta, const T* dout, const T* qk
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "lse", lse));
 
   const int64_t rows = shape.batch * shape.seq_len * shape.heads;
-  AttentionDeltaKernel<T><<<static_cast<unsigned>(CeilDiv(rows, internal::kAttnWarps)), kAttnThreads, 0, stream>>>(
-      delta, dout, out, internal::DimsOf(shape), rows, static_cast<int>(shape.head_dim));
+  internal::LaunchKernel(AttentionDeltaKernel<T>, static_cast<unsigned>(CeilDiv(rows, internal::kAttnWarps)),
+                         kAttnThreads, 0, stream, delta, dout, out, internal::DimsOf(shape), rows,
+                         static_cast<int>(shape.head_dim));
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("AttentionDeltaKernel"));
   switch (shape.head_dim) {
     case 32: return LaunchBackward<T, 32>(dqkv, delta, dout, qkv, lse, shape, stream);

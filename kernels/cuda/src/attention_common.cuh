@@ -86,7 +86,8 @@ inline absl::Status CheckAttention(const char* fn, const AttentionShape& s) {
 // Lets `kernel` use `bytes` of dynamic shared memory (above 48 KiB needs the opt-in).
 template <typename Kernel>
 absl::Status AllowSharedMemory(Kernel kernel, size_t bytes, const char* name) {
-  return CudaStatus(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+  return CudaStatus(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
                     absl::StrCat("cudaFuncSetAttribute(", name, ", ", bytes, " bytes)"));
 }
 

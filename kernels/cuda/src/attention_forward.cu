@@ -29,7 +29,7 @@ constexpr size_t ForwardSmemFloats() {
 template <typename T, int D>
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionForwardKernel(T* out, float* lse, const T* qkv, AttnDims dims, float scale_log2) {
-  extern __shared__ float smem[];
+  float* smem = internal::DynamicShared<float>();
   float* sq = smem;
   float* sk = sq + kAttnBlockRows * D;
   float* sv = sk + kAttnTile * (D + 1);
@@ -112,7 +112,7 @@ absl::Status LaunchForward(T* out, float* lse, const T* qkv, const AttentionShap
   const float scale_log2 = internal::kLog2e / sqrtf(static_cast<float>(D));
   const dim3 grid(static_cast<unsigned>(CeilDiv(shape.seq_len, kAttnBlockRows)), static_cast<unsigned>(shape.heads),
                   static_cast<unsigned>(shape.batch));
-  kernel<<<grid, kAttnThreads, kSmem, stream>>>(out, lse, qkv, internal::DimsOf(shape), scale_log2);
+  internal::LaunchKernel(kernel, grid, kAttnThreads, kSmem, stream, out, lse, qkv, internal::DimsOf(shape), scale_log2);
   return LaunchStatus("AttentionForwardKernel");
 }
 

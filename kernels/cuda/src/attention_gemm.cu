@@ -188,7 +188,8 @@ absl::Status AttentionGemmForward(MatmulContext& ctx, bf16* out, bf16* probs, co
                                                   h.Query(qkv, s.qkv_width()), h.KeyValue(qkv, 0), stream));
     }
   }
-  CausalSoftmaxKernel<<<Blocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(probs, w.scores, rows, T, Scale(s));
+  internal::LaunchKernel(CausalSoftmaxKernel, Blocks(rows, kRowsPerBlock), kThreads, 0, stream, probs, w.scores, rows,
+                         T, Scale(s));
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("CausalSoftmaxKernel"));
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t r = 0; r < group; ++r) {
@@ -225,8 +226,8 @@ absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* d
                                                  h.Query(dout, s.out_width()), stream, group > 1));
     }
   }
-  CausalSoftmaxBackwardKernel<<<Blocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(w.ds, probs, w.scores, rows, T,
-                                                                                    Scale(s));
+  internal::LaunchKernel(CausalSoftmaxBackwardKernel, Blocks(rows, kRowsPerBlock), kThreads, 0, stream, w.ds, probs,
+                         w.scores, rows, T, Scale(s));
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("CausalSoftmaxBackwardKernel"));
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t r = 0; r < group; ++r) {
@@ -239,8 +240,8 @@ absl::Status AttentionGemmBackward(MatmulContext& ctx, bf16* dqkv, const bf16* d
   }
   if (group == 1) return absl::OkStatus();
   const int64_t tokens = s.batch * T;
-  AddKvKernel<<<Blocks(tokens * kv_width, kThreads), kThreads, 0, stream>>>(dqkv, w.dkv, tokens, s.out_width(),
-                                                                            kv_width);
+  internal::LaunchKernel(AddKvKernel, Blocks(tokens * kv_width, kThreads), kThreads, 0, stream, dqkv, w.dkv, tokens,
+                         s.out_width(), kv_width);
   return LaunchStatus("AddKvKernel");
 }
 

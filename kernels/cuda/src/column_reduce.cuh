@@ -120,15 +120,15 @@ absl::Status LaunchColumnReduce(const char* what, Fn fn, int64_t rows, int64_t c
   if (rows == 0 || cols == 0) return absl::OkStatus();
   const ColumnReducePlan plan = PlanColumnReduce(rows, cols, K, scratch == nullptr ? 0 : scratch_floats);
   const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kReduceCols)), static_cast<unsigned>(plan.chunks));
-  ColumnReducePartialKernel<K, T, Fn>
-      <<<grid, kReduceThreads, 0, stream>>>(fn, rows, cols, plan.rows_per_chunk, scratch, outputs);
+  internal::LaunchKernel(ColumnReducePartialKernel<K, T, Fn>, grid, kReduceThreads, 0, stream, fn, rows, cols,
+                         plan.rows_per_chunk, scratch, outputs);
   if (absl::Status s = LaunchStatus(absl::StrCat("ColumnReducePartialKernel (", what, ")")); !s.ok()) {
     return s;
   }
   if (plan.chunks == 1) return absl::OkStatus();
   constexpr int kThreads = 256;
-  ColumnReduceFinishKernel<K, T><<<static_cast<unsigned>(CeilDiv(K * cols, kThreads)), kThreads, 0, stream>>>(
-      scratch, plan.chunks, cols, outputs);
+  internal::LaunchKernel(ColumnReduceFinishKernel<K, T>, static_cast<unsigned>(CeilDiv(K * cols, kThreads)), kThreads,
+                         0, stream, scratch, plan.chunks, cols, outputs);
   return LaunchStatus(absl::StrCat("ColumnReduceFinishKernel (", what, ")"));
 }
 

@@ -10,10 +10,17 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+
+#ifdef GRADSYNC_WARP_EMULATION
+// tests/kernels_emulated runs these kernels on the host: launches and shared memory go there.
+#include "warp_emulation.h"
+#endif
 
 namespace gradsync::kernels::cuda::internal {
 
@@ -86,6 +93,33 @@ __device__ __forceinline__ V BlockSum(V v, V* scratch) {
   v = WarpSum(v);
   __syncthreads();
   return v;
+}
+
+// kernel<<<grid, block, smem_bytes, stream>>>(args...): every launcher launches through this, so
+// that the host emulation of tests/kernels_emulated (GRADSYNC_WARP_EMULATION) runs the same
+// launchers, grid and block shapes included, with the block's threads as fibers.
+template <typename... Params, typename... Args>
+void LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                  Args&&... args) {
+#ifdef GRADSYNC_WARP_EMULATION
+  (void)stream;
+  emulation::LaunchChecked(reinterpret_cast<const void*>(kernel), grid, block, smem_bytes, [&] { kernel(args...); });
+#else
+  // clang-format off
+  kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
+#endif
+}
+
+// The block's dynamic shared memory (16-byte aligned), as T.
+template <typename T>
+__device__ __forceinline__ T* DynamicShared() {
+#ifdef GRADSYNC_WARP_EMULATION
+  return reinterpret_cast<T*>(emulation::BlockSharedMemory());
+#else
+  extern __shared__ __align__(16) unsigned char gradsync_dynamic_smem[];
+  return reinterpret_cast<T*>(gradsync_dynamic_smem);
+#endif
 }
 
 // exp with its argument clamped to [-87, 87], as the CPU reference does: the result is a normal

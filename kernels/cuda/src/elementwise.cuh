@@ -54,8 +54,8 @@ template <typename T, int kVec, int kIn, bool kAccumulate, typename Op>
 absl::Status LaunchMapWidth(const char* name, T* out, Inputs<T, kIn> inputs, int64_t n, Op op, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const int64_t threads = CeilDiv(n, kVec);
-  MapKernel<T, kVec, kIn, kAccumulate, Op>
-      <<<static_cast<unsigned>(CeilDiv(threads, kThreads)), kThreads, 0, stream>>>(out, inputs, n, op);
+  internal::LaunchKernel(MapKernel<T, kVec, kIn, kAccumulate, Op>, static_cast<unsigned>(CeilDiv(threads, kThreads)),
+                         kThreads, 0, stream, out, inputs, n, op);
   return LaunchStatus(name);
 }
 

@@ -1,7 +1,11 @@
 // Embedding forward and deterministic backward (math in encoder.cuh).
 #include "gradsync/kernels/cuda/encoder.cuh"
 
+#ifdef GRADSYNC_WARP_EMULATION
+#include "radix_sort_emulation.h"  // tests/kernels_emulated: the same sort on the host
+#else
 #include <cub/device/device_radix_sort.cuh>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "common.cuh"
@@ -138,8 +142,8 @@ absl::Status EncoderForward(T* out, const int32_t* tokens, const T* wte, const T
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "out", out));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "tokens", tokens));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "wte", wte));
-  EncoderForwardKernel<T><<<static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream>>>(
-      out, tokens, wte, wpe, batch * seq_len, seq_len, channels, vocab);
+  internal::LaunchKernel(EncoderForwardKernel<T>, static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream,
+                         out, tokens, wte, wpe, batch * seq_len, seq_len, channels, vocab);
   return LaunchStatus("EncoderForwardKernel");
 }
 
@@ -176,20 +180,20 @@ absl::Status EncoderBackward(T* dwte, T* dwpe, const T* dout, const int32_t* tok
   const size_t sort_bytes = *needed - 4 * AlignUp(static_cast<size_t>(n) * sizeof(int32_t));
   const ScratchLayout s = Carve(scratch, n, sort_bytes);
 
-  EncoderSortInputKernel<<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(s.keys_in, s.rows_in,
-                                                                                               tokens, n, vocab);
+  internal::LaunchKernel(EncoderSortInputKernel, static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream,
+                         s.keys_in, s.rows_in, tokens, n, vocab);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("EncoderSortInputKernel"));
   size_t temp_bytes = s.sort_temp_bytes;
   GRADSYNC_CUDA_RETURN_IF_ERROR(
       CudaStatus(cub::DeviceRadixSort::SortPairs(s.sort_temp, temp_bytes, s.keys_in, s.keys_out, s.rows_in, s.rows_out,
                                                  static_cast<int>(n), 0, KeyBits(vocab), stream),
                  "cub::DeviceRadixSort::SortPairs"));
-  EncoderWteBackwardKernel<T>
-      <<<static_cast<unsigned>(n), kOwnerThreads, 0, stream>>>(dwte, dout, s.keys_out, s.rows_out, n, channels, vocab);
+  internal::LaunchKernel(EncoderWteBackwardKernel<T>, static_cast<unsigned>(n), kOwnerThreads, 0, stream, dwte, dout,
+                         s.keys_out, s.rows_out, n, channels, vocab);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("EncoderWteBackwardKernel"));
   if (dwpe == nullptr) return absl::OkStatus();
-  EncoderWpeBackwardKernel<T><<<static_cast<unsigned>(CeilDiv(seq_len * channels, kThreads)), kThreads, 0, stream>>>(
-      dwpe, dout, batch, seq_len, channels);
+  internal::LaunchKernel(EncoderWpeBackwardKernel<T>, static_cast<unsigned>(CeilDiv(seq_len * channels, kThreads)),
+                         kThreads, 0, stream, dwpe, dout, batch, seq_len, channels);
   return LaunchStatus("EncoderWpeBackwardKernel");
 }
 

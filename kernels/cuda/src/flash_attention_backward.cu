@@ -25,15 +25,17 @@ absl::Status Launch(bf16* dqkv, float* delta, const bf16* dout, const bf16* qkv,
   constexpr size_t kDqSmem = DqSmemBytes<D>();
   auto dq_kernel = FlashDqKernel<D, kAccumulate>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dq_kernel, kDqSmem, "FlashDqKernel"));
-  dq_kernel<<<dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)), kFlashThreads,
-              kDqSmem, stream>>>(dqkv, delta, dout, qkv, out, lse, prm);
+  internal::LaunchKernel(dq_kernel,
+                         dim3(blocks, static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch)),
+                         kFlashThreads, kDqSmem, stream, dqkv, delta, dout, qkv, out, lse, prm);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("FlashDqKernel"));
 
   constexpr size_t kDkvSmem = DkvSmemBytes<D>();
   auto dkv_kernel = FlashDkvKernel<D, kAccumulate>;
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::AllowSharedMemory(dkv_kernel, kDkvSmem, "FlashDkvKernel"));
-  dkv_kernel<<<dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)), kFlashThreads,
-               kDkvSmem, stream>>>(dqkv, dout, qkv, lse, delta, prm);
+  internal::LaunchKernel(dkv_kernel,
+                         dim3(blocks, static_cast<unsigned>(shape.kv_heads), static_cast<unsigned>(shape.batch)),
+                         kFlashThreads, kDkvSmem, stream, dqkv, dout, qkv, lse, delta, prm);
   return LaunchStatus("FlashDkvKernel");
 }
 

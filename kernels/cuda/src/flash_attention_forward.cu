@@ -19,7 +19,8 @@ absl::Status Launch(bf16* out, float* lse, const bf16* qkv, const AttentionShape
   const float scale_log2 = internal::kLog2e / sqrtf(static_cast<float>(D));
   const dim3 grid(static_cast<unsigned>(CeilDiv(shape.seq_len, kFlashRows)), static_cast<unsigned>(shape.heads),
                   static_cast<unsigned>(shape.batch));
-  kernel<<<grid, kFlashThreads, kSmem, stream>>>(out, lse, qkv, internal::DimsOf(shape), scale_log2);
+  internal::LaunchKernel(kernel, grid, kFlashThreads, kSmem, stream, out, lse, qkv, internal::DimsOf(shape),
+                         scale_log2);
   return LaunchStatus("FlashForwardKernel");
 }
 

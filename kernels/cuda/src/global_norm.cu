@@ -66,9 +66,9 @@ absl::Status GlobalNormSquared(float* norm_sq, const T* grads, int64_t n, bool a
   if (n > 0) GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "grads", grads));
   // A function of n only: the same n always reduces in the same order, on any GPU.
   const int blocks = static_cast<int>(std::clamp<int64_t>(CeilDiv(n, kMinElementsPerBlock), 1, kGlobalNormPartials));
-  NormPartialKernel<T><<<blocks, kThreads, 0, stream>>>(scratch, grads, n);
+  internal::LaunchKernel(NormPartialKernel<T>, blocks, kThreads, 0, stream, scratch, grads, n);
   GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("NormPartialKernel"));
-  NormFinishKernel<<<1, kFinishThreads, 0, stream>>>(norm_sq, scratch, blocks, accumulate);
+  internal::LaunchKernel(NormFinishKernel, 1, kFinishThreads, 0, stream, norm_sq, scratch, blocks, accumulate);
   return LaunchStatus("NormFinishKernel");
 }
 
@@ -76,7 +76,7 @@ absl::Status ClipScale(float* scale, float* norm, const float* norm_sq, double m
   constexpr const char* kFn = "ClipScale";
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "scale", scale));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "norm_sq", norm_sq));
-  ClipScaleKernel<<<1, 1, 0, stream>>>(scale, norm, norm_sq, max_norm);
+  internal::LaunchKernel(ClipScaleKernel, 1, 1, 0, stream, scale, norm, norm_sq, max_norm);
   return LaunchStatus("ClipScaleKernel");
 }
 
@@ -87,7 +87,8 @@ absl::Status ScaleGradients(T* grads, int64_t n, const float* scale, cudaStream_
   if (n == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "grads", grads));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "scale", scale));
-  ScaleKernel<T><<<static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream>>>(grads, n, scale);
+  internal::LaunchKernel(ScaleKernel<T>, static_cast<unsigned>(CeilDiv(n, kThreads)), kThreads, 0, stream, grads, n,
+                         scale);
   return LaunchStatus("ScaleKernel");
 }
 

@@ -144,10 +144,11 @@ absl::Status LayerNormForward(T* out, float* mean, float* rstd, const T* inp, co
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "bias", bias));
   const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kRowsPerBlock));
   if (c % internal::kPackWidth<T> == 0 && internal::Aligned16(out, inp, weight, bias)) {
-    LayerNormForwardKernel<T, internal::kPackWidth<T>>
-        <<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, n, c, eps);
+    internal::LaunchKernel(LayerNormForwardKernel<T, internal::kPackWidth<T>>, blocks, kThreads, 0, stream, out, mean,
+                           rstd, inp, weight, bias, n, c, eps);
   } else {
-    LayerNormForwardKernel<T, 1><<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, n, c, eps);
+    internal::LaunchKernel(LayerNormForwardKernel<T, 1>, blocks, kThreads, 0, stream, out, mean, rstd, inp, weight,
+                           bias, n, c, eps);
   }
   return LaunchStatus("LayerNormForwardKernel");
 }
@@ -169,10 +170,11 @@ absl::Status LayerNormBackward(T* dinp, T* dweight, T* dbias, const T* dout, con
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
     const unsigned blocks = static_cast<unsigned>(CeilDiv(n, kRowsPerBlock));
     if (c % internal::kPackWidth<T> == 0 && internal::Aligned16(dinp, dout, inp, weight)) {
-      LayerNormBackwardDinpKernel<T, internal::kPackWidth<T>>
-          <<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, n, c);
+      internal::LaunchKernel(LayerNormBackwardDinpKernel<T, internal::kPackWidth<T>>, blocks, kThreads, 0, stream, dinp,
+                             dout, inp, weight, mean, rstd, n, c);
     } else {
-      LayerNormBackwardDinpKernel<T, 1><<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, n, c);
+      internal::LaunchKernel(LayerNormBackwardDinpKernel<T, 1>, blocks, kThreads, 0, stream, dinp, dout, inp, weight,
+                             mean, rstd, n, c);
     }
     GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("LayerNormBackwardDinpKernel"));
   }

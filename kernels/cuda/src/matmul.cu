@@ -101,8 +101,8 @@ absl::Status MatmulForward(MatmulContext& ctx, T* out, const T* inp, const T* we
   // the epilogue's vector loads cannot read (not 16-byte aligned), or no epilogue algorithm.
   const auto bias_rows = [&]() -> absl::Status {
     constexpr int kThreads = 256;
-    BiasRowsKernel<<<static_cast<unsigned>(CeilDiv(n * out_features, kThreads)), kThreads, 0, stream>>>(
-        out, bias, n, out_features, out_stride);
+    internal::LaunchKernel(BiasRowsKernel<T>, static_cast<unsigned>(CeilDiv(n * out_features, kThreads)), kThreads, 0,
+                           stream, out, bias, n, out_features, out_stride);
     return LaunchStatus("BiasRowsKernel");
   };
   if (in_features == 0) return bias_rows();
@@ -221,8 +221,8 @@ absl::Status MatmulBackward(MatmulContext& ctx, T* dinp, T* dweight, T* dbias, c
       gemm.d_fp32 = true;
       GRADSYNC_CUDA_RETURN_IF_ERROR(RunGemm(ctx, kDataType<T>, gemm, stream));
       constexpr int kThreads = 256;
-      AddPartialsKernel<T><<<static_cast<unsigned>(CeilDiv(count, kThreads)), kThreads, 0, stream>>>(
-          dweight, static_cast<const float*>(*partial), splits, count);
+      internal::LaunchKernel(AddPartialsKernel<T>, static_cast<unsigned>(CeilDiv(count, kThreads)), kThreads, 0, stream,
+                             dweight, static_cast<const float*>(*partial), splits, count);
       GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("AddPartialsKernel"));
     }
   }

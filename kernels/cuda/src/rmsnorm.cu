@@ -89,8 +89,8 @@ absl::Status RmsNormForward(T* out, float* rstd, const T* inp, const T* weight, 
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "out", out));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-  RmsNormForwardKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0, stream>>>(out, rstd, inp,
-                                                                                                  weight, n, c, eps);
+  internal::LaunchKernel(RmsNormForwardKernel<T>, static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0, stream,
+                         out, rstd, inp, weight, n, c, eps);
   return LaunchStatus("RmsNormForwardKernel");
 }
 
@@ -107,8 +107,8 @@ absl::Status RmsNormBackward(T* dinp, T* dweight, const T* dout, const T* inp, c
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "rstd", rstd));
   if (dinp != nullptr) {
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "weight", weight));
-    RmsNormBackwardDinpKernel<<<static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0, stream>>>(
-        dinp, dout, inp, weight, rstd, n, c);
+    internal::LaunchKernel(RmsNormBackwardDinpKernel<T>, static_cast<unsigned>(CeilDiv(n, kRowsPerBlock)), kThreads, 0,
+                           stream, dinp, dout, inp, weight, rstd, n, c);
     GRADSYNC_CUDA_RETURN_IF_ERROR(LaunchStatus("RmsNormBackwardDinpKernel"));
   }
   if (dweight == nullptr) return absl::OkStatus();

@@ -70,8 +70,8 @@ absl::Status Rotate(const char* fn, T* x, const float* cos_table, const float* s
   GRADSYNC_CUDA_RETURN_IF_ERROR(CheckRotate(fn, x, cos_table, sin_table, batch, seq_len, heads, head_dim, row_stride));
   const int64_t total = batch * seq_len * heads * (head_dim / 2);
   if (total == 0) return absl::OkStatus();
-  RopeRotateKernel<T><<<static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream>>>(
-      x, cos_table, sin_table, batch * seq_len, seq_len, heads, head_dim, row_stride, sign);
+  internal::LaunchKernel(RopeRotateKernel<T>, static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream, x,
+                         cos_table, sin_table, batch * seq_len, seq_len, heads, head_dim, row_stride, sign);
   return LaunchStatus("RopeRotateKernel");
 }
 
@@ -92,8 +92,8 @@ absl::Status RopeTables(float* cos_table, float* sin_table, int64_t seq_len, int
   if (total == 0) return absl::OkStatus();
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "cos", cos_table));
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "sin", sin_table));
-  RopeTablesKernel<<<static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream>>>(cos_table, sin_table,
-                                                                                             seq_len, head_dim, theta);
+  internal::LaunchKernel(RopeTablesKernel, static_cast<unsigned>(CeilDiv(total, kThreads)), kThreads, 0, stream,
+                         cos_table, sin_table, seq_len, head_dim, theta);
   return LaunchStatus("RopeTablesKernel");
 }
 

@@ -148,8 +148,8 @@ absl::Status SoftmaxCrossEntropy(T* dlogits, float* row_loss, const T* logits, c
   }
   const bool vec = stride % internal::kPackWidth<T> == 0 && internal::Aligned16(logits) &&
                    (dlogits == nullptr || internal::Aligned16(dlogits));
-  SoftmaxXentKernel<T><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(dlogits, row_loss, logits, targets, v, stride,
-                                                                          vec, scale, ignore_index);
+  internal::LaunchKernel(SoftmaxXentKernel<T>, static_cast<unsigned>(n), kThreads, 0, stream, dlogits, row_loss, logits,
+                         targets, v, stride, vec, scale, ignore_index);
   return LaunchStatus("SoftmaxXentKernel");
 }
 
@@ -163,7 +163,8 @@ absl::Status XentLossSum(double* loss_sum, int64_t* count, const float* row_loss
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "row_loss", row_loss));
     GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "targets", targets));
   }
-  XentLossSumKernel<<<1, kSumThreads, 0, stream>>>(loss_sum, count, row_loss, targets, n, ignore_index);
+  internal::LaunchKernel(XentLossSumKernel, 1, kSumThreads, 0, stream, loss_sum, count, row_loss, targets, n,
+                         ignore_index);
   return LaunchStatus("XentLossSumKernel");
 }
 

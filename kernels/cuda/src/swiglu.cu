@@ -83,9 +83,9 @@ absl::Status LaunchBackward(T* dinp, const T* inp, const T* dout, int64_t n, int
                             cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(CeilDiv(n * m / kVec, kThreads));
   if (accumulate) {
-    SwiGluBackwardKernel<T, kVec, true><<<blocks, kThreads, 0, stream>>>(dinp, inp, dout, n, m);
+    internal::LaunchKernel(SwiGluBackwardKernel<T, kVec, true>, blocks, kThreads, 0, stream, dinp, inp, dout, n, m);
   } else {
-    SwiGluBackwardKernel<T, kVec, false><<<blocks, kThreads, 0, stream>>>(dinp, inp, dout, n, m);
+    internal::LaunchKernel(SwiGluBackwardKernel<T, kVec, false>, blocks, kThreads, 0, stream, dinp, inp, dout, n, m);
   }
   return LaunchStatus("SwiGluBackwardKernel");
 }
@@ -101,10 +101,11 @@ absl::Status SwiGluForward(T* out, const T* inp, int64_t n, int64_t m, cudaStrea
   GRADSYNC_CUDA_RETURN_IF_ERROR(internal::NotNull(kFn, "inp", inp));
   if (CanPack<T>(m, out, inp)) {
     constexpr int kVec = internal::kPackWidth<T>;
-    SwiGluForwardKernel<T, kVec>
-        <<<static_cast<unsigned>(CeilDiv(n * m / kVec, kThreads)), kThreads, 0, stream>>>(out, inp, n, m);
+    internal::LaunchKernel(SwiGluForwardKernel<T, kVec>, static_cast<unsigned>(CeilDiv(n * m / kVec, kThreads)),
+                           kThreads, 0, stream, out, inp, n, m);
   } else {
-    SwiGluForwardKernel<T, 1><<<static_cast<unsigned>(CeilDiv(n * m, kThreads)), kThreads, 0, stream>>>(out, inp, n, m);
+    internal::LaunchKernel(SwiGluForwardKernel<T, 1>, static_cast<unsigned>(CeilDiv(n * m, kThreads)), kThreads, 0,
+                           stream, out, inp, n, m);
   }
   return LaunchStatus("SwiGluForwardKernel");
 }
