@@ -440,6 +440,9 @@ std::string SummaryJson(const v1::Job& job, const std::string& log_dir) {
   f["wallSeconds"].set_number_value(WallSeconds(job));
   f["generations"].set_number_value(job.generation());
   f["restarts"].set_number_value(job.restarts());
+  f["liveRecoveries"].set_number_value(job.recovery().live_recoveries());
+  f["stepsLost"].set_number_value(static_cast<double>(job.recovery().steps_lost()));
+  f["recoverySeconds"].set_number_value(job.recovery().recovery_seconds());
   if (job.spec().has_script()) {
     auto& command = *f["command"].mutable_list_value();
     for (const std::string& arg : job.spec().script().command()) command.add_values()->set_string_value(arg);

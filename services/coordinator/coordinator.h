@@ -221,6 +221,8 @@ class Coordinator {
     std::vector<JobInfo> jobs;
     // Per job of `jobs`, since this coordinator started: stalls found (Stalled events).
     std::map<std::string, int64_t> stalls;
+    // Per job of `jobs` that recovered from a failure: its account (stored with the job).
+    std::map<std::string, v1::RecoveryStats> recoveries;
     // Workers dropped for missed heartbeats since this coordinator started.
     int64_t workers_lost = 0;
     // Jobs whose workers are training now (RUNNING), for alerts that must ignore finished jobs.

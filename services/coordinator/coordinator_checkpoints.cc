@@ -31,6 +31,8 @@ void Coordinator::RestartOrFailLocked(JobRuntime* rt, const std::string& type, c
 }
 
 void Coordinator::RestartLocked(JobRuntime* rt, const std::string& type, const std::string& reason, bool counted) {
+  // A failure: the next generation recovers from it, live from the survivors' memory if it can.
+  if (counted && rt->generation() != nullptr) rt->recovery().Failed(rt->generation()->ranks(), options_.clock());
   EndGenerationLocked(rt, reason);
   if (counted) {
     rt->Restart(reason);

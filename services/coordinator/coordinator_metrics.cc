@@ -26,6 +26,31 @@ std::string Shortened(const std::string& reason) {
   return out.substr(0, cut) + "...";
 }
 
+// What failures cost each job (RecoveryStats): recoveries by how they resumed, the committed steps
+// lost, and the seconds from each failure to the next committed step.
+std::vector<prometheus::MetricFamily> RecoveryFamilies(const std::map<std::string, v1::RecoveryStats>& recoveries) {
+  prometheus::MetricFamily count{"gradsync_job_recoveries_total",
+                                 "Generations a job started after a failure, by where their state came from: "
+                                 "live (the survivors' memory) or checkpoint (disk, or the start).",
+                                 prometheus::MetricType::Counter,
+                                 {}};
+  prometheus::MetricFamily lost{"gradsync_job_steps_lost_total",
+                                "Committed steps a job's failures threw away (the step in flight not counted).",
+                                prometheus::MetricType::Counter,
+                                {}};
+  prometheus::MetricFamily seconds{"gradsync_job_recovery_seconds_total",
+                                   "Seconds from each failure of a job to the next committed step, summed.",
+                                   prometheus::MetricType::Counter,
+                                   {}};
+  for (const auto& [job, r] : recoveries) {
+    count.metric.push_back(Value(r.live_recoveries(), {{"training_job", job}, {"resumed", "live"}}, true));
+    count.metric.push_back(Value(r.checkpoint_recoveries(), {{"training_job", job}, {"resumed", "checkpoint"}}, true));
+    lost.metric.push_back(Value(static_cast<double>(r.steps_lost()), {{"training_job", job}}, true));
+    seconds.metric.push_back(Value(r.recovery_seconds(), {{"training_job", job}}, true));
+  }
+  return {std::move(count), std::move(lost), std::move(seconds)};
+}
+
 }  // namespace
 
 std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
@@ -100,9 +125,10 @@ std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
   for (const auto& [job, n] : s.stalls) {
     stalls.metric.push_back(Value(static_cast<double>(n), {{"training_job", job}}, true));
   }
+  std::vector<prometheus::MetricFamily> recovery = RecoveryFamilies(s.recoveries);
   std::vector<prometheus::MetricFamily> out;
   for (auto* f : {&jobs, &workers, &lost, &info, &restarts, &running, &stalls, &committed, &bytes, &seconds, &size,
-                  &last_commit}) {
+                  &last_commit, &recovery[0], &recovery[1], &recovery[2]}) {
     out.push_back(std::move(*f));
   }
   return out;

@@ -16,8 +16,16 @@
 namespace gradsync::coordinator {
 namespace {
 
+// Where a generation's state comes from: a survivor's memory (live), a committed checkpoint, or
+// neither (the job seed).
+struct ResumeFrom {
+  std::optional<v1::LiveResume> live;
+  std::optional<v1::CheckpointManifest> checkpoint;
+  int64_t step() const { return live ? live->step() : checkpoint ? checkpoint->step() : 0; }
+};
+
 v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, const std::string& dir,
-                             const std::optional<v1::CheckpointManifest>& resume, const v1::Placement& where,
+                             const ResumeFrom& resume, const v1::Placement& where,
                              const std::vector<std::string>& data_roots) {
   v1::Assignment a;
   a.set_job_id(job.id());
@@ -27,7 +35,11 @@ v1::Assignment AssignmentFor(const v1::Job& job, size_t rank, size_t world, cons
   *a.mutable_spec() = job.spec();
   a.set_weights_path((std::filesystem::path(dir) / "weights.bin").string());
   a.set_checkpoint_root((std::filesystem::path(dir) / "checkpoints").string());
-  if (resume.has_value()) *a.mutable_resume_from() = *resume;
+  if (resume.live.has_value()) {
+    *a.mutable_live_from() = *resume.live;
+  } else if (resume.checkpoint.has_value()) {
+    *a.mutable_resume_from() = *resume.checkpoint;
+  }
   *a.mutable_placement() = where;
   a.mutable_data_roots()->Assign(data_roots.begin(), data_roots.end());
   a.set_restarts(job.restarts());
@@ -58,6 +70,36 @@ absl::StatusOr<std::vector<v1::Placement>> PlaceGang(const v1::JobSpec& spec,
   return spec::PlaceRanks(spec, *model, hosts);
 }
 
+// Under training.recovery "live", the rank of `gang` (worker ids by rank) that keeps the furthest
+// state of `rt` in memory, when that is no older than the newest committed checkpoint (one a later
+// generation wrote is further). No checkpoint is verified for it: none is read.
+std::optional<v1::LiveResume> LiveSource(const JobRuntime& rt, const std::vector<std::string>& gang) {
+  const v1::JobSpec& spec = rt.spec();
+  if (spec.has_script() || spec::ParseRecovery(spec.training().recovery()).value_or(spec::Recovery::kLive) !=
+                               spec::Recovery::kLive) {
+    return std::nullopt;
+  }
+  std::optional<v1::LiveResume> live = rt.recovery().Source(gang);
+  const auto& committed = rt.job().checkpoints();
+  if (live.has_value() && !committed.empty() && committed.rbegin()->step() > live->step()) return std::nullopt;
+  return live;
+}
+
+std::vector<std::string> IdsOf(const std::vector<WorkerLease*>& workers) {
+  std::vector<std::string> ids;
+  for (const WorkerLease* w : workers) ids.push_back(w->id());
+  return ids;
+}
+
+std::string DescribeResume(const ResumeFrom& resume) {
+  if (resume.live.has_value()) {
+    return absl::StrCat("; resuming live at step ", resume.live->step(), " from rank ", resume.live->source_rank(),
+                        "'s memory");
+  }
+  if (resume.checkpoint.has_value()) return absl::StrCat("; resuming from the checkpoint at step ", resume.checkpoint->step());
+  return "";
+}
+
 // "rank 0 on W (host, cuda:0 bf16)", for the Scheduled event.
 std::string DescribeRank(size_t rank, const WorkerLease& w, const v1::Placement& where) {
   // spec::PlaceRanks wrote `where`, so it parses.
@@ -80,8 +122,9 @@ void Coordinator::ScheduleLocked() {
     const PoolView pool{idle.size(), workers_.size(), workers_.Returning(id, running ? running->number() : 0)};
     std::string reason;
     const std::string checkpoints = (std::filesystem::path(rt.Dir(options_.artifact_root)) / "checkpoints").string();
+    // A generation that resumes live reads no checkpoint, so it does not wait for one's verdict.
     if (!rt.ReadyToStart(pool, now, options_.rendezvous_last_call, &reason) ||
-        !rt.ResumeVerified(checkpoints, verifier_, &reason)) {
+        (!LiveSource(rt, IdsOf(idle)).has_value() && !rt.ResumeVerified(checkpoints, verifier_, &reason))) {
       still_pending.push_back(id);
       if (rt.SetReason(reason)) TouchLocked(&rt);
       continue;
@@ -142,16 +185,24 @@ void Coordinator::RescaleLocked(JobRuntime* rt) {
 
 void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& gang,
                                const std::vector<v1::Placement>& placements) {
-  std::vector<std::string> ranks;
-  for (const WorkerLease* w : gang) ranks.push_back(w->id());
-  rt->StartGeneration(std::move(ranks), options_.clock()).set_peak_flops(PeakFlops(gang, placements));
+  const std::vector<std::string> ranks = IdsOf(gang);
+  // The gang's workers keep nothing of another job's from now on.
+  for (auto& [id, other] : jobs_) {
+    if (&other == rt) continue;
+    for (const std::string& wid : ranks) other.recovery().Forget(wid);
+  }
+  rt->StartGeneration(ranks, options_.clock()).set_peak_flops(PeakFlops(gang, placements));
   // Keys written before the job held this namespace (by anyone the cluster token admits) must
   // not reach its ranks' rendezvous.
   kv_.DropNamespace(rt->generation()->kv_namespace());
   const std::string dir = rt->Dir(options_.artifact_root);
   // After StartGeneration: a corrupt checkpoint is set aside under the new generation's number.
-  const std::optional<v1::CheckpointManifest> resume =
-      rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), verifier_, options_.clock());
+  ResumeFrom resume;
+  resume.live = LiveSource(*rt, ranks);
+  if (!resume.live.has_value()) {
+    resume.checkpoint =
+        rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), verifier_, options_.clock());
+  }
   std::vector<std::string> where;
   for (size_t r = 0; r < gang.size(); ++r) {
     v1::Assignment assignment =
@@ -165,8 +216,11 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
       rt, "Scheduled",
       absl::StrCat("generation ", rt->job().generation(), " with ", gang.size(), " ranks over ",
                    placements.empty() ? "gloo" : placements[0].backend(), ": ", absl::StrJoin(where, ", "),
-                   resume.has_value() ? absl::StrCat("; resuming from the checkpoint at step ", resume->step())
-                                      : std::string()));
+                   DescribeResume(resume)));
+  if (std::optional<std::string> changed = rt->recovery().Started(ranks, resume.live, resume.step(), options_.clock())) {
+    AddEventLocked(rt, "QuorumChanged", *changed);
+  }
+  rt->StoreRecoveryStats();
   TouchLocked(rt);
 }
 

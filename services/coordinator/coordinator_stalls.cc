@@ -32,6 +32,11 @@ void Coordinator::RecordBeatLocked(JobRuntime* rt, const WorkerLease& w, const v
     AddEventLocked(rt, "StallCleared", *cleared);
     TouchLocked(rt);
   }
+  if (std::optional<std::string> recovered = rt->recovery().Stepped(request.step(), options_.clock())) {
+    rt->StoreRecoveryStats();
+    AddEventLocked(rt, "Recovered", *recovered);
+    TouchLocked(rt);
+  }
   if (request.has_progress() && w.rank() == 0) {
     rt->SetProgress(request.progress());
     // Written once this heartbeat releases the lock (StateLock), not under it.

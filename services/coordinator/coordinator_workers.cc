@@ -155,6 +155,12 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
   if (gen != nullptr) {
     if (absl::Status s = gen->CheckReporter(request.worker_id(), request.rank()); !s.ok()) return s;
   }
+  // A survivor of the job's latest generation keeps its state for the next one (the generation
+  // may have ended already: the first failure's report ends it, the others come after).
+  if (rt != nullptr && !request.error().empty() && request.generation() == rt->job().generation()) {
+    rt->recovery().Reached(request.result().global_step());
+    if (request.has_held()) rt->recovery().Held(request.worker_id(), request.held());
+  }
   if (gen != nullptr && !request.error().empty()) {
     rt->NoteReached(request.result());
     const RankFailure failure = RankFailureOf(request, rt);
@@ -228,6 +234,8 @@ Coordinator::Snapshot Coordinator::TakeSnapshot() {
     if (!rt.ended() || UnixSeconds(rt.job().update_time()) > absl::ToUnixSeconds(now - absl::Hours(24))) {
       s.jobs.push_back({id, rt.state(), rt.job().state_reason()});
       s.stalls[id] = rt.stalls();
+      const v1::RecoveryStats& r = rt.recovery().stats();
+      if (r.live_recoveries() + r.checkpoint_recoveries() > 0) s.recoveries[id] = r;
     }
   }
   s.workers_lost = workers_lost_;
@@ -273,6 +281,7 @@ void Coordinator::LoseWorkerLocked(const std::string& id, absl::Time now) {
       RestartOrFailLocked(rt, "WorkerLost", absl::StrCat("rank ", w.rank(), ": ", why), true);
     }
   }
+  for (auto& [job_id, rt] : jobs_) rt.recovery().Forget(id);
   workers_.Remove(id);
   assignment_waits_.Forget(id);
 }

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "checkpoint_verifier.h"
 #include "generation.h"
+#include "recovery_ledger.h"
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::coordinator {
@@ -33,7 +34,7 @@ struct PoolView {
 
 class JobRuntime {
  public:
-  explicit JobRuntime(v1::Job job) : job_(std::move(job)) {}
+  explicit JobRuntime(v1::Job job) : job_(std::move(job)), recovery_(job_.recovery()) {}
 
   const v1::Job& job() const { return job_; }
   const std::string& id() const { return job_.id(); }
@@ -115,6 +116,13 @@ class JobRuntime {
   // The job left the queue: a later last call starts afresh.
   void ClearLastCall() { quorum_since_.reset(); }
 
+  // --- Live recovery (recovery_ledger.h). ---
+
+  RecoveryLedger& recovery() { return recovery_; }
+  const RecoveryLedger& recovery() const { return recovery_; }
+  // Copies the ledger's account into the job, which clients read: after its Started and Stepped.
+  void StoreRecoveryStats() { *job_.mutable_recovery() = recovery_.stats(); }
+
   // --- Checkpoints. ---
 
   // The job's own directory, where its weights and checkpoints go and nothing of another job's:
@@ -150,6 +158,7 @@ class JobRuntime {
   // Job.continued_from when it verifies; otherwise a ContinuationCorrupt event at `now`, and none.
   std::optional<v1::CheckpointManifest> ContinuationPoint(CheckpointVerifier& verifier, absl::Time now);
   v1::Job job_;
+  RecoveryLedger recovery_;
   int64_t version_ = 1;
   std::unique_ptr<Generation> generation_;
   bool checkpoint_requested_ = false;

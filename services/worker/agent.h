@@ -127,6 +127,10 @@ class Agent {
   // gradsync exchange is doing.
   void DescribeScriptLocked(v1::HeartbeatRequest* req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   train::TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
+  // Train's loop, keeping the state of the last committed step in held_ when a step fails (live
+  // recovery, gradsync/train/live_state.h).
+  absl::StatusOr<train::TrainOutcome> TrainKeepingState(const train::TrainConfig& config, train::Replica& replica,
+                                                        const train::TrainHooks& hooks);
   // The seed of `epoch`, from the coordinator's epoch plan.
   absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);
   void OnStepBegin(int rank, const train::StepMarker& marker);
@@ -188,6 +192,12 @@ class Agent {
   // The running generation's communicator, so an abort can interrupt a collective in flight.
   comm::Communicator* comm_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool reregister_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The state this worker kept when a generation of held_->job_id failed, for that job's next
+  // generation (training.recovery "live"). Touched by the assignment thread alone: set when a step
+  // fails, read by the next generation's start, dropped once a generation of the job succeeds or
+  // one of another job begins.
+  std::optional<train::HeldState> held_;
 
   std::atomic<bool> abort_{false};
   std::atomic<bool> checkpoint_requested_{false};

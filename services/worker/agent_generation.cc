@@ -53,6 +53,7 @@ void Agent::BeginGeneration(const v1::Assignment& a) {
   GS_LOG(INFO) << "assigned rank " << a.rank() << "/" << a.world_size() << " of job " << a.job_id() << " generation "
                << a.generation();
   abort_ = false;
+  if (held_.has_value() && held_->job_id != a.job_id()) held_.reset();
   watchdog_.GenerationStarted();
   checkpoint_requested_ = false;
   stop_requested_ = false;
@@ -103,7 +104,30 @@ absl::StatusOr<train::TrainOutcome> Agent::RunGeneration(const v1::Assignment& a
     absl::MutexLock lock(&mu_);
     comm_ = nullptr;
   };
-  return Train(*config, **replica, HooksFor(a, kv.get(), samples.get()));
+  return TrainKeepingState(*config, **replica, HooksFor(a, kv.get(), samples.get()));
+}
+
+absl::StatusOr<train::TrainOutcome> Agent::TrainKeepingState(const train::TrainConfig& config,
+                                                             train::Replica& replica,
+                                                             const train::TrainHooks& hooks) {
+  absl::StatusOr<std::unique_ptr<train::TrainLoop>> loop = train::TrainLoop::Start(config, replica, hooks);
+  // A start that failed (a live transfer among them) leaves the state held before as it was.
+  if (!loop.ok()) return loop.status();
+  // The loop has it now; what is held from here on is what the loop holds.
+  held_.reset();
+  while (!(*loop)->done()) {
+    absl::Status s = (*loop)->Step();
+    if (s.ok()) continue;
+    absl::StatusOr<train::HeldState> held = (*loop)->Hold();
+    if (held.ok()) {
+      GS_LOG(INFO) << "keeping the state of step " << held->at.step << " in memory for a live recovery";
+      held_ = *std::move(held);
+    } else if (config.plan.schedule.recovery == spec::Recovery::kLive) {
+      GS_LOG(INFO) << "no state kept for a live recovery: " << held.status().message();
+    }
+    return s;
+  }
+  return (*loop)->Finish();
 }
 
 train::TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLog* samples) {
@@ -135,6 +159,7 @@ train::TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, S
     *current_.mutable_progress() = p;
   };
   hooks.on_step_begin = [this, rank](const train::StepMarker& m) { OnStepBegin(rank, m); };
+  hooks.held = held_.has_value() ? &*held_ : nullptr;
   if (samples != nullptr) {
     hooks.on_samples = [samples](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
       samples->Write(step, from, shard);
@@ -191,15 +216,22 @@ void Agent::EndGeneration(const v1::Assignment& a, const absl::StatusOr<train::T
     report.set_param_digest(outcome->param_digest);
     *report.mutable_result() = outcome->result;
     GS_LOG(INFO) << "finished: " << outcome->result.global_step() << " steps, digest " << outcome->param_digest;
+    held_.reset();
   } else {
     bool during_setup;
     {
       absl::MutexLock lock(&mu_);
-      during_setup = marker_.step == 0 && !script_started_;
+      // A generation resuming live follows one whose ranks set the job up; one that fails before
+      // its first step lost a peer (in the transfer, say) more likely than it met the job's fault.
+      during_setup = marker_.step == 0 && !script_started_ && !a.has_live_from();
       // What the job reached before the failure, for the summary of a job that fails.
       *report.mutable_result() = reached_;
     }
     report.set_error(outcome.status().ToString());
+    if (held_.has_value() && held_->job_id == a.job_id()) {
+      report.mutable_held()->set_generation(held_->generation);
+      report.mutable_held()->set_step(held_->at.step);
+    }
     report.set_during_setup(during_setup);
     if (stopped_by_shutdown) {
       GS_LOG(WARNING) << "generation stopped by this worker's shutdown: " << outcome.status();

@@ -3,61 +3,23 @@
 // and finishes. Every worker keeps a sample audit log; from it the test proves exact-once data
 // coverage across the resize and the kill: the steps that count (each generation's steps up to
 // the checkpoint the next one resumed from) train every sample of every epoch exactly once. So
-// also with sharded optimizer state and parameters, which each resize reshards.
+// also with sharded optimizer state and parameters, which each resize reshards. Unsharded, the
+// survivor keeps its state in memory and the last generation resumes from it (live recovery).
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli_harness.h"
+#include "sample_audit.h"
 #include "gtest/gtest.h"
 
 namespace gradsync::testing {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr int64_t kSamples = 8190;  // ragged against both global batches (16 and 32): padding
 constexpr int kEpochs = 4;
-
-// One line of a sample log: the step (from 1), where it started, and the samples of one rank.
-struct StepSamples {
-  int64_t step = 0;
-  int epoch = 0;
-  std::vector<int64_t> samples;
-};
-
-// Sample logs by generation, then rank.
-std::map<int, std::map<int, std::vector<StepSamples>>> ReadSampleLogs(const std::string& dir) {
-  std::map<int, std::map<int, std::vector<StepSamples>>> logs;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();  // <job>.g<G>.r<R>.samples
-    const size_t g = name.rfind(".g"), r = name.rfind(".r");
-    int gen = 0, rank = 0;
-    if (g == std::string::npos || r == std::string::npos || !absl::SimpleAtoi(name.substr(g + 2, r - g - 2), &gen) ||
-        !absl::SimpleAtoi(name.substr(r + 2, name.find(".samples") - r - 2), &rank)) {
-      ADD_FAILURE() << "unexpected file " << name;
-      continue;
-    }
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      StepSamples s;
-      int64_t cursor = 0;
-      fields >> s.step >> s.epoch >> cursor;
-      for (int64_t i; fields >> i;) s.samples.push_back(i);
-      logs[gen][rank].push_back(std::move(s));
-    }
-  }
-  return logs;
-}
 
 bool Has(const std::string& out, const std::string& what) { return out.find(what) != std::string::npos; }
 
@@ -138,36 +100,14 @@ TEST_P(Elastic, GrowsAndShrinksAndStillTrainsEverySampleExactlyOncePerEpoch) {
   EXPECT_TRUE(Has(done, "\"worldSize\": 1")) << "the job ends on the survivor alone: " << done;
 
   // The steps that count: generation g's steps up to where the next generation resumed.
-  const auto logs = ReadSampleLogs(samples);
-  ASSERT_EQ(logs.size(), 3u) << "three generations trained";
-  std::map<int, int64_t> first_step;
-  for (const auto& [gen, ranks] : logs) first_step[gen] = ranks.at(0).front().step;
-  std::map<int64_t, int> step_owner;
-  std::map<int, std::multiset<int64_t>> seen;  // epoch -> samples
-  for (const auto& [gen, ranks] : logs) {
-    auto next = first_step.upper_bound(gen);
-    const int64_t end = next == first_step.end() ? INT64_MAX : next->second - 1;
-    for (const auto& [rank, steps] : ranks) {
-      for (const StepSamples& s : steps) {
-        if (s.step > end) continue;  // trained after the checkpoint the next generation resumed from: undone
-        if (rank == 0) {
-          EXPECT_TRUE(step_owner.emplace(s.step, gen).second) << "step " << s.step << " counted twice";
-        }
-        for (int64_t i : s.samples) seen[s.epoch].insert(i);
-      }
-    }
+  ExpectEverySampleOncePerEpoch(ReadSampleLogs(samples), 3, kSamples, kEpochs);
+  if (GetParam() == "none") {
+    // The survivor kept its state: the last generation resumed from its memory, not the disk.
+    EXPECT_TRUE(Has(done, "QuorumChanged")) << done;
+    EXPECT_TRUE(Has(done, "resuming live at step")) << done;
+  } else {
+    EXPECT_FALSE(Has(done, "QuorumChanged")) << "a sharded state is not whole on the survivor: " << done;
   }
-  ASSERT_EQ(static_cast<int>(seen.size()), kEpochs);
-  for (const auto& [epoch, indices] : seen) {
-    EXPECT_EQ(static_cast<int64_t>(indices.size()), kSamples) << "epoch " << epoch;
-    std::set<int64_t> distinct(indices.begin(), indices.end());
-    EXPECT_EQ(distinct.size(), indices.size()) << "a sample repeated in epoch " << epoch;
-    EXPECT_EQ(*distinct.begin(), 0);
-    EXPECT_EQ(*distinct.rbegin(), kSamples - 1);
-  }
-  ASSERT_FALSE(step_owner.empty());
-  EXPECT_EQ(step_owner.begin()->first, 1);
-  EXPECT_EQ(static_cast<int64_t>(step_owner.size()), step_owner.rbegin()->first) << "no step missing";
 
   ::kill(a, SIGTERM);
   ::kill(coordinator, SIGTERM);

@@ -30,6 +30,7 @@ constexpr Choice<Sharding> kShardings[] = {{"none", Sharding::kNone},
                                            {"optimizer", Sharding::kOptimizer},
                                            {"gradients", Sharding::kGradients},
                                            {"full", Sharding::kFull}};
+constexpr Choice<Recovery> kRecoveries[] = {{"live", Recovery::kLive}, {"checkpoint", Recovery::kCheckpoint}};
 
 // What a placement may hold: the coordinator has resolved every "auto".
 constexpr Choice<Device> kPlacedDevices[] = {{"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
@@ -94,6 +95,10 @@ absl::StatusOr<Sharding> ParseSharding(absl::string_view text, absl::string_view
   return Parse<Sharding>(kShardings, text, field);
 }
 
+absl::StatusOr<Recovery> ParseRecovery(absl::string_view text, absl::string_view field) {
+  return Parse<Recovery>(kRecoveries, text, field);
+}
+
 std::string Name(Device value) { return NameIn<Device>(kDevices, value); }
 std::string Name(Precision value) { return NameIn<Precision>(kPrecisions, value); }
 std::string Name(LastBatch value) { return NameIn<LastBatch>(kLastBatches, value); }
@@ -102,6 +107,7 @@ std::string Name(Backend value) { return NameIn<Backend>(kBackends, value); }
 std::string Name(GradCompression value) { return NameIn<GradCompression>(kGradCompressions, value); }
 std::string Name(Transport value) { return NameIn<Transport>(kTransports, value); }
 std::string Name(Sharding value) { return NameIn<Sharding>(kShardings, value); }
+std::string Name(Recovery value) { return NameIn<Recovery>(kRecoveries, value); }
 
 absl::StatusOr<Placement> ParsePlacement(const gradsync::v1::Placement& placement) {
   Placement p;

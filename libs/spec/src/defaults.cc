@@ -38,6 +38,7 @@ constexpr double kDefaultBeta1 = 0.9;
 constexpr double kDefaultBeta2 = 0.95;
 constexpr double kDefaultEps = 1e-8;
 constexpr LrSchedule kDefaultLrSchedule = LrSchedule::kCosine;
+constexpr Recovery kDefaultRecovery = Recovery::kLive;
 constexpr double kDefaultMinLrRatio = 0.1;
 constexpr int32_t kDefaultLogEvery = 10;
 // torchrun's --max-restarts defaults to 0; a job here gets a few, as its workers may be lost.
@@ -109,6 +110,7 @@ void FillTraining(gradsync::v1::TrainingSpec* training) {
   if (!training->has_min_lr_ratio()) training->set_min_lr_ratio(kDefaultMinLrRatio);
   if (!training->has_log_every()) training->set_log_every(kDefaultLogEvery);
   if (!training->has_eval_every()) training->set_eval_every(kDefaultEvalEvery);
+  if (training->recovery().empty()) training->set_recovery(Name(kDefaultRecovery));
 }
 
 void FillDdp(gradsync::v1::DdpSpec* ddp) {

@@ -171,6 +171,8 @@ absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec) {
   if (!last_batch.ok()) return last_batch.status();
   const absl::StatusOr<LrSchedule> lr_schedule = ParseLrSchedule(spec.training().lr_schedule());
   if (!lr_schedule.ok()) return lr_schedule.status();
+  const absl::StatusOr<Recovery> recovery = ParseRecovery(spec.training().recovery());
+  if (!recovery.ok()) return recovery.status();
   const v1::TrainingSpec& t = spec.training();
   SchedulePlan p;
   p.max_steps = t.max_steps();
@@ -190,6 +192,7 @@ absl::StatusOr<SchedulePlan> PlanSchedule(const v1::JobSpec& spec) {
   p.grad_clip = t.grad_clip();
   p.log_every = t.log_every();
   p.eval_every = t.eval_every();
+  p.recovery = *recovery;
   return p;
 }
 

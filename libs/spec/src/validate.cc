@@ -200,6 +200,7 @@ void CheckTraining(const gradsync::v1::TrainingSpec& training, Checker* check) {
   check->Number("training.gradClip", training.grad_clip(), kZeroInclusive);
   check->AtLeast("training.warmupSteps", training.warmup_steps(), 0);
   check->Merge(ParseLrSchedule(training.lr_schedule()).status());
+  check->Merge(ParseRecovery(training.recovery()).status());
   check->Number("training.minLrRatio", training.min_lr_ratio(), kZeroInclusive, &kOneInclusive);
   check->AtLeast("training.logEvery", training.log_every(), 1);
   check->AtLeast("training.evalEvery", training.eval_every(), 0);

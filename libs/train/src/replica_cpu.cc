@@ -128,6 +128,8 @@ class CpuReplica final : public Replica {
     return {params * floats, (shards_.grads_sharded() ? shard : total) * floats, 2 * shard * floats};
   }
 
+  bool HostMemory() const override { return true; }
+
   std::string Describe() const override {
     return absl::StrCat("cpu, fp32, ", comm_->backend(), shards_.DescribeSuffix());
   }

@@ -75,6 +75,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromAssignment(const v1::Assignment& a) {
   c.checkpoint_every_steps = spec.checkpoint().every_steps();
   c.checkpoint_every = absl::Seconds(spec.checkpoint().every_seconds());
   c.resume_from = a.resume_from();
+  if (a.has_live_from()) c.live_from = LiveSource{a.live_from().source_rank(), a.live_from().step()};
   c.weights_path = a.weights_path();
   SetDdp(spec.ddp(), choices->grad_compression, &c);
   // Only parameters leave the buckets; the buffers ddp.ignoreParams names are never synchronised.

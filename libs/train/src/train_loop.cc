@@ -111,7 +111,13 @@ absl::Status TrainLoop::Resume() {
   // Every rank initialises from the job seed (or the checkpoint it resumes from); rank 0's values
   // are then broadcast so replicas start identical even if that ever were not so.
   replica_.InitParams(config_.seed);
-  if (config_.resume_from.step() > 0) {
+  if (config_.live_from.has_value()) {
+    // The state of a surviving rank's memory, identical on every rank once received: no broadcast
+    // of rank 0's parameters after it.
+    auto received = ReceiveLiveState(config_, *config_.live_from, hooks_.held, replica_);
+    if (!received.ok()) return received.status();
+    at_ = *received;
+  } else if (config_.resume_from.step() > 0) {
     auto restored = RestoreCheckpoint(config_.resume_from, config_.rank, replica_);
     if (!restored.ok()) return restored.status();
     at_ = *restored;
@@ -120,7 +126,7 @@ absl::Status TrainLoop::Resume() {
   }
   // Sharded parameters (ddp.sharding "full") are whole on no rank, and each rank's shard came from
   // the same seed or checkpoint.
-  if (!replica_.params_sharded()) {
+  if (!replica_.params_sharded() && !config_.live_from.has_value()) {
     if (absl::Status s = BroadcastParams(*reducer_, model.params(), replica_.comm()); !s.ok()) return s;
   }
   if (absl::Status s = ScopeClipping(*reducer_, config_.grad_clip, replica_); !s.ok()) return s;
@@ -137,7 +143,10 @@ absl::Status TrainLoop::Resume() {
     GS_LOG(INFO) << model.Describe() << " on " << replica_.Describe() << "; " << dataset_->size()
                  << " samples, global batch " << shard_.global_batch() << ", " << total_ << " steps on "
                  << replica_.comm().size() << " ranks, " << reducer_->buckets().size() << " gradient buckets"
-                 << (at_.step > 0 ? absl::StrCat("; resumed at step ", at_.step) : std::string());
+                 << (at_.step > 0 ? absl::StrCat(config_.live_from.has_value() ? "; resumed live at step "
+                                                                                : "; resumed at step ",
+                                                 at_.step)
+                                  : std::string());
   }
   warm_steps_ = at_.step + std::min<int64_t>(3, (total_ - at_.step) / 4);
   train_start_ = steady_start_ = window_start_ = last_checkpoint_ = absl::Now();

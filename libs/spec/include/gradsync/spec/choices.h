@@ -32,6 +32,8 @@ enum class GradCompression { kNone, kBf16 };
 enum class Transport { kAuto, kTcp };
 // ddp.sharding: "none", "optimizer" (ZeRO-1), "gradients" (ZeRO-2), "full" (ZeRO-3).
 enum class Sharding { kNone, kOptimizer, kGradients, kFull };
+// training.recovery: what a lost worker costs (see job.proto).
+enum class Recovery { kLive, kCheckpoint };
 
 // Each reads the text of its spec field. INVALID_ARGUMENT otherwise, in ValidateJobSpec's words:
 //   "model.device: must be one of auto, cpu, cuda, got \"tpu\""
@@ -45,6 +47,7 @@ absl::StatusOr<GradCompression> ParseGradCompression(absl::string_view text,
                                                      absl::string_view field = "ddp.gradCompression");
 absl::StatusOr<Transport> ParseTransport(absl::string_view text, absl::string_view field = "ddp.transport");
 absl::StatusOr<Sharding> ParseSharding(absl::string_view text, absl::string_view field = "ddp.sharding");
+absl::StatusOr<Recovery> ParseRecovery(absl::string_view text, absl::string_view field = "training.recovery");
 
 // The spec's text of a value: what its Parse function reads back.
 std::string Name(Device value);
@@ -55,6 +58,7 @@ std::string Name(Backend value);
 std::string Name(GradCompression value);
 std::string Name(Transport value);
 std::string Name(Sharding value);
+std::string Name(Recovery value);
 
 // A gradsync.v1.Placement (the coordinator's resolution of the spec's "auto" choices for one rank)
 // as enums. Never kAuto: the device is kCpu or kCuda, the backend kGloo or kNccl, the precision

@@ -41,6 +41,7 @@ struct SchedulePlan {
   double grad_clip = 0;  // 0: no clipping
   int log_every = 0;
   int64_t eval_every = 0;
+  Recovery recovery = Recovery::kLive;
 };
 
 // ddp.ignoreParams, split by what each name is: patterns of parameters to leave out of the

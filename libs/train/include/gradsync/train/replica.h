@@ -82,6 +82,10 @@ class Replica {
   // the other ranks: a collective then, every rank loading its own range.
   virtual absl::Status LoadState(const ckpt::RankState& state) = 0;
 
+  // Whether the model's buffers and the communicator take host memory (the CPU replica), so that
+  // a host copy of the state can be broadcast as it is (live_state.h).
+  virtual bool HostMemory() const { return false; }
+
   // Where and how it computes, e.g. "cpu, fp32, gloo" or "NVIDIA H100 (cuda:0), bf16, nccl".
   virtual std::string Describe() const = 0;
   // What it holds between steps (buffers' sizes, not the allocator's overheads); with

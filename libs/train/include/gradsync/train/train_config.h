@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@
 #include "gradsync/v1/job.pb.h"
 
 namespace gradsync::train {
+
+// Where a generation's state comes from when it resumes live (Assignment.live_from).
+struct LiveSource {
+  // The rank of the new generation whose worker holds the state, and the steps done in it.
+  int source_rank = 0;
+  int64_t step = 0;
+};
 
 struct TrainConfig {
   // The generation and this rank's place in it.
@@ -77,6 +85,9 @@ struct TrainConfig {
   absl::Duration checkpoint_every = absl::ZeroDuration();
   v1::CheckpointManifest resume_from;
   std::string weights_path;
+  // Set instead of resume_from after a failure under training.recovery "live": the state comes
+  // from a surviving rank's memory (live_state.h).
+  std::optional<LiveSource> live_from;
 
   // Gradient synchronisation: the reducer's buckets, wire type, ignored parameters and timeout;
   // the communicator's timeout (rendezvous, every collective, the layout check) and whether Gloo

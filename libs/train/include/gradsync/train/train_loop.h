@@ -31,6 +31,7 @@
 #include "gradsync/ddp/sampler.h"
 #include "gradsync/train/activity.h"
 #include "gradsync/train/evaluator.h"
+#include "gradsync/train/live_state.h"
 #include "gradsync/train/loss_smoother.h"
 #include "gradsync/train/memory_meter.h"
 #include "gradsync/train/replica.h"
@@ -77,6 +78,9 @@ struct TrainHooks {
   // Called by every rank after each optimizer step with the samples it trained on, by micro-step
   // (padding included), and the data position the step started at: for data audits.
   std::function<void(int64_t step, const ddp::Position& from, const ddp::StepShard& shard)> on_samples;
+  // The state this worker kept of the job's last generation (live_state.h): what the source rank
+  // of a live resume (TrainConfig::live_from) sends the others. Null when it keeps none.
+  const HeldState* held = nullptr;
 };
 
 // How a step treats the gradients.
@@ -109,6 +113,10 @@ class TrainLoop {
   // config.weights_path, with its own copy of any ignored parameter. The replica's and the
   // weights file's errors.
   absl::StatusOr<TrainOutcome> Finish();
+  // After a failed Step (or between steps): a host copy of the state of the last step every rank
+  // committed, and where training stands, for the next generation's live recovery (live_state.h).
+  // FAILED_PRECONDITION where the replica cannot hold it (CanHoldLive).
+  absl::StatusOr<HeldState> Hold() const { return HoldState(config_, replica_, at_); }
 
   int64_t total_steps() const { return total_; }
   const ddp::Reducer& reducer() const { return *reducer_; }
