@@ -56,16 +56,22 @@ v1::Assignment LiveAssignment(const std::string& job, int generation, int rank, 
   return a;
 }
 
-// The samples each committed step trained, by step, over every rank: for the exact-once audit.
+// The samples of each step, over every rank, as the ranks began it: for the exact-once audit. A
+// later generation's step supersedes an earlier one's of the same number (it was trained again).
 struct SampleAudit {
+  struct Step {
+    int generation = 0;
+    int epoch = 0;
+    std::vector<int64_t> samples;
+  };
   std::mutex mu;
-  std::map<int64_t, std::pair<int, std::vector<int64_t>>> by_step;  // step -> (epoch, samples)
+  std::map<int64_t, Step> by_step;
 
-  void Add(int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
+  void Add(int generation, int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
     std::lock_guard<std::mutex> lock(mu);
-    auto& [epoch, samples] = by_step[step];
-    epoch = from.epoch;
-    for (const auto& micro : shard.micro_indices) samples.insert(samples.end(), micro.begin(), micro.end());
+    Step& s = by_step[step];
+    if (s.generation != generation) s = Step{generation, from.epoch, {}};
+    for (const auto& micro : shard.micro_indices) s.samples.insert(s.samples.end(), micro.begin(), micro.end());
   }
 };
 
@@ -115,8 +121,8 @@ std::vector<RankEnd> RunGeneration(testing::CoordinatorServer& server, const std
       hooks.kv = kv.get();
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
       hooks.held = held[rank];
-      hooks.on_samples = [audit](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
-        audit->Add(step, from, shard);
+      hooks.on_samples = [audit, &config](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
+        audit->Add(config.generation, step, from, shard);
       };
       if (on_checkpoint) hooks.on_checkpoint = on_checkpoint;
       RankEnd& end = ends[rank];
@@ -160,8 +166,8 @@ std::vector<RankEnd> RunGeneration(testing::CoordinatorServer& server, const std
 void ExpectEverySampleOncePerEpoch(const SampleAudit& audit) {
   std::map<int, std::multiset<int64_t>> seen;
   for (const auto& [step, trained] : audit.by_step) {
-    for (int64_t i : trained.second) {
-      if (i != ddp::kPadSample) seen[trained.first].insert(i);
+    for (int64_t i : trained.samples) {
+      if (i != ddp::kPadSample) seen[trained.epoch].insert(i);
     }
   }
   ASSERT_EQ(seen.size(), 2u);
@@ -249,6 +255,7 @@ TEST(LiveRecovery, ASurvivorsStateTrainsOnBitwiseEqualToTheElasticRestartFromACh
       ASSERT_TRUE(ends[r].status.ok()) << ends[r].status;
       EXPECT_EQ(ends[r].digest, expected) << "rank " << r << " differs from the elastic restart from disk";
     }
+    EXPECT_EQ(audit.by_step.at(kFailAfter + 1).generation, 2) << "the failed step was trained again";
     EXPECT_EQ(audit.by_step.begin()->first, 1);
     EXPECT_EQ(audit.by_step.rbegin()->first, ends[0].steps);
     EXPECT_EQ(static_cast<int64_t>(audit.by_step.size()), ends[0].steps) << "every step once";

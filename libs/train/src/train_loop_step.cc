@@ -18,6 +18,9 @@ absl::Status TrainLoop::Step(GradSync sync) {
   f.step = at_.step;
   absl::StatusOr<ddp::StepShard> shard = BeginStep();
   if (!shard.ok()) return shard.status();
+  // Before any collective of the step: a step completes on no rank before every rank began it, so
+  // every completed step is in every rank's audit, also a lost rank's.
+  if (hooks_.on_samples) hooks_.on_samples(at_.step + 1, at_.data, *shard);
   f.start = absl::Now();
   if (absl::Status s = ForwardBackward(*shard, sync, &f); !s.ok()) return s;
   if (absl::Status s = AgreeAcrossRanks(&f); !s.ok()) return s;
@@ -26,10 +29,8 @@ absl::Status TrainLoop::Step(GradSync sync) {
   if (!norm.ok()) return norm.status();
   f.grad_norm = *norm;
 
-  const ddp::Position from = at_.data;
   Advance(*shard, f);
   stopped_ = f.stop_voted;
-  if (hooks_.on_samples) hooks_.on_samples(at_.step, from, *shard);
   if (absl::Status s = CheckpointIfDue(f.checkpoint_voted); !s.ok()) return s;
   if (absl::Status s = EvaluateIfDue(&f); !s.ok()) return s;
   LogProgress(f);

@@ -75,8 +75,11 @@ struct TrainHooks {
   std::function<void(const v1::ReportCheckpointRequest&)> on_checkpoint;
   // Called by every rank as each step begins (for the heartbeat's account of where it is).
   std::function<void(const StepMarker&)> on_step_begin;
-  // Called by every rank after each optimizer step with the samples it trained on, by micro-step
-  // (padding included), and the data position the step started at: for data audits.
+  // Called by every rank as each step begins, before its collectives, with the step's number (from
+  // 1), the data position it starts at, and the samples this rank trains on, by micro-step (padding
+  // included): for data audits. A step that then fails on some rank is trained again by the next
+  // generation from the same position, whose line supersedes this one; every step that completed
+  // anywhere is in every rank's audit, a rank lost right after it included.
   std::function<void(int64_t step, const ddp::Position& from, const ddp::StepShard& shard)> on_samples;
   // The state this worker kept of the job's last generation (live_state.h): what the source rank
   // of a live resume (TrainConfig::live_from) sends the others. Null when it keeps none.
