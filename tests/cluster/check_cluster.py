@@ -207,10 +207,35 @@ def interrupted_job(k, inject, steps=120, at_step=40, checkpoint_every=10):
     return job, job_id
 
 
+def recovered_live(k, job, victim):
+    """The job's next generation resumed from the survivor's memory (training.recovery "live"): a
+    QuorumChanged event with the victim gone and the spare joined, no checkpoint read, at most the
+    step in flight retrained."""
+    changed = event_after(job, ("QuorumChanged",), 0)
+    if not k.expect(changed is not None, f"no QuorumChanged event: {c.describe_events(job)}"):
+        return
+    log(f"QuorumChanged: {changed['message']}")
+    k.expect(f"left: {victim}" in changed["message"], f"QuorumChanged does not say {victim} left: {changed['message']}")
+    k.expect("no checkpoint read" in changed["message"], f"the recovery read a checkpoint: {changed['message']}")
+    scheduled = [e["message"] for e in c.events(job, "Scheduled")]
+    k.expect(not any("resuming from the checkpoint" in m for m in scheduled),
+             f"a generation resumed from a checkpoint: {scheduled}")
+    recovery = job.get("recovery", {})
+    k.expect(int(recovery.get("liveRecoveries", 0)) == 1 and int(recovery.get("stepsLost", 0)) == 0,
+             f"the job's recovery account is {recovery}, not one live recovery that lost no committed step")
+    recovered = event_after(job, ("Recovered",), 0)
+    if k.expect(recovered is not None, f"no Recovered event: {c.describe_events(job)}"):
+        log(f"Recovered: {recovered['message']}")
+
+
 def rank_killed(k):
-    """`docker kill` of a rank's container mid-run: the job ends SUCCEEDED, bitwise equal."""
+    """`docker kill` of a rank's container mid-run: the job ends SUCCEEDED, bitwise equal, having
+    resumed live from the survivor's memory."""
+    killed = []
+
     def inject(job_id, victim, ranks):
         k.docker("kill", k.cluster.container(victim))
+        killed.append(victim)
         log(f"killed {victim}")
     job, _ = interrupted_job(k, inject)
     if job:
@@ -220,6 +245,7 @@ def rank_killed(k):
                  f"no RankFailed or WorkerLost event names rank 1: {lost}")
         if lost:
             log(f"{lost['type']}: {lost['message']}")
+        recovered_live(k, job, killed[0])
 
 
 def event_after(job, kinds, since):
@@ -240,7 +266,7 @@ def parse_time(stamp):
 
 def network_cut(k):
     """`docker network disconnect` of a rank mid-collective: named within the lease, survivors
-    abort within seconds, the job resumes with the spare; on `connect` the worker rejoins."""
+    abort within seconds, the job resumes live with the spare; on `connect` the worker rejoins."""
     def inject(job_id, victim, ranks):
         t0 = time.time()
         k.docker("network", "disconnect", k.cluster.network, k.cluster.container(victim))
@@ -266,8 +292,12 @@ def network_cut(k):
         log(f"reconnected {victim}")
         k.cluster.wait_workers(3, timeout=90)
         log("the reconnected worker is back in the pool (3 registered)")
+        cut.append(victim)
 
-    interrupted_job(k, inject)
+    cut = []
+    job, _ = interrupted_job(k, inject)
+    if job and cut:
+        recovered_live(k, job, cut[0])
 
 
 def established_to(pid, ip):

@@ -1,6 +1,7 @@
 // Live recovery with real processes (training.recovery "live", the default): a three-rank job with
-// no checkpoint until its end loses a worker mid-run, by SIGKILL (an idle spare then joins) or by
-// SIGSTOP past its lease (the elastic job then shrinks to the two survivors). The job must end
+// no checkpoint until its end loses a worker mid-run, by SIGKILL (an idle spare then joins), by
+// SIGSTOP past its lease (the elastic job then shrinks to the two survivors), or two at once by
+// SIGKILL (it goes on with the one survivor). The job must end
 // SUCCEEDED with one restart, its next generation resumed from a survivor's memory (no checkpoint
 // exists to read), the survivors' processes the same ones throughout, and the sample audit must
 // show every sample trained exactly once per epoch over the steps that count.
@@ -23,10 +24,10 @@ bool Has(const std::string& out, const std::string& what) { return out.find(what
 
 class LiveRecovery : public ::testing::TestWithParam<std::string> {};
 
-INSTANTIATE_TEST_SUITE_P(Faults, LiveRecovery, ::testing::Values("kill", "stop"));
+INSTANTIATE_TEST_SUITE_P(Faults, LiveRecovery, ::testing::Values("kill", "stop", "kill-two"));
 
 TEST_P(LiveRecovery, ALostWorkerCostsOneStepAndNoCheckpointRead) {
-  const bool kill = GetParam() == "kill";
+  const bool kill = GetParam() == "kill", two = GetParam() == "kill-two";
   const std::string dir = MakeTempDir();
   const std::string samples = dir + "/samples";
   const std::string address = absl::StrCat("127.0.0.1:", FreePort());
@@ -41,7 +42,7 @@ TEST_P(LiveRecovery, ALostWorkerCostsOneStepAndNoCheckpointRead) {
   ASSERT_EQ(RunBinary({"gradsync", "healthcheck", address, "--timeout", "20"}).exit_code, 0);
   CommandResult submit = RunBinary({"gradsync", "submit", ExamplePath("mlp.yaml"), "--address", address, "--set",
                                     "training.worldSize=3", "--set",
-                                    kill ? "training.minWorkers=3" : "training.minWorkers=2", "--set",
+                                    absl::StrCat("training.minWorkers=", kill ? 3 : two ? 1 : 2), "--set",
                                     "model.mlp.hiddenDims=[1024,1024]", "--set", "training.microBatch=16", "--set",
                                     absl::StrCat("training.epochs=", kEpochs), "--set",
                                     absl::StrCat("data.synthetic.numSamples=", kSamples), "--set",
@@ -53,26 +54,29 @@ TEST_P(LiveRecovery, ALostWorkerCostsOneStepAndNoCheckpointRead) {
   });
   // The spare registers once the three are busy, so it holds no rank of the first generation.
   if (kill) worker("d");
-  ASSERT_EQ(::kill(c, kill ? SIGKILL : SIGSTOP), 0);
+  ASSERT_EQ(::kill(c, GetParam() == "stop" ? SIGSTOP : SIGKILL), 0);
+  if (two) ASSERT_EQ(::kill(b, SIGKILL), 0);
 
   const std::string done = WaitForJob(address, job, absl::Seconds(120), [](const std::string& out) {
     return Has(out, "\"SUCCEEDED\"") || Has(out, "\"FAILED\"");
   });
-  if (!kill) ::kill(c, SIGCONT);
+  if (GetParam() == "stop") ::kill(c, SIGCONT);
   ASSERT_TRUE(Has(done, "\"SUCCEEDED\"")) << done << ReadFile(dir + "/a.log");
-  EXPECT_TRUE(Has(done, kill ? "\"worldSize\": 3" : "\"worldSize\": 2")) << done;
+  EXPECT_TRUE(Has(done, absl::StrCat("\"worldSize\": ", kill ? 3 : two ? 1 : 2))) << done;
   EXPECT_TRUE(Has(done, "\"restarts\": 1")) << done;
   EXPECT_TRUE(Has(done, "\"generation\": 2")) << done;
   EXPECT_TRUE(Has(done, "QuorumChanged")) << done;
   EXPECT_TRUE(Has(done, kill ? "joined: d-" : "joined: none")) << done;
+  if (two) EXPECT_TRUE(Has(done, "1 ranks (was 3)")) << "one recovery for both losses: " << done;
   EXPECT_TRUE(Has(done, "resuming live at step")) << done;
   EXPECT_TRUE(Has(done, "\"Recovered\"")) << done;
   EXPECT_TRUE(Has(done, "\"liveRecoveries\": 1")) << done;
   EXPECT_FALSE(Has(done, "resuming from the checkpoint")) << done;
   EXPECT_FALSE(Has(done, "\"stepsLost\"")) << "no committed step is lost (proto3 JSON leaves out a 0): " << done;
   // The survivors trained on in the same processes, from the state they kept.
-  for (const pid_t survivor : {a, b}) EXPECT_EQ(::waitpid(survivor, nullptr, WNOHANG), 0) << "a survivor exited";
-  EXPECT_TRUE(Has(ReadFile(dir + "/a.log") + ReadFile(dir + "/b.log"), "for a live recovery")) << "nothing kept";
+  EXPECT_EQ(::waitpid(a, nullptr, WNOHANG), 0) << "a survivor exited";
+  if (!two) EXPECT_EQ(::waitpid(b, nullptr, WNOHANG), 0) << "a survivor exited";
+  EXPECT_TRUE(Has(ReadFile(dir + "/a.log"), "for a live recovery")) << "nothing kept";
   ExpectEverySampleOncePerEpoch(ReadSampleLogs(samples), 2, kSamples, kEpochs);
 }
 

@@ -1,5 +1,6 @@
 // Failure recovery with real processes: a worker killed mid-run is started again by the local
-// cluster's supervisor, the coordinator restarts the job from its last committed checkpoint, and
+// cluster's supervisor, the coordinator restarts the job from the survivor's memory
+// (training.recovery "live") or from its last committed checkpoint ("checkpoint"), and either way
 // the job ends with parameters bitwise identical to an uninterrupted run.
 #include <signal.h>
 #include <sys/wait.h>
@@ -58,7 +59,11 @@ struct OneRankRun {
   }
 };
 
-TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
+class KilledWorker : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(Recovery, KilledWorker, ::testing::Values("live", "checkpoint"));
+
+TEST_P(KilledWorker, IsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterruptedRun) {
   // The reference: the same job, uninterrupted.
   std::vector<std::string> run = {"gradsync",    "run",        ExamplePath("mlp.yaml"), "-o", "json",
                                   "--state-dir", MakeTempDir()};
@@ -71,7 +76,9 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
   const std::string dir = MakeTempDir();
   CommandResult up = RunBinary({"gradsync", "local", "up", "--workers", "2", "--state-dir", dir});
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  std::vector<std::string> submit = {"gradsync", "submit", ExamplePath("mlp.yaml"), "--state-dir", dir};
+  std::vector<std::string> submit = {"gradsync",    "submit", ExamplePath("mlp.yaml"),
+                                     "--state-dir", dir,      "--set",
+                                     "training.recovery=" + GetParam()};
   submit.insert(submit.end(), kJob.begin(), kJob.end());
   CommandResult submitted = RunBinary(submit);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
@@ -94,7 +101,9 @@ TEST(Recovery, AKilledWorkerIsReplacedAndTheJobEndsBitwiseIdenticalToAnUninterru
 
   CommandResult got = RunBinary({"gradsync", "get", job, "-o", "json", "--state-dir", dir});
   EXPECT_NE(got.out.find("\"restarts\": 1"), std::string::npos) << got.out;
-  EXPECT_NE(got.out.find("resuming from the checkpoint at step"), std::string::npos) << got.out;
+  EXPECT_NE(got.out.find(GetParam() == "live" ? "resuming live at step" : "resuming from the checkpoint at step"),
+            std::string::npos)
+      << got.out;
   EXPECT_NE(got.out.find("CheckpointCommitted"), std::string::npos) << got.out;
   EXPECT_EQ(RunBinary({"gradsync", "local", "down", "--state-dir", dir}).exit_code, 0);
 }

@@ -6,7 +6,10 @@
 // bitwise equal to the elastic reference: the same four ranks checkpointing at step K, and three
 // ranks resuming from that checkpoint on disk; and every sample of every epoch is trained exactly
 // once over the steps that count.
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <barrier>
 #include <filesystem>
 #include <functional>
@@ -85,9 +88,31 @@ struct RankEnd {
 
 // How a generation of RunGeneration ends.
 enum class End {
-  kDone,        // every rank trains to the end
-  kStopAtK,     // every rank stops after step kFailAfter (the reference's checkpoint)
-  kLoseLastAtK  // the last rank leaves after step kFailAfter; the others' next step fails
+  kDone,             // every rank trains to the end
+  kStopAtK,          // every rank stops after step kFailAfter (the reference's checkpoint)
+  kLoseLastAtK,      // the last rank leaves after step kFailAfter; the others' next step fails
+  kLoseOneInTransfer // rank 1 leaves once the ranks agreed on the layout, as the live state's transfer begins
+};
+
+// The generation's key-value namespace for one rank, which aborts that rank's communicator once
+// the layout check's verdict is read: the rank is gone from there on, in the middle of its start.
+class AbortAfterLayout final : public comm::KvClient {
+ public:
+  AbortAfterLayout(comm::KvClient* inner, comm::Communicator* comm) : inner_(inner), comm_(comm) {}
+  absl::Status Set(const std::string& key, const std::string& value) override { return inner_->Set(key, value); }
+  absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
+    absl::StatusOr<std::string> value = inner_->Get(key, timeout);
+    if (key == "layout/verdict") comm_->Abort();
+    return value;
+  }
+  absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout) override {
+    return inner_->Wait(keys, timeout);
+  }
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override { return inner_->Add(key, delta); }
+
+ private:
+  comm::KvClient* inner_;
+  comm::Communicator* comm_;
 };
 
 // One generation of `world` ranks in namespace `ns`, each rank's assignment from `assignment(rank)`.
@@ -98,27 +123,44 @@ std::vector<RankEnd> RunGeneration(testing::CoordinatorServer& server, const std
                                    const std::function<v1::Assignment(int)>& assignment,
                                    const std::vector<const train::HeldState*>& held, End how, SampleAudit* audit,
                                    std::function<void(const v1::ReportCheckpointRequest&)> on_checkpoint = {}) {
+  // Gloo writes to its sockets without MSG_NOSIGNAL; a write to a peer that left must fail, not end
+  // the process (the services ignore SIGPIPE too).
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<RankEnd> ends(world);
   const std::optional<int> leaver = how == End::kLoseLastAtK ? std::optional<int>(world - 1) : std::nullopt;
+  // Every replica outlives the threads (a rank aborts the others' communicators), but for the one
+  // that leaves, whose replica and sockets go as it leaves; each after its loop, before its kv.
+  std::vector<std::unique_ptr<comm::KvClient>> kvs(world);
+  std::vector<std::unique_ptr<train::Replica>> replicas(world);
   std::vector<comm::Communicator*> comms(world, nullptr);
   std::mutex comms_mu;
+  const auto leave = [&](int rank) {
+    std::lock_guard<std::mutex> lock(comms_mu);
+    comms[rank] = nullptr;
+    replicas[rank].reset();
+  };
   std::barrier met(world);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
-      auto kv = server.Kv(ns);
+      kvs[rank] = server.Kv(ns);
+      comm::KvClient* kv = kvs[rank].get();
       const train::TrainConfig config = ConfigOf(assignment(rank));
       train::ReplicaOptions options;
       options.device.set_kind(v1::Device::CPU);
-      options.kv = kv.get();
-      auto replica = train::CreateReplica(config, options);
-      ASSERT_TRUE(replica.ok()) << replica.status();
+      options.kv = kv;
+      auto created = train::CreateReplica(config, options);
+      ASSERT_TRUE(created.ok()) << created.status();
       {
         std::lock_guard<std::mutex> lock(comms_mu);
-        comms[rank] = &(*replica)->comm();
+        replicas[rank] = *std::move(created);
+        comms[rank] = &replicas[rank]->comm();
       }
+      train::Replica& replica = *replicas[rank];
       train::TrainHooks hooks;
-      hooks.kv = kv.get();
+      hooks.kv = kv;
+      AbortAfterLayout leaving(kv, &replica.comm());
+      if (how == End::kLoseOneInTransfer && rank == 1) hooks.kv = &leaving;
       hooks.epoch_seed = [&](int epoch) -> absl::StatusOr<uint64_t> { return ddp::EpochSeed(config.seed, epoch); };
       hooks.held = held[rank];
       hooks.on_samples = [audit, &config](int64_t step, const ddp::Position& from, const ddp::StepShard& shard) {
@@ -126,17 +168,25 @@ std::vector<RankEnd> RunGeneration(testing::CoordinatorServer& server, const std
       };
       if (on_checkpoint) hooks.on_checkpoint = on_checkpoint;
       RankEnd& end = ends[rank];
-      auto loop = train::TrainLoop::Start(config, **replica, hooks);
+      auto loop = train::TrainLoop::Start(config, replica, hooks);
       if (!loop.ok()) {
         end.status = loop.status();
-        if (how != End::kDone) met.arrive_and_drop();
+        if (how == End::kStopAtK || how == End::kLoseLastAtK) met.arrive_and_drop();
+        if (hooks.kv == &leaving) leave(rank);
         return;
       }
-      for (int64_t s = 0; how != End::kDone && s < kFailAfter; ++s) ASSERT_TRUE((*loop)->Step().ok());
+      if (how == End::kLoseOneInTransfer) ADD_FAILURE() << "rank " << rank << " started without its peer";
+      for (int64_t s = 0; (how == End::kStopAtK || how == End::kLoseLastAtK) && s < kFailAfter; ++s) {
+        ASSERT_TRUE((*loop)->Step().ok());
+      }
       if (how == End::kStopAtK) return;
       if (leaver.has_value()) {
         met.arrive_and_wait();
-        if (rank == *leaver) return;  // its replica and sockets go with it
+        if (rank == *leaver) {
+          loop->reset();
+          leave(rank);
+          return;
+        }
       }
       while (!(*loop)->done()) {
         end.status = (*loop)->Step();
@@ -179,8 +229,9 @@ void ExpectEverySampleOncePerEpoch(const SampleAudit& audit) {
 
 // The elastic reference: four ranks checkpoint at kFailAfter, three resume from it on disk.
 std::string ElasticReference(testing::CoordinatorServer& server) {
-  const std::string job = "live-reference";
-  const std::string root = absl::StrCat(::testing::TempDir(), "/live-reference-checkpoints");
+  // Each test's own: CTest runs the cases of one binary side by side.
+  const std::string job = absl::StrCat("live-reference-", ::getpid());
+  const std::string root = absl::StrCat(::testing::TempDir(), "/", job, "-checkpoints");
   std::filesystem::remove_all(root);
   std::mutex mu;
   v1::CheckpointManifest m;
@@ -215,6 +266,7 @@ std::string ElasticReference(testing::CoordinatorServer& server) {
   const std::vector<RankEnd> ends = RunGeneration(server, "reference-2", 3, second,
                                                   std::vector<const train::HeldState*>(3, nullptr), End::kDone, &unused);
   for (const RankEnd& e : ends) EXPECT_EQ(e.digest, ends[0].digest);
+  std::filesystem::remove_all(root);
   return ends[0].digest;
 }
 
@@ -261,6 +313,38 @@ TEST(LiveRecovery, ASurvivorsStateTrainsOnBitwiseEqualToTheElasticRestartFromACh
     EXPECT_EQ(static_cast<int64_t>(audit.by_step.size()), ends[0].steps) << "every step once";
     ExpectEverySampleOncePerEpoch(audit);
   }
+}
+
+TEST(LiveRecovery, ARankLostInTheTransferFailsTheGenerationAndTheNextRecoversFromTheSameStates) {
+  testing::CoordinatorServer server;
+  const std::string expected = ElasticReference(server);
+  SampleAudit audit;
+  const std::string job = "live-transfer";
+  const std::vector<RankEnd> failed =
+      RunGeneration(server, job + "-1", 4, [&](int r) { return LiveAssignment(job, 1, r, 4); },
+                    std::vector<const train::HeldState*>(4, nullptr), End::kLoseLastAtK, &audit);
+  for (int r = 0; r < 3; ++r) ASSERT_TRUE(failed[r].held.has_value()) << "rank " << r;
+  const std::vector<const train::HeldState*> held = {&*failed[0].held, &*failed[1].held, &*failed[2].held};
+  const auto from = [&](int generation) {
+    return [&, generation](int rank) {
+      v1::Assignment a = LiveAssignment(job, generation, rank, 3);
+      a.mutable_live_from()->set_source_rank(0);
+      a.mutable_live_from()->set_step(kFailAfter);
+      return a;
+    };
+  };
+  // Generation 2: two survivors and a spare that leaves as the state is sent to it. Every rank's
+  // start fails; none hangs.
+  const std::vector<RankEnd> lost = RunGeneration(server, job + "-2", 3, from(2), {held[0], nullptr, held[2]},
+                                                  End::kLoseOneInTransfer, &audit);
+  for (int r = 0; r < 3; ++r) EXPECT_FALSE(lost[r].status.ok()) << "rank " << r;
+  // Generation 3: the three survivors, with the states they held before it.
+  const std::vector<RankEnd> ends = RunGeneration(server, job + "-3", 3, from(3), held, End::kDone, &audit);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(ends[r].status.ok()) << ends[r].status;
+    EXPECT_EQ(ends[r].digest, expected) << "rank " << r;
+  }
+  ExpectEverySampleOncePerEpoch(audit);
 }
 
 TEST(LiveRecovery, ASourceThatHoldsNothingFailsEveryRankAsUnavailable) {
