@@ -33,7 +33,7 @@ import tempfile
 import time
 
 JOB = [
-    "training.worldSize=4", "training.epochs=0", "training.maxSteps=100000000", "training.maxRestarts=100000",
+    "training.worldSize=4", "training.epochs=0", "training.maxSteps=100000000", "training.maxRestarts=1000",
     "model.mlp.hiddenDims=[1024,1024]", "training.microBatch=16", "data.synthetic.numSamples=100000",
     "training.logEvery=5",
 ]
@@ -96,7 +96,7 @@ class Cluster:
     def rank_holders(self, job):
         """The pids of the workers that hold ranks of the job's running generation."""
         listing = json.loads(self.cli("workers", "-o", "json", "--address", self.address))
-        workers = listing.get("workers", listing) if isinstance(listing, dict) else listing
+        workers = listing.get("items", listing.get("workers", [])) if isinstance(listing, dict) else listing
         return [int(w["pid"]) for w in workers
                 if w.get("state") == "WORKER_BUSY" and w.get("jobId") == job.split("/")[-1]]
 
@@ -142,11 +142,11 @@ def wait(predicate, timeout):
 
 def kills(args):
     rows = {}
-    for mode in ("live", "checkpoint"):
+    for mode in args.modes.split(","):
         cluster = Cluster(args.build, 5)
         try:
             job = cluster.submit([f"training.recovery={mode}", "checkpoint.everySteps=100"])
-            seconds, lost = [], []
+            seconds, lost, regained = [], [], []
             for n in range(args.count):
                 before = cluster.job(job)
                 done = len(event_times(before, "Recovered"))
@@ -155,23 +155,31 @@ def kills(args):
                 at = step_of(before) + random.randint(20, 120)
                 wait(lambda: step_of(cluster.job(job)) >= at and cluster.job(job)["state"] == "RUNNING", 120)
                 victim = random.choice(cluster.rank_holders(job))
+                killed_step = step_of(cluster.job(job))
                 killed_at = time.time()
                 cluster.kill(victim)
                 cluster.add_worker()
-                after = wait(lambda: (lambda j: j if len(event_times(j, "Recovered")) > done else None)(cluster.job(job)),
-                             120)
+                try:
+                    after = wait(lambda: (lambda j: j if len(event_times(j, "Recovered")) > done else None)(
+                        cluster.job(job)), 120)
+                except RuntimeError:
+                    raise RuntimeError(f"no recovery within 120 s: {json.dumps(cluster.job(job)['events'][-6:])}")
                 seconds.append(event_times(after, "Recovered")[-1] - killed_at)
                 lost.append(int(after.get("recovery", {}).get("stepsLost", 0)) - lost_before)
-                print(f"{mode} kill {n + 1}: {seconds[-1]:.2f} s to the next committed step, {lost[-1]} steps lost",
-                      file=sys.stderr)
-            rows[mode] = (seconds, lost)
+                # What the failure cost in time: until the job is back at the step it had reached.
+                wait(lambda: step_of(cluster.job(job)) >= killed_step, 300)
+                regained.append(time.time() - killed_at)
+                print(f"{mode} kill {n + 1} at step {killed_step}: {seconds[-1]:.2f} s to the next committed step, "
+                      f"{lost[-1]} steps lost, {regained[-1]:.2f} s to be back at step {killed_step}", file=sys.stderr)
+            rows[mode] = (seconds, lost, regained)
         finally:
             cluster.close()
-    print("| recovery | kills | seconds to the next committed step, median / worst | committed steps lost, median / worst |")
-    print("| --- | --- | --- | --- |")
-    for mode, (seconds, lost) in rows.items():
+    print("| recovery | kills | s to the next committed step, median / worst | committed steps lost, median / worst "
+          "| s until back at the step of the kill, median / worst |")
+    print("| --- | --- | --- | --- | --- |")
+    for mode, (seconds, lost, regained) in rows.items():
         print(f"| {mode} | {len(seconds)} | {statistics.median(seconds):.2f} / {max(seconds):.2f} | "
-              f"{statistics.median(lost):.0f} / {max(lost)} |")
+              f"{statistics.median(lost):.0f} / {max(lost)} | {statistics.median(regained):.2f} / {max(regained):.2f} |")
 
 
 def committed_in(cluster, job, duration, every):
@@ -237,6 +245,7 @@ def main():
     parser.add_argument("--every", type=float, default=15, help="faults: seconds between failures")
     parser.add_argument("--duration", type=float, default=120, help="faults, overhead: seconds of each run")
     parser.add_argument("--runs", type=int, default=3, help="overhead: runs of each mode")
+    parser.add_argument("--modes", default="live,checkpoint", help="kills: the training.recovery modes to measure")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     random.seed(args.seed)

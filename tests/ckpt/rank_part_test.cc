@@ -80,6 +80,27 @@ TEST_F(RankPartTest, RoundTripsAStateWithoutOptimizerMoments) {
   EXPECT_TRUE(out->adam_v.empty());
 }
 
+// A shard of four ranks holds about a quarter of the elements (three floats each, with the
+// moments): less than the one large tensor of the layout it records, which must still read back.
+TEST_F(RankPartTest, AShardSmallerThanOneTensorOfItsLayoutReadsBack) {
+  const std::string dir = FreshDir("step");
+  RankState in = SmallState(3, 4);
+  in.layout = nn::ParamLayout();
+  in.layout.Add("big.weight", {100, 100}, true);
+  in.layout.Add("big.bias", {4}, false);
+  in.shard_begin = 7503;
+  in.params.assign(2501, 0.5f);
+  in.adam_m.assign(2501, 0.25f);
+  in.adam_v.assign(2501, 0.125f);
+  ASSERT_TRUE(WriteRankPart(dir, in).ok());
+  absl::StatusOr<RankState> out = ReadRankPart(dir + "/rank-00003.bin");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->shard_begin, 7503);
+  EXPECT_EQ(out->params, in.params);
+  EXPECT_EQ(out->adam_v, in.adam_v);
+  EXPECT_EQ(out->layout.Hash(), in.layout.Hash());
+}
+
 TEST_F(RankPartTest, ReplacesAnExistingPart) {
   const std::string dir = FreshDir("step");
   ASSERT_TRUE(WriteRankPart(dir, SmallState(0, 1, 0.0f)).ok());

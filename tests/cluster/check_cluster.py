@@ -209,8 +209,7 @@ def interrupted_job(k, inject, steps=120, at_step=40, checkpoint_every=10):
 
 def recovered_live(k, job, victim):
     """The job's next generation resumed from the survivor's memory (training.recovery "live"): a
-    QuorumChanged event with the victim gone and the spare joined, no checkpoint read, at most the
-    step in flight retrained."""
+    QuorumChanged event with the victim gone, no checkpoint read, at most one committed step lost."""
     changed = event_after(job, ("QuorumChanged",), 0)
     if not k.expect(changed is not None, f"no QuorumChanged event: {c.describe_events(job)}"):
         return
@@ -221,8 +220,9 @@ def recovered_live(k, job, victim):
     k.expect(not any("resuming from the checkpoint" in m for m in scheduled),
              f"a generation resumed from a checkpoint: {scheduled}")
     recovery = job.get("recovery", {})
-    k.expect(int(recovery.get("liveRecoveries", 0)) == 1 and int(recovery.get("stepsLost", 0)) == 0,
-             f"the job's recovery account is {recovery}, not one live recovery that lost no committed step")
+    # A step is lost only where the killed rank had finished one its peers had not: at most one.
+    k.expect(int(recovery.get("liveRecoveries", 0)) == 1 and int(recovery.get("stepsLost", 0)) <= 1,
+             f"the job's recovery account is {recovery}, not one live recovery that lost at most a step")
     recovered = event_after(job, ("Recovered",), 0)
     if k.expect(recovered is not None, f"no Recovered event: {c.describe_events(job)}"):
         log(f"Recovered: {recovered['message']}")

@@ -72,7 +72,9 @@ TEST_P(LiveRecovery, ALostWorkerCostsOneStepAndNoCheckpointRead) {
   EXPECT_TRUE(Has(done, "\"Recovered\"")) << done;
   EXPECT_TRUE(Has(done, "\"liveRecoveries\": 1")) << done;
   EXPECT_FALSE(Has(done, "resuming from the checkpoint")) << done;
-  EXPECT_FALSE(Has(done, "\"stepsLost\"")) << "no committed step is lost (proto3 JSON leaves out a 0): " << done;
+  // A committed step is lost only where a lost rank finished one its peers had not (proto3's JSON
+  // leaves out a 0, and writes an int64 as a string).
+  EXPECT_TRUE(!Has(done, "\"stepsLost\"") || Has(done, "\"stepsLost\": \"1\"")) << "more than one step lost: " << done;
   // The survivors trained on in the same processes, from the state they kept.
   EXPECT_EQ(::waitpid(a, nullptr, WNOHANG), 0) << "a survivor exited";
   if (!two) EXPECT_EQ(::waitpid(b, nullptr, WNOHANG), 0) << "a survivor exited";

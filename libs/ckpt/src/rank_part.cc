@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -144,7 +145,6 @@ class PartReader {
   }
   const absl::Status& status() const { return status_; }
   // The most fp32 values the content could hold.
-  int64_t capacity() const { return static_cast<int64_t>(limit_ / sizeof(float)); }
   bool at_end() const { return pos_ == limit_; }
 
   void Hash(std::span<const std::byte> bytes) {
@@ -240,10 +240,13 @@ absl::Status DecodeBody(PartReader& r, uint32_t version, RankState* s) {
     r.Get(&decay, "weight decay flag");
     r.Get(&rank, "tensor rank");
     if (!r.GetArray(&shape, rank, "shape")) break;
-    // Bounded by what the file can hold, so a corrupt dimension cannot overflow the count.
+    // Bounded by the element count the header records, so a corrupt dimension cannot overflow the
+    // count (a corrupt total fails the layout check below). Not by what this file holds: a shard of
+    // four ranks holds less than one large tensor of the layout it records.
+    const auto bound = static_cast<int64_t>(std::min<uint64_t>(total, std::numeric_limits<int64_t>::max()));
     int64_t numel = 1;
     for (int64_t d : shape) {
-      if (d < 0 || (d > 0 && numel > r.capacity() / d)) {
+      if (d < 0 || (d > 0 && numel > bound / d)) {
         r.Fail(absl::StrCat("parameter \"", name, "\" has an impossible shape"));
         break;
       }
