@@ -198,7 +198,11 @@ void Coordinator::AssignLocked(JobRuntime* rt, const std::vector<WorkerLease*>& 
   const std::string dir = rt->Dir(options_.artifact_root);
   // After StartGeneration: a corrupt checkpoint is set aside under the new generation's number.
   ResumeFrom resume;
-  resume.live = LiveSource(*rt, ranks);
+  // The transfer runs on CPU replicas (gradsync/train/live_state.h): a gang placed on GPUs (the
+  // worker without one was lost) resumes from the checkpoint.
+  const bool on_cpu = std::all_of(placements.begin(), placements.end(),
+                                  [](const v1::Placement& p) { return p.device() == "cpu"; });
+  if (on_cpu) resume.live = LiveSource(*rt, ranks);
   if (!resume.live.has_value()) {
     resume.checkpoint =
         rt->ResumePoint((std::filesystem::path(dir) / "checkpoints").string(), verifier_, options_.clock());

@@ -111,8 +111,15 @@ absl::StatusOr<train::TrainOutcome> Agent::TrainKeepingState(const train::TrainC
                                                              train::Replica& replica,
                                                              const train::TrainHooks& hooks) {
   absl::StatusOr<std::unique_ptr<train::TrainLoop>> loop = train::TrainLoop::Start(config, replica, hooks);
-  // A start that failed (a live transfer among them) leaves the state held before as it was.
-  if (!loop.ok()) return loop.status();
+  // A start that failed (a live transfer among them) leaves the state held before as it was, but
+  // for a source whose state is not the one the coordinator named: it would only fail again.
+  if (!loop.ok()) {
+    if (config.live_from.has_value() && config.live_from->source_rank == config.rank && held_.has_value() &&
+        held_->at.step != config.live_from->step) {
+      held_.reset();
+    }
+    return loop.status();
+  }
   // The loop has it now; what is held from here on is what the loop holds.
   held_.reset();
   while (!(*loop)->done()) {
