@@ -148,6 +148,8 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
   StateLock lock(this);
   WorkerLease* w = workers_.Find(request.worker_id());
   if (w == nullptr) return absl::NotFoundError(absl::StrCat("unknown worker ", request.worker_id()));
+  // Whether the reporter ran a rank of that generation: only then is what it says it keeps taken.
+  const bool ran_it = w->Holds(request.job_id(), request.generation()) && w->rank() == request.rank();
   if (w->Holds(request.job_id(), request.generation())) w->Free();
 
   JobRuntime* rt = FindJobLocked(request.job_id());
@@ -156,10 +158,11 @@ absl::Status Coordinator::ReportResult(const v1::ReportResultRequest& request) {
     if (absl::Status s = gen->CheckReporter(request.worker_id(), request.rank()); !s.ok()) return s;
   }
   // A survivor of the job's latest generation keeps its state for the next one (the generation
-  // may have ended already: the first failure's report ends it, the others come after).
-  if (rt != nullptr && !request.error().empty() && request.generation() == rt->job().generation()) {
+  // may have ended already: the first failure's report ends it, the others come after). A worker
+  // that held no rank of it is not taken at its word: it would become the next generation's source.
+  if (ran_it && rt != nullptr && !request.error().empty() && request.generation() == rt->job().generation()) {
     rt->recovery().Reached(request.result().global_step());
-    if (request.has_held()) rt->recovery().Held(request.worker_id(), request.held());
+    if (request.has_held() && request.held().step() >= 0) rt->recovery().Held(request.worker_id(), request.held());
   }
   if (gen != nullptr && !request.error().empty()) {
     rt->NoteReached(request.result());

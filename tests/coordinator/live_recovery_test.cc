@@ -201,5 +201,27 @@ TEST_F(LiveRecoveryTest, AHolderLostBeforeTheNextGenerationIsNoSource) {
   EXPECT_EQ(Get().recovery().checkpoint_recoveries(), 1);
 }
 
+TEST_F(LiveRecoveryTest, AStateClaimedByAWorkerNotRunningThatRankIsIgnored) {
+  RunAndFail("live");
+  // Worker 1, its rank given back with its report, claims a further state than any survivor's,
+  // once for its own rank and once for worker 2's.
+  for (const int rank : {1, 2}) {
+    v1::ReportResultRequest claim;
+    claim.set_worker_id(w_[1]);
+    claim.set_job_id(job_);
+    claim.set_generation(1);
+    claim.set_rank(rank);
+    claim.set_error("INTERNAL: made up");
+    claim.mutable_held()->set_generation(1);
+    claim.mutable_held()->set_step(99);
+    c_->ReportResult(claim).IgnoreError();
+  }
+  LoseWorker2();
+  ASSERT_EQ(Get().state(), v1::RUNNING) << Get().state_reason();
+  const v1::Assignment b0 = TakeTestAssignment(*c_, w_[0]);
+  EXPECT_EQ(b0.live_from().source_rank(), 0);
+  EXPECT_EQ(b0.live_from().step(), 58) << "the states the ranks reported, not the later claims";
+}
+
 }  // namespace
 }  // namespace gradsync::coordinator
