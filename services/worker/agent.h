@@ -127,10 +127,6 @@ class Agent {
   // gradsync exchange is doing.
   void DescribeScriptLocked(v1::HeartbeatRequest* req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   train::TrainHooks HooksFor(const v1::Assignment& assignment, comm::KvClient* kv, SampleLog* samples);
-  // Train's loop, keeping the state of the last committed step in held_ when a step fails (live
-  // recovery, gradsync/train/live_state.h).
-  absl::StatusOr<train::TrainOutcome> TrainKeepingState(const train::TrainConfig& config, train::Replica& replica,
-                                                        const train::TrainHooks& hooks);
   // The seed of `epoch`, from the coordinator's epoch plan.
   absl::StatusOr<uint64_t> EpochSeed(const std::string& job_id, int epoch);
   void OnStepBegin(int rank, const train::StepMarker& marker);

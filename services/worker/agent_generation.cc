@@ -104,37 +104,7 @@ absl::StatusOr<train::TrainOutcome> Agent::RunGeneration(const v1::Assignment& a
     absl::MutexLock lock(&mu_);
     comm_ = nullptr;
   };
-  return TrainKeepingState(*config, **replica, HooksFor(a, kv.get(), samples.get()));
-}
-
-absl::StatusOr<train::TrainOutcome> Agent::TrainKeepingState(const train::TrainConfig& config,
-                                                             train::Replica& replica,
-                                                             const train::TrainHooks& hooks) {
-  absl::StatusOr<std::unique_ptr<train::TrainLoop>> loop = train::TrainLoop::Start(config, replica, hooks);
-  // A start that failed (a live transfer among them) leaves the state held before as it was, but
-  // for a source whose state is not the one the coordinator named: it would only fail again.
-  if (!loop.ok()) {
-    if (config.live_from.has_value() && config.live_from->source_rank == config.rank && held_.has_value() &&
-        held_->at.step != config.live_from->step) {
-      held_.reset();
-    }
-    return loop.status();
-  }
-  // The loop has it now; what is held from here on is what the loop holds.
-  held_.reset();
-  while (!(*loop)->done()) {
-    absl::Status s = (*loop)->Step();
-    if (s.ok()) continue;
-    absl::StatusOr<train::HeldState> held = (*loop)->Hold();
-    if (held.ok()) {
-      GS_LOG(INFO) << "keeping the state of step " << held->at.step << " in memory for a live recovery";
-      held_ = *std::move(held);
-    } else if (config.plan.schedule.recovery == spec::Recovery::kLive) {
-      GS_LOG(INFO) << "no state kept for a live recovery: " << held.status().message();
-    }
-    return s;
-  }
-  return (*loop)->Finish();
+  return Train(*config, **replica, HooksFor(a, kv.get(), samples.get()), &held_);
 }
 
 train::TrainHooks Agent::HooksFor(const v1::Assignment& a, comm::KvClient* kv, SampleLog* samples) {

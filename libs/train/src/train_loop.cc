@@ -178,11 +178,29 @@ absl::StatusOr<TrainOutcome> TrainLoop::Finish() {
   return out;
 }
 
-absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, const TrainHooks& hooks) {
+absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, const TrainHooks& hooks,
+                                   std::optional<HeldState>* kept) {
   absl::StatusOr<std::unique_ptr<TrainLoop>> loop = TrainLoop::Start(config, replica, hooks);
-  if (!loop.ok()) return loop.status();
+  if (!loop.ok()) {
+    if (kept != nullptr && kept->has_value() && config.live_from.has_value() &&
+        config.live_from->source_rank == config.rank && (*kept)->at.step != config.live_from->step) {
+      kept->reset();
+    }
+    return loop.status();
+  }
+  if (kept != nullptr) kept->reset();
   while (!(*loop)->done()) {
-    if (absl::Status s = (*loop)->Step(); !s.ok()) return s;
+    absl::Status s = (*loop)->Step();
+    if (s.ok()) continue;
+    if (kept == nullptr) return s;
+    absl::StatusOr<HeldState> held = (*loop)->Hold();
+    if (held.ok()) {
+      GS_LOG(INFO) << "keeping the state of step " << held->at.step << " in memory for a live recovery";
+      *kept = *std::move(held);
+    } else if (config.plan.schedule.recovery == spec::Recovery::kLive) {
+      GS_LOG(INFO) << "no state kept for a live recovery: " << held.status().message();
+    }
+    return s;
   }
   return (*loop)->Finish();
 }

@@ -199,6 +199,12 @@ class TrainLoop {
 };
 
 // Runs a TrainLoop from Start through every step to Finish; every rank of the generation calls it.
-absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, const TrainHooks& hooks);
+// `kept`, when given, is the state the caller keeps across generations for live recovery
+// (live_state.h; hooks.held may point into it): once the loop has started it holds nothing, the
+// loop having taken over; when a step fails it becomes the loop's Hold() (nothing where the replica
+// cannot hold one); a start that fails leaves it as it was, unless this rank was the live source
+// and holds another step than the one named, which would only fail again.
+absl::StatusOr<TrainOutcome> Train(const TrainConfig& config, Replica& replica, const TrainHooks& hooks,
+                                   std::optional<HeldState>* kept = nullptr);
 
 }  // namespace gradsync::train
